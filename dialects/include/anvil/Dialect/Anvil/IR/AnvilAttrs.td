@@ -1,0 +1,95 @@
+//===- AnvilAttrs.td - parameter and input metadata ------------*- tablegen -*-===//
+//
+// Attributes that mark the arguments of a forward function as parameters
+// (`#anvil.param`, with an initializer `#anvil.init`) or batch inputs
+// (`#anvil.input`). Parameter names are the names checkpoints use.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ANVIL_DIALECT_ANVIL_IR_ANVILATTRS_TD
+#define ANVIL_DIALECT_ANVIL_IR_ANVILATTRS_TD
+
+include "anvil/Dialect/Anvil/IR/AnvilBase.td"
+
+class Anvil_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Anvil_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def Anvil_InitializerAttr : Anvil_Attr<"Initializer", "init"> {
+  let summary = "How a parameter is initialized";
+  let description = [{
+    An initializer kind with its arguments, all of them floating-point
+    numbers except the fan mode of the Kaiming initializers:
+
+    | kind               | arguments (default)                                  |
+    |--------------------|------------------------------------------------------|
+    | `zeros`, `ones`    | none                                                 |
+    | `constant`         | `value` (required)                                   |
+    | `normal`           | `std` (required), `mean` (0)                         |
+    | `truncated_normal` | `std` (required), `mean` (0), `lower` (-2), `upper` (2); bounds in standard deviations around the mean |
+    | `uniform`          | `low`, `high` (both required)                        |
+    | `xavier_uniform`, `xavier_normal` | `gain` (1)                            |
+    | `kaiming_uniform`, `kaiming_normal` | `gain` (sqrt 2), `mode` (`fan_in` or `fan_out`; `fan_in`) |
+
+    Fans follow PyTorch: for a weight `(out, in, k...)`, fan-in is
+    `in * prod(k)` and fan-out is `out * prod(k)`.
+
+    ```mlir
+    #anvil.init<zeros>
+    #anvil.init<normal(std = 0.02)>
+    #anvil.init<truncated_normal(std = 0.02, lower = -3.0, upper = 3.0)>
+    #anvil.init<kaiming_normal(mode = fan_out)>
+    ```
+  }];
+  let parameters = (ins "::mlir::anvil::InitKind":$kind,
+                        "::mlir::DictionaryAttr":$args);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The numeric argument `name`, or `defaultValue` when it is absent.
+    double getArg(::llvm::StringRef name, double defaultValue) const;
+    /// True for `mode = fan_out` (Kaiming initializers only).
+    bool usesFanOut() const;
+  }];
+}
+
+def Anvil_ParamAttr : Anvil_Attr<"Param", "param"> {
+  let summary = "Marks a function argument as a model parameter";
+  let description = [{
+    Placed on arguments of a forward function under the name `anvil.param`.
+    `name` is the checkpoint name (`h.0.attn.c_attn.weight`), unique within
+    the function; `trainable = false` freezes the parameter (no gradient).
+
+    ```mlir
+    func.func @forward(
+        %w: tensor<768x2304xf32> {anvil.param = #anvil.param<
+              name = "h.0.attn.c_attn.weight",
+              init = #anvil.init<normal(std = 0.02)>>},
+        %pe: tensor<1024x768xf32> {anvil.param = #anvil.param<
+              name = "wpe.weight", init = #anvil.init<zeros>,
+              trainable = false>})
+    ```
+  }];
+  let parameters = (ins
+      StringRefParameter<"checkpoint name of the parameter">:$name,
+      "::mlir::anvil::InitializerAttr":$init,
+      DefaultValuedParameter<"bool", "true">:$trainable);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Anvil_InputAttr : Anvil_Attr<"Input", "input"> {
+  let summary = "Marks a function argument as a batch input";
+  let description = [{
+    ```mlir
+    func.func @forward(%tokens: tensor<8x1024xi32>
+                         {anvil.input = #anvil.input<name = "tokens">})
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"name of the input">:$name);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+#endif // ANVIL_DIALECT_ANVIL_IR_ANVILATTRS_TD

@@ -1,0 +1,162 @@
+//===- AnvilBase.td - the anvil dialect, its types and op bases -*- tablegen -*-===//
+//
+// The dialect definition, the tensor type constraints every op uses, the
+// enumerations, and the base classes from which all anvil ops derive.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ANVIL_DIALECT_ANVIL_IR_ANVILBASE_TD
+#define ANVIL_DIALECT_ANVIL_IR_ANVILBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "anvil/Dialect/Anvil/IR/AnvilInterfaces.td"
+
+def Anvil_Dialect : Dialect {
+  let name = "anvil";
+  let cppNamespace = "::mlir::anvil";
+  let summary = "Anvil's graph-level dialect for training neural networks";
+  let description = [{
+    The `anvil` dialect is the level at which models are written,
+    differentiated, given an optimizer and sharded. Every op works on ranked,
+    statically shaped tensors, infers its result type where the operands and
+    attributes determine it, and reports its cost (FLOPs and bytes moved)
+    through `CostOpInterface`.
+
+    Broadcasting is never implicit: elementwise ops take operands of one type,
+    and `anvil.broadcast` makes shapes agree. Dimensions are numbered from 0;
+    negative dimensions are not accepted. Layouts follow PyTorch: activations
+    of convolutions and pooling are `(N, C, spatial...)`, attention takes
+    `(B, H, T, D)`.
+
+    A model's forward graph is a `func.func @forward` whose arguments carry
+    `anvil.param` (parameters: name, initializer, trainable flag) or
+    `anvil.input` (batch inputs) attributes.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasConstantMaterializer = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Argument attribute naming a parameter: `#anvil.param<...>`.
+    static constexpr ::llvm::StringLiteral kParamAttrName = "anvil.param";
+    /// Argument attribute naming a batch input: `#anvil.input<...>`.
+    static constexpr ::llvm::StringLiteral kInputAttrName = "anvil.input";
+
+  private:
+    void registerAttributes();
+  public:
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+def Anvil_FloatElement : AnyTypeOf<[F64, F32, F16, BF16, F8E4M3FN, F8E5M2]>;
+def Anvil_IntElement : AnyTypeOf<[I1, I32, I64]>;
+def Anvil_IndexElement : AnyTypeOf<[I32, I64]>;
+
+def Anvil_Tensor : StaticShapeTensorOf<[F64, F32, F16, BF16, F8E4M3FN, F8E5M2,
+                                        I1, I32, I64]>;
+def Anvil_FloatTensor : StaticShapeTensorOf<[F64, F32, F16, BF16, F8E4M3FN,
+                                             F8E5M2]>;
+def Anvil_NumericTensor : StaticShapeTensorOf<[F64, F32, F16, BF16, F8E4M3FN,
+                                               F8E5M2, I32, I64]>;
+def Anvil_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
+def Anvil_BoolTensor : StaticShapeTensorOf<[I1]>;
+def Anvil_SeedTensor : 0DTensorOf<[I64]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getI64Type())">;
+
+//===----------------------------------------------------------------------===//
+// Enumerations (printed as bare keywords in op assembly)
+//===----------------------------------------------------------------------===//
+
+def Anvil_ComparisonDirection : I32EnumAttr<"ComparisonDirection",
+    "comparison direction", [
+      I32EnumAttrCase<"eq", 0>, I32EnumAttrCase<"ne", 1>,
+      I32EnumAttrCase<"lt", 2>, I32EnumAttrCase<"le", 3>,
+      I32EnumAttrCase<"gt", 4>, I32EnumAttrCase<"ge", 5>]> {
+  let cppNamespace = "::mlir::anvil";
+}
+
+def Anvil_GeluApproximation : I32EnumAttr<"GeluApproximation",
+    "GELU formula", [
+      I32EnumAttrCase<"erf", 0>, I32EnumAttrCase<"tanh", 1>]> {
+  let cppNamespace = "::mlir::anvil";
+}
+
+def Anvil_Reduction : I32EnumAttr<"Reduction", "loss reduction", [
+      I32EnumAttrCase<"mean", 0>, I32EnumAttrCase<"sum", 1>,
+      I32EnumAttrCase<"none", 2>]> {
+  let cppNamespace = "::mlir::anvil";
+}
+
+def Anvil_BagMode : I32EnumAttr<"BagMode", "embedding bag pooling", [
+      I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"mean", 1>]> {
+  let cppNamespace = "::mlir::anvil";
+}
+
+def Anvil_InitKind : I32EnumAttr<"InitKind", "parameter initializer", [
+      I32EnumAttrCase<"zeros", 0>, I32EnumAttrCase<"ones", 1>,
+      I32EnumAttrCase<"constant", 2>, I32EnumAttrCase<"normal", 3>,
+      I32EnumAttrCase<"truncated_normal", 4>, I32EnumAttrCase<"uniform", 5>,
+      I32EnumAttrCase<"xavier_uniform", 6>, I32EnumAttrCase<"xavier_normal", 7>,
+      I32EnumAttrCase<"kaiming_uniform", 8>,
+      I32EnumAttrCase<"kaiming_normal", 9>]> {
+  let cppNamespace = "::mlir::anvil";
+  let genSpecializedAttr = 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Op base classes
+//===----------------------------------------------------------------------===//
+
+// Every anvil op is pure tensor code and reports its cost.
+class Anvil_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Anvil_Dialect, mnemonic,
+         !listconcat([Pure, Anvil_CostOpInterface], traits)>;
+
+// Ops whose cost is not elementwise implement `getFlops` themselves.
+class Anvil_CostedOp<string mnemonic, list<Trait> traits = []>
+    : Op<Anvil_Dialect, mnemonic,
+         !listconcat([Pure, DeclareOpInterfaceMethods<Anvil_CostOpInterface,
+                                                      ["getFlops"]>],
+                     traits)>;
+
+// `flops` is the nominal FLOP count per result element (see
+// docs/dialect/cost.md): 1 for an add or a compare, more for composite
+// functions such as GELU.
+class Anvil_ElementwiseOp<string mnemonic, int flops, list<Trait> traits = []>
+    : Anvil_Op<mnemonic, !listconcat([Elementwise], traits)> {
+  let extraClassDeclaration = [{
+    static constexpr int64_t kFlopsPerElement = }] # flops # [{;
+  }];
+}
+
+class Anvil_UnaryElementwiseOp<string mnemonic, int flops,
+                               Type tensorType = Anvil_FloatTensor,
+                               list<Trait> traits = []>
+    : Anvil_ElementwiseOp<mnemonic, flops,
+                          !listconcat([SameOperandsAndResultType,
+                                       InferTypeOpInterface], traits)> {
+  let arguments = (ins tensorType:$operand);
+  let results = (outs tensorType:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($result)";
+}
+
+class Anvil_BinaryElementwiseOp<string mnemonic, int flops,
+                                Type tensorType = Anvil_NumericTensor,
+                                list<Trait> traits = []>
+    : Anvil_ElementwiseOp<mnemonic, flops,
+                          !listconcat([SameOperandsAndResultType,
+                                       InferTypeOpInterface], traits)> {
+  let arguments = (ins tensorType:$lhs, tensorType:$rhs);
+  let results = (outs tensorType:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+#endif // ANVIL_DIALECT_ANVIL_IR_ANVILBASE_TD

@@ -1,0 +1,29 @@
+//===- AnvilOps.h - ops of the anvil dialect ---------------------*- C++ -*-===//
+//
+// The generated op classes of the anvil dialect and the few helpers their
+// ODS definitions name.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ANVIL_DIALECT_ANVIL_IR_ANVILOPS_H
+#define ANVIL_DIALECT_ANVIL_IR_ANVILOPS_H
+
+#include "anvil/Dialect/Anvil/IR/AnvilDialect.h"
+#include "anvil/Dialect/Anvil/IR/AnvilInterfaces.h"
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace mlir::anvil {
+/// `tensor<shape x i1>` for a tensor type `type`.
+Type getBoolTensorType(Type type);
+} // namespace mlir::anvil
+
+#define GET_OP_CLASSES
+#include "anvil/Dialect/Anvil/IR/AnvilOps.h.inc"
+
+#endif // ANVIL_DIALECT_ANVIL_IR_ANVILOPS_H

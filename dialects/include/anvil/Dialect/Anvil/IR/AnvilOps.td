@@ -1,0 +1,938 @@
+//===- AnvilOps.td - the ops of the anvil dialect --------------*- tablegen -*-===//
+//
+// Graph-level ops on statically shaped tensors. Elementwise and pure data
+// movement ops come first, then contractions, normalizations, the
+// transformer ops, convolutions and pooling, and the losses. Each op infers
+// its result type where operands and attributes determine it; ops whose
+// result shape is free (reshape, broadcast, cast) check it instead.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ANVIL_DIALECT_ANVIL_IR_ANVILOPS_TD
+#define ANVIL_DIALECT_ANVIL_IR_ANVILOPS_TD
+
+include "anvil/Dialect/Anvil/IR/AnvilBase.td"
+include "anvil/Dialect/Anvil/IR/AnvilAttrs.td"
+
+//===----------------------------------------------------------------------===//
+// Constants and casts
+//===----------------------------------------------------------------------===//
+
+def Anvil_ConstantOp : Anvil_CostedOp<"constant", [ConstantLike,
+    AllTypesMatch<["value", "result"]>]> {
+  let summary = "A tensor constant";
+  let description = [{
+    ```mlir
+    %zero = anvil.constant dense<0.0> : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Anvil_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def Anvil_CastOp : Anvil_Op<"cast", [Elementwise, SameOperandsAndResultShape]> {
+  let summary = "Element type conversion";
+  let description = [{
+    Converts each element to the result's element type: floats round to
+    nearest even (saturating to the largest finite value for the 8-bit
+    floats), floats to integers truncate toward zero, and any non-zero value
+    becomes `true` in `i1`. The result type is chosen, not inferred.
+
+    ```mlir
+    %h = anvil.cast %x : tensor<4x8xf32> to tensor<4x8xbf16>
+    ```
+  }];
+  let arguments = (ins Anvil_Tensor:$operand);
+  let results = (outs Anvil_Tensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($operand) `to` type($result)";
+  let hasFolder = 1;
+  let extraClassDeclaration = [{
+    static constexpr int64_t kFlopsPerElement = 0;
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise arithmetic and math
+//===----------------------------------------------------------------------===//
+
+def Anvil_AddOp : Anvil_BinaryElementwiseOp<"add", 1, Anvil_NumericTensor,
+                                            [Commutative]> {
+  let summary = "Elementwise addition";
+  let description = [{
+    ```mlir
+    %y = anvil.add %a, %b : tensor<4x8xf32>
+    ```
+  }];
+  let hasFolder = 1;
+}
+
+def Anvil_SubOp : Anvil_BinaryElementwiseOp<"sub", 1> {
+  let summary = "Elementwise subtraction";
+  let description = [{
+    ```mlir
+    %y = anvil.sub %a, %b : tensor<4x8xf32>
+    ```
+  }];
+  let hasFolder = 1;
+}
+
+def Anvil_MulOp : Anvil_BinaryElementwiseOp<"mul", 1, Anvil_NumericTensor,
+                                            [Commutative]> {
+  let summary = "Elementwise multiplication";
+  let description = [{
+    ```mlir
+    %y = anvil.mul %a, %b : tensor<4x8xf32>
+    ```
+  }];
+  let hasFolder = 1;
+}
+
+def Anvil_DivOp : Anvil_BinaryElementwiseOp<"div", 1> {
+  let summary = "Elementwise division (integers truncate toward zero)";
+  let description = [{
+    ```mlir
+    %y = anvil.div %a, %b : tensor<4x8xf32>
+    ```
+  }];
+  let hasFolder = 1;
+}
+
+def Anvil_PowOp : Anvil_BinaryElementwiseOp<"pow", 1, Anvil_FloatTensor> {
+  let summary = "Elementwise power `lhs ^ rhs`";
+  let description = [{
+    ```mlir
+    %y = anvil.pow %a, %b : tensor<4x8xf32>
+    ```
+  }];
+}
+
+def Anvil_MaxOp : Anvil_BinaryElementwiseOp<"max", 1, Anvil_NumericTensor,
+                                            [Commutative]> {
+  let summary = "Elementwise maximum (NaN propagates)";
+  let description = [{
+    ```mlir
+    %y = anvil.max %a, %b : tensor<4x8xf32>
+    ```
+  }];
+}
+
+def Anvil_MinOp : Anvil_BinaryElementwiseOp<"min", 1, Anvil_NumericTensor,
+                                            [Commutative]> {
+  let summary = "Elementwise minimum (NaN propagates)";
+  let description = [{
+    ```mlir
+    %y = anvil.min %a, %b : tensor<4x8xf32>
+    ```
+  }];
+}
+
+def Anvil_NegOp : Anvil_UnaryElementwiseOp<"neg", 1, Anvil_NumericTensor> {
+  let summary = "Elementwise negation";
+  let description = [{
+    ```mlir
+    %y = anvil.neg %x : tensor<4x8xf32>
+    ```
+  }];
+  let hasFolder = 1;
+}
+
+def Anvil_AbsOp : Anvil_UnaryElementwiseOp<"abs", 1, Anvil_NumericTensor> {
+  let summary = "Elementwise absolute value";
+  let description = [{
+    ```mlir
+    %y = anvil.abs %x : tensor<4x8xf32>
+    ```
+  }];
+}
+
+class Anvil_FloatUnaryOp<string mnemonic, int flops, string formula>
+    : Anvil_UnaryElementwiseOp<mnemonic, flops> {
+  let summary = "Elementwise " # formula;
+  let description = [{
+    Computes }] # formula # [{ of each element.
+
+    ```mlir
+    %y = anvil.}] # mnemonic # [{ %x : tensor<4x8xf32>
+    ```
+  }];
+}
+
+def Anvil_ExpOp : Anvil_FloatUnaryOp<"exp", 1, "`exp(x)`">;
+def Anvil_LogOp : Anvil_FloatUnaryOp<"log", 1, "the natural logarithm `log(x)`">;
+def Anvil_SqrtOp : Anvil_FloatUnaryOp<"sqrt", 1, "`sqrt(x)`">;
+def Anvil_RsqrtOp : Anvil_FloatUnaryOp<"rsqrt", 1, "`1 / sqrt(x)`">;
+def Anvil_TanhOp : Anvil_FloatUnaryOp<"tanh", 1, "`tanh(x)`">;
+def Anvil_ErfOp : Anvil_FloatUnaryOp<"erf", 1, "the error function `erf(x)`">;
+def Anvil_SigmoidOp : Anvil_FloatUnaryOp<"sigmoid", 3,
+                                         "the logistic `1 / (1 + exp(-x))`">;
+def Anvil_SiluOp : Anvil_FloatUnaryOp<"silu", 4, "SiLU (swish) `x * sigmoid(x)`">;
+def Anvil_ReluOp : Anvil_FloatUnaryOp<"relu", 1, "`max(x, 0)`">;
+
+def Anvil_GeluOp : Anvil_ElementwiseOp<"gelu", 8, [SameOperandsAndResultType,
+                                                   InferTypeOpInterface]> {
+  let summary = "Gaussian error linear unit";
+  let description = [{
+    `erf`:  `0.5 x (1 + erf(x / sqrt 2))`.
+    `tanh`: `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` (GPT-2's form).
+
+    ```mlir
+    %y = anvil.gelu tanh %x : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_GeluApproximation:$approximation,
+                       Anvil_FloatTensor:$operand);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = "$approximation $operand attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Comparisons and selection
+//===----------------------------------------------------------------------===//
+
+def Anvil_CompareOp : Anvil_ElementwiseOp<"compare", 1, [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>, AllTypesMatch<["lhs", "rhs"]>,
+    TypesMatchWith<"result is an i1 tensor of the operands' shape", "lhs",
+                   "result", "::mlir::anvil::getBoolTensorType($_self)">]> {
+  let summary = "Elementwise comparison";
+  let description = [{
+    ```mlir
+    %m = anvil.compare lt, %a, %b : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_ComparisonDirection:$direction,
+                       Anvil_Tensor:$lhs, Anvil_Tensor:$rhs);
+  let results = (outs Anvil_BoolTensor:$result);
+  let assemblyFormat = "$direction `,` $lhs `,` $rhs attr-dict `:` type($lhs)";
+}
+
+def Anvil_SelectOp : Anvil_ElementwiseOp<"select", 1, [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>, AllTypesMatch<["on_true", "on_false", "result"]>,
+    TypesMatchWith<"condition is an i1 tensor of the result's shape", "result",
+                   "condition", "::mlir::anvil::getBoolTensorType($_self)">]> {
+  let summary = "Elementwise `condition ? on_true : on_false`";
+  let description = [{
+    ```mlir
+    %y = anvil.select %m, %a, %b : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_BoolTensor:$condition, Anvil_Tensor:$on_true,
+                       Anvil_Tensor:$on_false);
+  let results = (outs Anvil_Tensor:$result);
+  let assemblyFormat =
+      "$condition `,` $on_true `,` $on_false attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Shape and data movement
+//===----------------------------------------------------------------------===//
+
+def Anvil_ReshapeOp : Anvil_CostedOp<"reshape",
+                                     [SameOperandsAndResultElementType]> {
+  let summary = "Reinterprets a tensor with a new shape of the same size";
+  let description = [{
+    Row-major order is kept; the element counts must agree.
+
+    ```mlir
+    %y = anvil.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_Tensor:$operand);
+  let results = (outs Anvil_Tensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($operand) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Anvil_TransposeOp : Anvil_CostedOp<"transpose", [InferTypeOpAdaptor]> {
+  let summary = "Permutes the dimensions of a tensor";
+  let description = [{
+    Result dimension `i` is operand dimension `permutation[i]`.
+
+    ```mlir
+    %y = anvil.transpose %x, [0, 2, 1] : tensor<2x3x4xf32> -> tensor<2x4x3xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_Tensor:$operand, DenseI64ArrayAttr:$permutation);
+  let results = (outs Anvil_Tensor:$result);
+  let assemblyFormat = [{
+    $operand `,` $permutation attr-dict `:` type($operand) `->` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+def Anvil_BroadcastOp : Anvil_CostedOp<"broadcast",
+                                       [SameOperandsAndResultElementType]> {
+  let summary = "Broadcasts a tensor to a larger shape";
+  let description = [{
+    Operand dimension `i` becomes result dimension `dimensions[i]`; it must
+    equal that result dimension or be 1 (then it is repeated). `dimensions`
+    is strictly increasing; result dimensions it does not name are new.
+
+    ```mlir
+    %y = anvil.broadcast %bias, dims = [2] : tensor<768xf32> -> tensor<8x128x768xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_Tensor:$operand, DenseI64ArrayAttr:$dimensions);
+  let results = (outs Anvil_Tensor:$result);
+  let assemblyFormat = [{
+    $operand `,` `dims` `=` $dimensions attr-dict `:` type($operand) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Anvil_SliceOp : Anvil_CostedOp<"slice", [InferTypeOpAdaptor]> {
+  let summary = "A strided slice `operand[start:limit:stride]` per dimension";
+  let description = [{
+    ```mlir
+    %y = anvil.slice %x [0:2:1, 4:8:2] : tensor<4x8xf32> -> tensor<2x2xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_Tensor:$operand, DenseI64ArrayAttr:$start,
+                       DenseI64ArrayAttr:$limit, DenseI64ArrayAttr:$stride);
+  let results = (outs Anvil_Tensor:$result);
+  let assemblyFormat = [{
+    $operand `[` custom<SliceRanges>($start, $limit, $stride) `]` attr-dict
+    `:` type($operand) `->` type($result)
+  }];
+}
+
+def Anvil_ConcatOp : Anvil_CostedOp<"concat", [InferTypeOpAdaptor]> {
+  let summary = "Concatenates tensors along one dimension";
+  let description = [{
+    ```mlir
+    %y = anvil.concat %a, %b dim = 1 : (tensor<4x2xf32>, tensor<4x6xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Anvil_Tensor>:$inputs, I64Attr:$dim);
+  let results = (outs Anvil_Tensor:$result);
+  let assemblyFormat = [{
+    $inputs `dim` `=` $dim attr-dict `:` functional-type($inputs, $result)
+  }];
+}
+
+def Anvil_SplitOp : Anvil_CostedOp<"split", [InferTypeOpAdaptor]> {
+  let summary = "Splits a tensor along one dimension into pieces of given sizes";
+  let description = [{
+    ```mlir
+    %q, %k, %v = anvil.split %qkv dim = 2 sizes [768, 768, 768]
+        : tensor<8x128x2304xf32> -> tensor<8x128x768xf32>, tensor<8x128x768xf32>, tensor<8x128x768xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_Tensor:$operand, I64Attr:$dim,
+                       DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<Anvil_Tensor>:$results);
+  let assemblyFormat = [{
+    $operand `dim` `=` $dim `sizes` $sizes attr-dict `:` type($operand) `->` type($results)
+  }];
+}
+
+def Anvil_PadOp : Anvil_CostedOp<"pad", [InferTypeOpAdaptor]> {
+  let summary = "Pads a tensor with a constant";
+  let description = [{
+    Adds `low[i]` elements before and `high[i]` after dimension `i`, all
+    equal to `value` (converted to the element type).
+
+    ```mlir
+    %y = anvil.pad %x low [0, 1] high [0, 2] {value = -1.0} : tensor<4x8xf32> -> tensor<4x11xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_Tensor:$operand, DenseI64ArrayAttr:$low,
+                       DenseI64ArrayAttr:$high,
+                       DefaultValuedAttr<F64Attr, "0.0">:$value);
+  let results = (outs Anvil_Tensor:$result);
+  let assemblyFormat = [{
+    $operand `low` $low `high` $high attr-dict `:` type($operand) `->` type($result)
+  }];
+}
+
+def Anvil_GatherOp : Anvil_CostedOp<"gather", [InferTypeOpAdaptor]> {
+  let summary = "Selects slices along one axis by index (`numpy.take`)";
+  let description = [{
+    The result shape is `operand.shape[:axis] + indices.shape +
+    operand.shape[axis+1:]`. Indices must lie in `[0, operand.shape[axis])`.
+
+    ```mlir
+    %y = anvil.gather %x[%idx] axis = 0 : (tensor<10x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_Tensor:$operand, Anvil_IndexTensor:$indices,
+                       I64Attr:$axis);
+  let results = (outs Anvil_Tensor:$result);
+  let assemblyFormat = [{
+    $operand `[` $indices `]` `axis` `=` $axis attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class Anvil_ReduceOp<string mnemonic, string what, Type tensorType>
+    : Anvil_CostedOp<mnemonic, [InferTypeOpAdaptor,
+                                SameOperandsAndResultElementType]> {
+  let summary = what # " over the given dimensions";
+  let description = [{
+    Reduces the dimensions listed in `dims` (increasing, no repeats). With
+    `keep_dims` they stay as size 1, otherwise they are removed.
+
+    ```mlir
+    %y = anvil.}] # mnemonic # [{ %x dims [1] keep_dims : tensor<4x8xf32> -> tensor<4x1xf32>
+    ```
+  }];
+  let arguments = (ins tensorType:$operand, DenseI64ArrayAttr:$dims,
+                       UnitAttr:$keep_dims);
+  let results = (outs tensorType:$result);
+  let assemblyFormat = [{
+    $operand `dims` $dims (`keep_dims` $keep_dims^)? attr-dict `:` type($operand) `->` type($result)
+  }];
+}
+
+def Anvil_ReduceSumOp : Anvil_ReduceOp<"reduce_sum", "Sum", Anvil_NumericTensor>;
+def Anvil_ReduceMeanOp : Anvil_ReduceOp<"reduce_mean", "Arithmetic mean",
+                                        Anvil_FloatTensor>;
+def Anvil_ReduceMaxOp : Anvil_ReduceOp<"reduce_max", "Maximum", Anvil_NumericTensor>;
+def Anvil_ReduceMinOp : Anvil_ReduceOp<"reduce_min", "Minimum", Anvil_NumericTensor>;
+
+def Anvil_ArgmaxOp : Anvil_CostedOp<"argmax", [InferTypeOpAdaptor]> {
+  let summary = "Index of the largest element along one dimension";
+  let description = [{
+    Ties resolve to the smallest index. The result has `i64` elements.
+
+    ```mlir
+    %i = anvil.argmax %logits dim = 1 : tensor<4x8xf32> -> tensor<4xi64>
+    ```
+  }];
+  let arguments = (ins Anvil_NumericTensor:$operand, I64Attr:$dim,
+                       UnitAttr:$keep_dims);
+  let results = (outs StaticShapeTensorOf<[I64]>:$result);
+  let assemblyFormat = [{
+    $operand `dim` `=` $dim (`keep_dims` $keep_dims^)? attr-dict `:` type($operand) `->` type($result)
+  }];
+}
+
+def Anvil_SoftmaxOp : Anvil_CostedOp<"softmax", [SameOperandsAndResultType,
+                                                 InferTypeOpInterface]> {
+  let summary = "Softmax along one dimension";
+  let description = [{
+    `exp(x - max(x)) / sum(exp(x - max(x)))` along `dim`.
+
+    ```mlir
+    %p = anvil.softmax %x dim = 1 : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$operand, I64Attr:$dim);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = "$operand `dim` `=` $dim attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Anvil_LogSoftmaxOp : Anvil_CostedOp<"log_softmax",
+    [SameOperandsAndResultType, InferTypeOpInterface]> {
+  let summary = "Logarithm of the softmax along one dimension";
+  let description = [{
+    `x - max(x) - log(sum(exp(x - max(x))))` along `dim`.
+
+    ```mlir
+    %p = anvil.log_softmax %x dim = 1 : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$operand, I64Attr:$dim);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = "$operand `dim` `=` $dim attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+def Anvil_MatmulOp : Anvil_CostedOp<"matmul", [InferTypeOpAdaptor]> {
+  let summary = "Batched matrix product with optional transposes";
+  let description = [{
+    Multiplies the trailing two dimensions: `(..., M, K) x (..., K, N) ->
+    (..., M, N)`, after transposing the last two dimensions of `lhs` or `rhs`
+    when `transpose_lhs` / `transpose_rhs` is set. Either both operands have
+    the same batch dimensions, or `rhs` is a matrix shared by every batch
+    (the usual `x @ W` of a linear layer).
+
+    ```mlir
+    %y = anvil.matmul %x, %w : (tensor<8x128x768xf32>, tensor<768x3072xf32>) -> tensor<8x128x3072xf32>
+    %s = anvil.matmul %q, %k {transpose_rhs} : (tensor<8x12x128x64xf32>, tensor<8x12x128x64xf32>) -> tensor<8x12x128x128xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_NumericTensor:$lhs, Anvil_NumericTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Anvil_NumericTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Normalizations
+//===----------------------------------------------------------------------===//
+
+def Anvil_LayerNormOp : Anvil_CostedOp<"layer_norm", [InferTypeOpAdaptor,
+                                                      AttrSizedOperandSegments]> {
+  let summary = "Layer normalization over the trailing dimensions";
+  let description = [{
+    Normalizes over dimensions `[axis, rank)` with the biased variance:
+    `(x - mean) / sqrt(var + epsilon) * scale + bias`. `scale` and `bias` are
+    optional and have the shape `operand.shape[axis:]`.
+
+    ```mlir
+    %y = anvil.layer_norm %x scale(%g) bias(%b) axis = 2 {epsilon = 1.0e-05}
+        : (tensor<8x128x768xf32>, tensor<768xf32>, tensor<768xf32>) -> tensor<8x128x768xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$operand,
+                       Optional<Anvil_FloatTensor>:$scale,
+                       Optional<Anvil_FloatTensor>:$bias, I64Attr:$axis,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand (`scale` `(` $scale^ `)`)? (`bias` `(` $bias^ `)`)? `axis` `=` $axis
+    attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Anvil_RMSNormOp : Anvil_CostedOp<"rms_norm", [InferTypeOpAdaptor]> {
+  let summary = "Root-mean-square normalization over the trailing dimensions";
+  let description = [{
+    `x / sqrt(mean(x^2) + epsilon) * scale` over dimensions `[axis, rank)`.
+
+    ```mlir
+    %y = anvil.rms_norm %x scale(%g) axis = 2 {epsilon = 1.0e-05}
+        : (tensor<8x128x4096xf32>, tensor<4096xf32>) -> tensor<8x128x4096xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$operand,
+                       Optional<Anvil_FloatTensor>:$scale, I64Attr:$axis,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand (`scale` `(` $scale^ `)`)? `axis` `=` $axis attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+def Anvil_GroupNormOp : Anvil_CostedOp<"group_norm", [InferTypeOpAdaptor,
+                                                      AttrSizedOperandSegments]> {
+  let summary = "Group normalization of `(N, C, spatial...)` activations";
+  let description = [{
+    Splits the `C` channels into `groups` groups and normalizes each
+    `(n, group)` over its channels and all spatial positions; `scale` and
+    `bias` have shape `(C)`.
+
+    ```mlir
+    %y = anvil.group_norm %x scale(%g) bias(%b) groups = 32
+        : (tensor<2x320x64x64xf32>, tensor<320xf32>, tensor<320xf32>) -> tensor<2x320x64x64xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$operand,
+                       Optional<Anvil_FloatTensor>:$scale,
+                       Optional<Anvil_FloatTensor>:$bias, I64Attr:$groups,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand (`scale` `(` $scale^ `)`)? (`bias` `(` $bias^ `)`)? `groups` `=` $groups
+    attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Anvil_InstanceNormOp : Anvil_CostedOp<"instance_norm",
+    [InferTypeOpAdaptor, AttrSizedOperandSegments]> {
+  let summary = "Instance normalization of `(N, C, spatial...)` activations";
+  let description = [{
+    Normalizes each `(n, c)` over the spatial positions; `scale` and `bias`
+    have shape `(C)`.
+
+    ```mlir
+    %y = anvil.instance_norm %x scale(%g) bias(%b)
+        : (tensor<2x32x16x16x16xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<2x32x16x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$operand,
+                       Optional<Anvil_FloatTensor>:$scale,
+                       Optional<Anvil_FloatTensor>:$bias,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand (`scale` `(` $scale^ `)`)? (`bias` `(` $bias^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Anvil_BatchNormTrainOp : Anvil_CostedOp<"batch_norm_train",
+                                            [InferTypeOpAdaptor]> {
+  let summary = "Batch normalization with batch statistics (training)";
+  let description = [{
+    Normalizes `(N, C, spatial...)` activations per channel with the mean and
+    biased variance over `N` and the spatial positions, then applies
+    `scale` and `bias` (shape `(C)`). Also returns the batch mean and biased
+    variance (shape `(C)`) from which the training step updates the running
+    statistics.
+
+    ```mlir
+    %y, %mean, %var = anvil.batch_norm_train %x, %g, %b {epsilon = 1.0e-05}
+        : (tensor<8x64x56x56xf32>, tensor<64xf32>, tensor<64xf32>)
+        -> (tensor<8x64x56x56xf32>, tensor<64xf32>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$operand, Anvil_FloatTensor:$scale,
+                       Anvil_FloatTensor:$bias,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Anvil_FloatTensor:$result, Anvil_FloatTensor:$batch_mean,
+                      Anvil_FloatTensor:$batch_variance);
+  let assemblyFormat = [{
+    $operand `,` $scale `,` $bias attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Anvil_BatchNormInferenceOp : Anvil_CostedOp<"batch_norm_inference",
+                                                [InferTypeOpAdaptor]> {
+  let summary = "Batch normalization with given (running) statistics";
+  let description = [{
+    `(x - mean) / sqrt(variance + epsilon) * scale + bias` per channel of
+    `(N, C, spatial...)` activations; the other operands have shape `(C)`.
+
+    ```mlir
+    %y = anvil.batch_norm_inference %x, %g, %b, %mean, %var
+        : (tensor<8x64x56x56xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<8x64x56x56xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$operand, Anvil_FloatTensor:$scale,
+                       Anvil_FloatTensor:$bias, Anvil_FloatTensor:$mean,
+                       Anvil_FloatTensor:$variance,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `,` $scale `,` $bias `,` $mean `,` $variance attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Transformer ops
+//===----------------------------------------------------------------------===//
+
+def Anvil_DropoutOp : Anvil_CostedOp<"dropout", [
+    AllTypesMatch<["operand", "result"]>,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Seeded inverted dropout";
+  let description = [{
+    Zeroes each element with probability `rate` and scales the others by
+    `1 / (1 - rate)`. The mask is a pure function of `seed`, the element's
+    index and `rate`, so the backward pass regenerates it.
+
+    ```mlir
+    %y = anvil.dropout %x, %seed rate = 1.0e-01 : tensor<8x128x768xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$operand, Anvil_SeedTensor:$seed,
+                       F64Attr:$rate);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `,` $seed `rate` `=` $rate attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Anvil_EmbeddingOp : Anvil_CostedOp<"embedding", [InferTypeOpAdaptor]> {
+  let summary = "Looks up rows of an embedding table";
+  let description = [{
+    `table` is `(V, C)`; the result is `indices.shape + (C)`.
+
+    ```mlir
+    %e = anvil.embedding %wte[%tokens] : (tensor<50304x768xf32>, tensor<8x128xi32>) -> tensor<8x128x768xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$table, Anvil_IndexTensor:$indices);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `[` $indices `]` attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Anvil_EmbeddingBagOp : Anvil_CostedOp<"embedding_bag", [InferTypeOpAdaptor]> {
+  let summary = "Sums or averages fixed-size bags of embedding rows";
+  let description = [{
+    `table` is `(V, C)`, `indices` is `(B, L)`: each of the `B` bags holds `L`
+    row indices; the result `(B, C)` is their sum or mean.
+
+    ```mlir
+    %e = anvil.embedding_bag sum %table[%ids] : (tensor<1000x128xf32>, tensor<64x3xi64>) -> tensor<64x128xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_BagMode:$mode, Anvil_FloatTensor:$table,
+                       Anvil_IndexTensor:$indices);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = [{
+    $mode $table `[` $indices `]` attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Anvil_RopeOp : Anvil_CostedOp<"rope", [InferTypeOpAdaptor]> {
+  let summary = "Rotary position embedding";
+  let description = [{
+    `operand` is `(..., T, D)` with `D` even, `cos` and `sin` are `(T, D/2)`.
+    Each pair `(a, b)` of the last dimension becomes
+    `(a cos - b sin, a sin + b cos)`. Pairs are `(i, i + D/2)` (the
+    Llama/NeoX layout) or, with `interleaved`, `(2i, 2i + 1)` (GPT-J).
+
+    ```mlir
+    %y = anvil.rope %q, %cos, %sin : (tensor<8x32x128x128xf32>, tensor<128x64xf32>, tensor<128x64xf32>) -> tensor<8x32x128x128xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$operand, Anvil_FloatTensor:$cos,
+                       Anvil_FloatTensor:$sin, UnitAttr:$interleaved);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `,` $cos `,` $sin attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Anvil_AttentionOp : Anvil_CostedOp<"attention", [InferTypeOpAdaptor]> {
+  let summary = "Scaled dot-product attention (causal, grouped-query, masked, cross)";
+  let description = [{
+    `query` is `(B, Hq, Tq, D)`, `key` is `(B, Hkv, Tk, D)`, `value` is
+    `(B, Hkv, Tk, Dv)` with `Hq` a multiple of `Hkv` (query head `h` uses
+    key/value head `h / (Hq / Hkv)`); the result is `(B, Hq, Tq, Dv)`:
+
+    `softmax(query @ key^T * scale + mask) @ value`
+
+    `scale` defaults to `1 / sqrt(D)`. The optional additive `mask` is
+    `(Tq, Tk)` or `(B|1, Hq|1, Tq, Tk)`. With `causal`, query `i` sees keys
+    `j <= i + Tk - Tq` (aligned at the bottom right).
+
+    ```mlir
+    %o = anvil.attention %q, %k, %v {causal}
+        : (tensor<8x32x128x128xbf16>, tensor<8x8x128x128xbf16>, tensor<8x8x128x128xbf16>) -> tensor<8x32x128x128xbf16>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$query, Anvil_FloatTensor:$key,
+                       Anvil_FloatTensor:$value,
+                       Optional<Anvil_FloatTensor>:$mask, UnitAttr:$causal,
+                       OptionalAttr<F64Attr>:$scale);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` `(` $mask^ `)`)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution, pooling, upsampling
+//===----------------------------------------------------------------------===//
+
+def Anvil_ConvOp : Anvil_CostedOp<"conv", [InferTypeOpAdaptor]> {
+  let summary = "1-D, 2-D or 3-D convolution with groups";
+  let description = [{
+    `input` is `(N, Cin, spatial...)`, `filter` is `(Cout, Cin/groups, k...)`
+    and the optional `bias` is `(Cout)`. Output size per spatial dimension:
+    `(in + pad_low + pad_high - dilation * (k - 1) - 1) / stride + 1`.
+
+    ```mlir
+    %y = anvil.conv %x, %w, %b stride [2, 2] pad_low [3, 3] pad_high [3, 3] dilation [1, 1]
+        : (tensor<8x3x224x224xf32>, tensor<64x3x7x7xf32>, tensor<64xf32>) -> tensor<8x64x112x112xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$input, Anvil_FloatTensor:$filter,
+                       Optional<Anvil_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$pad_low,
+                       DenseI64ArrayAttr:$pad_high, DenseI64ArrayAttr:$dilation,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $filter (`,` $bias^)? `stride` $stride `pad_low` $pad_low
+    `pad_high` $pad_high `dilation` $dilation attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+def Anvil_ConvTransposeOp : Anvil_CostedOp<"conv_transpose", [InferTypeOpAdaptor]> {
+  let summary = "Transposed convolution (the adjoint of `anvil.conv`)";
+  let description = [{
+    `input` is `(N, Cin, spatial...)`, `filter` is `(Cin, Cout/groups, k...)`
+    as in PyTorch, `bias` is `(Cout)`. Output size per spatial dimension:
+    `(in - 1) * stride - pad_low - pad_high + dilation * (k - 1) + output_padding + 1`.
+
+    ```mlir
+    %y = anvil.conv_transpose %x, %w stride [2, 2, 2] pad_low [0, 0, 0] pad_high [0, 0, 0]
+        dilation [1, 1, 1] output_padding [0, 0, 0]
+        : (tensor<2x64x8x8x8xf32>, tensor<64x32x2x2x2xf32>) -> tensor<2x32x16x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$input, Anvil_FloatTensor:$filter,
+                       Optional<Anvil_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$pad_low,
+                       DenseI64ArrayAttr:$pad_high, DenseI64ArrayAttr:$dilation,
+                       DenseI64ArrayAttr:$output_padding,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $filter (`,` $bias^)? `stride` $stride `pad_low` $pad_low
+    `pad_high` $pad_high `dilation` $dilation `output_padding` $output_padding
+    attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+class Anvil_PoolOp<string mnemonic, string what> : Anvil_CostedOp<mnemonic,
+    [InferTypeOpAdaptor, SameOperandsAndResultElementType]> {
+  let summary = what # " pooling over the spatial dimensions";
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `window` $window `stride` $stride `pad_low` $pad_low `pad_high` $pad_high
+    attr-dict `:` type($operand) `->` type($result)
+  }];
+}
+
+def Anvil_MaxPoolOp : Anvil_PoolOp<"max_pool", "Max"> {
+  let description = [{
+    `operand` is `(N, C, spatial...)`; padding never wins the maximum.
+    Output size: `(in + pad_low + pad_high - window) / stride + 1`.
+
+    ```mlir
+    %y = anvil.max_pool %x window [3, 3] stride [2, 2] pad_low [1, 1] pad_high [1, 1]
+        : tensor<8x64x112x112xf32> -> tensor<8x64x56x56xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$operand, DenseI64ArrayAttr:$window,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$pad_low,
+                       DenseI64ArrayAttr:$pad_high);
+}
+
+def Anvil_AvgPoolOp : Anvil_PoolOp<"avg_pool", "Average"> {
+  let description = [{
+    `operand` is `(N, C, spatial...)`. Windows are divided by the window size
+    with `count_include_pad`, otherwise by the number of non-padding elements.
+
+    ```mlir
+    %y = anvil.avg_pool %x window [7, 7] stride [1, 1] pad_low [0, 0] pad_high [0, 0]
+        : tensor<8x2048x7x7xf32> -> tensor<8x2048x1x1xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$operand, DenseI64ArrayAttr:$window,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$pad_low,
+                       DenseI64ArrayAttr:$pad_high, UnitAttr:$count_include_pad);
+}
+
+def Anvil_UpsampleNearestOp : Anvil_CostedOp<"upsample_nearest",
+    [InferTypeOpAdaptor, SameOperandsAndResultElementType]> {
+  let summary = "Nearest-neighbour upsampling by integer factors";
+  let description = [{
+    Repeats each spatial element of `(N, C, spatial...)` `scale[i]` times
+    along spatial dimension `i`.
+
+    ```mlir
+    %y = anvil.upsample_nearest %x scale [2, 2] : tensor<2x320x32x32xf32> -> tensor<2x320x64x64xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$operand, DenseI64ArrayAttr:$scale);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `scale` $scale attr-dict `:` type($operand) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def Anvil_CrossEntropyOp : Anvil_CostedOp<"cross_entropy", [InferTypeOpAdaptor]> {
+  let summary = "Softmax cross-entropy with ignore index and label smoothing";
+  let description = [{
+    `logits` is `(..., C)` and `labels` is `(...)` of class indices. With
+    label smoothing `s` the target puts `1 - s + s/C` on the label and `s/C`
+    elsewhere. Positions whose label equals `ignore_index` contribute
+    nothing, and `mean` divides by the number of the others. The result is a
+    scalar, or `labels`-shaped with `none`.
+
+    ```mlir
+    %loss = anvil.cross_entropy mean %logits, %labels {ignore_index = -100 : i64}
+        : (tensor<8x128x50304xf32>, tensor<8x128xi32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Anvil_Reduction:$reduction, Anvil_FloatTensor:$logits,
+                       Anvil_IndexTensor:$labels,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       DefaultValuedAttr<F64Attr, "0.0">:$label_smoothing);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = [{
+    $reduction $logits `,` $labels attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+class Anvil_PairLossOp<string mnemonic, string what>
+    : Anvil_CostedOp<mnemonic, [InferTypeOpAdaptor]> {
+  let summary = what;
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = [{
+    $reduction $input `,` $target attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Anvil_MSELossOp : Anvil_PairLossOp<"mse_loss", "Mean squared error"> {
+  let description = [{
+    `(input - target)^2`, reduced. Both operands have one type.
+
+    ```mlir
+    %loss = anvil.mse_loss mean %pred, %noise : (tensor<2x4x64x64xf32>, tensor<2x4x64x64xf32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Anvil_Reduction:$reduction, Anvil_FloatTensor:$input,
+                       Anvil_FloatTensor:$target);
+}
+
+def Anvil_BCEWithLogitsLossOp : Anvil_PairLossOp<"bce_with_logits",
+    "Binary cross-entropy on logits"> {
+  let description = [{
+    `max(x, 0) - x * t + log(1 + exp(-|x|))` for logits `x` (`input`) and
+    targets `t` in [0, 1], reduced.
+
+    ```mlir
+    %loss = anvil.bce_with_logits mean %logits, %clicks : (tensor<64x1xf32>, tensor<64x1xf32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Anvil_Reduction:$reduction, Anvil_FloatTensor:$input,
+                       Anvil_FloatTensor:$target);
+}
+
+def Anvil_FocalLossOp : Anvil_PairLossOp<"focal_loss",
+    "Sigmoid focal loss (RetinaNet)"> {
+  let description = [{
+    With `p = sigmoid(x)`, `p_t = p t + (1 - p)(1 - t)` and
+    `alpha_t = alpha t + (1 - alpha)(1 - t)`, each element contributes
+    `alpha_t (1 - p_t)^gamma * bce_with_logits(x, t)`. A negative `alpha`
+    disables the weighting.
+
+    ```mlir
+    %loss = anvil.focal_loss sum %logits, %targets {alpha = 2.5e-01, gamma = 2.0}
+        : (tensor<2x1000x264xf32>, tensor<2x1000x264xf32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Anvil_Reduction:$reduction, Anvil_FloatTensor:$input,
+                       Anvil_FloatTensor:$target,
+                       DefaultValuedAttr<F64Attr, "0.25">:$alpha,
+                       DefaultValuedAttr<F64Attr, "2.0">:$gamma);
+}
+
+def Anvil_DiceLossOp : Anvil_PairLossOp<"dice_loss", "Soft Dice loss (3D U-Net)"> {
+  let description = [{
+    `input` holds probabilities and `target` one-hot labels, both
+    `(N, C, spatial...)`. Per `(n, c)`:
+    `1 - (2 sum(p t) + smooth) / (sum(p) + sum(t) + smooth)`, then reduced
+    over `(N, C)` (`none` returns the `(N, C)` values).
+
+    ```mlir
+    %loss = anvil.dice_loss mean %probs, %onehot {smooth = 1.0e-06}
+        : (tensor<2x3x64x64x64xf32>, tensor<2x3x64x64x64xf32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Anvil_Reduction:$reduction, Anvil_FloatTensor:$input,
+                       Anvil_FloatTensor:$target,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$smooth);
+}
+
+#endif // ANVIL_DIALECT_ANVIL_IR_ANVILOPS_TD

@@ -1,0 +1,113 @@
+//===- AnvilDialect.cpp - the anvil dialect -------------------------------===//
+//
+// Registers the ops and attributes, materializes folded constants, and
+// checks the `anvil.param` / `anvil.input` argument attributes of forward
+// functions: right attribute kind, one role per argument, unique names, and
+// initializers that fit the parameter's type.
+//
+//===----------------------------------------------------------------------===//
+
+#include "anvil/Dialect/Anvil/IR/AnvilDialect.h"
+#include "anvil/Dialect/Anvil/IR/AnvilOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::anvil;
+
+#include "anvil/Dialect/Anvil/IR/AnvilDialect.cpp.inc"
+#include "anvil/Dialect/Anvil/IR/AnvilEnums.cpp.inc"
+
+void AnvilDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "anvil/Dialect/Anvil/IR/AnvilOps.cpp.inc"
+      >();
+  registerAttributes();
+}
+
+Operation *AnvilDialect::materializeConstant(OpBuilder &builder,
+                                             Attribute value, Type type,
+                                             Location loc) {
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return ConstantOp::create(builder, loc, type, elements);
+}
+
+/// The name an argument carries as a parameter or an input, if any.
+static std::optional<StringRef> getArgName(FunctionOpInterface fn,
+                                           unsigned index) {
+  if (auto p = fn.getArgAttrOfType<ParamAttr>(index, AnvilDialect::kParamAttrName))
+    return p.getName();
+  if (auto i = fn.getArgAttrOfType<InputAttr>(index, AnvilDialect::kInputAttrName))
+    return i.getName();
+  return std::nullopt;
+}
+
+LogicalResult AnvilDialect::verifyRegionArgAttribute(Operation *op,
+                                                     unsigned regionIndex,
+                                                     unsigned argIndex,
+                                                     NamedAttribute attr) {
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  StringRef attrName = attr.getName().getValue();
+  bool isParam = attrName == kParamAttrName;
+  if (!isParam && attrName != kInputAttrName)
+    return op->emitError() << "argument #" << argIndex
+                           << " has unknown attribute '" << attrName
+                           << "'; anvil defines '" << kParamAttrName
+                           << "' and '" << kInputAttrName << "'";
+  if (!fn || regionIndex != 0)
+    return op->emitError() << "'" << attrName
+                           << "' is only allowed on function arguments";
+  // Point at the argument itself when the function has a body.
+  Location loc = fn.isExternal() ? op->getLoc()
+                                 : fn.getArgument(argIndex).getLoc();
+  auto error = [&]() {
+    return mlir::emitError(loc) << "argument #" << argIndex << ": ";
+  };
+  if (isParam && !isa<ParamAttr>(attr.getValue()))
+    return error() << "'" << attrName
+                   << "' must be a #anvil.param<...> attribute, got "
+                   << attr.getValue();
+  if (!isParam && !isa<InputAttr>(attr.getValue()))
+    return error() << "'" << attrName
+                   << "' must be a #anvil.input<...> attribute, got "
+                   << attr.getValue();
+  if (isParam && fn.getArgAttr(argIndex, kInputAttrName))
+    return error() << "is marked both '" << kParamAttrName << "' and '"
+                   << kInputAttrName << "'";
+
+  StringRef name = *getArgName(fn, argIndex);
+  for (unsigned j = 0; j < argIndex; ++j)
+    if (getArgName(fn, j) == name)
+      return error() << "name '" << name << "' is already used by argument #"
+                     << j;
+
+  if (!isParam)
+    return success();
+  auto type = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[argIndex]);
+  if (!type || !type.hasStaticShape() || !isa<FloatType>(type.getElementType()))
+    return error() << "parameter '" << name
+                   << "' must be a statically shaped float tensor, got "
+                   << fn.getArgumentTypes()[argIndex];
+  InitKind kind = cast<ParamAttr>(attr.getValue()).getInit().getKind();
+  bool needsFans = kind == InitKind::xavier_uniform ||
+                   kind == InitKind::xavier_normal ||
+                   kind == InitKind::kaiming_uniform ||
+                   kind == InitKind::kaiming_normal;
+  if (needsFans && type.getRank() < 2)
+    return error() << "parameter '" << name << "' of type " << type
+                   << " has no fan-in/fan-out for the '"
+                   << stringifyInitKind(kind)
+                   << "' initializer (it needs rank 2 or more)";
+  return success();
+}
+
+LogicalResult AnvilDialect::verifyOperationAttribute(Operation *op,
+                                                     NamedAttribute attr) {
+  return op->emitError() << "unknown anvil attribute '"
+                         << attr.getName().getValue() << "' on an op";
+}

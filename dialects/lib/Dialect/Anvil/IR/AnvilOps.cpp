@@ -1,0 +1,949 @@
+//===- AnvilOps.cpp - type inference and verifiers of anvil ops ----------===//
+//
+// Result-type inference for every op whose result the operands and
+// attributes determine, and the verifiers of the ops whose result type is
+// chosen by the user (reshape, broadcast). Every failure names the operand
+// or attribute at fault and the values that disagree; inference failures go
+// through emitOptionalError so that builders probing a type stay silent.
+//
+//===----------------------------------------------------------------------===//
+
+#include "anvil/Dialect/Anvil/IR/AnvilOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+
+using namespace mlir;
+using namespace mlir::anvil;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+Type mlir::anvil::getBoolTensorType(Type type) {
+  return cast<ShapedType>(type).clone(IntegerType::get(type.getContext(), 1));
+}
+
+namespace {
+
+/// Emits "'anvil.foo' op <message>" at `loc` (when given) and fails.
+template <typename OpTy>
+struct Fail {
+  std::optional<Location> loc;
+  template <typename... Args>
+  LogicalResult operator()(Args &&...args) const {
+    return emitOptionalError(loc, "'", OpTy::getOperationName(), "' op ",
+                             std::forward<Args>(args)...);
+  }
+};
+
+/// "[2, 3, 4]" for diagnostics.
+std::string fmt(ArrayRef<int64_t> values) {
+  std::string s = "[";
+  llvm::raw_string_ostream os(s);
+  llvm::interleaveComma(values, os);
+  os << "]";
+  return s;
+}
+
+RankedTensorType tensorType(Value v) {
+  return dyn_cast_or_null<RankedTensorType>(v ? v.getType() : Type());
+}
+
+/// Checks that `dim` indexes a dimension of a rank-`rank` tensor.
+template <typename OpTy>
+LogicalResult checkDim(const Fail<OpTy> &fail, StringRef what, int64_t dim,
+                       int64_t rank) {
+  if (dim < 0 || dim >= rank)
+    return fail(what, " = ", dim, " is out of range for rank ", rank,
+                " (expected 0 <= ", what, " < ", rank, ")");
+  return success();
+}
+
+/// Checks an optional per-channel or per-feature operand against `expected`.
+template <typename OpTy>
+LogicalResult checkShapeOf(const Fail<OpTy> &fail, StringRef name, Value v,
+                           ArrayRef<int64_t> expected, Type elementType) {
+  if (!v)
+    return success();
+  RankedTensorType t = tensorType(v);
+  if (t.getShape() != expected)
+    return fail(name, " has shape ", fmt(t.getShape()), ", expected ",
+                fmt(expected));
+  if (t.getElementType() != elementType)
+    return fail(name, " has element type ", t.getElementType(),
+                ", expected ", elementType, " (the operand's)");
+  return success();
+}
+
+/// Checks that each spatial attribute array has `n` entries.
+template <typename OpTy>
+LogicalResult
+checkSpatialArrays(const Fail<OpTy> &fail, int64_t n,
+                   ArrayRef<std::pair<StringRef, ArrayRef<int64_t>>> arrays) {
+  for (auto [name, values] : arrays)
+    if (static_cast<int64_t>(values.size()) != n)
+      return fail(name, " has ", values.size(), " entries, expected ", n,
+                  " (one per spatial dimension)");
+  return success();
+}
+
+/// Shape of a reduction over `dims` (already checked).
+SmallVector<int64_t> reducedShape(ArrayRef<int64_t> shape,
+                                  ArrayRef<int64_t> dims, bool keepDims) {
+  SmallVector<int64_t> out;
+  for (auto [i, size] : llvm::enumerate(shape)) {
+    if (!llvm::is_contained(dims, static_cast<int64_t>(i)))
+      out.push_back(size);
+    else if (keepDims)
+      out.push_back(1);
+  }
+  return out;
+}
+
+/// Output size of a window sweep (convolution or pooling); <= 0 when the
+/// window does not fit.
+int64_t windowOutput(int64_t in, int64_t padLow, int64_t padHigh,
+                     int64_t window, int64_t stride, int64_t dilation) {
+  int64_t span = dilation * (window - 1) + 1;
+  int64_t padded = in + padLow + padHigh;
+  if (padded < span)
+    return 0;
+  return (padded - span) / stride + 1;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
+
+LogicalResult DropoutOp::verify() {
+  double rate = getRate().convertToDouble();
+  if (!(rate >= 0.0 && rate < 1.0))
+    return emitOpError("rate = ") << rate << " must lie in [0, 1)";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Shape and data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  auto in = getOperand().getType(), out = getResult().getType();
+  if (in.getNumElements() != out.getNumElements())
+    return emitOpError("operand has ")
+           << in.getNumElements() << " elements (" << in
+           << ") but the result has " << out.getNumElements() << " ("
+           << out << ")";
+  return success();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  Fail<TransposeOp> fail{loc};
+  RankedTensorType in = tensorType(adaptor.getOperand());
+  ArrayRef<int64_t> perm = adaptor.getPermutation();
+  if (static_cast<int64_t>(perm.size()) != in.getRank())
+    return fail("permutation ", fmt(perm), " has ", perm.size(),
+                " entries, but the operand has rank ", in.getRank());
+  SmallVector<bool> seen(perm.size(), false);
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= in.getRank() || seen[p])
+      return fail("permutation ", fmt(perm),
+                  " is not a permutation of [0, ", in.getRank(), ")");
+    seen[p] = true;
+    shape.push_back(in.getDimSize(p));
+  }
+  inferred.push_back(in.clone(shape));
+  return success();
+}
+
+LogicalResult BroadcastOp::verify() {
+  auto in = getOperand().getType(), out = getResult().getType();
+  ArrayRef<int64_t> dims = getDimensions();
+  if (static_cast<int64_t>(dims.size()) != in.getRank())
+    return emitOpError("dims ") << fmt(dims) << " has " << dims.size()
+                                << " entries, but the operand has rank "
+                                << in.getRank();
+  for (auto [i, d] : llvm::enumerate(dims)) {
+    if (d < 0 || d >= out.getRank())
+      return emitOpError("dims[") << i << "] = " << d
+                                  << " is out of range for the result rank "
+                                  << out.getRank();
+    if (i > 0 && d <= dims[i - 1])
+      return emitOpError("dims ") << fmt(dims) << " must be strictly increasing";
+    int64_t inSize = in.getDimSize(i), outSize = out.getDimSize(d);
+    if (inSize != 1 && inSize != outSize)
+      return emitOpError("operand dimension ")
+             << i << " has size " << inSize << ", which can only broadcast to "
+             << inSize << " or from 1, but result dimension " << d
+             << " has size " << outSize;
+  }
+  return success();
+}
+
+static ParseResult parseSliceRanges(OpAsmParser &parser,
+                                    DenseI64ArrayAttr &start,
+                                    DenseI64ArrayAttr &limit,
+                                    DenseI64ArrayAttr &stride) {
+  SmallVector<int64_t> starts, limits, strides;
+  auto parseOne = [&]() -> ParseResult {
+    int64_t a, b, c;
+    if (parser.parseInteger(a) || parser.parseColon() ||
+        parser.parseInteger(b) || parser.parseColon() ||
+        parser.parseInteger(c))
+      return failure();
+    starts.push_back(a);
+    limits.push_back(b);
+    strides.push_back(c);
+    return success();
+  };
+  if (failed(parser.parseOptionalRSquare())) {
+    if (parser.parseCommaSeparatedList(parseOne))
+      return failure();
+  } else {
+    // `[]` of a scalar: the caller's literal `]` was consumed here.
+    return parser.emitError(parser.getCurrentLocation(),
+                            "slice of a rank-0 tensor is not supported");
+  }
+  Builder &b = parser.getBuilder();
+  start = b.getDenseI64ArrayAttr(starts);
+  limit = b.getDenseI64ArrayAttr(limits);
+  stride = b.getDenseI64ArrayAttr(strides);
+  return success();
+}
+
+static void printSliceRanges(OpAsmPrinter &p, Operation *,
+                             DenseI64ArrayAttr start, DenseI64ArrayAttr limit,
+                             DenseI64ArrayAttr stride) {
+  for (size_t i = 0, e = start.size(); i < e; ++i) {
+    if (i)
+      p << ", ";
+    p << start[i] << ":" << limit[i] << ":" << stride[i];
+  }
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  Fail<SliceOp> fail{loc};
+  RankedTensorType in = tensorType(adaptor.getOperand());
+  ArrayRef<int64_t> start = adaptor.getStart(), limit = adaptor.getLimit(),
+                    stride = adaptor.getStride();
+  int64_t rank = in.getRank();
+  if (static_cast<int64_t>(start.size()) != rank ||
+      static_cast<int64_t>(limit.size()) != rank ||
+      static_cast<int64_t>(stride.size()) != rank)
+    return fail("has ", start.size(), " ranges, but the operand has rank ",
+                rank);
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (stride[i] < 1)
+      return fail("stride of dimension ", i, " is ", stride[i],
+                  ", expected at least 1");
+    if (start[i] < 0 || start[i] > limit[i] || limit[i] > in.getDimSize(i))
+      return fail("range ", start[i], ":", limit[i], " of dimension ", i,
+                  " is not within [0, ", in.getDimSize(i), "]");
+    shape.push_back((limit[i] - start[i] + stride[i] - 1) / stride[i]);
+  }
+  inferred.push_back(in.clone(shape));
+  return success();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  Fail<ConcatOp> fail{loc};
+  ValueRange inputs = adaptor.getInputs();
+  if (inputs.empty())
+    return fail("needs at least one input");
+  RankedTensorType first = tensorType(inputs[0]);
+  int64_t dim = adaptor.getDim();
+  if (failed(checkDim(fail, "dim", dim, first.getRank())))
+    return failure();
+  SmallVector<int64_t> shape(first.getShape());
+  for (auto [i, v] : llvm::enumerate(inputs.drop_front())) {
+    RankedTensorType t = tensorType(v);
+    if (t.getElementType() != first.getElementType() ||
+        t.getRank() != first.getRank())
+      return fail("input #", i + 1, " has type ", t,
+                  ", which does not match input #0 of type ", first);
+    for (int64_t d = 0; d < t.getRank(); ++d)
+      if (d != dim && t.getDimSize(d) != first.getDimSize(d))
+        return fail("input #", i + 1, " has size ", t.getDimSize(d),
+                    " in dimension ", d, " but input #0 has ",
+                    first.getDimSize(d), " (only dimension ", dim,
+                    " may differ)");
+    shape[dim] += t.getDimSize(dim);
+  }
+  inferred.push_back(first.clone(shape));
+  return success();
+}
+
+LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  Fail<SplitOp> fail{loc};
+  RankedTensorType in = tensorType(adaptor.getOperand());
+  int64_t dim = adaptor.getDim();
+  if (failed(checkDim(fail, "dim", dim, in.getRank())))
+    return failure();
+  ArrayRef<int64_t> sizes = adaptor.getSizes();
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 1)
+      return fail("sizes ", fmt(sizes), " must all be positive");
+    total += s;
+  }
+  if (total != in.getDimSize(dim))
+    return fail("sizes ", fmt(sizes), " add up to ", total,
+                ", but dimension ", dim, " of the operand has size ",
+                in.getDimSize(dim));
+  for (int64_t s : sizes) {
+    SmallVector<int64_t> shape(in.getShape());
+    shape[dim] = s;
+    inferred.push_back(in.clone(shape));
+  }
+  return success();
+}
+
+LogicalResult PadOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &inferred) {
+  Fail<PadOp> fail{loc};
+  RankedTensorType in = tensorType(adaptor.getOperand());
+  ArrayRef<int64_t> low = adaptor.getLow(), high = adaptor.getHigh();
+  if (static_cast<int64_t>(low.size()) != in.getRank() ||
+      static_cast<int64_t>(high.size()) != in.getRank())
+    return fail("low ", fmt(low), " and high ", fmt(high),
+                " need one entry per dimension of the rank-", in.getRank(),
+                " operand");
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < in.getRank(); ++i) {
+    if (low[i] < 0 || high[i] < 0)
+      return fail("padding of dimension ", i, " is negative (low ", low[i],
+                  ", high ", high[i], ")");
+    shape.push_back(in.getDimSize(i) + low[i] + high[i]);
+  }
+  inferred.push_back(in.clone(shape));
+  return success();
+}
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  Fail<GatherOp> fail{loc};
+  RankedTensorType in = tensorType(adaptor.getOperand());
+  RankedTensorType idx = tensorType(adaptor.getIndices());
+  int64_t axis = adaptor.getAxis();
+  if (failed(checkDim(fail, "axis", axis, in.getRank())))
+    return failure();
+  SmallVector<int64_t> shape(in.getShape().take_front(axis));
+  llvm::append_range(shape, idx.getShape());
+  llvm::append_range(shape, in.getShape().drop_front(axis + 1));
+  inferred.push_back(in.clone(shape));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and softmax
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy>
+static LogicalResult inferReduce(std::optional<Location> loc,
+                                 typename OpTy::Adaptor adaptor,
+                                 SmallVectorImpl<Type> &inferred) {
+  Fail<OpTy> fail{loc};
+  RankedTensorType in = tensorType(adaptor.getOperand());
+  ArrayRef<int64_t> dims = adaptor.getDims();
+  for (auto [i, d] : llvm::enumerate(dims)) {
+    if (failed(checkDim(fail, "dims entry", d, in.getRank())))
+      return failure();
+    if (i > 0 && d <= dims[i - 1])
+      return fail("dims ", fmt(dims), " must be strictly increasing");
+  }
+  inferred.push_back(
+      in.clone(reducedShape(in.getShape(), dims, adaptor.getKeepDims())));
+  return success();
+}
+
+#define ANVIL_REDUCE_INFER(OpTy)                                               \
+  LogicalResult OpTy::inferReturnTypes(MLIRContext *,                          \
+                                       std::optional<Location> loc,            \
+                                       Adaptor adaptor,                        \
+                                       SmallVectorImpl<Type> &inferred) {      \
+    return inferReduce<OpTy>(loc, adaptor, inferred);                          \
+  }
+ANVIL_REDUCE_INFER(ReduceSumOp)
+ANVIL_REDUCE_INFER(ReduceMeanOp)
+ANVIL_REDUCE_INFER(ReduceMaxOp)
+ANVIL_REDUCE_INFER(ReduceMinOp)
+#undef ANVIL_REDUCE_INFER
+
+LogicalResult ArgmaxOp::inferReturnTypes(MLIRContext *ctx,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  Fail<ArgmaxOp> fail{loc};
+  RankedTensorType in = tensorType(adaptor.getOperand());
+  int64_t dim = adaptor.getDim();
+  if (failed(checkDim(fail, "dim", dim, in.getRank())))
+    return failure();
+  inferred.push_back(RankedTensorType::get(
+      reducedShape(in.getShape(), {dim}, adaptor.getKeepDims()),
+      IntegerType::get(ctx, 64)));
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  return checkDim(Fail<SoftmaxOp>{getLoc()}, "dim", getDim(),
+                  getType().getRank());
+}
+
+LogicalResult LogSoftmaxOp::verify() {
+  return checkDim(Fail<LogSoftmaxOp>{getLoc()}, "dim", getDim(),
+                  getType().getRank());
+}
+
+//===----------------------------------------------------------------------===//
+// Matmul
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  Fail<MatmulOp> fail{loc};
+  RankedTensorType lhs = tensorType(adaptor.getLhs());
+  RankedTensorType rhs = tensorType(adaptor.getRhs());
+  if (lhs.getRank() < 2 || rhs.getRank() < 2)
+    return fail("operands must have rank 2 or more, got lhs ", lhs,
+                " and rhs ", rhs);
+  if (lhs.getElementType() != rhs.getElementType())
+    return fail("lhs element type ", lhs.getElementType(),
+                " differs from rhs element type ", rhs.getElementType());
+  int64_t lr = lhs.getRank(), rr = rhs.getRank();
+  bool tl = adaptor.getTransposeLhs(), tr = adaptor.getTransposeRhs();
+  // (..., M, K) x (..., K, N), after the optional transposes.
+  int64_t m = lhs.getDimSize(tl ? lr - 1 : lr - 2);
+  int64_t kl = lhs.getDimSize(tl ? lr - 2 : lr - 1);
+  int64_t kr = rhs.getDimSize(tr ? rr - 1 : rr - 2);
+  int64_t n = rhs.getDimSize(tr ? rr - 2 : rr - 1);
+  if (kl != kr)
+    return fail("contraction sizes differ: lhs ", lhs, " has K = ", kl,
+                (tl ? " (transposed)" : ""), ", rhs ", rhs, " has K = ", kr,
+                (tr ? " (transposed)" : ""));
+  ArrayRef<int64_t> lhsBatch = lhs.getShape().drop_back(2);
+  ArrayRef<int64_t> rhsBatch = rhs.getShape().drop_back(2);
+  if (rr > 2 && lhsBatch != rhsBatch)
+    return fail("batch dimensions differ: lhs has ", fmt(lhsBatch),
+                ", rhs has ", fmt(rhsBatch),
+                " (rhs must have the same batch dimensions or rank 2)");
+  SmallVector<int64_t> shape(lhsBatch);
+  shape.push_back(m);
+  shape.push_back(n);
+  inferred.push_back(lhs.clone(shape));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Normalizations
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy>
+static LogicalResult inferTrailingNorm(std::optional<Location> loc,
+                                       RankedTensorType in, int64_t axis,
+                                       Value scale, Value bias,
+                                       SmallVectorImpl<Type> &inferred) {
+  Fail<OpTy> fail{loc};
+  if (failed(checkDim(fail, "axis", axis, in.getRank())))
+    return failure();
+  ArrayRef<int64_t> normalized = in.getShape().drop_front(axis);
+  if (failed(checkShapeOf(fail, "scale", scale, normalized,
+                          in.getElementType())) ||
+      failed(checkShapeOf(fail, "bias", bias, normalized,
+                          in.getElementType())))
+    return failure();
+  inferred.push_back(in);
+  return success();
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  return inferTrailingNorm<LayerNormOp>(
+      loc, tensorType(adaptor.getOperand()), adaptor.getAxis(),
+      adaptor.getScale(), adaptor.getBias(), inferred);
+}
+
+LogicalResult RMSNormOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  return inferTrailingNorm<RMSNormOp>(loc, tensorType(adaptor.getOperand()),
+                                      adaptor.getAxis(), adaptor.getScale(),
+                                      Value(), inferred);
+}
+
+/// Checks `(N, C, ...)` activations of rank >= `minRank` and per-channel
+/// operands of shape `(C)`.
+template <typename OpTy>
+static LogicalResult checkChannels(std::optional<Location> loc,
+                                   RankedTensorType in, int64_t minRank,
+                                   ArrayRef<std::pair<StringRef, Value>> perC) {
+  Fail<OpTy> fail{loc};
+  if (in.getRank() < minRank)
+    return fail("operand ", in, " must have rank ", minRank,
+                " or more: (N, C", (minRank > 2 ? ", spatial..." : ""), ")");
+  for (auto [name, v] : perC)
+    if (failed(checkShapeOf(fail, name, v, {in.getDimSize(1)},
+                            in.getElementType())))
+      return failure();
+  return success();
+}
+
+LogicalResult GroupNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  RankedTensorType in = tensorType(adaptor.getOperand());
+  if (failed(checkChannels<GroupNormOp>(
+          loc, in, 2,
+          {{"scale", adaptor.getScale()}, {"bias", adaptor.getBias()}})))
+    return failure();
+  int64_t groups = adaptor.getGroups(), channels = in.getDimSize(1);
+  if (groups < 1 || channels % groups != 0)
+    return Fail<GroupNormOp>{loc}("groups = ", groups, " must be positive ",
+                                  "and divide the ", channels, " channels");
+  inferred.push_back(in);
+  return success();
+}
+
+LogicalResult InstanceNormOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  RankedTensorType in = tensorType(adaptor.getOperand());
+  if (failed(checkChannels<InstanceNormOp>(
+          loc, in, 3,
+          {{"scale", adaptor.getScale()}, {"bias", adaptor.getBias()}})))
+    return failure();
+  inferred.push_back(in);
+  return success();
+}
+
+LogicalResult BatchNormTrainOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  RankedTensorType in = tensorType(adaptor.getOperand());
+  if (failed(checkChannels<BatchNormTrainOp>(
+          loc, in, 2,
+          {{"scale", adaptor.getScale()}, {"bias", adaptor.getBias()}})))
+    return failure();
+  inferred.push_back(in);
+  inferred.push_back(tensorType(adaptor.getScale()));
+  inferred.push_back(tensorType(adaptor.getScale()));
+  return success();
+}
+
+LogicalResult BatchNormInferenceOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  RankedTensorType in = tensorType(adaptor.getOperand());
+  if (failed(checkChannels<BatchNormInferenceOp>(
+          loc, in, 2,
+          {{"scale", adaptor.getScale()},
+           {"bias", adaptor.getBias()},
+           {"mean", adaptor.getMean()},
+           {"variance", adaptor.getVariance()}})))
+    return failure();
+  inferred.push_back(in);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Embeddings, RoPE, attention
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  RankedTensorType table = tensorType(adaptor.getTable());
+  RankedTensorType idx = tensorType(adaptor.getIndices());
+  if (table.getRank() != 2)
+    return Fail<EmbeddingOp>{loc}("table ", table,
+                                  " must have rank 2: (vocabulary, width)");
+  SmallVector<int64_t> shape(idx.getShape());
+  shape.push_back(table.getDimSize(1));
+  inferred.push_back(table.clone(shape));
+  return success();
+}
+
+LogicalResult EmbeddingBagOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  Fail<EmbeddingBagOp> fail{loc};
+  RankedTensorType table = tensorType(adaptor.getTable());
+  RankedTensorType idx = tensorType(adaptor.getIndices());
+  if (table.getRank() != 2)
+    return fail("table ", table, " must have rank 2: (vocabulary, width)");
+  if (idx.getRank() != 2)
+    return fail("indices ", idx, " must have rank 2: (bags, bag size)");
+  inferred.push_back(
+      table.clone({idx.getDimSize(0), table.getDimSize(1)}));
+  return success();
+}
+
+LogicalResult RopeOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  Fail<RopeOp> fail{loc};
+  RankedTensorType x = tensorType(adaptor.getOperand());
+  if (x.getRank() < 2)
+    return fail("operand ", x, " must have rank 2 or more: (..., T, D)");
+  int64_t t = x.getDimSize(x.getRank() - 2), d = x.getDimSize(x.getRank() - 1);
+  if (d % 2 != 0)
+    return fail("head dimension D = ", d, " of the operand must be even");
+  if (failed(checkShapeOf(fail, "cos", adaptor.getCos(), {t, d / 2},
+                          x.getElementType())) ||
+      failed(checkShapeOf(fail, "sin", adaptor.getSin(), {t, d / 2},
+                          x.getElementType())))
+    return failure();
+  inferred.push_back(x);
+  return success();
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  Fail<AttentionOp> fail{loc};
+  RankedTensorType q = tensorType(adaptor.getQuery());
+  RankedTensorType k = tensorType(adaptor.getKey());
+  RankedTensorType v = tensorType(adaptor.getValue());
+  for (auto [name, t] : {std::pair<StringRef, RankedTensorType>{"query", q},
+                         {"key", k},
+                         {"value", v}}) {
+    if (t.getRank() != 4)
+      return fail(name, " ", t, " must have rank 4: (B, H, T, D)");
+    if (t.getElementType() != q.getElementType())
+      return fail(name, " has element type ", t.getElementType(),
+                  ", query has ", q.getElementType());
+  }
+  int64_t b = q.getDimSize(0), hq = q.getDimSize(1), tq = q.getDimSize(2),
+          d = q.getDimSize(3);
+  int64_t hkv = k.getDimSize(1), tk = k.getDimSize(2);
+  if (k.getDimSize(0) != b || v.getDimSize(0) != b)
+    return fail("batch sizes differ: query ", b, ", key ", k.getDimSize(0),
+                ", value ", v.getDimSize(0));
+  if (k.getDimSize(3) != d)
+    return fail("key head dimension ", k.getDimSize(3),
+                " differs from the query's ", d);
+  if (v.getDimSize(1) != hkv || v.getDimSize(2) != tk)
+    return fail("value ", v, " must have the key's heads and length (", hkv,
+                ", ", tk, ")");
+  if (hkv < 1 || hq % hkv != 0)
+    return fail("query heads ", hq, " must be a multiple of key/value heads ",
+                hkv);
+  if (Value maskValue = adaptor.getMask()) {
+    RankedTensorType mask = tensorType(maskValue);
+    ArrayRef<int64_t> ms = mask.getShape();
+    bool ok = mask.getElementType() == q.getElementType() &&
+              ((ms.size() == 2 && ms[0] == tq && ms[1] == tk) ||
+               (ms.size() == 4 && (ms[0] == 1 || ms[0] == b) &&
+                (ms[1] == 1 || ms[1] == hq) && ms[2] == tq && ms[3] == tk));
+    if (!ok)
+      return fail("mask ", mask, " must be (", tq, ", ", tk, ") or (", b,
+                  "|1, ", hq, "|1, ", tq, ", ", tk, ") of element type ",
+                  q.getElementType());
+  }
+  inferred.push_back(q.clone({b, hq, tq, v.getDimSize(3)}));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution, pooling, upsampling
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The geometry shared by convolutions and their transposes.
+struct ConvGeometry {
+  RankedTensorType input, filter;
+  Value bias;
+  ArrayRef<int64_t> stride, padLow, padHigh, dilation;
+  int64_t groups;
+};
+} // namespace
+
+template <typename OpTy>
+static LogicalResult checkConvGeometry(const Fail<OpTy> &fail,
+                                       const ConvGeometry &g) {
+  int64_t rank = g.input.getRank();
+  if (rank < 3 || rank > 5)
+    return fail("input ", g.input,
+                " must have rank 3, 4 or 5: (N, C, spatial...)");
+  if (g.filter.getRank() != rank)
+    return fail("filter ", g.filter, " must have the input's rank ", rank);
+  if (g.filter.getElementType() != g.input.getElementType())
+    return fail("filter element type ", g.filter.getElementType(),
+                " differs from the input's ", g.input.getElementType());
+  if (failed(checkSpatialArrays(fail, rank - 2,
+                                {{"stride", g.stride},
+                                 {"pad_low", g.padLow},
+                                 {"pad_high", g.padHigh},
+                                 {"dilation", g.dilation}})))
+    return failure();
+  for (int64_t i = 0; i < rank - 2; ++i) {
+    if (g.stride[i] < 1 || g.dilation[i] < 1)
+      return fail("stride and dilation must be at least 1, got stride ",
+                  fmt(g.stride), " and dilation ", fmt(g.dilation));
+    if (g.padLow[i] < 0 || g.padHigh[i] < 0)
+      return fail("padding must not be negative, got pad_low ",
+                  fmt(g.padLow), " and pad_high ", fmt(g.padHigh));
+  }
+  if (g.groups < 1 || g.input.getDimSize(1) % g.groups != 0)
+    return fail("groups = ", g.groups, " must be positive and divide the ",
+                g.input.getDimSize(1), " input channels");
+  return success();
+}
+
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  Fail<ConvOp> fail{loc};
+  ConvGeometry g{tensorType(adaptor.getInput()),
+                 tensorType(adaptor.getFilter()),
+                 adaptor.getBias(),
+                 adaptor.getStride(),
+                 adaptor.getPadLow(),
+                 adaptor.getPadHigh(),
+                 adaptor.getDilation(),
+                 adaptor.getGroups()};
+  if (failed(checkConvGeometry(fail, g)))
+    return failure();
+  int64_t cin = g.input.getDimSize(1), cout = g.filter.getDimSize(0);
+  if (g.filter.getDimSize(1) * g.groups != cin)
+    return fail("filter ", g.filter, " has ", g.filter.getDimSize(1),
+                " input channels per group, but the input has ", cin,
+                " channels in ", g.groups, " group(s)");
+  if (cout % g.groups != 0)
+    return fail("groups = ", g.groups, " must divide the ", cout,
+                " output channels");
+  if (failed(checkShapeOf(fail, "bias", g.bias, {cout},
+                          g.input.getElementType())))
+    return failure();
+  SmallVector<int64_t> shape{g.input.getDimSize(0), cout};
+  for (int64_t i = 0; i < g.input.getRank() - 2; ++i) {
+    int64_t out =
+        windowOutput(g.input.getDimSize(i + 2), g.padLow[i], g.padHigh[i],
+                     g.filter.getDimSize(i + 2), g.stride[i], g.dilation[i]);
+    if (out < 1)
+      return fail("the dilated filter (", g.filter.getDimSize(i + 2),
+                  " taps) does not fit spatial dimension ", i,
+                  " of the padded input (", g.input.getDimSize(i + 2), ")");
+    shape.push_back(out);
+  }
+  inferred.push_back(g.input.clone(shape));
+  return success();
+}
+
+LogicalResult ConvTransposeOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  Fail<ConvTransposeOp> fail{loc};
+  ConvGeometry g{tensorType(adaptor.getInput()),
+                 tensorType(adaptor.getFilter()),
+                 adaptor.getBias(),
+                 adaptor.getStride(),
+                 adaptor.getPadLow(),
+                 adaptor.getPadHigh(),
+                 adaptor.getDilation(),
+                 adaptor.getGroups()};
+  if (failed(checkConvGeometry(fail, g)))
+    return failure();
+  ArrayRef<int64_t> outPad = adaptor.getOutputPadding();
+  if (failed(checkSpatialArrays(fail, g.input.getRank() - 2,
+                                {{"output_padding", outPad}})))
+    return failure();
+  int64_t cin = g.input.getDimSize(1);
+  if (g.filter.getDimSize(0) != cin)
+    return fail("filter ", g.filter, " must have ", cin,
+                " rows (the input channels): (Cin, Cout/groups, k...)");
+  int64_t cout = g.filter.getDimSize(1) * g.groups;
+  if (failed(checkShapeOf(fail, "bias", g.bias, {cout},
+                          g.input.getElementType())))
+    return failure();
+  SmallVector<int64_t> shape{g.input.getDimSize(0), cout};
+  for (int64_t i = 0; i < g.input.getRank() - 2; ++i) {
+    if (outPad[i] < 0 || outPad[i] >= std::max(g.stride[i], g.dilation[i]))
+      return fail("output_padding ", fmt(outPad),
+                  " must be non-negative and smaller than the stride or the "
+                  "dilation");
+    int64_t out = (g.input.getDimSize(i + 2) - 1) * g.stride[i] -
+                  g.padLow[i] - g.padHigh[i] +
+                  g.dilation[i] * (g.filter.getDimSize(i + 2) - 1) +
+                  outPad[i] + 1;
+    if (out < 1)
+      return fail("spatial dimension ", i, " of the result would be empty (",
+                  out, "): the padding is larger than the output");
+    shape.push_back(out);
+  }
+  inferred.push_back(g.input.clone(shape));
+  return success();
+}
+
+template <typename OpTy>
+static LogicalResult inferPool(std::optional<Location> loc,
+                               typename OpTy::Adaptor adaptor,
+                               SmallVectorImpl<Type> &inferred) {
+  Fail<OpTy> fail{loc};
+  RankedTensorType in = tensorType(adaptor.getOperand());
+  if (in.getRank() < 3)
+    return fail("operand ", in, " must have rank 3 or more: (N, C, spatial...)");
+  ArrayRef<int64_t> window = adaptor.getWindow(), stride = adaptor.getStride(),
+                    lo = adaptor.getPadLow(), hi = adaptor.getPadHigh();
+  if (failed(checkSpatialArrays(fail, in.getRank() - 2,
+                                {{"window", window},
+                                 {"stride", stride},
+                                 {"pad_low", lo},
+                                 {"pad_high", hi}})))
+    return failure();
+  SmallVector<int64_t> shape(in.getShape().take_front(2));
+  for (int64_t i = 0; i < in.getRank() - 2; ++i) {
+    if (window[i] < 1 || stride[i] < 1)
+      return fail("window ", fmt(window), " and stride ", fmt(stride),
+                  " must be at least 1");
+    if (lo[i] < 0 || hi[i] < 0 || lo[i] >= window[i] || hi[i] >= window[i])
+      return fail("padding (pad_low ", fmt(lo), ", pad_high ", fmt(hi),
+                  ") must be non-negative and smaller than the window ",
+                  fmt(window));
+    int64_t out =
+        windowOutput(in.getDimSize(i + 2), lo[i], hi[i], window[i], stride[i],
+                     /*dilation=*/1);
+    if (out < 1)
+      return fail("window ", window[i], " does not fit spatial dimension ", i,
+                  " of the padded operand (", in.getDimSize(i + 2), ")");
+    shape.push_back(out);
+  }
+  inferred.push_back(in.clone(shape));
+  return success();
+}
+
+LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  return inferPool<MaxPoolOp>(loc, adaptor, inferred);
+}
+
+LogicalResult AvgPoolOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  return inferPool<AvgPoolOp>(loc, adaptor, inferred);
+}
+
+LogicalResult UpsampleNearestOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  Fail<UpsampleNearestOp> fail{loc};
+  RankedTensorType in = tensorType(adaptor.getOperand());
+  if (in.getRank() < 3)
+    return fail("operand ", in, " must have rank 3 or more: (N, C, spatial...)");
+  ArrayRef<int64_t> scale = adaptor.getScale();
+  if (failed(checkSpatialArrays(fail, in.getRank() - 2, {{"scale", scale}})))
+    return failure();
+  SmallVector<int64_t> shape(in.getShape().take_front(2));
+  for (int64_t i = 0; i < in.getRank() - 2; ++i) {
+    if (scale[i] < 1)
+      return fail("scale ", fmt(scale), " must be at least 1");
+    shape.push_back(in.getDimSize(i + 2) * scale[i]);
+  }
+  inferred.push_back(in.clone(shape));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+/// The loss result: a scalar, or `unreducedShape` with `none`.
+static Type lossType(Reduction reduction, RankedTensorType like,
+                     ArrayRef<int64_t> unreducedShape) {
+  if (reduction == Reduction::none)
+    return like.clone(unreducedShape);
+  return like.clone(ArrayRef<int64_t>{});
+}
+
+LogicalResult CrossEntropyOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  Fail<CrossEntropyOp> fail{loc};
+  RankedTensorType logits = tensorType(adaptor.getLogits());
+  RankedTensorType labels = tensorType(adaptor.getLabels());
+  if (logits.getRank() < 1)
+    return fail("logits must have a class dimension: (..., C)");
+  if (labels.getShape() != logits.getShape().drop_back())
+    return fail("labels have shape ", fmt(labels.getShape()),
+                ", expected the logits' shape without the class dimension, ",
+                fmt(logits.getShape().drop_back()));
+  double smoothing = adaptor.getLabelSmoothing().convertToDouble();
+  if (!(smoothing >= 0.0 && smoothing <= 1.0))
+    return fail("label_smoothing = ", smoothing, " must lie in [0, 1]");
+  inferred.push_back(
+      lossType(adaptor.getReduction(), logits, labels.getShape()));
+  return success();
+}
+
+template <typename OpTy>
+static LogicalResult inferPairLoss(std::optional<Location> loc,
+                                   typename OpTy::Adaptor adaptor,
+                                   int64_t minRank,
+                                   SmallVectorImpl<int64_t> &unreduced) {
+  Fail<OpTy> fail{loc};
+  RankedTensorType in = tensorType(adaptor.getInput());
+  RankedTensorType target = tensorType(adaptor.getTarget());
+  if (in != target)
+    return fail("input ", in, " and target ", target, " must have one type");
+  if (in.getRank() < minRank)
+    return fail("input ", in, " must have rank ", minRank, " or more");
+  unreduced.assign(in.getShape().begin(), in.getShape().end());
+  return success();
+}
+
+#define ANVIL_PAIR_LOSS_INFER(OpTy, MinRank, Unreduced)                        \
+  LogicalResult OpTy::inferReturnTypes(MLIRContext *,                          \
+                                       std::optional<Location> loc,            \
+                                       Adaptor adaptor,                        \
+                                       SmallVectorImpl<Type> &inferred) {      \
+    SmallVector<int64_t> unreduced;                                            \
+    if (failed(inferPairLoss<OpTy>(loc, adaptor, MinRank, unreduced)))         \
+      return failure();                                                        \
+    inferred.push_back(lossType(adaptor.getReduction(),                        \
+                                tensorType(adaptor.getInput()), Unreduced));   \
+    return success();                                                          \
+  }
+ANVIL_PAIR_LOSS_INFER(MSELossOp, 0, unreduced)
+ANVIL_PAIR_LOSS_INFER(BCEWithLogitsLossOp, 0, unreduced)
+ANVIL_PAIR_LOSS_INFER(FocalLossOp, 0, unreduced)
+// Dice reduces the spatial dimensions always: `none` leaves (N, C).
+ANVIL_PAIR_LOSS_INFER(DiceLossOp, 3, ArrayRef<int64_t>(unreduced).take_front(2))
+#undef ANVIL_PAIR_LOSS_INFER
+
+#define GET_OP_CLASSES
+#include "anvil/Dialect/Anvil/IR/AnvilOps.cpp.inc"

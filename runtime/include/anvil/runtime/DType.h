@@ -1,0 +1,54 @@
+//===- DType.h - element types known to the runtime --------------*- C++ -*-===//
+//
+// The element types a manifest may name, with their storage sizes and the
+// spellings used by the compiler (MLIR: "f32", "bf16", "f8E4M3FN") and by
+// checkpoints (safetensors: "F32", "BF16", "F8_E4M3").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ANVIL_RUNTIME_DTYPE_H
+#define ANVIL_RUNTIME_DTYPE_H
+
+#include "anvil/runtime/Status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace anvil::rt {
+
+enum class DType : uint8_t {
+  F64,
+  F32,
+  F16,
+  BF16,
+  F8E4M3FN,
+  F8E5M2,
+  I1,
+  I32,
+  I64,
+};
+
+/// Bytes one element occupies in memory (i1 takes a whole byte).
+size_t dtypeSize(DType type);
+
+/// True for the floating-point types.
+bool isFloat(DType type);
+
+/// The MLIR spelling: "f32", "bf16", "f8E4M3FN", "i1", ...
+std::string_view dtypeName(DType type);
+
+/// The safetensors spelling: "F32", "BF16", "F8_E4M3", "BOOL", ...
+std::string_view dtypeSafetensorsName(DType type);
+
+/// Parses either spelling; the error lists the accepted names.
+Expected<DType> parseDType(std::string_view name);
+
+/// Number of elements of a shape (1 for a scalar); an error if it overflows
+/// or a dimension is negative.
+Expected<int64_t> numElements(std::span<const int64_t> shape);
+
+} // namespace anvil::rt
+
+#endif // ANVIL_RUNTIME_DTYPE_H

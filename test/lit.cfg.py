@@ -1,0 +1,20 @@
+# lit configuration for Anvil's FileCheck and -verify-diagnostics tests.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "Anvil"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.anvil_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "Inputs"]
+
+llvm_config.use_default_substitutions()
+# FileCheck variables bound in one CHECK-LABEL block do not leak into the next.
+config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
+
+llvm_config.add_tool_substitutions(
+    ["anvil-opt"], [config.anvil_tools_dir, config.llvm_tools_dir])
+config.substitutions.append(("%anvil_src_root", config.anvil_src_root))
