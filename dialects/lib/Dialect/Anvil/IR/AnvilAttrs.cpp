@@ -189,18 +189,20 @@ InitializerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   };
   if (args.get("std") && !(get("std", 0) > 0))
     return emitError() << "initializer '" << kindName
-                       << "': std must be positive, got " << get("std", 0);
+                       << "': std must be positive, got " << formatDouble(get("std", 0));
   if (args.get("gain") && !(get("gain", 0) > 0))
     return emitError() << "initializer '" << kindName
-                       << "': gain must be positive, got " << get("gain", 0);
+                       << "': gain must be positive, got " << formatDouble(get("gain", 0));
   if (kind == InitKind::uniform && !(get("low", 0) < get("high", 0)))
-    return emitError() << "initializer 'uniform': low (" << get("low", 0)
-                       << ") must be below high (" << get("high", 0) << ")";
+    return emitError() << "initializer 'uniform': low ("
+                       << formatDouble(get("low", 0)) << ") must be below high ("
+                       << formatDouble(get("high", 0)) << ")";
   if (kind == InitKind::truncated_normal &&
       !(get("lower", -2) < get("upper", 2)))
     return emitError() << "initializer 'truncated_normal': lower ("
-                       << get("lower", -2) << ") must be below upper ("
-                       << get("upper", 2) << ")";
+                       << formatDouble(get("lower", -2))
+                       << ") must be below upper ("
+                       << formatDouble(get("upper", 2)) << ")";
   return success();
 }
 

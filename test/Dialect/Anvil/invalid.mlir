@@ -1,0 +1,837 @@
+// RUN: anvil-opt %s --split-input-file --verify-diagnostics
+
+// One case per verifier message of the anvil ops. Ops whose result type is
+// inferred also report "failed to infer returned types" after the reason.
+
+func.func @dynamic_shape(%x: tensor<?x4xf32>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor}}
+  %0 = anvil.exp %x : tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @integer_exp(%x: tensor<4xi32>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor of 64-bit float or 32-bit float}}
+  %0 = anvil.exp %x : tensor<4xi32>
+  return
+}
+
+// -----
+
+// expected-note@+1 {{prior use here}}
+func.func @mismatched_binary(%a: tensor<4xf32>, %b: tensor<5xf32>) {
+  // expected-error@+1 {{use of value '%b' expects different type than prior uses}}
+  %0 = anvil.add %a, %b : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @binary_generic_mismatch(%a: tensor<4xf32>, %b: tensor<5xf32>) {
+  // expected-error@+1 {{all non-scalar operands/results must have the same shape and base type}}
+  %0 = "anvil.add"(%a, %b) : (tensor<4xf32>, tensor<5xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @cast_shape(%x: tensor<4xf32>) {
+  // expected-error@+1 {{all non-scalar operands/results must have the same shape and base type}}
+  %0 = anvil.cast %x : tensor<4xf32> to tensor<5xbf16>
+  return
+}
+
+// -----
+
+func.func @select_condition(%c: tensor<4xi32>, %a: tensor<4xf32>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor of 1-bit signless integer values}}
+  %0 = "anvil.select"(%c, %a, %a) : (tensor<4xi32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @compare_result(%a: tensor<4xf32>) {
+  // expected-error@+1 {{result is an i1 tensor of the operands' shape}}
+  %0 = "anvil.compare"(%a, %a) {direction = 2 : i32} : (tensor<4xf32>, tensor<4xf32>) -> tensor<5xi1>
+  return
+}
+
+// -----
+
+func.func @dropout_rate(%x: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error@+1 {{rate = 1.000000e+00 must lie in [0, 1)}}
+  %0 = anvil.dropout %x, %s rate = 1.0 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_seed(%x: tensor<4xf32>, %s: tensor<2xi64>) {
+  // expected-error@+1 {{operand #1 must be 0D tensor of 64-bit signless integer values}}
+  %0 = "anvil.dropout"(%x, %s) {rate = 0.1 : f64} : (tensor<4xf32>, tensor<2xi64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_count(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{operand has 6 elements ('tensor<2x3xf32>') but the result has 8 ('tensor<2x4xf32>')}}
+  %0 = anvil.reshape %x : tensor<2x3xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_rank(%x: tensor<2x3xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{permutation [0, 1, 2] has 3 entries, but the operand has rank 2}}
+  %0 = anvil.transpose %x, [0, 1, 2] : tensor<2x3xf32> -> tensor<3x2xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_not_permutation(%x: tensor<2x3xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{permutation [1, 1] is not a permutation of [0, 2)}}
+  %0 = anvil.transpose %x, [1, 1] : tensor<2x3xf32> -> tensor<3x3xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_wrong_result(%x: tensor<2x3xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{inferred type(s) 'tensor<3x2xf32>' are incompatible with return type(s) of operation 'tensor<2x3xf32>'}}
+  %0 = anvil.transpose %x, [1, 0] : tensor<2x3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_dims_count(%x: tensor<3xf32>) {
+  // expected-error@+1 {{dims [0, 1] has 2 entries, but the operand has rank 1}}
+  %0 = anvil.broadcast %x, dims = [0, 1] : tensor<3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_dims_range(%x: tensor<3xf32>) {
+  // expected-error@+1 {{dims[0] = 2 is out of range for the result rank 2}}
+  %0 = anvil.broadcast %x, dims = [2] : tensor<3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_dims_order(%x: tensor<3x1xf32>) {
+  // expected-error@+1 {{dims [1, 0] must be strictly increasing}}
+  %0 = anvil.broadcast %x, dims = [1, 0] : tensor<3x1xf32> -> tensor<3x3xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_size(%x: tensor<3xf32>) {
+  // expected-error@+1 {{operand dimension 0 has size 3, which can only broadcast to 3 or from 1, but result dimension 1 has size 4}}
+  %0 = anvil.broadcast %x, dims = [1] : tensor<3xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_ranges(%x: tensor<4x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{has 1 ranges, but the operand has rank 2}}
+  %0 = anvil.slice %x [0:2:1] : tensor<4x4xf32> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @slice_stride(%x: tensor<4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{stride of dimension 0 is 0, expected at least 1}}
+  %0 = anvil.slice %x [0:2:0] : tensor<4xf32> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @slice_bounds(%x: tensor<4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{range 2:5 of dimension 0 is not within [0, 4]}}
+  %0 = anvil.slice %x [2:5:1] : tensor<4xf32> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @concat_empty() {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{needs at least one input}}
+  %0 = anvil.concat dim = 0 : () -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_dim(%a: tensor<4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{dim = 1 is out of range for rank 1 (expected 0 <= dim < 1)}}
+  %0 = anvil.concat %a, %a dim = 1 : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_types(%a: tensor<4xf32>, %b: tensor<4xf16>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{input #1 has type 'tensor<4xf16>', which does not match input #0 of type 'tensor<4xf32>'}}
+  %0 = anvil.concat %a, %b dim = 0 : (tensor<4xf32>, tensor<4xf16>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_other_dim(%a: tensor<2x4xf32>, %b: tensor<3x5xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{input #1 has size 5 in dimension 1 but input #0 has 4 (only dimension 0 may differ)}}
+  %0 = anvil.concat %a, %b dim = 0 : (tensor<2x4xf32>, tensor<3x5xf32>) -> tensor<5x4xf32>
+  return
+}
+
+// -----
+
+func.func @split_sum(%x: tensor<6xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{sizes [2, 3] add up to 5, but dimension 0 of the operand has size 6}}
+  %0:2 = anvil.split %x dim = 0 sizes [2, 3] : tensor<6xf32> -> tensor<2xf32>, tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @split_positive(%x: tensor<6xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{sizes [0, 6] must all be positive}}
+  %0:2 = anvil.split %x dim = 0 sizes [0, 6] : tensor<6xf32> -> tensor<0xf32>, tensor<6xf32>
+  return
+}
+
+// -----
+
+func.func @split_dim(%x: tensor<6xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{dim = 3 is out of range for rank 1}}
+  %0 = anvil.split %x dim = 3 sizes [6] : tensor<6xf32> -> tensor<6xf32>
+  return
+}
+
+// -----
+
+func.func @pad_count(%x: tensor<4x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{low [1] and high [1] need one entry per dimension of the rank-2 operand}}
+  %0 = anvil.pad %x low [1] high [1] : tensor<4x4xf32> -> tensor<6x4xf32>
+  return
+}
+
+// -----
+
+func.func @pad_negative(%x: tensor<4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{padding of dimension 0 is negative (low -1, high 0)}}
+  %0 = anvil.pad %x low [-1] high [0] : tensor<4xf32> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @gather_axis(%x: tensor<4xf32>, %i: tensor<2xi32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{axis = 1 is out of range for rank 1}}
+  %0 = anvil.gather %x[%i] axis = 1 : (tensor<4xf32>, tensor<2xi32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @gather_float_indices(%x: tensor<4xf32>, %i: tensor<2xf32>) {
+  // expected-error@+1 {{operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values}}
+  %0 = "anvil.gather"(%x, %i) {axis = 0 : i64} : (tensor<4xf32>, tensor<2xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_range(%x: tensor<4x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{dims entry = 2 is out of range for rank 2}}
+  %0 = anvil.reduce_sum %x dims [2] : tensor<4x4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_order(%x: tensor<4x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{dims [1, 0] must be strictly increasing}}
+  %0 = anvil.reduce_max %x dims [1, 0] : tensor<4x4xf32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @reduce_mean_int(%x: tensor<4xi32>) {
+  // expected-error@+1 {{operand #0 must be statically shaped tensor of 64-bit float}}
+  %0 = "anvil.reduce_mean"(%x) {dims = array<i64: 0>} : (tensor<4xi32>) -> tensor<i32>
+  return
+}
+
+// -----
+
+func.func @argmax_dim(%x: tensor<4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{dim = -1 is out of range for rank 1}}
+  %0 = anvil.argmax %x dim = -1 : tensor<4xf32> -> tensor<i64>
+  return
+}
+
+// -----
+
+func.func @softmax_dim(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'anvil.softmax' op dim = 2 is out of range for rank 2 (expected 0 <= dim < 2)}}
+  %0 = anvil.softmax %x dim = 2 : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @log_softmax_dim(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'anvil.log_softmax' op dim = 5 is out of range for rank 2}}
+  %0 = anvil.log_softmax %x dim = 5 : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_rank(%a: tensor<4xf32>, %b: tensor<4x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{operands must have rank 2 or more, got lhs 'tensor<4xf32>' and rhs 'tensor<4x4xf32>'}}
+  %0 = anvil.matmul %a, %b : (tensor<4xf32>, tensor<4x4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_element_types(%a: tensor<2x4xf32>, %b: tensor<4x4xbf16>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{lhs element type 'f32' differs from rhs element type 'bf16'}}
+  %0 = anvil.matmul %a, %b : (tensor<2x4xf32>, tensor<4x4xbf16>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_contraction(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{contraction sizes differ: lhs 'tensor<2x3xf32>' has K = 3, rhs 'tensor<4x5xf32>' has K = 4}}
+  %0 = anvil.matmul %a, %b : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_batch(%a: tensor<2x3x4xf32>, %b: tensor<3x4x5xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{batch dimensions differ: lhs has [2], rhs has [3] (rhs must have the same batch dimensions or rank 2)}}
+  %0 = anvil.matmul %a, %b : (tensor<2x3x4xf32>, tensor<3x4x5xf32>) -> tensor<2x3x5xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_axis(%x: tensor<2x8xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{axis = 2 is out of range for rank 2}}
+  %0 = anvil.layer_norm %x axis = 2 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_scale(%x: tensor<2x8xf32>, %g: tensor<4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{scale has shape [4], expected [8]}}
+  %0 = anvil.layer_norm %x scale(%g) axis = 1 : (tensor<2x8xf32>, tensor<4xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_bias_type(%x: tensor<2x8xf32>, %b: tensor<8xbf16>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{bias has element type 'bf16', expected 'f32' (the operand's)}}
+  %0 = anvil.layer_norm %x bias(%b) axis = 1 : (tensor<2x8xf32>, tensor<8xbf16>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_scale(%x: tensor<2x8xf32>, %g: tensor<2x8xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{scale has shape [2, 8], expected [8]}}
+  %0 = anvil.rms_norm %x scale(%g) axis = 1 : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @group_norm_groups(%x: tensor<2x6x4x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{groups = 4 must be positive and divide the 6 channels}}
+  %0 = anvil.group_norm %x groups = 4 : (tensor<2x6x4x4xf32>) -> tensor<2x6x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @group_norm_scale(%x: tensor<2x6x4x4xf32>, %g: tensor<4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{scale has shape [4], expected [6]}}
+  %0 = anvil.group_norm %x scale(%g) groups = 2 : (tensor<2x6x4x4xf32>, tensor<4xf32>) -> tensor<2x6x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @instance_norm_rank(%x: tensor<2x6xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{operand 'tensor<2x6xf32>' must have rank 3 or more: (N, C, spatial...)}}
+  %0 = anvil.instance_norm %x : (tensor<2x6xf32>) -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_rank(%x: tensor<6xf32>, %c: tensor<6xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{operand 'tensor<6xf32>' must have rank 2 or more: (N, C)}}
+  %0:3 = anvil.batch_norm_train %x, %c, %c : (tensor<6xf32>, tensor<6xf32>, tensor<6xf32>) -> (tensor<6xf32>, tensor<6xf32>, tensor<6xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_variance(%x: tensor<2x6x4x4xf32>, %c: tensor<6xf32>, %v: tensor<5xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{variance has shape [5], expected [6]}}
+  %0 = anvil.batch_norm_inference %x, %c, %c, %c, %v : (tensor<2x6x4x4xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<5xf32>) -> tensor<2x6x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_table(%t: tensor<100xf32>, %i: tensor<4xi32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{table 'tensor<100xf32>' must have rank 2: (vocabulary, width)}}
+  %0 = anvil.embedding %t[%i] : (tensor<100xf32>, tensor<4xi32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_bag_indices(%t: tensor<100x8xf32>, %i: tensor<4xi32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{indices 'tensor<4xi32>' must have rank 2: (bags, bag size)}}
+  %0 = anvil.embedding_bag sum %t[%i] : (tensor<100x8xf32>, tensor<4xi32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_bag_table(%t: tensor<100xf32>, %i: tensor<4x2xi32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{table 'tensor<100xf32>' must have rank 2: (vocabulary, width)}}
+  %0 = anvil.embedding_bag mean %t[%i] : (tensor<100xf32>, tensor<4x2xi32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @rope_rank(%x: tensor<8xf32>, %c: tensor<8x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{operand 'tensor<8xf32>' must have rank 2 or more: (..., T, D)}}
+  %0 = anvil.rope %x, %c, %c : (tensor<8xf32>, tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_odd(%x: tensor<2x8x7xf32>, %c: tensor<8x3xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{head dimension D = 7 of the operand must be even}}
+  %0 = anvil.rope %x, %c, %c : (tensor<2x8x7xf32>, tensor<8x3xf32>, tensor<8x3xf32>) -> tensor<2x8x7xf32>
+  return
+}
+
+// -----
+
+func.func @rope_tables(%x: tensor<2x8x8xf32>, %c: tensor<8x4xf32>, %s: tensor<8x8xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{sin has shape [8, 8], expected [8, 4]}}
+  %0 = anvil.rope %x, %c, %s : (tensor<2x8x8xf32>, tensor<8x4xf32>, tensor<8x8xf32>) -> tensor<2x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_rank(%q: tensor<2x4x8xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{query 'tensor<2x4x8xf32>' must have rank 4: (B, H, T, D)}}
+  %0 = anvil.attention %q, %q, %q : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_types(%q: tensor<1x2x8x4xf32>, %k: tensor<1x2x8x4xbf16>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{key has element type 'bf16', query has 'f32'}}
+  %0 = anvil.attention %q, %k, %k : (tensor<1x2x8x4xf32>, tensor<1x2x8x4xbf16>, tensor<1x2x8x4xbf16>) -> tensor<1x2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_batch(%q: tensor<1x2x8x4xf32>, %k: tensor<2x2x8x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{batch sizes differ: query 1, key 2, value 2}}
+  %0 = anvil.attention %q, %k, %k : (tensor<1x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>) -> tensor<1x2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_head_dim(%q: tensor<1x2x8x4xf32>, %k: tensor<1x2x8x6xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{key head dimension 6 differs from the query's 4}}
+  %0 = anvil.attention %q, %k, %k : (tensor<1x2x8x4xf32>, tensor<1x2x8x6xf32>, tensor<1x2x8x6xf32>) -> tensor<1x2x8x6xf32>
+  return
+}
+
+// -----
+
+func.func @attention_value(%q: tensor<1x2x8x4xf32>, %v: tensor<1x2x7x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{value 'tensor<1x2x7x4xf32>' must have the key's heads and length (2, 8)}}
+  %0 = anvil.attention %q, %q, %v : (tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x7x4xf32>) -> tensor<1x2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_gqa(%q: tensor<1x4x8x4xf32>, %k: tensor<1x3x8x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{query heads 4 must be a multiple of key/value heads 3}}
+  %0 = anvil.attention %q, %k, %k : (tensor<1x4x8x4xf32>, tensor<1x3x8x4xf32>, tensor<1x3x8x4xf32>) -> tensor<1x4x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask(%q: tensor<1x2x8x4xf32>, %m: tensor<8x7xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{mask 'tensor<8x7xf32>' must be (8, 8) or (1|1, 2|1, 8, 8) of element type 'f32'}}
+  %0 = anvil.attention %q, %q, %q mask(%m) : (tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<8x7xf32>) -> tensor<1x2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @conv_rank(%x: tensor<2x4xf32>, %w: tensor<8x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{input 'tensor<2x4xf32>' must have rank 3, 4 or 5: (N, C, spatial...)}}
+  %0 = anvil.conv %x, %w stride [] pad_low [] pad_high [] dilation [] : (tensor<2x4xf32>, tensor<8x4xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_filter_rank(%x: tensor<2x4x8xf32>, %w: tensor<8x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{filter 'tensor<8x4xf32>' must have the input's rank 3}}
+  %0 = anvil.conv %x, %w stride [1] pad_low [0] pad_high [0] dilation [1] : (tensor<2x4x8xf32>, tensor<8x4xf32>) -> tensor<2x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_filter_type(%x: tensor<2x4x8xf32>, %w: tensor<8x4x3xf16>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{filter element type 'f16' differs from the input's 'f32'}}
+  %0 = anvil.conv %x, %w stride [1] pad_low [0] pad_high [0] dilation [1] : (tensor<2x4x8xf32>, tensor<8x4x3xf16>) -> tensor<2x8x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_arrays(%x: tensor<2x4x8x8xf32>, %w: tensor<8x4x3x3xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{stride has 1 entries, expected 2 (one per spatial dimension)}}
+  %0 = anvil.conv %x, %w stride [1] pad_low [0, 0] pad_high [0, 0] dilation [1, 1] : (tensor<2x4x8x8xf32>, tensor<8x4x3x3xf32>) -> tensor<2x8x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_stride(%x: tensor<2x4x8xf32>, %w: tensor<8x4x3xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{stride and dilation must be at least 1, got stride [0] and dilation [1]}}
+  %0 = anvil.conv %x, %w stride [0] pad_low [0] pad_high [0] dilation [1] : (tensor<2x4x8xf32>, tensor<8x4x3xf32>) -> tensor<2x8x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_padding(%x: tensor<2x4x8xf32>, %w: tensor<8x4x3xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{padding must not be negative, got pad_low [-1] and pad_high [0]}}
+  %0 = anvil.conv %x, %w stride [1] pad_low [-1] pad_high [0] dilation [1] : (tensor<2x4x8xf32>, tensor<8x4x3xf32>) -> tensor<2x8x5xf32>
+  return
+}
+
+// -----
+
+func.func @conv_groups(%x: tensor<2x4x8xf32>, %w: tensor<8x4x3xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{groups = 3 must be positive and divide the 4 input channels}}
+  %0 = anvil.conv %x, %w stride [1] pad_low [0] pad_high [0] dilation [1] {groups = 3 : i64} : (tensor<2x4x8xf32>, tensor<8x4x3xf32>) -> tensor<2x8x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_channels(%x: tensor<2x4x8xf32>, %w: tensor<8x3x3xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{filter 'tensor<8x3x3xf32>' has 3 input channels per group, but the input has 4 channels in 1 group(s)}}
+  %0 = anvil.conv %x, %w stride [1] pad_low [0] pad_high [0] dilation [1] : (tensor<2x4x8xf32>, tensor<8x3x3xf32>) -> tensor<2x8x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_output_groups(%x: tensor<2x4x8xf32>, %w: tensor<7x2x3xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{groups = 2 must divide the 7 output channels}}
+  %0 = anvil.conv %x, %w stride [1] pad_low [0] pad_high [0] dilation [1] {groups = 2 : i64} : (tensor<2x4x8xf32>, tensor<7x2x3xf32>) -> tensor<2x7x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_bias(%x: tensor<2x4x8xf32>, %w: tensor<8x4x3xf32>, %b: tensor<4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{bias has shape [4], expected [8]}}
+  %0 = anvil.conv %x, %w, %b stride [1] pad_low [0] pad_high [0] dilation [1] : (tensor<2x4x8xf32>, tensor<8x4x3xf32>, tensor<4xf32>) -> tensor<2x8x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_fit(%x: tensor<2x4x3xf32>, %w: tensor<8x4x3xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{the dilated filter (3 taps) does not fit spatial dimension 0 of the padded input (3)}}
+  %0 = anvil.conv %x, %w stride [1] pad_low [0] pad_high [0] dilation [2] : (tensor<2x4x3xf32>, tensor<8x4x3xf32>) -> tensor<2x8x1xf32>
+  return
+}
+
+// -----
+
+func.func @conv_transpose_filter(%x: tensor<1x4x8xf32>, %w: tensor<2x2x2xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{filter 'tensor<2x2x2xf32>' must have 4 rows (the input channels): (Cin, Cout/groups, k...)}}
+  %0 = anvil.conv_transpose %x, %w stride [2] pad_low [0] pad_high [0] dilation [1] output_padding [0] : (tensor<1x4x8xf32>, tensor<2x2x2xf32>) -> tensor<1x2x16xf32>
+  return
+}
+
+// -----
+
+func.func @conv_transpose_output_padding(%x: tensor<1x4x8xf32>, %w: tensor<4x2x2xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{output_padding [2] must be non-negative and smaller than the stride or the dilation}}
+  %0 = anvil.conv_transpose %x, %w stride [2] pad_low [0] pad_high [0] dilation [1] output_padding [2] : (tensor<1x4x8xf32>, tensor<4x2x2xf32>) -> tensor<1x2x18xf32>
+  return
+}
+
+// -----
+
+func.func @conv_transpose_output_padding_count(%x: tensor<1x4x8xf32>, %w: tensor<4x2x2xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{output_padding has 2 entries, expected 1 (one per spatial dimension)}}
+  %0 = anvil.conv_transpose %x, %w stride [2] pad_low [0] pad_high [0] dilation [1] output_padding [0, 0] : (tensor<1x4x8xf32>, tensor<4x2x2xf32>) -> tensor<1x2x16xf32>
+  return
+}
+
+// -----
+
+func.func @conv_transpose_empty(%x: tensor<1x4x1xf32>, %w: tensor<4x2x1xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{spatial dimension 0 of the result would be empty (-1): the padding is larger than the output}}
+  %0 = anvil.conv_transpose %x, %w stride [1] pad_low [1] pad_high [1] dilation [1] output_padding [0] : (tensor<1x4x1xf32>, tensor<4x2x1xf32>) -> tensor<1x2x1xf32>
+  return
+}
+
+// -----
+
+func.func @pool_rank(%x: tensor<2x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{operand 'tensor<2x4xf32>' must have rank 3 or more: (N, C, spatial...)}}
+  %0 = anvil.max_pool %x window [] stride [] pad_low [] pad_high [] : tensor<2x4xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @pool_arrays(%x: tensor<2x4x8x8xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{window has 1 entries, expected 2 (one per spatial dimension)}}
+  %0 = anvil.max_pool %x window [2] stride [2, 2] pad_low [0, 0] pad_high [0, 0] : tensor<2x4x8x8xf32> -> tensor<2x4x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @pool_window(%x: tensor<2x4x8xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{window [0] and stride [1] must be at least 1}}
+  %0 = anvil.avg_pool %x window [0] stride [1] pad_low [0] pad_high [0] : tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @pool_padding(%x: tensor<2x4x8xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{padding (pad_low [2], pad_high [0]) must be non-negative and smaller than the window [2]}}
+  %0 = anvil.max_pool %x window [2] stride [1] pad_low [2] pad_high [0] : tensor<2x4x8xf32> -> tensor<2x4x9xf32>
+  return
+}
+
+// -----
+
+func.func @pool_fit(%x: tensor<2x4x2xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{window 3 does not fit spatial dimension 0 of the padded operand (2)}}
+  %0 = anvil.max_pool %x window [3] stride [1] pad_low [0] pad_high [0] : tensor<2x4x2xf32> -> tensor<2x4x1xf32>
+  return
+}
+
+// -----
+
+func.func @upsample_rank(%x: tensor<2x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{operand 'tensor<2x4xf32>' must have rank 3 or more: (N, C, spatial...)}}
+  %0 = anvil.upsample_nearest %x scale [] : tensor<2x4xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @upsample_count(%x: tensor<2x4x8x8xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{scale has 1 entries, expected 2 (one per spatial dimension)}}
+  %0 = anvil.upsample_nearest %x scale [2] : tensor<2x4x8x8xf32> -> tensor<2x4x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @upsample_scale(%x: tensor<2x4x8xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{scale [0] must be at least 1}}
+  %0 = anvil.upsample_nearest %x scale [0] : tensor<2x4x8xf32> -> tensor<2x4x0xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_rank(%l: tensor<f32>, %y: tensor<i32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{logits must have a class dimension: (..., C)}}
+  %0 = anvil.cross_entropy mean %l, %y : (tensor<f32>, tensor<i32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_labels(%l: tensor<4x10xf32>, %y: tensor<5xi32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{labels have shape [5], expected the logits' shape without the class dimension, [4]}}
+  %0 = anvil.cross_entropy mean %l, %y : (tensor<4x10xf32>, tensor<5xi32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_smoothing(%l: tensor<4x10xf32>, %y: tensor<4xi32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{label_smoothing = 1.500000e+00 must lie in [0, 1]}}
+  %0 = anvil.cross_entropy mean %l, %y {label_smoothing = 1.5 : f64} : (tensor<4x10xf32>, tensor<4xi32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_none(%l: tensor<4x10xf32>, %y: tensor<4xi32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<f32>'}}
+  %0 = anvil.cross_entropy none %l, %y : (tensor<4x10xf32>, tensor<4xi32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @mse_types(%a: tensor<4xf32>, %b: tensor<5xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{input 'tensor<4xf32>' and target 'tensor<5xf32>' must have one type}}
+  %0 = anvil.mse_loss mean %a, %b : (tensor<4xf32>, tensor<5xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @dice_rank(%a: tensor<4x3xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{input 'tensor<4x3xf32>' must have rank 3 or more}}
+  %0 = anvil.dice_loss mean %a, %a : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @unknown_reduction(%a: tensor<4xf32>) {
+  // expected-error@+1 {{expected string or keyword containing one of the following enum values for attribute 'reduction' [mean, sum, none]}}
+  %0 = anvil.mse_loss average %a, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @unknown_op(%a: tensor<4xf32>) {
+  // expected-error@+1 {{custom op 'anvil.frobnicate' is unknown}}
+  %0 = anvil.frobnicate %a : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @unknown_discardable_attr(%a: tensor<4xf32>) {
+  // expected-error@+1 {{unknown anvil attribute 'anvil.fused' on an op}}
+  %0 = anvil.exp %a {anvil.fused} : tensor<4xf32>
+  return
+}
