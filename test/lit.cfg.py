@@ -12,6 +12,9 @@ config.test_exec_root = os.path.join(config.anvil_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "Inputs"]
 
 llvm_config.use_default_substitutions()
+# `REQUIRES: cuda` marks tests that need the CUDA toolkit (not a GPU).
+if config.anvil_enable_cuda:
+    config.available_features.add("cuda")
 # FileCheck variables bound in one CHECK-LABEL block do not leak into the next.
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 

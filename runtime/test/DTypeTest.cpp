@@ -23,9 +23,9 @@ TEST(DType, SizesMatchStorage) {
 }
 
 TEST(DType, BothSpellingsRoundTrip) {
-  for (DType t : {DType::F64, DType::F32, DType::F16, DType::BF16,
-                  DType::F8E4M3FN, DType::F8E5M2, DType::I1, DType::I32,
-                  DType::I64}) {
+  for (DType t :
+       {DType::F64, DType::F32, DType::F16, DType::BF16, DType::F8E4M3FN,
+        DType::F8E5M2, DType::I1, DType::I32, DType::I64}) {
     Expected<DType> fromMlir = parseDType(dtypeName(t));
     Expected<DType> fromSafetensors = parseDType(dtypeSafetensorsName(t));
     ASSERT_TRUE(fromMlir) << dtypeName(t);

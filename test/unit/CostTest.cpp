@@ -29,8 +29,7 @@ protected:
 
   /// Parses `body` (one op producing %r from arguments %a, %b, ...) inside a
   /// function and returns the cost interface of its first anvil op.
-  CostOpInterface parseOp(const std::string &signature,
-                          const std::string &body,
+  CostOpInterface parseOp(const std::string &signature, const std::string &body,
                           const std::string &resultType) {
     std::string source = "func.func @f(" + signature + ") -> " + resultType +
                          " {\n  " + body + "\n  return %r : " + resultType +
@@ -91,26 +90,26 @@ TEST_F(CostTest, Conv2dIsTwoNCoutHWCinKhKw) {
 
 TEST_F(CostTest, GroupedConv3dDividesInputChannels) {
   // 3-D depthwise-style conv: 32 channels in 4 groups, 3x3x3, no bias.
-  auto op = parseOp(
-      "%a: tensor<1x32x8x8x8xf32>, %b: tensor<32x8x3x3x3xf32>",
-      "%r = anvil.conv %a, %b stride [1, 1, 1] pad_low [1, 1, 1] "
-      "pad_high [1, 1, 1] dilation [1, 1, 1] {groups = 4 : i64} : "
-      "(tensor<1x32x8x8x8xf32>, tensor<32x8x3x3x3xf32>) -> "
-      "tensor<1x32x8x8x8xf32>",
-      "tensor<1x32x8x8x8xf32>");
+  auto op =
+      parseOp("%a: tensor<1x32x8x8x8xf32>, %b: tensor<32x8x3x3x3xf32>",
+              "%r = anvil.conv %a, %b stride [1, 1, 1] pad_low [1, 1, 1] "
+              "pad_high [1, 1, 1] dilation [1, 1, 1] {groups = 4 : i64} : "
+              "(tensor<1x32x8x8x8xf32>, tensor<32x8x3x3x3xf32>) -> "
+              "tensor<1x32x8x8x8xf32>",
+              "tensor<1x32x8x8x8xf32>");
   ASSERT_TRUE(op);
   EXPECT_EQ(op.getFlops(), 2LL * (32 * 8 * 8 * 8) * (32 / 4) * 27);
 }
 
 TEST_F(CostTest, AttentionIsFourBHTTD) {
   // Non-causal self-attention, B=2, H=12, T=128, D=64: 4 B H T^2 D.
-  auto op = parseOp(
-      "%a: tensor<2x12x128x64xf32>, %b: tensor<2x12x128x64xf32>, "
-      "%c: tensor<2x12x128x64xf32>",
-      "%r = anvil.attention %a, %b, %c : (tensor<2x12x128x64xf32>, "
-      "tensor<2x12x128x64xf32>, tensor<2x12x128x64xf32>) -> "
-      "tensor<2x12x128x64xf32>",
-      "tensor<2x12x128x64xf32>");
+  auto op =
+      parseOp("%a: tensor<2x12x128x64xf32>, %b: tensor<2x12x128x64xf32>, "
+              "%c: tensor<2x12x128x64xf32>",
+              "%r = anvil.attention %a, %b, %c : (tensor<2x12x128x64xf32>, "
+              "tensor<2x12x128x64xf32>, tensor<2x12x128x64xf32>) -> "
+              "tensor<2x12x128x64xf32>",
+              "tensor<2x12x128x64xf32>");
   ASSERT_TRUE(op);
   EXPECT_EQ(op.getFlops(), 4LL * 2 * 12 * 128 * 128 * 64);
   EXPECT_EQ(op.getBytesMoved(), 4LL * 4 * (2 * 12 * 128 * 64));
@@ -119,13 +118,13 @@ TEST_F(CostTest, AttentionIsFourBHTTD) {
 TEST_F(CostTest, CausalGroupedQueryAttentionCountsVisiblePairs) {
   // GQA (32 query heads, 8 kv heads), causal, T=1024, D=128: the visible
   // pairs are T (T + 1) / 2, about half of the 4 B H T^2 D of full attention.
-  auto op = parseOp(
-      "%a: tensor<1x32x1024x128xbf16>, %b: tensor<1x8x1024x128xbf16>, "
-      "%c: tensor<1x8x1024x128xbf16>",
-      "%r = anvil.attention %a, %b, %c {causal} : "
-      "(tensor<1x32x1024x128xbf16>, tensor<1x8x1024x128xbf16>, "
-      "tensor<1x8x1024x128xbf16>) -> tensor<1x32x1024x128xbf16>",
-      "tensor<1x32x1024x128xbf16>");
+  auto op =
+      parseOp("%a: tensor<1x32x1024x128xbf16>, %b: tensor<1x8x1024x128xbf16>, "
+              "%c: tensor<1x8x1024x128xbf16>",
+              "%r = anvil.attention %a, %b, %c {causal} : "
+              "(tensor<1x32x1024x128xbf16>, tensor<1x8x1024x128xbf16>, "
+              "tensor<1x8x1024x128xbf16>) -> tensor<1x32x1024x128xbf16>",
+              "tensor<1x32x1024x128xbf16>");
   ASSERT_TRUE(op);
   const int64_t pairs = 1024LL * 1025 / 2;
   EXPECT_EQ(op.getFlops(), 4LL * 32 * pairs * 128);
@@ -145,9 +144,9 @@ TEST_F(CostTest, CrossAttentionWithLongerKeys) {
 }
 
 TEST_F(CostTest, ElementwiseUsesPerElementCount) {
-  auto op = parseOp("%a: tensor<4x8xf32>, %b: tensor<4x8xf32>",
-                    "%r = anvil.add %a, %b : tensor<4x8xf32>",
-                    "tensor<4x8xf32>");
+  auto op =
+      parseOp("%a: tensor<4x8xf32>, %b: tensor<4x8xf32>",
+              "%r = anvil.add %a, %b : tensor<4x8xf32>", "tensor<4x8xf32>");
   ASSERT_TRUE(op);
   EXPECT_EQ(op.getFlops(), 32);
   EXPECT_EQ(op.getBytesMoved(), 3 * 32 * 4);

@@ -54,19 +54,19 @@ struct AnvilCostReportPass
         cost.params += getNumElements(fn.getArgumentTypes()[i]);
       }
       if (json) {
-        report.push_back(llvm::json::Object{{"function", fn.getName()},
-                                            {"ops", cost.ops},
-                                            {"flops", cost.flops},
-                                            {"bytes", cost.bytes},
-                                            {"parameters", cost.params},
-                                            {"parameter_tensors",
-                                             cost.paramTensors}});
+        report.push_back(
+            llvm::json::Object{{"function", fn.getName()},
+                               {"ops", cost.ops},
+                               {"flops", cost.flops},
+                               {"bytes", cost.bytes},
+                               {"parameters", cost.params},
+                               {"parameter_tensors", cost.paramTensors}});
         continue;
       }
-      llvm::errs() << "anvil-cost-report: @" << fn.getName() << ": "
-                   << cost.ops << " ops, " << cost.flops << " FLOPs, "
-                   << cost.bytes << " bytes, " << cost.params
-                   << " parameters (" << cost.paramTensors << " tensors)\n";
+      llvm::errs() << "anvil-cost-report: @" << fn.getName() << ": " << cost.ops
+                   << " ops, " << cost.flops << " FLOPs, " << cost.bytes
+                   << " bytes, " << cost.params << " parameters ("
+                   << cost.paramTensors << " tensors)\n";
     }
     if (json)
       llvm::errs() << llvm::json::Value(std::move(report)) << "\n";

@@ -33,9 +33,7 @@ constexpr std::array<DTypeInfo, 9> kDTypes = {{
     {DType::I64, 8, false, "i64", "I64"},
 }};
 
-const DTypeInfo &info(DType type) {
-  return kDTypes[static_cast<size_t>(type)];
-}
+const DTypeInfo &info(DType type) { return kDTypes[static_cast<size_t>(type)]; }
 } // namespace
 
 size_t dtypeSize(DType type) { return info(type).size; }
@@ -53,8 +51,8 @@ Expected<DType> parseDType(std::string_view name) {
   for (const DTypeInfo &entry : kDTypes) {
     if (!accepted.empty())
       accepted += ", ";
-    accepted += std::string(entry.mlirName) + "/" +
-                std::string(entry.safetensorsName);
+    accepted +=
+        std::string(entry.mlirName) + "/" + std::string(entry.safetensorsName);
   }
   return Status::error(ErrorCode::InvalidArgument,
                        "unknown element type '" + std::string(name) +

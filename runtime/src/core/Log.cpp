@@ -16,7 +16,7 @@
 namespace anvil::rt {
 namespace {
 constexpr std::string_view kLevelNames[] = {"error", "warn", "info", "debug",
-                                             "trace"};
+                                            "trace"};
 
 std::atomic<int> &levelStorage() {
   static std::atomic<int> level = [] {

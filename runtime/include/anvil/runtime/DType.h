@@ -1,4 +1,5 @@
-//===- DType.h - element types known to the runtime --------------*- C++ -*-===//
+//===- DType.h - element types known to the runtime --------------*- C++
+//-*-===//
 //
 // The element types a manifest may name, with their storage sizes and the
 // spellings used by the compiler (MLIR: "f32", "bf16", "f8E4M3FN") and by

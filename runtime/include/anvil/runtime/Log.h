@@ -1,4 +1,5 @@
-//===- Log.h - leveled logging for the Anvil runtime -------------*- C++ -*-===//
+//===- Log.h - leveled logging for the Anvil runtime -------------*- C++
+//-*-===//
 //
 // The level comes from the environment variable ANVIL_LOG
 // (error|warn|info|debug|trace; default warn) when first used, and can be

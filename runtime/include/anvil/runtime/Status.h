@@ -1,4 +1,5 @@
-//===- Status.h - errors as values for the Anvil runtime ---------*- C++ -*-===//
+//===- Status.h - errors as values for the Anvil runtime ---------*- C++
+//-*-===//
 //
 // Runtime errors are values that carry a message saying what failed, where,
 // and what to do, e.g. "checkpoint 'ckpt/step_100.safetensors': tensor

@@ -170,7 +170,8 @@ InitializerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     bool isMode = key == "mode";
     if (isMode) {
       auto mode = dyn_cast<StringAttr>(arg.getValue());
-      if (!mode || (mode.getValue() != "fan_in" && mode.getValue() != "fan_out"))
+      if (!mode ||
+          (mode.getValue() != "fan_in" && mode.getValue() != "fan_out"))
         return emitError() << "initializer '" << kindName
                            << "': mode must be fan_in or fan_out";
     } else if (!isa<FloatAttr>(arg.getValue())) {
@@ -189,13 +190,16 @@ InitializerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   };
   if (args.get("std") && !(get("std", 0) > 0))
     return emitError() << "initializer '" << kindName
-                       << "': std must be positive, got " << formatDouble(get("std", 0));
+                       << "': std must be positive, got "
+                       << formatDouble(get("std", 0));
   if (args.get("gain") && !(get("gain", 0) > 0))
     return emitError() << "initializer '" << kindName
-                       << "': gain must be positive, got " << formatDouble(get("gain", 0));
+                       << "': gain must be positive, got "
+                       << formatDouble(get("gain", 0));
   if (kind == InitKind::uniform && !(get("low", 0) < get("high", 0)))
     return emitError() << "initializer 'uniform': low ("
-                       << formatDouble(get("low", 0)) << ") must be below high ("
+                       << formatDouble(get("low", 0))
+                       << ") must be below high ("
                        << formatDouble(get("high", 0)) << ")";
   if (kind == InitKind::truncated_normal &&
       !(get("lower", -2) < get("upper", 2)))

@@ -3,7 +3,7 @@
 // The cost interface's helpers and the FLOP counts of the ops that are not
 // plain elementwise. Contractions follow the textbook formulas (a
 // multiply-add is two FLOPs); the other counts are nominal per element and
-// listed in docs/dialect/cost.md.
+// listed in docs/cost.md.
 //
 //===----------------------------------------------------------------------===//
 

@@ -40,9 +40,11 @@ Operation *AnvilDialect::materializeConstant(OpBuilder &builder,
 /// The name an argument carries as a parameter or an input, if any.
 static std::optional<StringRef> getArgName(FunctionOpInterface fn,
                                            unsigned index) {
-  if (auto p = fn.getArgAttrOfType<ParamAttr>(index, AnvilDialect::kParamAttrName))
+  if (auto p =
+          fn.getArgAttrOfType<ParamAttr>(index, AnvilDialect::kParamAttrName))
     return p.getName();
-  if (auto i = fn.getArgAttrOfType<InputAttr>(index, AnvilDialect::kInputAttrName))
+  if (auto i =
+          fn.getArgAttrOfType<InputAttr>(index, AnvilDialect::kInputAttrName))
     return i.getName();
   return std::nullopt;
 }
@@ -63,8 +65,8 @@ LogicalResult AnvilDialect::verifyRegionArgAttribute(Operation *op,
     return op->emitError() << "'" << attrName
                            << "' is only allowed on function arguments";
   // Point at the argument itself when the function has a body.
-  Location loc = fn.isExternal() ? op->getLoc()
-                                 : fn.getArgument(argIndex).getLoc();
+  Location loc =
+      fn.isExternal() ? op->getLoc() : fn.getArgument(argIndex).getLoc();
   auto error = [&]() {
     return mlir::emitError(loc) << "argument #" << argIndex << ": ";
   };
@@ -94,10 +96,9 @@ LogicalResult AnvilDialect::verifyRegionArgAttribute(Operation *op,
                    << "' must be a statically shaped float tensor, got "
                    << fn.getArgumentTypes()[argIndex];
   InitKind kind = cast<ParamAttr>(attr.getValue()).getInit().getKind();
-  bool needsFans = kind == InitKind::xavier_uniform ||
-                   kind == InitKind::xavier_normal ||
-                   kind == InitKind::kaiming_uniform ||
-                   kind == InitKind::kaiming_normal;
+  bool needsFans =
+      kind == InitKind::xavier_uniform || kind == InitKind::xavier_normal ||
+      kind == InitKind::kaiming_uniform || kind == InitKind::kaiming_normal;
   if (needsFans && type.getRank() < 2)
     return error() << "parameter '" << name << "' of type " << type
                    << " has no fan-in/fan-out for the '"

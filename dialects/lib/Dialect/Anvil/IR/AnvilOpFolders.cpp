@@ -23,7 +23,8 @@ static bool isSplatOf(Attribute attr, int64_t value) {
     return false;
   if (isa<FloatType>(dense.getElementType())) {
     APFloat f = dense.getSplatValue<APFloat>();
-    return value == 0 ? f.isZero() : f.isExactlyValue(static_cast<double>(value));
+    return value == 0 ? f.isZero()
+                      : f.isExactlyValue(static_cast<double>(value));
   }
   APInt i = dense.getSplatValue<APInt>();
   return value == 0 ? i.isZero() : i.isOne();

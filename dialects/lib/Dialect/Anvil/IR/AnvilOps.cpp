@@ -30,11 +30,9 @@ Type mlir::anvil::getBoolTensorType(Type type) {
 namespace {
 
 /// Emits "'anvil.foo' op <message>" at `loc` (when given) and fails.
-template <typename OpTy>
-struct Fail {
+template <typename OpTy> struct Fail {
   std::optional<Location> loc;
-  template <typename... Args>
-  LogicalResult operator()(Args &&...args) const {
+  template <typename... Args> LogicalResult operator()(Args &&...args) const {
     return emitOptionalError(loc, "'", OpTy::getOperationName(), "' op ",
                              std::forward<Args>(args)...);
   }
@@ -74,8 +72,8 @@ LogicalResult checkShapeOf(const Fail<OpTy> &fail, StringRef name, Value v,
     return fail(name, " has shape ", fmt(t.getShape()), ", expected ",
                 fmt(expected));
   if (t.getElementType() != elementType)
-    return fail(name, " has element type ", t.getElementType(),
-                ", expected ", elementType, " (the operand's)");
+    return fail(name, " has element type ", t.getElementType(), ", expected ",
+                elementType, " (the operand's)");
   return success();
 }
 
@@ -137,8 +135,8 @@ LogicalResult ReshapeOp::verify() {
   if (in.getNumElements() != out.getNumElements())
     return emitOpError("operand has ")
            << in.getNumElements() << " elements (" << in
-           << ") but the result has " << out.getNumElements() << " ("
-           << out << ")";
+           << ") but the result has " << out.getNumElements() << " (" << out
+           << ")";
   return success();
 }
 
@@ -156,8 +154,8 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
   SmallVector<int64_t> shape;
   for (int64_t p : perm) {
     if (p < 0 || p >= in.getRank() || seen[p])
-      return fail("permutation ", fmt(perm),
-                  " is not a permutation of [0, ", in.getRank(), ")");
+      return fail("permutation ", fmt(perm), " is not a permutation of [0, ",
+                  in.getRank(), ")");
     seen[p] = true;
     shape.push_back(in.getDimSize(p));
   }
@@ -169,16 +167,17 @@ LogicalResult BroadcastOp::verify() {
   auto in = getOperand().getType(), out = getResult().getType();
   ArrayRef<int64_t> dims = getDimensions();
   if (static_cast<int64_t>(dims.size()) != in.getRank())
-    return emitOpError("dims ") << fmt(dims) << " has " << dims.size()
-                                << " entries, but the operand has rank "
-                                << in.getRank();
+    return emitOpError("dims ")
+           << fmt(dims) << " has " << dims.size()
+           << " entries, but the operand has rank " << in.getRank();
   for (auto [i, d] : llvm::enumerate(dims)) {
     if (d < 0 || d >= out.getRank())
-      return emitOpError("dims[") << i << "] = " << d
-                                  << " is out of range for the result rank "
-                                  << out.getRank();
+      return emitOpError("dims[")
+             << i << "] = " << d << " is out of range for the result rank "
+             << out.getRank();
     if (i > 0 && d <= dims[i - 1])
-      return emitOpError("dims ") << fmt(dims) << " must be strictly increasing";
+      return emitOpError("dims ")
+             << fmt(dims) << " must be strictly increasing";
     int64_t inSize = in.getDimSize(i), outSize = out.getDimSize(d);
     if (inSize != 1 && inSize != outSize)
       return emitOpError("operand dimension ")
@@ -197,8 +196,7 @@ static ParseResult parseSliceRanges(OpAsmParser &parser,
   auto parseOne = [&]() -> ParseResult {
     int64_t a, b, c;
     if (parser.parseInteger(a) || parser.parseColon() ||
-        parser.parseInteger(b) || parser.parseColon() ||
-        parser.parseInteger(c))
+        parser.parseInteger(b) || parser.parseColon() || parser.parseInteger(c))
       return failure();
     starts.push_back(a);
     limits.push_back(b);
@@ -306,9 +304,8 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
     total += s;
   }
   if (total != in.getDimSize(dim))
-    return fail("sizes ", fmt(sizes), " add up to ", total,
-                ", but dimension ", dim, " of the operand has size ",
-                in.getDimSize(dim));
+    return fail("sizes ", fmt(sizes), " add up to ", total, ", but dimension ",
+                dim, " of the operand has size ", in.getDimSize(dim));
   for (int64_t s : sizes) {
     SmallVector<int64_t> shape(in.getShape());
     shape[dim] = s;
@@ -380,10 +377,9 @@ static LogicalResult inferReduce(std::optional<Location> loc,
 }
 
 #define ANVIL_REDUCE_INFER(OpTy)                                               \
-  LogicalResult OpTy::inferReturnTypes(MLIRContext *,                          \
-                                       std::optional<Location> loc,            \
-                                       Adaptor adaptor,                        \
-                                       SmallVectorImpl<Type> &inferred) {      \
+  LogicalResult OpTy::inferReturnTypes(                                        \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &inferred) {                                       \
     return inferReduce<OpTy>(loc, adaptor, inferred);                          \
   }
 ANVIL_REDUCE_INFER(ReduceSumOp)
@@ -429,8 +425,8 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
   RankedTensorType lhs = tensorType(adaptor.getLhs());
   RankedTensorType rhs = tensorType(adaptor.getRhs());
   if (lhs.getRank() < 2 || rhs.getRank() < 2)
-    return fail("operands must have rank 2 or more, got lhs ", lhs,
-                " and rhs ", rhs);
+    return fail("operands must have rank 2 or more, got lhs ", lhs, " and rhs ",
+                rhs);
   if (lhs.getElementType() != rhs.getElementType())
     return fail("lhs element type ", lhs.getElementType(),
                 " differs from rhs element type ", rhs.getElementType());
@@ -473,8 +469,7 @@ static LogicalResult inferTrailingNorm(std::optional<Location> loc,
   ArrayRef<int64_t> normalized = in.getShape().drop_front(axis);
   if (failed(checkShapeOf(fail, "scale", scale, normalized,
                           in.getElementType())) ||
-      failed(checkShapeOf(fail, "bias", bias, normalized,
-                          in.getElementType())))
+      failed(checkShapeOf(fail, "bias", bias, normalized, in.getElementType())))
     return failure();
   inferred.push_back(in);
   return success();
@@ -484,9 +479,9 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
-  return inferTrailingNorm<LayerNormOp>(
-      loc, tensorType(adaptor.getOperand()), adaptor.getAxis(),
-      adaptor.getScale(), adaptor.getBias(), inferred);
+  return inferTrailingNorm<LayerNormOp>(loc, tensorType(adaptor.getOperand()),
+                                        adaptor.getAxis(), adaptor.getScale(),
+                                        adaptor.getBias(), inferred);
 }
 
 LogicalResult RMSNormOp::inferReturnTypes(MLIRContext *,
@@ -506,8 +501,8 @@ static LogicalResult checkChannels(std::optional<Location> loc,
                                    ArrayRef<std::pair<StringRef, Value>> perC) {
   Fail<OpTy> fail{loc};
   if (in.getRank() < minRank)
-    return fail("operand ", in, " must have rank ", minRank,
-                " or more: (N, C", (minRank > 2 ? ", spatial..." : ""), ")");
+    return fail("operand ", in, " must have rank ", minRank, " or more: (N, C",
+                (minRank > 2 ? ", spatial..." : ""), ")");
   for (auto [name, v] : perC)
     if (failed(checkShapeOf(fail, name, v, {in.getDimSize(1)},
                             in.getElementType())))
@@ -532,9 +527,10 @@ LogicalResult GroupNormOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult InstanceNormOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+InstanceNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                 Adaptor adaptor,
+                                 SmallVectorImpl<Type> &inferred) {
   RankedTensorType in = tensorType(adaptor.getOperand());
   if (failed(checkChannels<InstanceNormOp>(
           loc, in, 3,
@@ -544,9 +540,10 @@ LogicalResult InstanceNormOp::inferReturnTypes(
   return success();
 }
 
-LogicalResult BatchNormTrainOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+BatchNormTrainOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                   Adaptor adaptor,
+                                   SmallVectorImpl<Type> &inferred) {
   RankedTensorType in = tensorType(adaptor.getOperand());
   if (failed(checkChannels<BatchNormTrainOp>(
           loc, in, 2,
@@ -592,9 +589,10 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult EmbeddingBagOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+EmbeddingBagOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                 Adaptor adaptor,
+                                 SmallVectorImpl<Type> &inferred) {
   Fail<EmbeddingBagOp> fail{loc};
   RankedTensorType table = tensorType(adaptor.getTable());
   RankedTensorType idx = tensorType(adaptor.getIndices());
@@ -602,8 +600,7 @@ LogicalResult EmbeddingBagOp::inferReturnTypes(
     return fail("table ", table, " must have rank 2: (vocabulary, width)");
   if (idx.getRank() != 2)
     return fail("indices ", idx, " must have rank 2: (bags, bag size)");
-  inferred.push_back(
-      table.clone({idx.getDimSize(0), table.getDimSize(1)}));
+  inferred.push_back(table.clone({idx.getDimSize(0), table.getDimSize(1)}));
   return success();
 }
 
@@ -712,8 +709,8 @@ static LogicalResult checkConvGeometry(const Fail<OpTy> &fail,
       return fail("stride and dilation must be at least 1, got stride ",
                   fmt(g.stride), " and dilation ", fmt(g.dilation));
     if (g.padLow[i] < 0 || g.padHigh[i] < 0)
-      return fail("padding must not be negative, got pad_low ",
-                  fmt(g.padLow), " and pad_high ", fmt(g.padHigh));
+      return fail("padding must not be negative, got pad_low ", fmt(g.padLow),
+                  " and pad_high ", fmt(g.padHigh));
   }
   if (g.groups < 1 || g.input.getDimSize(1) % g.groups != 0)
     return fail("groups = ", g.groups, " must be positive and divide the ",
@@ -744,8 +741,8 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
   if (cout % g.groups != 0)
     return fail("groups = ", g.groups, " must divide the ", cout,
                 " output channels");
-  if (failed(checkShapeOf(fail, "bias", g.bias, {cout},
-                          g.input.getElementType())))
+  if (failed(
+          checkShapeOf(fail, "bias", g.bias, {cout}, g.input.getElementType())))
     return failure();
   SmallVector<int64_t> shape{g.input.getDimSize(0), cout};
   for (int64_t i = 0; i < g.input.getRank() - 2; ++i) {
@@ -762,9 +759,10 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult ConvTransposeOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+ConvTransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &inferred) {
   Fail<ConvTransposeOp> fail{loc};
   ConvGeometry g{tensorType(adaptor.getInput()),
                  tensorType(adaptor.getFilter()),
@@ -785,8 +783,8 @@ LogicalResult ConvTransposeOp::inferReturnTypes(
     return fail("filter ", g.filter, " must have ", cin,
                 " rows (the input channels): (Cin, Cout/groups, k...)");
   int64_t cout = g.filter.getDimSize(1) * g.groups;
-  if (failed(checkShapeOf(fail, "bias", g.bias, {cout},
-                          g.input.getElementType())))
+  if (failed(
+          checkShapeOf(fail, "bias", g.bias, {cout}, g.input.getElementType())))
     return failure();
   SmallVector<int64_t> shape{g.input.getDimSize(0), cout};
   for (int64_t i = 0; i < g.input.getRank() - 2; ++i) {
@@ -794,10 +792,10 @@ LogicalResult ConvTransposeOp::inferReturnTypes(
       return fail("output_padding ", fmt(outPad),
                   " must be non-negative and smaller than the stride or the "
                   "dilation");
-    int64_t out = (g.input.getDimSize(i + 2) - 1) * g.stride[i] -
-                  g.padLow[i] - g.padHigh[i] +
-                  g.dilation[i] * (g.filter.getDimSize(i + 2) - 1) +
-                  outPad[i] + 1;
+    int64_t out = (g.input.getDimSize(i + 2) - 1) * g.stride[i] - g.padLow[i] -
+                  g.padHigh[i] +
+                  g.dilation[i] * (g.filter.getDimSize(i + 2) - 1) + outPad[i] +
+                  1;
     if (out < 1)
       return fail("spatial dimension ", i, " of the result would be empty (",
                   out, "): the padding is larger than the output");
@@ -814,7 +812,8 @@ static LogicalResult inferPool(std::optional<Location> loc,
   Fail<OpTy> fail{loc};
   RankedTensorType in = tensorType(adaptor.getOperand());
   if (in.getRank() < 3)
-    return fail("operand ", in, " must have rank 3 or more: (N, C, spatial...)");
+    return fail("operand ", in,
+                " must have rank 3 or more: (N, C, spatial...)");
   ArrayRef<int64_t> window = adaptor.getWindow(), stride = adaptor.getStride(),
                     lo = adaptor.getPadLow(), hi = adaptor.getPadHigh();
   if (failed(checkSpatialArrays(fail, in.getRank() - 2,
@@ -858,13 +857,15 @@ LogicalResult AvgPoolOp::inferReturnTypes(MLIRContext *,
   return inferPool<AvgPoolOp>(loc, adaptor, inferred);
 }
 
-LogicalResult UpsampleNearestOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+UpsampleNearestOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                    Adaptor adaptor,
+                                    SmallVectorImpl<Type> &inferred) {
   Fail<UpsampleNearestOp> fail{loc};
   RankedTensorType in = tensorType(adaptor.getOperand());
   if (in.getRank() < 3)
-    return fail("operand ", in, " must have rank 3 or more: (N, C, spatial...)");
+    return fail("operand ", in,
+                " must have rank 3 or more: (N, C, spatial...)");
   ArrayRef<int64_t> scale = adaptor.getScale();
   if (failed(checkSpatialArrays(fail, in.getRank() - 2, {{"scale", scale}})))
     return failure();
@@ -890,9 +891,10 @@ static Type lossType(Reduction reduction, RankedTensorType like,
   return like.clone(ArrayRef<int64_t>{});
 }
 
-LogicalResult CrossEntropyOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+CrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                 Adaptor adaptor,
+                                 SmallVectorImpl<Type> &inferred) {
   Fail<CrossEntropyOp> fail{loc};
   RankedTensorType logits = tensorType(adaptor.getLogits());
   RankedTensorType labels = tensorType(adaptor.getLabels());
@@ -911,10 +913,9 @@ LogicalResult CrossEntropyOp::inferReturnTypes(
 }
 
 template <typename OpTy>
-static LogicalResult inferPairLoss(std::optional<Location> loc,
-                                   typename OpTy::Adaptor adaptor,
-                                   int64_t minRank,
-                                   SmallVectorImpl<int64_t> &unreduced) {
+static LogicalResult
+inferPairLoss(std::optional<Location> loc, typename OpTy::Adaptor adaptor,
+              int64_t minRank, SmallVectorImpl<int64_t> &unreduced) {
   Fail<OpTy> fail{loc};
   RankedTensorType in = tensorType(adaptor.getInput());
   RankedTensorType target = tensorType(adaptor.getTarget());
@@ -927,10 +928,9 @@ static LogicalResult inferPairLoss(std::optional<Location> loc,
 }
 
 #define ANVIL_PAIR_LOSS_INFER(OpTy, MinRank, Unreduced)                        \
-  LogicalResult OpTy::inferReturnTypes(MLIRContext *,                          \
-                                       std::optional<Location> loc,            \
-                                       Adaptor adaptor,                        \
-                                       SmallVectorImpl<Type> &inferred) {      \
+  LogicalResult OpTy::inferReturnTypes(                                        \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &inferred) {                                       \
     SmallVector<int64_t> unreduced;                                            \
     if (failed(inferPairLoss<OpTy>(loc, adaptor, MinRank, unreduced)))         \
       return failure();                                                        \

@@ -128,7 +128,7 @@ class Anvil_CostedOp<string mnemonic, list<Trait> traits = []>
                      traits)>;
 
 // `flops` is the nominal FLOP count per result element (see
-// docs/dialect/cost.md): 1 for an add or a compare, more for composite
+// docs/cost.md): 1 for an add or a compare, more for composite
 // functions such as GELU.
 class Anvil_ElementwiseOp<string mnemonic, int flops, list<Trait> traits = []>
     : Anvil_Op<mnemonic, !listconcat([Elementwise], traits)> {

@@ -1,4 +1,5 @@
-//===- AnvilDialect.h - the anvil dialect, its enums and attributes -*- C++ -*-===//
+//===- AnvilDialect.h - the anvil dialect, its enums and attributes -*- C++
+//-*-===//
 //
 // Include this to use the dialect and its attributes (`#anvil.param`,
 // `#anvil.input`, `#anvil.init`); include AnvilOps.h for the ops.

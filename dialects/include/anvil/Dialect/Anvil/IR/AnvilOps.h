@@ -1,4 +1,5 @@
-//===- AnvilOps.h - ops of the anvil dialect ---------------------*- C++ -*-===//
+//===- AnvilOps.h - ops of the anvil dialect ---------------------*- C++
+//-*-===//
 //
 // The generated op classes of the anvil dialect and the few helpers their
 // ODS definitions name.

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+#===- scripts/setup.sh - install dependencies, configure and build -------===#
+#
+# Idempotent: installs only the Debian packages that are missing (running
+# apt-get update only then), reconfigures only when needed, and rebuilds
+# incrementally. Safe to run any number of times, from any directory.
+#
+#   scripts/setup.sh              install, configure and build into build/
+#   ANVIL_BUILD_DIR=dir ...       build elsewhere
+#   ANVIL_BUILD_TYPE=Debug ...    another CMake build type (default Release)
+#   ANVIL_SKIP_INSTALL=1 ...      do not touch system packages
+#
+#===----------------------------------------------------------------------===#
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${ANVIL_BUILD_DIR:-$ROOT/build}"
+BUILD_TYPE="${ANVIL_BUILD_TYPE:-Release}"
+
+# Everything the project needs from Debian. LLVM/MLIR 22: find_package(MLIR)
+# fails without mlir-22-tools (mlir-tblgen); llvm-22-tools has FileCheck,
+# not and count; lit ships with llvm-22-dev.
+PACKAGES=(
+  cmake ninja-build g++ ccache python3
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
+  libgtest-dev
+)
+
+log() { printf '[setup] %s\n' "$*"; }
+
+install_packages() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+      missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    log "Debian packages: all ${#PACKAGES[@]} present"
+    return
+  fi
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  log "installing: ${missing[*]}"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+if [ "${ANVIL_SKIP_INSTALL:-0}" != 1 ]; then
+  install_packages
+fi
+
+# ccache keeps its cache outside the clone (~/.cache/ccache by default);
+# relative paths let every clone of the project share it.
+export CCACHE_BASEDIR="$ROOT"
+
+if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+  log "configuring $BUILD_DIR ($BUILD_TYPE)"
+  cmake -G Ninja -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$BUILD_TYPE"
+fi
+log "building"
+cmake --build "$BUILD_DIR"
+log "done: tools in $BUILD_DIR/bin"
