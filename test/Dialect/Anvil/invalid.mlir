@@ -61,7 +61,7 @@ func.func @compare_result(%a: tensor<4xf32>) {
 // -----
 
 func.func @dropout_rate(%x: tensor<4xf32>, %s: tensor<i64>) {
-  // expected-error@+1 {{rate = 1.000000e+00 must lie in [0, 1)}}
+  // expected-error@+1 {{rate = 1.0 must lie in [0, 1)}}
   %0 = anvil.dropout %x, %s rate = 1.0 : tensor<4xf32>
   return
 }
@@ -246,6 +246,15 @@ func.func @pad_negative(%x: tensor<4xf32>) {
   // expected-error@+2 {{failed to infer returned types}}
   // expected-error@+1 {{padding of dimension 0 is negative (low -1, high 0)}}
   %0 = anvil.pad %x low [-1] high [0] : tensor<4xf32> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @pad_integer_value(%x: tensor<4xi32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{padding value 0.5 is not an integer, but the operand has element type 'i32'}}
+  %0 = anvil.pad %x low [1] high [0] {value = 0.5 : f64} : tensor<4xi32> -> tensor<5xi32>
   return
 }
 
@@ -780,7 +789,7 @@ func.func @cross_entropy_labels(%l: tensor<4x10xf32>, %y: tensor<5xi32>) {
 
 func.func @cross_entropy_smoothing(%l: tensor<4x10xf32>, %y: tensor<4xi32>) {
   // expected-error@+2 {{failed to infer returned types}}
-  // expected-error@+1 {{label_smoothing = 1.500000e+00 must lie in [0, 1]}}
+  // expected-error@+1 {{label_smoothing = 1.5 must lie in [0, 1]}}
   %0 = anvil.cross_entropy mean %l, %y {label_smoothing = 1.5 : f64} : (tensor<4x10xf32>, tensor<4xi32>) -> tensor<f32>
   return
 }
@@ -809,6 +818,38 @@ func.func @dice_rank(%a: tensor<4x3xf32>) {
   // expected-error@+2 {{failed to infer returned types}}
   // expected-error@+1 {{input 'tensor<4x3xf32>' must have rank 3 or more}}
   %0 = anvil.dice_loss mean %a, %a : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @focal_alpha(%a: tensor<4xf32>) {
+  // expected-error@+1 {{alpha = 1.5 must be at most 1 (or negative to disable the weighting)}}
+  %0 = anvil.focal_loss sum %a, %a {alpha = 1.5 : f64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @focal_gamma(%a: tensor<4xf32>) {
+  // expected-error@+1 {{attribute 'gamma' failed to satisfy constraint: 64-bit float attribute whose value is non-negative}}
+  %0 = anvil.focal_loss sum %a, %a {gamma = -1.0 : f64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @norm_epsilon(%x: tensor<2x8xf32>) {
+  // expected-error@+1 {{attribute 'epsilon' failed to satisfy constraint: 64-bit float attribute whose value is non-negative}}
+  %0 = anvil.layer_norm %x axis = 1 {epsilon = -1.0e-5 : f64} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @dice_smooth(%a: tensor<1x2x4xf32>) {
+  // expected-error@+1 {{attribute 'smooth' failed to satisfy constraint: 64-bit float attribute whose value is non-negative}}
+  %0 = anvil.dice_loss mean %a, %a {smooth = -1.0 : f64} : (tensor<1x2x4xf32>, tensor<1x2x4xf32>) -> tensor<f32>
   return
 }
 

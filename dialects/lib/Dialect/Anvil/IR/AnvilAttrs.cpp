@@ -33,6 +33,21 @@ void AnvilDialect::registerAttributes() {
 // InitializerAttr
 //===----------------------------------------------------------------------===//
 
+std::string mlir::anvil::formatDouble(double value) {
+  char buf[64];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, value);
+    if (std::strtod(buf, nullptr) == value)
+      break;
+  }
+  std::string s = buf;
+  if (s.find_first_of(".ein") == std::string::npos)
+    s += ".0";
+  else if (s.find('.') == std::string::npos && s.find('e') != std::string::npos)
+    s.insert(s.find('e'), ".0");
+  return s;
+}
+
 namespace {
 /// The arguments an initializer kind takes, and which of them it needs.
 struct InitSignature {
@@ -70,22 +85,6 @@ InitSignature getSignature(InitKind kind) {
   llvm_unreachable("unknown initializer kind");
 }
 
-/// The shortest decimal that reads back as `value`, always with a '.' so
-/// that the MLIR lexer sees a float.
-std::string formatDouble(double value) {
-  char buf[64];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof(buf), "%.*g", precision, value);
-    if (std::strtod(buf, nullptr) == value)
-      break;
-  }
-  std::string s = buf;
-  if (s.find_first_of(".ein") == std::string::npos)
-    s += ".0";
-  else if (s.find('.') == std::string::npos && s.find('e') != std::string::npos)
-    s.insert(s.find('e'), ".0");
-  return s;
-}
 } // namespace
 
 Attribute InitializerAttr::parse(AsmParser &parser, Type) {

@@ -122,7 +122,8 @@ int64_t windowOutput(int64_t in, int64_t padLow, int64_t padHigh,
 LogicalResult DropoutOp::verify() {
   double rate = getRate().convertToDouble();
   if (!(rate >= 0.0 && rate < 1.0))
-    return emitOpError("rate = ") << rate << " must lie in [0, 1)";
+    return emitOpError("rate = ")
+           << formatDouble(rate) << " must lie in [0, 1)";
   return success();
 }
 
@@ -326,6 +327,11 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
     return fail("low ", fmt(low), " and high ", fmt(high),
                 " need one entry per dimension of the rank-", in.getRank(),
                 " operand");
+  double value = adaptor.getValue().convertToDouble();
+  if (in.getElementType().isInteger() && value != std::trunc(value))
+    return fail("padding value ", formatDouble(value),
+                " is not an integer, but the operand ", "has element type ",
+                in.getElementType());
   SmallVector<int64_t> shape;
   for (int64_t i = 0; i < in.getRank(); ++i) {
     if (low[i] < 0 || high[i] < 0)
@@ -906,7 +912,8 @@ CrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                 fmt(logits.getShape().drop_back()));
   double smoothing = adaptor.getLabelSmoothing().convertToDouble();
   if (!(smoothing >= 0.0 && smoothing <= 1.0))
-    return fail("label_smoothing = ", smoothing, " must lie in [0, 1]");
+    return fail("label_smoothing = ", formatDouble(smoothing),
+                " must lie in [0, 1]");
   inferred.push_back(
       lossType(adaptor.getReduction(), logits, labels.getShape()));
   return success();
@@ -924,6 +931,14 @@ inferPairLoss(std::optional<Location> loc, typename OpTy::Adaptor adaptor,
   if (in.getRank() < minRank)
     return fail("input ", in, " must have rank ", minRank, " or more");
   unreduced.assign(in.getShape().begin(), in.getShape().end());
+  return success();
+}
+
+LogicalResult FocalLossOp::verify() {
+  if (getAlpha().convertToDouble() > 1.0)
+    return emitOpError("alpha = ")
+           << formatDouble(getAlpha().convertToDouble())
+           << " must be at most 1 (or negative to disable the weighting)";
   return success();
 }
 

@@ -71,6 +71,11 @@ def Anvil_BoolTensor : StaticShapeTensorOf<[I1]>;
 def Anvil_SeedTensor : 0DTensorOf<[I64]>,
     BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getI64Type())">;
 
+// Attribute constraints for epsilons, smoothing terms and exponents.
+def Anvil_NonNegativeF64Attr : ConfinedAttr<F64Attr, [AttrConstraint<
+    CPred<"::llvm::cast<::mlir::FloatAttr>($_self).getValueAsDouble() >= 0.0">,
+    "whose value is non-negative">]>;
+
 //===----------------------------------------------------------------------===//
 // Enumerations (printed as bare keywords in op assembly)
 //===----------------------------------------------------------------------===//

@@ -12,8 +12,17 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Dialect.h"
 
+#include <string>
+
 #include "anvil/Dialect/Anvil/IR/AnvilDialect.h.inc"
 #include "anvil/Dialect/Anvil/IR/AnvilEnums.h.inc"
+
+namespace mlir::anvil {
+/// The shortest decimal that reads back as `value`, always with a '.' or an
+/// exponent so that MLIR's lexer sees a float: 0.02, 1.0, 1.0e-06. Used to
+/// print initializer arguments and numbers in diagnostics.
+std::string formatDouble(double value);
+} // namespace mlir::anvil
 
 #define GET_ATTRDEF_CLASSES
 #include "anvil/Dialect/Anvil/IR/AnvilAttrs.h.inc"

@@ -489,7 +489,7 @@ def Anvil_LayerNormOp : Anvil_CostedOp<"layer_norm", [InferTypeOpAdaptor,
   let arguments = (ins Anvil_FloatTensor:$operand,
                        Optional<Anvil_FloatTensor>:$scale,
                        Optional<Anvil_FloatTensor>:$bias, I64Attr:$axis,
-                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+                       DefaultValuedAttr<Anvil_NonNegativeF64Attr, "1.0e-5">:$epsilon);
   let results = (outs Anvil_FloatTensor:$result);
   let assemblyFormat = [{
     $operand (`scale` `(` $scale^ `)`)? (`bias` `(` $bias^ `)`)? `axis` `=` $axis
@@ -509,7 +509,7 @@ def Anvil_RMSNormOp : Anvil_CostedOp<"rms_norm", [InferTypeOpAdaptor]> {
   }];
   let arguments = (ins Anvil_FloatTensor:$operand,
                        Optional<Anvil_FloatTensor>:$scale, I64Attr:$axis,
-                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+                       DefaultValuedAttr<Anvil_NonNegativeF64Attr, "1.0e-5">:$epsilon);
   let results = (outs Anvil_FloatTensor:$result);
   let assemblyFormat = [{
     $operand (`scale` `(` $scale^ `)`)? `axis` `=` $axis attr-dict
@@ -533,7 +533,7 @@ def Anvil_GroupNormOp : Anvil_CostedOp<"group_norm", [InferTypeOpAdaptor,
   let arguments = (ins Anvil_FloatTensor:$operand,
                        Optional<Anvil_FloatTensor>:$scale,
                        Optional<Anvil_FloatTensor>:$bias, I64Attr:$groups,
-                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+                       DefaultValuedAttr<Anvil_NonNegativeF64Attr, "1.0e-5">:$epsilon);
   let results = (outs Anvil_FloatTensor:$result);
   let assemblyFormat = [{
     $operand (`scale` `(` $scale^ `)`)? (`bias` `(` $bias^ `)`)? `groups` `=` $groups
@@ -556,7 +556,7 @@ def Anvil_InstanceNormOp : Anvil_CostedOp<"instance_norm",
   let arguments = (ins Anvil_FloatTensor:$operand,
                        Optional<Anvil_FloatTensor>:$scale,
                        Optional<Anvil_FloatTensor>:$bias,
-                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+                       DefaultValuedAttr<Anvil_NonNegativeF64Attr, "1.0e-5">:$epsilon);
   let results = (outs Anvil_FloatTensor:$result);
   let assemblyFormat = [{
     $operand (`scale` `(` $scale^ `)`)? (`bias` `(` $bias^ `)`)?
@@ -582,7 +582,7 @@ def Anvil_BatchNormTrainOp : Anvil_CostedOp<"batch_norm_train",
   }];
   let arguments = (ins Anvil_FloatTensor:$operand, Anvil_FloatTensor:$scale,
                        Anvil_FloatTensor:$bias,
-                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+                       DefaultValuedAttr<Anvil_NonNegativeF64Attr, "1.0e-5">:$epsilon);
   let results = (outs Anvil_FloatTensor:$result, Anvil_FloatTensor:$batch_mean,
                       Anvil_FloatTensor:$batch_variance);
   let assemblyFormat = [{
@@ -605,7 +605,7 @@ def Anvil_BatchNormInferenceOp : Anvil_CostedOp<"batch_norm_inference",
   let arguments = (ins Anvil_FloatTensor:$operand, Anvil_FloatTensor:$scale,
                        Anvil_FloatTensor:$bias, Anvil_FloatTensor:$mean,
                        Anvil_FloatTensor:$variance,
-                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+                       DefaultValuedAttr<Anvil_NonNegativeF64Attr, "1.0e-5">:$epsilon);
   let results = (outs Anvil_FloatTensor:$result);
   let assemblyFormat = [{
     $operand `,` $scale `,` $bias `,` $mean `,` $variance attr-dict
@@ -915,7 +915,8 @@ def Anvil_FocalLossOp : Anvil_PairLossOp<"focal_loss",
   let arguments = (ins Anvil_Reduction:$reduction, Anvil_FloatTensor:$input,
                        Anvil_FloatTensor:$target,
                        DefaultValuedAttr<F64Attr, "0.25">:$alpha,
-                       DefaultValuedAttr<F64Attr, "2.0">:$gamma);
+                       DefaultValuedAttr<Anvil_NonNegativeF64Attr, "2.0">:$gamma);
+  let hasVerifier = 1;
 }
 
 def Anvil_DiceLossOp : Anvil_PairLossOp<"dice_loss", "Soft Dice loss (3D U-Net)"> {
@@ -932,7 +933,7 @@ def Anvil_DiceLossOp : Anvil_PairLossOp<"dice_loss", "Soft Dice loss (3D U-Net)"
   }];
   let arguments = (ins Anvil_Reduction:$reduction, Anvil_FloatTensor:$input,
                        Anvil_FloatTensor:$target,
-                       DefaultValuedAttr<F64Attr, "1.0e-6">:$smooth);
+                       DefaultValuedAttr<Anvil_NonNegativeF64Attr, "1.0e-6">:$smooth);
 }
 
 #endif // ANVIL_DIALECT_ANVIL_IR_ANVILOPS_TD
