@@ -18,6 +18,11 @@ if config.anvil_enable_cuda:
 # FileCheck variables bound in one CHECK-LABEL block do not leak into the next.
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 
+# FileCheck, not and count come from LLVM 22 (Debian's /usr/bin may hold
+# another version's), anvil-opt from this build.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.add_tool_substitutions(["FileCheck", "not", "count"],
+                                   [config.llvm_tools_dir])
 llvm_config.add_tool_substitutions(
     ["anvil-opt"], [config.anvil_tools_dir, config.llvm_tools_dir])
 config.substitutions.append(("%anvil_src_root", config.anvil_src_root))
