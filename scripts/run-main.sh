@@ -22,7 +22,7 @@ echo "  input:    $MODEL"
 echo "  pipeline: verify -> canonicalize -> cse -> anvil-cost-report"
 "$BUILD_DIR/bin/anvil-opt" "$MODEL" --canonicalize --cse --anvil-cost-report \
   -o "$OUT"
-echo "  output:   $OUT ($(grep -c 'anvil\.' "$OUT") anvil ops)"
+echo "  output:   $OUT ($(grep -cE '= anvil\.[a-z_]+ ' "$OUT") anvil ops)"
 echo
 echo "Done: the graph verified and was simplified. Differentiation, the"
 echo "optimizer and the CPU backend (training on the CPU) are later stages;"

@@ -18,8 +18,8 @@ BUILD_DIR="${ANVIL_BUILD_DIR:-$ROOT/build}"
 BUILD_TYPE="${ANVIL_BUILD_TYPE:-Release}"
 
 # Everything the project needs from Debian. LLVM/MLIR 22: find_package(MLIR)
-# fails without mlir-22-tools (mlir-tblgen); llvm-22-tools has FileCheck,
-# not and count; lit ships with llvm-22-dev.
+# fails without mlir-22-tools (mlir-tblgen); llvm-22-tools has lit,
+# FileCheck, not and count. python3 runs lit (/usr/bin/python3).
 PACKAGES=(
   cmake ninja-build g++ ccache python3
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
@@ -39,7 +39,14 @@ install_packages() {
     return
   fi
   local sudo=()
-  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  if [ "$(id -u)" -ne 0 ]; then
+    if ! command -v sudo >/dev/null; then
+      log "missing packages: ${missing[*]}"
+      log "run as root or install sudo (or set ANVIL_SKIP_INSTALL=1 and install them yourself)"
+      exit 1
+    fi
+    sudo=(sudo)
+  fi
   log "installing: ${missing[*]}"
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
@@ -54,7 +61,11 @@ fi
 # relative paths let every clone of the project share it.
 export CCACHE_BASEDIR="$ROOT"
 
-if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+# Configure when there is no build yet or the build type asked for changed;
+# otherwise Ninja re-runs CMake itself when a CMakeLists.txt changes.
+configured_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' \
+  "$BUILD_DIR/CMakeCache.txt" 2>/dev/null || true)
+if [ ! -f "$BUILD_DIR/build.ninja" ] || [ "$configured_type" != "$BUILD_TYPE" ]; then
   log "configuring $BUILD_DIR ($BUILD_TYPE)"
   cmake -G Ninja -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$BUILD_TYPE"
 fi

@@ -161,4 +161,38 @@ TEST_F(CostTest, ByteSizesOfNarrowTypes) {
   EXPECT_EQ(op.getBytesMoved(), 3 * 16);
 }
 
+TEST_F(CostTest, GathersCountOnlyTheRowsTheyRead) {
+  // GPT-2's token embedding: reading 8x128 rows of a 50257x768 table moves
+  // the indices, the rows read and the result written, not the table.
+  auto op = parseOp("%a: tensor<50257x768xf32>, %b: tensor<8x128xi32>",
+                    "%r = anvil.embedding %a[%b] : (tensor<50257x768xf32>, "
+                    "tensor<8x128xi32>) -> tensor<8x128x768xf32>",
+                    "tensor<8x128x768xf32>");
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op.getFlops(), 0);
+  EXPECT_EQ(op.getBytesMoved(), 8 * 128 * 4 + 2 * (8 * 128 * 768 * 4));
+}
+
+TEST_F(CostTest, EmbeddingBagReadsEveryBagMember) {
+  // 64 bags of 3 rows of width 16: 64*3*16 adds; reads 64*3 rows.
+  auto op = parseOp("%a: tensor<1000x16xf32>, %b: tensor<64x3xi64>",
+                    "%r = anvil.embedding_bag mean %a[%b] : "
+                    "(tensor<1000x16xf32>, tensor<64x3xi64>) -> "
+                    "tensor<64x16xf32>",
+                    "tensor<64x16xf32>");
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op.getFlops(), 64 * 3 * 16 + 64 * 16);
+  EXPECT_EQ(op.getBytesMoved(),
+            64 * 3 * 8 + 64 * 3 * 16 * 4 + 64 * 16 * 4);
+}
+
+TEST_F(CostTest, SliceMovesItsResultTwice) {
+  auto op = parseOp("%a: tensor<100x100xf32>",
+                    "%r = anvil.slice %a [0:10:1, 0:100:10] : "
+                    "tensor<100x100xf32> -> tensor<10x10xf32>",
+                    "tensor<10x10xf32>");
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op.getBytesMoved(), 2 * 10 * 10 * 4);
+}
+
 } // namespace

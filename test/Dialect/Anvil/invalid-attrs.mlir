@@ -109,3 +109,13 @@ func.func @g(%a: tensor<4xi32> {anvil.input = #anvil.input<name = "x">},
              %b: tensor<4xi32> {anvil.input = #anvil.input<name = "x">}) {
   return
 }
+
+// -----
+
+// expected-error@+1 {{initializer 'normal': argument 'std' must be finite}}
+func.func private @f() attributes {init = #anvil.init<normal(std = 1.0e400)>}
+
+// -----
+
+// expected-error@+1 {{initializer 'constant': argument 'value' must be finite}}
+func.func private @f() attributes {init = #anvil.init<constant(value = 0x7FF8000000000000)>}

@@ -170,6 +170,17 @@ func.func @slice_bounds(%x: tensor<4xf32>) {
 
 // -----
 
+func.func @slice_huge_stride(%x: tensor<4xf32>) {
+  // A stride larger than the extent takes one element (no overflow).
+  %0 = anvil.slice %x [0:4:9223372036854775807] : tensor<4xf32> -> tensor<1xf32>
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{inferred type(s) 'tensor<1xf32>' are incompatible with return type(s) of operation 'tensor<0xf32>'}}
+  %1 = anvil.slice %x [0:4:9223372036854775807] : tensor<4xf32> -> tensor<0xf32>
+  return
+}
+
+// -----
+
 func.func @concat_empty() {
   // expected-error@+2 {{failed to infer returned types}}
   // expected-error@+1 {{needs at least one input}}
@@ -224,6 +235,33 @@ func.func @split_positive(%x: tensor<6xf32>) {
 
 // -----
 
+func.func @split_empty(%x: tensor<0x3xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{sizes must name at least one piece}}
+  "anvil.split"(%x) {dim = 0 : i64, sizes = array<i64>} : (tensor<0x3xf32>) -> ()
+  return
+}
+
+// -----
+
+func.func @split_overflow(%x: tensor<2xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{add up to more than 2^63}}
+  %0:3 = anvil.split %x dim = 0 sizes [9223372036854775807, 9223372036854775807, 2] : tensor<2xf32> -> tensor<9223372036854775807xf32>, tensor<9223372036854775807xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @concat_overflow(%x: tensor<9223372036854775807xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{the concatenated dimension 0 is too large}}
+  %0 = anvil.concat %x, %x dim = 0 : (tensor<9223372036854775807xf32>, tensor<9223372036854775807xf32>) -> tensor<1xf32>
+  return
+}
+
+// -----
+
 func.func @split_dim(%x: tensor<6xf32>) {
   // expected-error@+2 {{failed to infer returned types}}
   // expected-error@+1 {{dim = 3 is out of range for rank 1}}
@@ -253,8 +291,35 @@ func.func @pad_negative(%x: tensor<4xf32>) {
 
 func.func @pad_integer_value(%x: tensor<4xi32>) {
   // expected-error@+2 {{failed to infer returned types}}
-  // expected-error@+1 {{padding value 0.5 is not an integer, but the operand has element type 'i32'}}
+  // expected-error@+1 {{padding value 0.5 is not representable in the element type 'i32'}}
   %0 = anvil.pad %x low [1] high [0] {value = 0.5 : f64} : tensor<4xi32> -> tensor<5xi32>
+  return
+}
+
+// -----
+
+func.func @pad_overflow(%x: tensor<4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{padded shape is too large}}
+  %0 = anvil.pad %x low [9223372036854775807] high [0] : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @pad_integer_range(%x: tensor<4xi32>, %b: tensor<4xi1>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{padding value 1.0e+20 is not representable in the element type 'i32'}}
+  %0 = anvil.pad %x low [1] high [0] {value = 1.0e20 : f64} : tensor<4xi32> -> tensor<5xi32>
+  return
+}
+
+// -----
+
+func.func @pad_bool_range(%b: tensor<4xi1>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{padding value 7.0 is not representable in the element type 'i1'}}
+  %0 = anvil.pad %b low [1] high [0] {value = 7.0 : f64} : tensor<4xi1> -> tensor<5xi1>
   return
 }
 
@@ -562,6 +627,24 @@ func.func @attention_mask(%q: tensor<1x2x8x4xf32>, %m: tensor<8x7xf32>) {
 
 // -----
 
+func.func @attention_causal_short_keys(%q: tensor<1x2x8x4xf32>, %k: tensor<1x2x4x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{causal attention needs at least as many keys as queries (4 keys, 8 queries)}}
+  %0 = anvil.attention %q, %k, %k {causal} : (tensor<1x2x8x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_scale(%q: tensor<1x2x8x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{scale = -0.5 must be finite and positive}}
+  %0 = anvil.attention %q, %q, %q {scale = -0.5 : f64} : (tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x8x4xf32>
+  return
+}
+
+// -----
+
 func.func @conv_rank(%x: tensor<2x4xf32>, %w: tensor<8x4xf32>) {
   // expected-error@+2 {{failed to infer returned types}}
   // expected-error@+1 {{input 'tensor<2x4xf32>' must have rank 3, 4 or 5: (N, C, spatial...)}}
@@ -661,6 +744,33 @@ func.func @conv_fit(%x: tensor<2x4x3xf32>, %w: tensor<8x4x3xf32>) {
 
 // -----
 
+func.func @conv_empty_kernel(%x: tensor<1x1x4xf32>, %w: tensor<1x1x0xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{spatial dimension 0 is empty in the input 'tensor<1x1x4xf32>' or the filter 'tensor<1x1x0xf32>'}}
+  %0 = anvil.conv %x, %w stride [1] pad_low [0] pad_high [0] dilation [1] : (tensor<1x1x4xf32>, tensor<1x1x0xf32>) -> tensor<1x1x5xf32>
+  return
+}
+
+// -----
+
+func.func @conv_huge_padding(%x: tensor<1x1x4xf32>, %w: tensor<1x1x1xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{spatial dimension 0 overflows: the padding or dilation is too large}}
+  %0 = anvil.conv %x, %w stride [1] pad_low [9223372036854775807] pad_high [1] dilation [1] : (tensor<1x1x4xf32>, tensor<1x1x1xf32>) -> tensor<1x1x5xf32>
+  return
+}
+
+// -----
+
+func.func @conv_transpose_huge_stride(%x: tensor<1x4x8xf32>, %w: tensor<4x2x2xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{spatial dimension 0 of the result is too large}}
+  %0 = anvil.conv_transpose %x, %w stride [4611686018427387904] pad_low [0] pad_high [0] dilation [1] output_padding [0] : (tensor<1x4x8xf32>, tensor<4x2x2xf32>) -> tensor<1x2x16xf32>
+  return
+}
+
+// -----
+
 func.func @conv_transpose_filter(%x: tensor<1x4x8xf32>, %w: tensor<2x2x2xf32>) {
   // expected-error@+2 {{failed to infer returned types}}
   // expected-error@+1 {{filter 'tensor<2x2x2xf32>' must have 4 rows (the input channels): (Cin, Cout/groups, k...)}}
@@ -733,6 +843,15 @@ func.func @pool_padding(%x: tensor<2x4x8xf32>) {
 
 // -----
 
+func.func @pool_empty(%x: tensor<2x4x0xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{spatial dimension 0 of the operand 'tensor<2x4x0xf32>' is empty}}
+  %0 = anvil.max_pool %x window [1] stride [1] pad_low [0] pad_high [0] : tensor<2x4x0xf32> -> tensor<2x4x0xf32>
+  return
+}
+
+// -----
+
 func.func @pool_fit(%x: tensor<2x4x2xf32>) {
   // expected-error@+2 {{failed to infer returned types}}
   // expected-error@+1 {{window 3 does not fit spatial dimension 0 of the padded operand (2)}}
@@ -755,6 +874,15 @@ func.func @upsample_count(%x: tensor<2x4x8x8xf32>) {
   // expected-error@+2 {{failed to infer returned types}}
   // expected-error@+1 {{scale has 1 entries, expected 2 (one per spatial dimension)}}
   %0 = anvil.upsample_nearest %x scale [2] : tensor<2x4x8x8xf32> -> tensor<2x4x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @upsample_overflow(%x: tensor<2x4x8xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{scale [4611686018427387904] makes the result too large}}
+  %0 = anvil.upsample_nearest %x scale [4611686018427387904] : tensor<2x4x8xf32> -> tensor<2x4x8xf32>
   return
 }
 
@@ -831,6 +959,14 @@ func.func @focal_alpha(%a: tensor<4xf32>) {
 
 // -----
 
+func.func @focal_alpha_nan(%a: tensor<4xf32>) {
+  // expected-error@+1 {{alpha = nan must be at most 1}}
+  %0 = anvil.focal_loss sum %a, %a {alpha = 0x7FF8000000000000 : f64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
 func.func @focal_gamma(%a: tensor<4xf32>) {
   // expected-error@+1 {{attribute 'gamma' failed to satisfy constraint: 64-bit float attribute whose value is non-negative}}
   %0 = anvil.focal_loss sum %a, %a {gamma = -1.0 : f64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<f32>
@@ -876,3 +1012,8 @@ func.func @unknown_discardable_attr(%a: tensor<4xf32>) {
   %0 = anvil.exp %a {anvil.fused} : tensor<4xf32>
   return
 }
+
+// -----
+
+// expected-error@+1 {{result #0 has unknown attribute 'anvil.bogus'; anvil defines no result attributes}}
+func.func private @result_attribute(tensor<4xf32>) -> (tensor<4xf32> {anvil.bogus = 1 : i32})

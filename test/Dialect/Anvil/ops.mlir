@@ -106,15 +106,15 @@ func.func @compare_select_dropout(%a: tensor<4xf32>, %b: tensor<4xf32>, %seed: t
 
 // Tests that the shape and data movement ops round-trip.
 // CHECK-LABEL: func.func @data_movement
-// CHECK-SAME: (%[[X:.+]]: tensor<2x3x4xf32>, %[[IDX:.+]]: tensor<5xi64>)
-func.func @data_movement(%x: tensor<2x3x4xf32>, %idx: tensor<5xi64>) -> tensor<2x12xf32> {
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3x4xf32>, %[[IDX:.+]]: tensor<5xi64>, %{{.+}}: tensor<f32>)
+func.func @data_movement(%x: tensor<2x3x4xf32>, %idx: tensor<5xi64>, %scalar: tensor<f32>) -> tensor<2x12xf32> {
   // CHECK: anvil.reshape %[[X]] : tensor<2x3x4xf32> -> tensor<2x12xf32>
   %0 = anvil.reshape %x : tensor<2x3x4xf32> -> tensor<2x12xf32>
   // CHECK: anvil.transpose %[[X]], [0, 2, 1] : tensor<2x3x4xf32> -> tensor<2x4x3xf32>
   %1 = anvil.transpose %x, [0, 2, 1] : tensor<2x3x4xf32> -> tensor<2x4x3xf32>
   // CHECK: anvil.broadcast %[[X]], dims = [0, 2, 3] : tensor<2x3x4xf32> -> tensor<2x7x3x4xf32>
   %2 = anvil.broadcast %x, dims = [0, 2, 3] : tensor<2x3x4xf32> -> tensor<2x7x3x4xf32>
-  // CHECK: anvil.slice %[[X]][0:2:1, 1:3:1, 0:4:3] : tensor<2x3x4xf32> -> tensor<2x2x2xf32>
+  // CHECK: anvil.slice %[[X]] [0:2:1, 1:3:1, 0:4:3] : tensor<2x3x4xf32> -> tensor<2x2x2xf32>
   %3 = anvil.slice %x [0:2:1, 1:3:1, 0:4:3] : tensor<2x3x4xf32> -> tensor<2x2x2xf32>
   // CHECK: anvil.concat %[[X]], %[[X]] dim = 1 : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x6x4xf32>
   %4 = anvil.concat %x, %x dim = 1 : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x6x4xf32>
@@ -124,6 +124,8 @@ func.func @data_movement(%x: tensor<2x3x4xf32>, %idx: tensor<5xi64>) -> tensor<2
   %6 = anvil.pad %x low [0, 1, 0] high [0, 0, 2] : tensor<2x3x4xf32> -> tensor<2x4x6xf32>
   // CHECK: anvil.pad %[[X]] low [0, 0, 0] high [1, 0, 0] {value = -1.000000e+00 : f64}
   %7 = anvil.pad %x low [0, 0, 0] high [1, 0, 0] {value = -1.0 : f64} : tensor<2x3x4xf32> -> tensor<3x3x4xf32>
+  // CHECK: anvil.slice %{{.+}} [] : tensor<f32> -> tensor<f32>
+  %s0 = anvil.slice %scalar [] : tensor<f32> -> tensor<f32>
   // CHECK: anvil.gather %[[X]][%[[IDX]]] axis = 1 : (tensor<2x3x4xf32>, tensor<5xi64>) -> tensor<2x5x4xf32>
   %8 = anvil.gather %x[%idx] axis = 1 : (tensor<2x3x4xf32>, tensor<5xi64>) -> tensor<2x5x4xf32>
   return %0 : tensor<2x12xf32>

@@ -28,7 +28,7 @@ def AnvilCostReportPass : Pass<"anvil-cost-report", "mlir::ModuleOp"> {
     ```
     Output (stderr):
     ```
-    anvil-cost-report: @forward: 1 ops, 37748736 FLOPs, 9535488 bytes, 2359296 parameters (1 tensors)
+    anvil-cost-report: @forward: 1 ops, 37748736 FLOPs, 9560064 bytes, 2359296 parameters (1 tensors)
     ```
   }];
   let options = [

@@ -13,6 +13,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -173,7 +174,11 @@ InitializerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
           (mode.getValue() != "fan_in" && mode.getValue() != "fan_out"))
         return emitError() << "initializer '" << kindName
                            << "': mode must be fan_in or fan_out";
-    } else if (!isa<FloatAttr>(arg.getValue())) {
+    } else if (auto f = dyn_cast<FloatAttr>(arg.getValue())) {
+      if (!std::isfinite(f.getValueAsDouble()))
+        return emitError() << "initializer '" << kindName << "': argument '"
+                           << key << "' must be finite";
+    } else {
       return emitError() << "initializer '" << kindName << "': argument '"
                          << key << "' must be a number";
     }

@@ -57,6 +57,25 @@ ArrayRef<int64_t> shapeOf(Value v) {
 }
 } // namespace
 
+// Gathers read only the selected elements: the indices, the gathered
+// elements (as many as the result holds, B * L * C for a bag), and the
+// result written once.
+int64_t SliceOp::getBytesMoved() { return 2 * getTensorBytes(getType()); }
+int64_t GatherOp::getBytesMoved() {
+  return getTensorBytes(getIndices().getType()) +
+         2 * getTensorBytes(getType());
+}
+int64_t EmbeddingOp::getBytesMoved() {
+  return getTensorBytes(getIndices().getType()) +
+         2 * getTensorBytes(getType());
+}
+int64_t EmbeddingBagOp::getBytesMoved() {
+  int64_t rowBytes = shapeOf(getTable())[1] *
+                     getElementBytes(getTable().getType().getElementType());
+  return getTensorBytes(getIndices().getType()) +
+         numel(getIndices()) * rowBytes + getTensorBytes(getType());
+}
+
 // Pure data movement: no arithmetic.
 int64_t ConstantOp::getFlops() { return 0; }
 int64_t ReshapeOp::getFlops() { return 0; }

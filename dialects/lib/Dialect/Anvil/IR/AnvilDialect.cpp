@@ -107,6 +107,16 @@ LogicalResult AnvilDialect::verifyRegionArgAttribute(Operation *op,
   return success();
 }
 
+LogicalResult AnvilDialect::verifyRegionResultAttribute(Operation *op,
+                                                        unsigned regionIndex,
+                                                        unsigned resultIndex,
+                                                        NamedAttribute attr) {
+  return op->emitError() << "result #" << resultIndex
+                         << " has unknown attribute '"
+                         << attr.getName().getValue()
+                         << "'; anvil defines no result attributes";
+}
+
 LogicalResult AnvilDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
   return op->emitError() << "unknown anvil attribute '"

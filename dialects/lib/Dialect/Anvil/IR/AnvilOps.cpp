@@ -14,7 +14,10 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/SmallSet.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::anvil;
@@ -102,13 +105,34 @@ SmallVector<int64_t> reducedShape(ArrayRef<int64_t> shape,
   return out;
 }
 
+/// Checked int64 arithmetic for dimension sizes: `overflowed` turns true
+/// when any step overflows, and the caller reports the size as too large.
+struct DimMath {
+  bool overflowed = false;
+  int64_t add(int64_t a, int64_t b) {
+    int64_t r;
+    overflowed |= static_cast<bool>(llvm::AddOverflow(a, b, r));
+    return r;
+  }
+  int64_t sub(int64_t a, int64_t b) {
+    int64_t r;
+    overflowed |= static_cast<bool>(llvm::SubOverflow(a, b, r));
+    return r;
+  }
+  int64_t mul(int64_t a, int64_t b) {
+    int64_t r;
+    overflowed |= static_cast<bool>(llvm::MulOverflow(a, b, r));
+    return r;
+  }
+};
+
 /// Output size of a window sweep (convolution or pooling); <= 0 when the
-/// window does not fit.
-int64_t windowOutput(int64_t in, int64_t padLow, int64_t padHigh,
+/// window does not fit. Arguments are non-negative (strides positive).
+int64_t windowOutput(DimMath &math, int64_t in, int64_t padLow, int64_t padHigh,
                      int64_t window, int64_t stride, int64_t dilation) {
-  int64_t span = dilation * (window - 1) + 1;
-  int64_t padded = in + padLow + padHigh;
-  if (padded < span)
+  int64_t span = math.add(math.mul(dilation, window - 1), 1);
+  int64_t padded = math.add(math.add(in, padLow), padHigh);
+  if (math.overflowed || padded < span)
     return 0;
   return (padded - span) / stride + 1;
 }
@@ -194,7 +218,7 @@ static ParseResult parseSliceRanges(OpAsmParser &parser,
                                     DenseI64ArrayAttr &limit,
                                     DenseI64ArrayAttr &stride) {
   SmallVector<int64_t> starts, limits, strides;
-  auto parseOne = [&]() -> ParseResult {
+  auto parseRange = [&]() -> ParseResult {
     int64_t a, b, c;
     if (parser.parseInteger(a) || parser.parseColon() ||
         parser.parseInteger(b) || parser.parseColon() || parser.parseInteger(c))
@@ -204,14 +228,8 @@ static ParseResult parseSliceRanges(OpAsmParser &parser,
     strides.push_back(c);
     return success();
   };
-  if (failed(parser.parseOptionalRSquare())) {
-    if (parser.parseCommaSeparatedList(parseOne))
-      return failure();
-  } else {
-    // `[]` of a scalar: the caller's literal `]` was consumed here.
-    return parser.emitError(parser.getCurrentLocation(),
-                            "slice of a rank-0 tensor is not supported");
-  }
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, parseRange))
+    return failure();
   Builder &b = parser.getBuilder();
   start = b.getDenseI64ArrayAttr(starts);
   limit = b.getDenseI64ArrayAttr(limits);
@@ -222,11 +240,13 @@ static ParseResult parseSliceRanges(OpAsmParser &parser,
 static void printSliceRanges(OpAsmPrinter &p, Operation *,
                              DenseI64ArrayAttr start, DenseI64ArrayAttr limit,
                              DenseI64ArrayAttr stride) {
+  p << "[";
   for (size_t i = 0, e = start.size(); i < e; ++i) {
     if (i)
       p << ", ";
     p << start[i] << ":" << limit[i] << ":" << stride[i];
   }
+  p << "]";
 }
 
 LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
@@ -251,7 +271,8 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
     if (start[i] < 0 || start[i] > limit[i] || limit[i] > in.getDimSize(i))
       return fail("range ", start[i], ":", limit[i], " of dimension ", i,
                   " is not within [0, ", in.getDimSize(i), "]");
-    shape.push_back((limit[i] - start[i] + stride[i] - 1) / stride[i]);
+    int64_t extent = limit[i] - start[i];
+    shape.push_back(extent == 0 ? 0 : (extent - 1) / stride[i] + 1);
   }
   inferred.push_back(in.clone(shape));
   return success();
@@ -270,6 +291,7 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
   if (failed(checkDim(fail, "dim", dim, first.getRank())))
     return failure();
   SmallVector<int64_t> shape(first.getShape());
+  DimMath math;
   for (auto [i, v] : llvm::enumerate(inputs.drop_front())) {
     RankedTensorType t = tensorType(v);
     if (t.getElementType() != first.getElementType() ||
@@ -282,8 +304,10 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
                     " in dimension ", d, " but input #0 has ",
                     first.getDimSize(d), " (only dimension ", dim,
                     " may differ)");
-    shape[dim] += t.getDimSize(dim);
+    shape[dim] = math.add(shape[dim], t.getDimSize(dim));
   }
+  if (math.overflowed)
+    return fail("the concatenated dimension ", dim, " is too large");
   inferred.push_back(first.clone(shape));
   return success();
 }
@@ -298,12 +322,17 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
   if (failed(checkDim(fail, "dim", dim, in.getRank())))
     return failure();
   ArrayRef<int64_t> sizes = adaptor.getSizes();
+  if (sizes.empty())
+    return fail("sizes must name at least one piece");
   int64_t total = 0;
+  DimMath math;
   for (int64_t s : sizes) {
     if (s < 1)
       return fail("sizes ", fmt(sizes), " must all be positive");
-    total += s;
+    total = math.add(total, s);
   }
+  if (math.overflowed)
+    return fail("sizes ", fmt(sizes), " add up to more than 2^63");
   if (total != in.getDimSize(dim))
     return fail("sizes ", fmt(sizes), " add up to ", total, ", but dimension ",
                 dim, " of the operand has size ", in.getDimSize(dim));
@@ -328,17 +357,29 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
                 " need one entry per dimension of the rank-", in.getRank(),
                 " operand");
   double value = adaptor.getValue().convertToDouble();
-  if (in.getElementType().isInteger() && value != std::trunc(value))
-    return fail("padding value ", formatDouble(value),
-                " is not an integer, but the operand ", "has element type ",
-                in.getElementType());
+  if (auto intType = dyn_cast<IntegerType>(in.getElementType())) {
+    // The value must be exactly representable in the element type.
+    unsigned width = intType.getWidth();
+    double lo = width == 1 ? 0.0 : -std::ldexp(1.0, width - 1);
+    double hi = width == 1 ? 1.0 : std::ldexp(1.0, width - 1) - 1.0;
+    if (!std::isfinite(value) || value != std::trunc(value) || value < lo ||
+        value > hi)
+      return fail("padding value ", formatDouble(value),
+                  " is not representable in the element type ", intType);
+  } else if (std::isnan(value)) {
+    return fail("padding value is NaN");
+  }
   SmallVector<int64_t> shape;
+  DimMath math;
   for (int64_t i = 0; i < in.getRank(); ++i) {
     if (low[i] < 0 || high[i] < 0)
       return fail("padding of dimension ", i, " is negative (low ", low[i],
                   ", high ", high[i], ")");
-    shape.push_back(in.getDimSize(i) + low[i] + high[i]);
+    shape.push_back(math.add(math.add(in.getDimSize(i), low[i]), high[i]));
   }
+  if (math.overflowed)
+    return fail("padded shape is too large (low ", fmt(low), ", high ",
+                fmt(high), ")");
   inferred.push_back(in.clone(shape));
   return success();
 }
@@ -662,6 +703,16 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   if (hkv < 1 || hq % hkv != 0)
     return fail("query heads ", hq, " must be a multiple of key/value heads ",
                 hkv);
+  if (adaptor.getCausal() && tq > tk)
+    return fail("causal attention needs at least as many keys as queries (", tk,
+                " keys, ", tq, " queries): with the bottom-right ",
+                "alignment the first queries would see no key");
+  if (FloatAttr scale = adaptor.getScaleAttr()) {
+    double value = scale.getValueAsDouble();
+    if (!std::isfinite(value) || value <= 0.0)
+      return fail("scale = ", formatDouble(value),
+                  " must be finite and positive");
+  }
   if (Value maskValue = adaptor.getMask()) {
     RankedTensorType mask = tensorType(maskValue);
     ArrayRef<int64_t> ms = mask.getShape();
@@ -718,6 +769,10 @@ static LogicalResult checkConvGeometry(const Fail<OpTy> &fail,
       return fail("padding must not be negative, got pad_low ", fmt(g.padLow),
                   " and pad_high ", fmt(g.padHigh));
   }
+  for (int64_t i = 0; i < rank - 2; ++i)
+    if (g.input.getDimSize(i + 2) < 1 || g.filter.getDimSize(i + 2) < 1)
+      return fail("spatial dimension ", i, " is empty in the input ", g.input,
+                  " or the filter ", g.filter);
   if (g.groups < 1 || g.input.getDimSize(1) % g.groups != 0)
     return fail("groups = ", g.groups, " must be positive and divide the ",
                 g.input.getDimSize(1), " input channels");
@@ -752,9 +807,13 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
     return failure();
   SmallVector<int64_t> shape{g.input.getDimSize(0), cout};
   for (int64_t i = 0; i < g.input.getRank() - 2; ++i) {
+    DimMath math;
     int64_t out =
-        windowOutput(g.input.getDimSize(i + 2), g.padLow[i], g.padHigh[i],
+        windowOutput(math, g.input.getDimSize(i + 2), g.padLow[i], g.padHigh[i],
                      g.filter.getDimSize(i + 2), g.stride[i], g.dilation[i]);
+    if (math.overflowed)
+      return fail("spatial dimension ", i,
+                  " overflows: the padding or dilation is too large");
     if (out < 1)
       return fail("the dilated filter (", g.filter.getDimSize(i + 2),
                   " taps) does not fit spatial dimension ", i,
@@ -798,10 +857,19 @@ ConvTransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
       return fail("output_padding ", fmt(outPad),
                   " must be non-negative and smaller than the stride or the "
                   "dilation");
-    int64_t out = (g.input.getDimSize(i + 2) - 1) * g.stride[i] - g.padLow[i] -
-                  g.padHigh[i] +
-                  g.dilation[i] * (g.filter.getDimSize(i + 2) - 1) + outPad[i] +
-                  1;
+    // (in - 1) * stride - pad_low - pad_high + dilation * (k - 1)
+    //   + output_padding + 1
+    DimMath math;
+    int64_t out = math.add(
+        math.sub(math.sub(math.mul(g.input.getDimSize(i + 2) - 1, g.stride[i]),
+                          g.padLow[i]),
+                 g.padHigh[i]),
+        math.add(math.mul(g.dilation[i], g.filter.getDimSize(i + 2) - 1),
+                 outPad[i] + 1));
+    if (math.overflowed)
+      return fail("spatial dimension ", i,
+                  " of the result is too large: the stride or dilation is too "
+                  "large");
     if (out < 1)
       return fail("spatial dimension ", i, " of the result would be empty (",
                   out, "): the padding is larger than the output");
@@ -837,9 +905,11 @@ static LogicalResult inferPool(std::optional<Location> loc,
       return fail("padding (pad_low ", fmt(lo), ", pad_high ", fmt(hi),
                   ") must be non-negative and smaller than the window ",
                   fmt(window));
-    int64_t out =
-        windowOutput(in.getDimSize(i + 2), lo[i], hi[i], window[i], stride[i],
-                     /*dilation=*/1);
+    if (in.getDimSize(i + 2) < 1)
+      return fail("spatial dimension ", i, " of the operand ", in, " is empty");
+    DimMath math;
+    int64_t out = windowOutput(math, in.getDimSize(i + 2), lo[i], hi[i],
+                               window[i], stride[i], /*dilation=*/1);
     if (out < 1)
       return fail("window ", window[i], " does not fit spatial dimension ", i,
                   " of the padded operand (", in.getDimSize(i + 2), ")");
@@ -876,11 +946,14 @@ UpsampleNearestOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   if (failed(checkSpatialArrays(fail, in.getRank() - 2, {{"scale", scale}})))
     return failure();
   SmallVector<int64_t> shape(in.getShape().take_front(2));
+  DimMath math;
   for (int64_t i = 0; i < in.getRank() - 2; ++i) {
     if (scale[i] < 1)
       return fail("scale ", fmt(scale), " must be at least 1");
-    shape.push_back(in.getDimSize(i + 2) * scale[i]);
+    shape.push_back(math.mul(in.getDimSize(i + 2), scale[i]));
   }
+  if (math.overflowed)
+    return fail("scale ", fmt(scale), " makes the result too large");
   inferred.push_back(in.clone(shape));
   return success();
 }
@@ -935,7 +1008,7 @@ inferPairLoss(std::optional<Location> loc, typename OpTy::Adaptor adaptor,
 }
 
 LogicalResult FocalLossOp::verify() {
-  if (getAlpha().convertToDouble() > 1.0)
+  if (!(getAlpha().convertToDouble() <= 1.0))
     return emitOpError("alpha = ")
            << formatDouble(getAlpha().convertToDouble())
            << " must be at most 1 (or negative to disable the weighting)";

@@ -39,6 +39,7 @@ def Anvil_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
   let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Argument attribute naming a parameter: `#anvil.param<...>`.
@@ -125,12 +126,16 @@ class Anvil_Op<string mnemonic, list<Trait> traits = []>
     : Op<Anvil_Dialect, mnemonic,
          !listconcat([Pure, Anvil_CostOpInterface], traits)>;
 
-// Ops whose cost is not elementwise implement `getFlops` themselves.
-class Anvil_CostedOp<string mnemonic, list<Trait> traits = []>
+// Ops whose cost is not elementwise implement `getFlops` themselves, and
+// `getBytesMoved` too when they read only part of an operand (gathers).
+class Anvil_CostedOp<string mnemonic, list<Trait> traits = [],
+                     list<string> costMethods = ["getFlops"]>
     : Op<Anvil_Dialect, mnemonic,
          !listconcat([Pure, DeclareOpInterfaceMethods<Anvil_CostOpInterface,
-                                                      ["getFlops"]>],
+                                                      costMethods>],
                      traits)>;
+class Anvil_GatheringOp<string mnemonic, list<Trait> traits = []>
+    : Anvil_CostedOp<mnemonic, traits, ["getFlops", "getBytesMoved"]>;
 
 // `flops` is the nominal FLOP count per result element (see
 // docs/cost.md): 1 for an add or a compare, more for composite

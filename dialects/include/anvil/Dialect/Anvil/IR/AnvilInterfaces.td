@@ -22,7 +22,8 @@ def Anvil_CostOpInterface : OpInterface<"CostOpInterface"> {
     (matmul, convolution, attention) cost what the textbook formulas say.
     Bytes are those of a standalone kernel: every operand read once and every
     result written once, at the storage size of the element type (i1 and the
-    8-bit floats take one byte).
+    8-bit floats take one byte). Ops that read only part of an operand
+    (slice, gather, the embeddings) count only the elements they read.
   }];
   let methods = [
     InterfaceMethod<

@@ -283,7 +283,7 @@ def Anvil_BroadcastOp : Anvil_CostedOp<"broadcast",
   let hasFolder = 1;
 }
 
-def Anvil_SliceOp : Anvil_CostedOp<"slice", [InferTypeOpAdaptor]> {
+def Anvil_SliceOp : Anvil_GatheringOp<"slice", [InferTypeOpAdaptor]> {
   let summary = "A strided slice `operand[start:limit:stride]` per dimension";
   let description = [{
     ```mlir
@@ -294,7 +294,7 @@ def Anvil_SliceOp : Anvil_CostedOp<"slice", [InferTypeOpAdaptor]> {
                        DenseI64ArrayAttr:$limit, DenseI64ArrayAttr:$stride);
   let results = (outs Anvil_Tensor:$result);
   let assemblyFormat = [{
-    $operand `[` custom<SliceRanges>($start, $limit, $stride) `]` attr-dict
+    $operand custom<SliceRanges>($start, $limit, $stride) attr-dict
     `:` type($operand) `->` type($result)
   }];
 }
@@ -348,7 +348,7 @@ def Anvil_PadOp : Anvil_CostedOp<"pad", [InferTypeOpAdaptor]> {
   }];
 }
 
-def Anvil_GatherOp : Anvil_CostedOp<"gather", [InferTypeOpAdaptor]> {
+def Anvil_GatherOp : Anvil_GatheringOp<"gather", [InferTypeOpAdaptor]> {
   let summary = "Selects slices along one axis by index (`numpy.take`)";
   let description = [{
     The result shape is `operand.shape[:axis] + indices.shape +
@@ -639,7 +639,7 @@ def Anvil_DropoutOp : Anvil_CostedOp<"dropout", [
   let hasVerifier = 1;
 }
 
-def Anvil_EmbeddingOp : Anvil_CostedOp<"embedding", [InferTypeOpAdaptor]> {
+def Anvil_EmbeddingOp : Anvil_GatheringOp<"embedding", [InferTypeOpAdaptor]> {
   let summary = "Looks up rows of an embedding table";
   let description = [{
     `table` is `(V, C)`; the result is `indices.shape + (C)`.
@@ -655,7 +655,8 @@ def Anvil_EmbeddingOp : Anvil_CostedOp<"embedding", [InferTypeOpAdaptor]> {
   }];
 }
 
-def Anvil_EmbeddingBagOp : Anvil_CostedOp<"embedding_bag", [InferTypeOpAdaptor]> {
+def Anvil_EmbeddingBagOp : Anvil_GatheringOp<"embedding_bag",
+                                             [InferTypeOpAdaptor]> {
   let summary = "Sums or averages fixed-size bags of embedding rows";
   let description = [{
     `table` is `(V, C)`, `indices` is `(B, L)`: each of the `B` bags holds `L`
