@@ -182,8 +182,7 @@ TEST_F(CostTest, EmbeddingBagReadsEveryBagMember) {
                     "tensor<64x16xf32>");
   ASSERT_TRUE(op);
   EXPECT_EQ(op.getFlops(), 64 * 3 * 16 + 64 * 16);
-  EXPECT_EQ(op.getBytesMoved(),
-            64 * 3 * 8 + 64 * 3 * 16 * 4 + 64 * 16 * 4);
+  EXPECT_EQ(op.getBytesMoved(), 64 * 3 * 8 + 64 * 3 * 16 * 4 + 64 * 16 * 4);
 }
 
 TEST_F(CostTest, SliceMovesItsResultTwice) {

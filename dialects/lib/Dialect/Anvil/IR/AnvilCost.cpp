@@ -62,12 +62,10 @@ ArrayRef<int64_t> shapeOf(Value v) {
 // result written once.
 int64_t SliceOp::getBytesMoved() { return 2 * getTensorBytes(getType()); }
 int64_t GatherOp::getBytesMoved() {
-  return getTensorBytes(getIndices().getType()) +
-         2 * getTensorBytes(getType());
+  return getTensorBytes(getIndices().getType()) + 2 * getTensorBytes(getType());
 }
 int64_t EmbeddingOp::getBytesMoved() {
-  return getTensorBytes(getIndices().getType()) +
-         2 * getTensorBytes(getType());
+  return getTensorBytes(getIndices().getType()) + 2 * getTensorBytes(getType());
 }
 int64_t EmbeddingBagOp::getBytesMoved() {
   int64_t rowBytes = shapeOf(getTable())[1] *
