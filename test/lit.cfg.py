@@ -6,7 +6,7 @@ from lit.llvm import llvm_config
 
 config.name = "Anvil"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.anvil_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "Inputs"]
@@ -24,5 +24,6 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["FileCheck", "not", "count"],
                                    [config.llvm_tools_dir])
 llvm_config.add_tool_substitutions(
-    ["anvil-opt"], [config.anvil_tools_dir, config.llvm_tools_dir])
+    ["anvil-opt", "anvil-compile"],
+    [config.anvil_tools_dir, config.llvm_tools_dir])
 config.substitutions.append(("%anvil_src_root", config.anvil_src_root))

@@ -1,0 +1,53 @@
+//===- Registry.h - the models anvil-compile can build ------------*- C++
+//-*-===//
+//
+// One entry per model family with its named configs and overridable
+// fields. Unknown names fail with the list of valid ones.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ANVIL_FRONTEND_MODELS_REGISTRY_H
+#define ANVIL_FRONTEND_MODELS_REGISTRY_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace anvil::frontend {
+
+struct ModelInfo {
+  std::string name;
+  std::string description;
+  std::vector<std::string> configs;
+  std::vector<std::string> fields; ///< Overridable with --set.
+};
+
+/// What `anvil-compile --report` prints.
+struct ModelReport {
+  std::string model, config;
+  int64_t parameters = 0;       ///< Elements of all parameters.
+  int64_t parameterTensors = 0; ///< Number of parameter arguments.
+  int64_t flopsPerStep = 0;     ///< Analytic training FLOPs of one step.
+  int64_t batch = 0, seqLen = 0, tokensPerStep = 0;
+};
+
+struct BuiltModel {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  ModelReport report;
+};
+
+const std::vector<ModelInfo> &listModels();
+
+/// Builds `model` in `config` with `overrides` (field, value) applied.
+/// Throws BuildError for unknown names, bad fields and shape errors.
+BuiltModel
+buildModel(mlir::MLIRContext &context, const std::string &model,
+           const std::string &config,
+           const std::vector<std::pair<std::string, std::string>> &overrides);
+
+} // namespace anvil::frontend
+
+#endif // ANVIL_FRONTEND_MODELS_REGISTRY_H

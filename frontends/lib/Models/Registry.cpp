@@ -1,0 +1,91 @@
+//===- Registry.cpp - the models anvil-compile can build ------------------===//
+//
+// The table of model families. Adding a family means adding its entry here
+// and a case in buildModel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "anvil/Frontend/Models/Registry.h"
+#include "anvil/Frontend/Graph.h"
+#include "anvil/Frontend/Models/GPT.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+namespace ad = mlir::anvil;
+
+namespace anvil::frontend {
+
+namespace {
+std::string join(const std::vector<std::string> &names) {
+  std::string s;
+  for (const std::string &n : names)
+    s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+} // namespace
+
+const std::vector<ModelInfo> &listModels() {
+  static const std::vector<ModelInfo> models = [] {
+    ModelInfo gpt;
+    gpt.name = "gpt";
+    gpt.description = "GPT-2 / GPT-3: pre-norm decoder, learned positions, "
+                      "GELU, tied embeddings, causal attention";
+    for (const GPTConfig &c : gptConfigs())
+      gpt.configs.push_back(c.name);
+    gpt.fields = GPTConfig::fieldNames();
+    return std::vector<ModelInfo>{gpt};
+  }();
+  return models;
+}
+
+BuiltModel
+buildModel(MLIRContext &context, const std::string &model,
+           const std::string &config,
+           const std::vector<std::pair<std::string, std::string>> &overrides) {
+  const ModelInfo *info = nullptr;
+  std::vector<std::string> modelNames;
+  for (const ModelInfo &m : listModels()) {
+    modelNames.push_back(m.name);
+    if (m.name == model)
+      info = &m;
+  }
+  if (!info)
+    throw BuildError("unknown model '" + model +
+                     "'; the models are: " + join(modelNames));
+
+  // The only family so far is GPT.
+  const GPTConfig *base = nullptr;
+  for (const GPTConfig &c : gptConfigs())
+    if (c.name == config)
+      base = &c;
+  if (!base)
+    throw BuildError("unknown config '" + config + "' of model '" + model +
+                     "'; the configs are: " + join(info->configs));
+  GPTConfig c = *base;
+  for (const auto &[field, value] : overrides)
+    c.set(field, value);
+  c.validate();
+
+  BuiltModel built;
+  built.module = buildGPT(context, c);
+  ModelReport &r = built.report;
+  r.model = model;
+  r.config = config;
+  r.flopsPerStep = gptFlopsPerStep(c);
+  r.batch = c.batch;
+  r.seqLen = c.sequenceLength();
+  r.tokensPerStep = c.tokensPerStep();
+  // Count what the graph holds, not what the formula says.
+  auto fn = *built.module->getOps<FunctionOpInterface>().begin();
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+    if (!fn.getArgAttr(i, mlir::anvil::AnvilDialect::kParamAttrName))
+      continue;
+    ++r.parameterTensors;
+    r.parameters +=
+        cast<RankedTensorType>(fn.getArgumentTypes()[i]).getNumElements();
+  }
+  return built;
+}
+
+} // namespace anvil::frontend
