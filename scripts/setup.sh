@@ -53,8 +53,26 @@ install_packages() {
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# Python packages the tests use (NumPy: the independent reference of the
+# interpreter's GPT test), for the python3 first on PATH, which lit uses.
+PY_PACKAGES=(numpy)
+install_python_packages() {
+  local missing=()
+  for p in "${PY_PACKAGES[@]}"; do
+    python3 -c "import $p" 2>/dev/null || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    log "Python packages: all ${#PY_PACKAGES[@]} present ($(command -v python3))"
+    return
+  fi
+  log "pip installing: ${missing[*]}"
+  python3 -m pip install -q "${missing[@]}" ||
+    python3 -m pip install -q --break-system-packages "${missing[@]}"
+}
+
 if [ "${ANVIL_SKIP_INSTALL:-0}" != 1 ]; then
   install_packages
+  install_python_packages
 fi
 
 # ccache keeps its cache outside the clone (~/.cache/ccache by default);

@@ -9,7 +9,7 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.anvil_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "Inputs"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "Inputs", "gpt_numpy.py"]
 
 llvm_config.use_default_substitutions()
 # `REQUIRES: cuda` marks tests that need the CUDA toolkit (not a GPU).
@@ -24,6 +24,10 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["FileCheck", "not", "count"],
                                    [config.llvm_tools_dir])
 llvm_config.add_tool_substitutions(
-    ["anvil-opt", "anvil-compile"],
+    ["anvil-opt", "anvil-compile", "anvil-interp"],
     [config.anvil_tools_dir, config.llvm_tools_dir])
 config.substitutions.append(("%anvil_src_root", config.anvil_src_root))
+# The Python that scripts/setup.sh installed NumPy into: the first python3 on
+# PATH (lit itself may run under another one).
+import shutil
+config.substitutions.append(("%numpy_python", shutil.which("python3") or "python3"))

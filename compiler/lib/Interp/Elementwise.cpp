@@ -1,0 +1,185 @@
+//===- Elementwise.cpp - evaluators of elementwise anvil ops --------------===//
+//
+// Arithmetic, math, activations, comparisons, select, casts, constants and
+// dropout. Each is a scalar function applied at every index.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Evaluators.h"
+
+#include "anvil/Interp/Interpreter.h"
+
+#include <cmath>
+
+using namespace mlir;
+namespace ad = mlir::anvil;
+
+namespace anvil::interp {
+namespace {
+
+template <typename OpTy>
+void unary(EvaluatorTable &table, double (*fn)(double)) {
+  table.add<OpTy>(
+      [fn](OpTy, ArrayRef<const Buffer *> in, std::vector<Buffer> &out) {
+        for (int64_t i = 0; i < out[0].numElements(); ++i)
+          out[0].data[i] = fn(in[0]->data[i]);
+        return success();
+      });
+}
+
+template <typename OpTy>
+void binary(EvaluatorTable &table, double (*fn)(double, double)) {
+  table.add<OpTy>(
+      [fn](OpTy, ArrayRef<const Buffer *> in, std::vector<Buffer> &out) {
+        for (int64_t i = 0; i < out[0].numElements(); ++i)
+          out[0].data[i] = fn(in[0]->data[i], in[1]->data[i]);
+        return success();
+      });
+}
+
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+double geluErf(double x) {
+  return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+}
+
+double geluTanh(double x) {
+  const double c = std::sqrt(2.0 / 3.14159265358979323846);
+  return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
+}
+
+/// max/min that propagate NaN.
+double nanMax(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+}
+double nanMin(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+}
+
+} // namespace
+
+void registerElementwiseEvaluators(EvaluatorTable &t) {
+  binary<ad::AddOp>(t, [](double a, double b) { return a + b; });
+  binary<ad::SubOp>(t, [](double a, double b) { return a - b; });
+  binary<ad::MulOp>(t, [](double a, double b) { return a * b; });
+  binary<ad::PowOp>(t, [](double a, double b) { return std::pow(a, b); });
+  binary<ad::MaxOp>(t, nanMax);
+  binary<ad::MinOp>(t, nanMin);
+  // Integer division truncates toward zero; division by zero is an error.
+  t.add<ad::DivOp>([](ad::DivOp op, ArrayRef<const Buffer *> in,
+                      std::vector<Buffer> &out) -> LogicalResult {
+    bool integer = isa<IntegerType>(out[0].elementType);
+    for (int64_t i = 0; i < out[0].numElements(); ++i) {
+      double a = in[0]->data[i], b = in[1]->data[i];
+      if (integer && b == 0.0)
+        return op.emitError("anvil-interp: integer division by zero at "
+                            "element ")
+               << i;
+      out[0].data[i] = integer ? std::trunc(a / b) : a / b;
+    }
+    return success();
+  });
+
+  unary<ad::NegOp>(t, [](double x) { return -x; });
+  unary<ad::AbsOp>(t, [](double x) { return std::abs(x); });
+  unary<ad::ExpOp>(t, [](double x) { return std::exp(x); });
+  unary<ad::LogOp>(t, [](double x) { return std::log(x); });
+  unary<ad::SqrtOp>(t, [](double x) { return std::sqrt(x); });
+  unary<ad::RsqrtOp>(t, [](double x) { return 1.0 / std::sqrt(x); });
+  unary<ad::TanhOp>(t, [](double x) { return std::tanh(x); });
+  unary<ad::ErfOp>(t, [](double x) { return std::erf(x); });
+  unary<ad::SigmoidOp>(t, sigmoid);
+  unary<ad::SiluOp>(t, [](double x) { return x * sigmoid(x); });
+  unary<ad::ReluOp>(t,
+                    [](double x) { return x > 0.0 ? x : (x == x ? 0.0 : x); });
+  t.add<ad::GeluOp>([](ad::GeluOp op, ArrayRef<const Buffer *> in,
+                       std::vector<Buffer> &out) {
+    auto fn = op.getApproximation() == ad::GeluApproximation::tanh ? geluTanh
+                                                                   : geluErf;
+    for (int64_t i = 0; i < out[0].numElements(); ++i)
+      out[0].data[i] = fn(in[0]->data[i]);
+    return success();
+  });
+
+  t.add<ad::CompareOp>([](ad::CompareOp op, ArrayRef<const Buffer *> in,
+                          std::vector<Buffer> &out) {
+    for (int64_t i = 0; i < out[0].numElements(); ++i) {
+      double a = in[0]->data[i], b = in[1]->data[i];
+      bool r = false;
+      switch (op.getDirection()) {
+      case ad::ComparisonDirection::eq:
+        r = a == b;
+        break;
+      case ad::ComparisonDirection::ne:
+        r = a != b;
+        break;
+      case ad::ComparisonDirection::lt:
+        r = a < b;
+        break;
+      case ad::ComparisonDirection::le:
+        r = a <= b;
+        break;
+      case ad::ComparisonDirection::gt:
+        r = a > b;
+        break;
+      case ad::ComparisonDirection::ge:
+        r = a >= b;
+        break;
+      }
+      out[0].data[i] = r ? 1.0 : 0.0;
+    }
+    return success();
+  });
+
+  t.add<ad::SelectOp>([](ad::SelectOp, ArrayRef<const Buffer *> in,
+                         std::vector<Buffer> &out) {
+    for (int64_t i = 0; i < out[0].numElements(); ++i)
+      out[0].data[i] = in[0]->data[i] != 0.0 ? in[1]->data[i] : in[2]->data[i];
+    return success();
+  });
+
+  // A cast always converts, whether or not results are rounded.
+  t.add<ad::CastOp>(
+      [](ad::CastOp, ArrayRef<const Buffer *> in, std::vector<Buffer> &out) {
+        for (int64_t i = 0; i < out[0].numElements(); ++i)
+          out[0].data[i] = roundToType(in[0]->data[i], out[0].elementType);
+        return success();
+      });
+
+  t.add<ad::ConstantOp>([](ad::ConstantOp op, ArrayRef<const Buffer *>,
+                           std::vector<Buffer> &out) -> LogicalResult {
+    auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+    if (!dense)
+      return op.emitError("anvil-interp: only dense constants are supported");
+    int64_t i = 0;
+    if (isa<FloatType>(dense.getElementType())) {
+      for (APFloat v : dense.getValues<APFloat>()) {
+        bool losesInfo;
+        v.convert(llvm::APFloat::IEEEdouble(),
+                  llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+        out[0].data[i++] = v.convertToDouble();
+      }
+    } else {
+      bool isBool = dense.getElementType().isSignlessInteger(1);
+      for (APInt v : dense.getValues<APInt>())
+        out[0].data[i++] = isBool ? static_cast<double>(v.getBoolValue())
+                                  : static_cast<double>(v.getSExtValue());
+    }
+    return success();
+  });
+
+  // Element i is kept iff uniform01(seed, i) >= rate, then scaled by
+  // 1 / (1 - rate): a pure function of (seed, index, rate).
+  t.add<ad::DropoutOp>([](ad::DropoutOp op, ArrayRef<const Buffer *> in,
+                          std::vector<Buffer> &out) {
+    double rate = op.getRate().convertToDouble();
+    auto seed = static_cast<uint64_t>(static_cast<int64_t>(in[1]->data[0]));
+    for (int64_t i = 0; i < out[0].numElements(); ++i)
+      out[0].data[i] = uniform01(seed, static_cast<uint64_t>(i)) >= rate
+                           ? in[0]->data[i] / (1.0 - rate)
+                           : 0.0;
+    return success();
+  });
+}
+
+} // namespace anvil::interp

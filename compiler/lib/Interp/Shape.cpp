@@ -1,0 +1,331 @@
+//===- Shape.cpp - evaluators of data-movement, reduction and matmul ops --===//
+//
+// Reshape, transpose, broadcast, slice, concat, split, pad, gather,
+// embeddings, upsampling, reductions, argmax, the softmaxes and matmul.
+// Each loops over the result's indices and reads the operand element it
+// comes from, which is the definition of the op.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Evaluators.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+namespace ad = mlir::anvil;
+
+namespace anvil::interp {
+namespace {
+
+/// Splits `shape` around `dim` into (outer, size, inner) element counts.
+struct Around {
+  int64_t outer = 1, size = 1, inner = 1;
+  Around(ArrayRef<int64_t> shape, int64_t dim) {
+    for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+      (d < dim ? outer : d == dim ? size : inner) *= shape[d];
+  }
+};
+
+/// Reads an integer index, checking that it lies in [0, bound).
+LogicalResult readIndex(Operation *op, double value, int64_t bound,
+                        StringRef what, int64_t &index) {
+  index = static_cast<int64_t>(value);
+  if (index < 0 || index >= bound)
+    return op->emitError("anvil-interp: ")
+           << what << " " << index << " is out of range [0, " << bound << ")";
+  return success();
+}
+
+template <typename OpTy>
+void reduction(EvaluatorTable &t, double init,
+               double (*combine)(double, double), bool mean) {
+  t.add<OpTy>(
+      [=](OpTy op, ArrayRef<const Buffer *> in, std::vector<Buffer> &out) {
+        const Buffer &x = *in[0];
+        ArrayRef<int64_t> dims = op.getDims();
+        std::fill(out[0].data.begin(), out[0].data.end(), init);
+        std::vector<int64_t> outIndex;
+        int64_t count = 1;
+        for (int64_t d : dims)
+          count *= x.shape[d];
+        forEachIndex(x.shape, [&](ArrayRef<int64_t> idx) {
+          outIndex.clear();
+          for (int64_t d = 0; d < x.rank(); ++d) {
+            if (!llvm::is_contained(dims, d))
+              outIndex.push_back(idx[d]);
+            else if (op.getKeepDims())
+              outIndex.push_back(0);
+          }
+          double &acc = out[0].at(outIndex);
+          acc = combine(acc, x.at(idx));
+        });
+        if (mean)
+          for (double &v : out[0].data)
+            v /= static_cast<double>(count);
+        return success();
+      });
+}
+
+double nanMax(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+}
+double nanMin(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+}
+
+/// Softmax or log-softmax along `dim`, max-subtracted.
+void softmaxAlong(const Buffer &x, int64_t dim, bool logarithm, Buffer &out) {
+  Around a(x.shape, dim);
+  for (int64_t o = 0; o < a.outer; ++o)
+    for (int64_t i = 0; i < a.inner; ++i) {
+      auto at = [&](int64_t k) { return (o * a.size + k) * a.inner + i; };
+      double max = -std::numeric_limits<double>::infinity();
+      for (int64_t k = 0; k < a.size; ++k)
+        max = nanMax(max, x.data[at(k)]);
+      double sum = 0.0;
+      for (int64_t k = 0; k < a.size; ++k)
+        sum += std::exp(x.data[at(k)] - max);
+      for (int64_t k = 0; k < a.size; ++k)
+        out.data[at(k)] = logarithm ? x.data[at(k)] - max - std::log(sum)
+                                    : std::exp(x.data[at(k)] - max) / sum;
+    }
+}
+
+} // namespace
+
+void registerShapeEvaluators(EvaluatorTable &t) {
+  t.add<ad::ReshapeOp>(
+      [](ad::ReshapeOp, ArrayRef<const Buffer *> in, std::vector<Buffer> &out) {
+        out[0].data = in[0]->data;
+        return success();
+      });
+
+  t.add<ad::TransposeOp>([](ad::TransposeOp op, ArrayRef<const Buffer *> in,
+                            std::vector<Buffer> &out) {
+    ArrayRef<int64_t> perm = op.getPermutation();
+    std::vector<int64_t> src(perm.size());
+    forEachIndex(out[0].shape, [&](ArrayRef<int64_t> idx) {
+      for (size_t i = 0; i < perm.size(); ++i)
+        src[perm[i]] = idx[i];
+      out[0].at(idx) = in[0]->at(src);
+    });
+    return success();
+  });
+
+  t.add<ad::BroadcastOp>([](ad::BroadcastOp op, ArrayRef<const Buffer *> in,
+                            std::vector<Buffer> &out) {
+    ArrayRef<int64_t> dims = op.getDimensions();
+    const Buffer &x = *in[0];
+    std::vector<int64_t> src(x.rank());
+    forEachIndex(out[0].shape, [&](ArrayRef<int64_t> idx) {
+      for (int64_t i = 0; i < x.rank(); ++i)
+        src[i] = x.shape[i] == 1 ? 0 : idx[dims[i]];
+      out[0].at(idx) = x.at(src);
+    });
+    return success();
+  });
+
+  t.add<ad::SliceOp>([](ad::SliceOp op, ArrayRef<const Buffer *> in,
+                        std::vector<Buffer> &out) {
+    ArrayRef<int64_t> start = op.getStart(), stride = op.getStride();
+    std::vector<int64_t> src(start.size());
+    forEachIndex(out[0].shape, [&](ArrayRef<int64_t> idx) {
+      for (size_t i = 0; i < start.size(); ++i)
+        src[i] = start[i] + idx[i] * stride[i];
+      out[0].at(idx) = in[0]->at(src);
+    });
+    return success();
+  });
+
+  t.add<ad::ConcatOp>([](ad::ConcatOp op, ArrayRef<const Buffer *> in,
+                         std::vector<Buffer> &out) {
+    int64_t dim = op.getDim(), offset = 0;
+    std::vector<int64_t> dst;
+    for (const Buffer *x : in) {
+      forEachIndex(x->shape, [&](ArrayRef<int64_t> idx) {
+        dst.assign(idx.begin(), idx.end());
+        dst[dim] += offset;
+        out[0].at(dst) = x->at(idx);
+      });
+      offset += x->shape[dim];
+    }
+    return success();
+  });
+
+  t.add<ad::SplitOp>([](ad::SplitOp op, ArrayRef<const Buffer *> in,
+                        std::vector<Buffer> &out) {
+    int64_t dim = op.getDim(), offset = 0;
+    std::vector<int64_t> src;
+    for (Buffer &piece : out) {
+      forEachIndex(piece.shape, [&](ArrayRef<int64_t> idx) {
+        src.assign(idx.begin(), idx.end());
+        src[dim] += offset;
+        piece.at(idx) = in[0]->at(src);
+      });
+      offset += piece.shape[dim];
+    }
+    return success();
+  });
+
+  t.add<ad::PadOp>(
+      [](ad::PadOp op, ArrayRef<const Buffer *> in, std::vector<Buffer> &out) {
+        std::fill(out[0].data.begin(), out[0].data.end(),
+                  op.getValue().convertToDouble());
+        ArrayRef<int64_t> low = op.getLow();
+        std::vector<int64_t> dst;
+        forEachIndex(in[0]->shape, [&](ArrayRef<int64_t> idx) {
+          dst.assign(idx.begin(), idx.end());
+          for (size_t i = 0; i < dst.size(); ++i)
+            dst[i] += low[i];
+          out[0].at(dst) = in[0]->at(idx);
+        });
+        return success();
+      });
+
+  t.add<ad::GatherOp>([](ad::GatherOp op, ArrayRef<const Buffer *> in,
+                         std::vector<Buffer> &out) -> LogicalResult {
+    const Buffer &x = *in[0], &indices = *in[1];
+    int64_t axis = op.getAxis(), k = indices.rank();
+    std::vector<int64_t> src(x.rank());
+    LogicalResult status = success();
+    forEachIndex(out[0].shape, [&](ArrayRef<int64_t> idx) {
+      if (failed(status))
+        return;
+      // result[pre, j..., post] = x[pre, indices[j...], post]
+      for (int64_t d = 0; d < axis; ++d)
+        src[d] = idx[d];
+      int64_t row;
+      status = readIndex(op, indices.at(idx.slice(axis, k)), x.shape[axis],
+                         "gather index", row);
+      src[axis] = row;
+      for (int64_t d = axis + 1; d < x.rank(); ++d)
+        src[d] = idx[d - 1 + k];
+      if (succeeded(status))
+        out[0].at(idx) = x.at(src);
+    });
+    return status;
+  });
+
+  t.add<ad::EmbeddingOp>([](ad::EmbeddingOp op, ArrayRef<const Buffer *> in,
+                            std::vector<Buffer> &out) -> LogicalResult {
+    const Buffer &table = *in[0], &ids = *in[1];
+    int64_t v = table.shape[0], c = table.shape[1];
+    for (int64_t i = 0; i < ids.numElements(); ++i) {
+      int64_t row;
+      if (failed(readIndex(op, ids.data[i], v, "embedding index", row)))
+        return failure();
+      for (int64_t j = 0; j < c; ++j)
+        out[0].data[i * c + j] = table.data[row * c + j];
+    }
+    return success();
+  });
+
+  t.add<ad::EmbeddingBagOp>([](ad::EmbeddingBagOp op,
+                               ArrayRef<const Buffer *> in,
+                               std::vector<Buffer> &out) -> LogicalResult {
+    const Buffer &table = *in[0], &ids = *in[1];
+    int64_t v = table.shape[0], c = table.shape[1];
+    int64_t bags = ids.shape[0], size = ids.shape[1];
+    for (int64_t b = 0; b < bags; ++b) {
+      for (int64_t l = 0; l < size; ++l) {
+        int64_t row;
+        if (failed(readIndex(op, ids.data[b * size + l], v,
+                             "embedding_bag index", row)))
+          return failure();
+        for (int64_t j = 0; j < c; ++j)
+          out[0].data[b * c + j] += table.data[row * c + j];
+      }
+      if (op.getMode() == ad::BagMode::mean)
+        for (int64_t j = 0; j < c; ++j)
+          out[0].data[b * c + j] /= static_cast<double>(size);
+    }
+    return success();
+  });
+
+  t.add<ad::UpsampleNearestOp>([](ad::UpsampleNearestOp op,
+                                  ArrayRef<const Buffer *> in,
+                                  std::vector<Buffer> &out) {
+    ArrayRef<int64_t> scale = op.getScale();
+    std::vector<int64_t> src;
+    forEachIndex(out[0].shape, [&](ArrayRef<int64_t> idx) {
+      src.assign(idx.begin(), idx.end());
+      for (size_t i = 0; i < scale.size(); ++i)
+        src[i + 2] = idx[i + 2] / scale[i];
+      out[0].at(idx) = in[0]->at(src);
+    });
+    return success();
+  });
+
+  reduction<ad::ReduceSumOp>(
+      t, 0.0, [](double a, double b) { return a + b; }, false);
+  reduction<ad::ReduceMeanOp>(
+      t, 0.0, [](double a, double b) { return a + b; }, true);
+  reduction<ad::ReduceMaxOp>(t, -std::numeric_limits<double>::infinity(),
+                             nanMax, false);
+  reduction<ad::ReduceMinOp>(t, std::numeric_limits<double>::infinity(), nanMin,
+                             false);
+
+  // The first index of the maximum; a NaN counts as the maximum.
+  t.add<ad::ArgmaxOp>([](ad::ArgmaxOp op, ArrayRef<const Buffer *> in,
+                         std::vector<Buffer> &out) {
+    const Buffer &x = *in[0];
+    Around a(x.shape, op.getDim());
+    for (int64_t o = 0; o < a.outer; ++o)
+      for (int64_t i = 0; i < a.inner; ++i) {
+        int64_t best = 0;
+        double bestValue = x.data[o * a.size * a.inner + i];
+        for (int64_t k = 1; k < a.size && !std::isnan(bestValue); ++k) {
+          double v = x.data[(o * a.size + k) * a.inner + i];
+          if (v > bestValue || std::isnan(v)) {
+            best = k;
+            bestValue = v;
+          }
+        }
+        out[0].data[o * a.inner + i] = static_cast<double>(best);
+      }
+    return success();
+  });
+
+  t.add<ad::SoftmaxOp>([](ad::SoftmaxOp op, ArrayRef<const Buffer *> in,
+                          std::vector<Buffer> &out) {
+    softmaxAlong(*in[0], op.getDim(), /*logarithm=*/false, out[0]);
+    return success();
+  });
+  t.add<ad::LogSoftmaxOp>([](ad::LogSoftmaxOp op, ArrayRef<const Buffer *> in,
+                             std::vector<Buffer> &out) {
+    softmaxAlong(*in[0], op.getDim(), /*logarithm=*/true, out[0]);
+    return success();
+  });
+
+  // (..., M, K) x (..., K, N), transposes applied to the last two dims; a
+  // rank-2 rhs is shared by every batch.
+  t.add<ad::MatmulOp>([](ad::MatmulOp op, ArrayRef<const Buffer *> in,
+                         std::vector<Buffer> &out) {
+    const Buffer &a = *in[0], &b = *in[1];
+    Buffer &c = out[0];
+    int64_t m = c.shape[c.rank() - 2], n = c.shape[c.rank() - 1];
+    int64_t k =
+        op.getTransposeLhs() ? a.shape[a.rank() - 2] : a.shape[a.rank() - 1];
+    int64_t batches = c.numElements() / (m * n);
+    bool sharedRhs = b.rank() == 2;
+    for (int64_t bt = 0; bt < batches; ++bt) {
+      const double *pa = a.data.data() + bt * m * k;
+      const double *pb = b.data.data() + (sharedRhs ? 0 : bt * k * n);
+      double *pc = c.data.data() + bt * m * n;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double sum = 0.0;
+          for (int64_t p = 0; p < k; ++p) {
+            double x = op.getTransposeLhs() ? pa[p * m + i] : pa[i * k + p];
+            double y = op.getTransposeRhs() ? pb[j * k + p] : pb[p * n + j];
+            sum += x * y;
+          }
+          pc[i * n + j] = sum;
+        }
+    }
+    return success();
+  });
+}
+
+} // namespace anvil::interp
