@@ -66,6 +66,11 @@ install_python_packages() {
     return
   fi
   log "pip installing: ${missing[*]}"
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    # Debian's own python3 has no pip until python3-pip is installed.
+    PACKAGES=(python3-pip)
+    install_packages
+  fi
   python3 -m pip install -q "${missing[@]}" ||
     python3 -m pip install -q --break-system-packages "${missing[@]}"
 }

@@ -624,7 +624,12 @@ def Anvil_DropoutOp : Anvil_CostedOp<"dropout", [
   let description = [{
     Zeroes each element with probability `rate` and scales the others by
     `1 / (1 - rate)`. The mask is a pure function of `seed`, the element's
-    index and `rate`, so the backward pass regenerates it.
+    row-major index `i` and `rate`, so the backward pass regenerates it and
+    every backend draws the same mask: element `i` is kept iff
+    `u(seed, i) >= rate`, where `u(s, i) = (m(s ^ m(i)) >> 11) * 2^-53` and
+    `m` is splitmix64 (`x += 0x9E3779B97F4A7C15`, then
+    `x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9`,
+    `x = (x ^ (x >> 27)) * 0x94D049BB133111EB`, `x ^ (x >> 31)`).
 
     ```mlir
     %y = anvil.dropout %x, %seed rate = 1.0e-01 : tensor<8x128x768xf32>
