@@ -15,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include <numeric>
+
 using namespace mlir;
 using namespace ::anvil::frontend;
 namespace ad = mlir::anvil;
@@ -162,16 +164,29 @@ TEST(GPT, DropoutSitesGetTheirOwnSeeds) {
       buildModel(context, "gpt", "gpt-tiny", {{"dropout", "0.1"}});
   std::vector<std::string> names = argumentNames(forwardOf(*built.module));
   EXPECT_EQ(names.back(), "input:dropout_seed");
-  // Embedding dropout plus two residual sites per block, each seeded by
-  // its own `seed + k`.
-  llvm::SmallPtrSet<Operation *, 8> seeds;
-  int sites = 0;
+  // Embedding dropout plus two residual sites per block; site k is seeded
+  // with seed * 2^16 + k.
+  auto splat = [](Value v) {
+    auto c = v.getDefiningOp<ad::ConstantOp>();
+    EXPECT_TRUE(c);
+    return c ? cast<DenseElementsAttr>(c.getValue())
+                   .getSplatValue<APInt>()
+                   .getSExtValue()
+             : -1;
+  };
+  std::vector<int64_t> sites;
   built.module->walk([&](ad::DropoutOp op) {
-    ++sites;
-    seeds.insert(op.getSeed().getDefiningOp());
+    auto add = op.getSeed().getDefiningOp<ad::AddOp>();
+    ASSERT_TRUE(add);
+    auto mul = add.getLhs().getDefiningOp<ad::MulOp>();
+    ASSERT_TRUE(mul);
+    EXPECT_TRUE(isa<BlockArgument>(mul.getLhs()));
+    EXPECT_EQ(splat(mul.getRhs()), 65536);
+    sites.push_back(splat(add.getRhs()));
   });
-  EXPECT_EQ(sites, 1 + 2 * config("gpt-tiny").layers);
-  EXPECT_EQ(static_cast<int>(seeds.size()), sites);
+  std::vector<int64_t> expected(1 + 2 * config("gpt-tiny").layers);
+  std::iota(expected.begin(), expected.end(), 0);
+  EXPECT_EQ(sites, expected);
 }
 
 TEST(GPT, BadConfigsNameTheField) {
@@ -262,6 +277,44 @@ TEST(Builder, GroupedQueryAttentionAndConvModules) {
   OwningOpRef<ModuleOp> module =
       g.finish({sum(y, {0, 1, 2}), sum(z, {0, 1, 2, 3})});
   EXPECT_TRUE(module);
+}
+
+TEST(GPT, CountsThatOverflowAreRejected) {
+  MLIRContext context;
+  EXPECT_NE(buildError([&] {
+              buildModel(context, "gpt", "gpt-tiny",
+                         {{"batch", "9223372036854775807"}});
+            }).find("too large for 64-bit counts"),
+            std::string::npos);
+  EXPECT_NE(buildError([&] {
+              buildModel(context, "gpt", "gpt-tiny",
+                         {{"pad_vocab_to", "9223372036854775807"}});
+            }).find("pad_vocab_to = 9223372036854775807"),
+            std::string::npos);
+  EXPECT_NE(buildError([&] {
+              buildModel(context, "gpt", "gpt-tiny", {{"layers", "100000"}});
+            }).find("layers = 100000 exceeds 10000"),
+            std::string::npos);
+}
+
+TEST(Builder, MisuseIsAnErrorNotACrash) {
+  MLIRContext context;
+  Graph a(context), b(context);
+  Tensor x = a.input("x", {2}, a.floatType());
+  Tensor y = b.input("y", {2}, b.floatType());
+  EXPECT_NE(buildError([&] { x + y; }).find("a value of another graph"),
+            std::string::npos);
+  EXPECT_NE(buildError([&] {
+              reshape(x, {-2, -1});
+            }).find("has a negative size other than -1"),
+            std::string::npos);
+  EXPECT_NE(buildError([&] {
+              a.input("z", {-1, 4}, a.floatType());
+            }).find("negative dimension"),
+            std::string::npos);
+  Tensor empty;
+  EXPECT_NE(buildError([&] { empty + x; }).find("empty Tensor"),
+            std::string::npos);
 }
 
 TEST(Builder, DuplicateNamesAreRejected) {

@@ -645,6 +645,20 @@ TEST_F(InterpTest, OtherLosses) {
   expectNear(d, {1, 2}, {0, 1 - 2.0 / 3});
 }
 
+TEST_F(InterpTest, ArgumentsAreConvertedToTheirTypes) {
+  // f32 arguments are rounded to f32; integer arguments must be integers.
+  Buffer r = run1("%x: tensor<1xf32>", "tensor<1xf32>",
+                  "return %x : tensor<1xf32>", {B({1}, {0.1})});
+  expectNear(r, {1}, {static_cast<double>(0.1f)}, 0.0);
+  EXPECT_TRUE(failed(run("%x: tensor<1xi32>", "tensor<1xi32>",
+                         "return %x : tensor<1xi32>", {B({1}, {2.5})})));
+  EXPECT_TRUE(failed(run("%x: tensor<1xi32>", "tensor<1xi32>",
+                         "return %x : tensor<1xi32>", {B({1}, {3e9})})));
+  EXPECT_TRUE(failed(run("%x: tensor<2xf32>", "tensor<2xf32>",
+                         "return %x : tensor<2xf32>", {B({2}, {1.0})})))
+      << "a buffer with fewer values than its shape";
+}
+
 TEST_F(InterpTest, RejectsDynamicShapesAndUnsupportedTypes) {
   std::string message;
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
@@ -660,6 +674,10 @@ TEST_F(InterpTest, RejectsDynamicShapesAndUnsupportedTypes) {
   EXPECT_TRUE(failed(i8));
   EXPECT_NE(message.find("unsupported element type 'i8'"), std::string::npos)
       << message;
+  auto empty = run("%x: tensor<0x3xf32>", "tensor<0x3xf32>",
+                   "return %x : tensor<0x3xf32>", {B({0, 3}, {})});
+  EXPECT_TRUE(failed(empty));
+  EXPECT_NE(message.find("has no elements"), std::string::npos) << message;
 }
 
 } // namespace

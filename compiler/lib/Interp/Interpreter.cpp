@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/APFloat.h"
 #include "llvm/Support/InterleavedRange.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 #include <limits>
@@ -130,6 +131,9 @@ bool hasEvaluator(OperationName name) {
   return evaluators().lookup(name) != nullptr;
 }
 
+/// The largest tensor the interpreter holds: 2^30 doubles (8 GiB).
+static constexpr int64_t kMaxElements = int64_t(1) << 30;
+
 static bool isSupportedElementType(Type t) {
   return t.isF64() || t.isF32() || t.isF16() || t.isBF16() ||
          isa<Float8E4M3FNType, Float8E5M2Type>(t) || t.isSignlessInteger(1) ||
@@ -146,6 +150,20 @@ static LogicalResult checkType(Operation *op, Type type, StringRef what) {
     return op->emitError("anvil-interp: ")
            << what << " has the dynamic shape " << type
            << "; the interpreter needs static shapes";
+  // Sizes: no empty tensors (nothing to evaluate, and every formula would
+  // need a special case) and nothing larger than kMaxElements doubles.
+  int64_t count = 1;
+  for (int64_t d : t.getShape()) {
+    if (d < 1)
+      return op->emitError("anvil-interp: ")
+             << what << " of type " << type
+             << " has no elements; the interpreter evaluates non-empty "
+                "tensors only";
+    if (llvm::MulOverflow(count, d, count) || count > kMaxElements)
+      return op->emitError("anvil-interp: ")
+             << what << " of type " << type << " has more than " << kMaxElements
+             << " elements, too many for the interpreter";
+  }
   if (!isSupportedElementType(t.getElementType()))
     return op->emitError("anvil-interp: ")
            << what << " has the unsupported element type " << t.getElementType()
@@ -186,6 +204,28 @@ LogicalResult check(FunctionOpInterface function) {
   return success();
 }
 
+LogicalResult
+convertArgument(Buffer &buffer,
+                llvm::function_ref<InFlightDiagnostic()> emitError) {
+  Type type = buffer.elementType;
+  bool integer = isa<IntegerType>(type);
+  for (auto [i, v] : llvm::enumerate(buffer.data)) {
+    if (!integer) {
+      v = roundToType(v, type);
+      continue;
+    }
+    if (!std::isfinite(v) || v != std::trunc(v) || std::abs(v) > 0x1.0p53)
+      return emitError() << "element " << i << " = " << v
+                         << " is not an integer of at most 2^53 in magnitude"
+                         << " (the " << type << " values the interpreter holds"
+                         << " exactly)";
+    if (v != roundToType(v, type))
+      return emitError() << "element " << i << " = " << v
+                         << " does not fit the element type " << type;
+  }
+  return success();
+}
+
 FailureOr<std::vector<Buffer>> run(FunctionOpInterface function,
                                    ArrayRef<Buffer> arguments,
                                    const Options &options) {
@@ -200,12 +240,18 @@ FailureOr<std::vector<Buffer>> run(FunctionOpInterface function,
   llvm::DenseMap<Value, Buffer> values;
   for (auto [i, arg] : llvm::enumerate(block.getArguments())) {
     auto type = cast<RankedTensorType>(arg.getType());
-    if (!llvm::equal(arguments[i].shape, type.getShape()))
+    if (!llvm::equal(arguments[i].shape, type.getShape()) ||
+        arguments[i].numElements() != type.getNumElements())
       return function.emitError("anvil-interp: argument #")
              << i << " has shape [" << llvm::interleaved(arguments[i].shape)
-             << "], the function expects " << type;
+             << "] and " << arguments[i].numElements()
+             << " values, the function expects " << type;
     Buffer b = arguments[i];
     b.elementType = type.getElementType();
+    if (failed(convertArgument(b, [&] {
+          return function.emitError("anvil-interp: argument #") << i << ": ";
+        })))
+      return failure();
     values[arg] = std::move(b);
   }
 
@@ -279,8 +325,12 @@ private:
   uint64_t seed_, counter_ = 0;
 };
 
-/// PyTorch's fans of a weight (out, in, k...): in * prod(k), out * prod(k).
+/// PyTorch's fans of a weight (out, in, k...): in * prod(k), out * prod(k);
+/// 1 for a scalar (the verifier allows fan-based initializers only from
+/// rank 2 on).
 std::pair<double, double> fans(ArrayRef<int64_t> shape) {
+  if (shape.empty())
+    return {1.0, 1.0};
   double receptive = 1;
   for (int64_t d : shape.drop_front(std::min<size_t>(2, shape.size())))
     receptive *= d;
@@ -307,6 +357,8 @@ Buffer randomArgument(FunctionOpInterface function, unsigned index,
       else
         x = std::floor(rng.uniform() * static_cast<double>(intHigh));
     }
+    for (double &x : b.data)
+      x = roundToType(x, et);
     return b;
   }
   ad::InitializerAttr init = param.getInit();
@@ -359,6 +411,7 @@ Buffer randomArgument(FunctionOpInterface function, unsigned index,
       x = init.getArg("gain", std::sqrt(2.0)) / std::sqrt(fan) * rng.normal();
       break;
     }
+    x = roundToType(x, et);
   }
   return b;
 }

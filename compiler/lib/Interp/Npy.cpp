@@ -10,6 +10,7 @@
 
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -141,11 +142,16 @@ llvm::Expected<Buffer> readNpy(const std::string &path, Type elementType) {
                           "' (supported: <f8 <f4 <f2 <i8 <i4 <i2 |i1 |u1 |b1)");
   }
 
-  Buffer b(shape, elementType);
+  // Check the size against the file before allocating anything.
   size_t dataStart = headerStart + headerLen;
-  if (bytes.size() - dataStart < b.data.size() * size)
+  int64_t count = 1;
+  for (int64_t d : shape)
+    if (llvm::MulOverflow(count, d, count))
+      return fail(path, "shape " + shapeText + " is too large");
+  if (static_cast<uint64_t>(count) > (bytes.size() - dataStart) / size)
     return fail(path, "holds fewer elements than its shape (" + shapeText +
                           ") needs");
+  Buffer b(shape, elementType);
   for (size_t i = 0; i < b.data.size(); ++i)
     b.data[i] = loader(bytes.data() + dataStart + i * size);
   return b;

@@ -143,9 +143,9 @@ int main(int argc, char **argv) {
       return error("--set expects field=value, got '" + o + "'");
     fields.emplace_back(o.substr(0, eq), o.substr(eq + 1));
   }
-  if (batchSize)
+  if (batchSize.getNumOccurrences())
     fields.emplace_back("batch", std::to_string(batchSize));
-  if (seqLen)
+  if (seqLen.getNumOccurrences())
     fields.emplace_back("seq_len", std::to_string(seqLen));
 
   mlir::MLIRContext context;

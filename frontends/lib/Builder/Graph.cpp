@@ -95,6 +95,9 @@ Value Graph::addArgument(Type type, NamedAttribute attr) {
 }
 
 Tensor Graph::input(StringRef name, ArrayRef<int64_t> shape, Type elementType) {
+  for (int64_t d : shape)
+    if (d < 0)
+      fail("input '" + name + "' has a negative dimension");
   if (!names_.insert(name).second)
     fail("input name '" + name + "' is already used");
   auto type = RankedTensorType::get(shape, elementType);

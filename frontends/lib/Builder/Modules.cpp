@@ -103,10 +103,14 @@ Tensor Dropout::operator()(Tensor x) {
   if (rate_ == 0.0)
     return x;
   Graph &g = x.graph();
-  // Each site gets its own stream: seed + site index.
-  Tensor offset =
-      full(g, {}, static_cast<double>(calls_++), g.builder().getI64Type());
-  return dropout(x, seed_ + offset, rate_);
+  // Each site gets its own stream, seed * 2^16 + site: no two (seed, site)
+  // pairs share one, so advancing the seed per step never reuses a mask.
+  if (calls_ >= kMaxSites)
+    g.fail("more than " + llvm::Twine(kMaxSites) + " dropout sites");
+  Type i64 = g.builder().getI64Type();
+  Tensor site = seed_ * full(g, {}, static_cast<double>(kMaxSites), i64) +
+                full(g, {}, static_cast<double>(calls_++), i64);
+  return dropout(x, site, rate_);
 }
 
 //===----------------------------------------------------------------------===//

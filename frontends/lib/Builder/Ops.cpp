@@ -102,6 +102,9 @@ Tensor gelu(Tensor x, bool tanhApproximation) {
 }
 
 Tensor full(Graph &g, ArrayRef<int64_t> shape, double value, Type elementType) {
+  for (int64_t d : shape)
+    if (d < 0)
+      g.fail("full: shape " + fmtShape(shape) + " has a negative size");
   auto type = RankedTensorType::get(shape, elementType);
   Attribute element;
   if (isa<FloatType>(elementType))
@@ -127,6 +130,9 @@ Tensor reshape(Tensor x, ArrayRef<int64_t> shape) {
       if (inferredAt >= 0)
         g.fail("reshape to " + fmtShape(shape) + " has more than one -1");
       inferredAt = i;
+    } else if (d < 0) {
+      g.fail("reshape to " + fmtShape(shape) +
+             " has a negative size other than -1");
     } else {
       known *= d;
     }

@@ -35,6 +35,9 @@ GPTConfig make(const char *name, int64_t layers, int64_t width, int64_t heads,
   return c;
 }
 
+/// No GPT has more; deeper configs are typos that would build for hours.
+constexpr int64_t kMaxLayers = 10000;
+
 [[noreturn]] void badField(const GPTConfig &c, const std::string &message) {
   throw BuildError("config '" + c.name + "': " + message);
 }
@@ -140,6 +143,25 @@ void GPTConfig::validate() const {
   if (vocab > (int64_t(1) << 31) - 1)
     badField(*this, "vocab = " + std::to_string(vocab) +
                         " does not fit the i32 token ids");
+  if (padVocabTo > (int64_t(1) << 31) - 1)
+    badField(*this, "pad_vocab_to = " + std::to_string(padVocabTo) +
+                        " is larger than any vocabulary of i32 token ids");
+  if (layers > kMaxLayers)
+    badField(*this, "layers = " + std::to_string(layers) + " exceeds " +
+                        std::to_string(kMaxLayers));
+  // The analytic figures must fit in 63 bits; estimate them in long double
+  // (no overflow there) before computing them exactly.
+  long double L = layers, C = width, T = sequenceLength(), B = batch;
+  long double params = L * (12 * C * C + 13 * C) +
+                       (static_cast<long double>(vocab) + padVocabTo) * C +
+                       static_cast<long double>(context) * C + 2 * C;
+  long double flops = 6 * params * B * T + 12 * L * C * T * B * T;
+  if (params > 0x1p62L || flops > 0x1p62L)
+    badField(*this,
+             "the model is too large for 64-bit counts (layers = " +
+                 std::to_string(layers) + ", width = " + std::to_string(width) +
+                 ", batch = " + std::to_string(batch) +
+                 ", seq_len = " + std::to_string(sequenceLength()) + ")");
 }
 
 int64_t gptParameterCount(const GPTConfig &c) {

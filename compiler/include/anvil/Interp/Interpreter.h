@@ -30,15 +30,25 @@ struct Options {
 };
 
 /// Evaluates `function` on `arguments` (one buffer per argument, shapes as
-/// declared). Errors (an unsupported op or type, a dynamic shape, an index
-/// out of range) are emitted as diagnostics at the op and return failure.
+/// declared). Argument values are first converted to their element types
+/// (see convertArgument). Errors (an unsupported op or type, a dynamic shape,
+/// an index out of range) are emitted as diagnostics at the op and return
+/// failure.
 mlir::FailureOr<std::vector<Buffer>> run(mlir::FunctionOpInterface function,
                                          llvm::ArrayRef<Buffer> arguments,
                                          const Options &options = {});
 
-/// Checks that every op of `function` can be evaluated (static shapes,
-/// supported element types, an evaluator for the op) without running it.
+/// Checks that every op of `function` can be evaluated (static, non-empty
+/// shapes of at most 2^30 elements, supported element types, an evaluator
+/// for the op) without running it.
 mlir::LogicalResult check(mlir::FunctionOpInterface function);
+
+/// Rounds float values to `buffer.elementType`; for integer types checks
+/// that every value is an integer within 2^53 (exact in a double) that fits
+/// the type. Reports the first bad element through `emitError`.
+mlir::LogicalResult
+convertArgument(Buffer &buffer,
+                llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
 
 /// True if the interpreter has an evaluator for ops named `name`.
 bool hasEvaluator(mlir::OperationName name);

@@ -18,8 +18,9 @@
 
 namespace anvil::interp {
 
-/// Reads `path` into a buffer of element type `elementType` (the values are
-/// converted; the shape comes from the file). Errors name the file.
+/// Reads `path` into a buffer tagged with `elementType` (the values are read
+/// as they are; `run` converts them to the type). The shape comes from the
+/// file. Errors name the file.
 llvm::Expected<Buffer> readNpy(const std::string &path, mlir::Type elementType);
 
 /// Writes `buffer`: float element types as '<f8', i1 as '|b1', other

@@ -50,7 +50,12 @@ public:
 
   explicit operator bool() const { return static_cast<bool>(value_); }
   mlir::Value value() const { return value_; }
-  Graph &graph() const { return *graph_; }
+  /// The graph this tensor belongs to; throws BuildError for an empty Tensor.
+  Graph &graph() const {
+    if (!graph_)
+      throw BuildError("use of an empty Tensor (one that was never assigned)");
+    return *graph_;
+  }
   mlir::RankedTensorType type() const {
     return mlir::cast<mlir::RankedTensorType>(value_.getType());
   }
@@ -187,6 +192,10 @@ mlir::Operation *Graph::create(mlir::ValueRange operands,
                                llvm::ArrayRef<mlir::NamedAttribute> attributes,
                                mlir::TypeRange resultTypes) {
   mlir::Location location = loc();
+  for (mlir::Value v : operands)
+    if (!v || v.getParentBlock() != &func_.getBody().front())
+      fail(llvm::Twine("an operand of '") + OpTy::getOperationName() + "' is " +
+           (v ? "a value of another graph" : "empty"));
   detail::DiagnosticCapture capture(context_);
   mlir::OperationState state(location, OpTy::getOperationName());
   state.addOperands(operands);

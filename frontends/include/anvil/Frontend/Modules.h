@@ -113,8 +113,9 @@ public:
   double epsilon;
 };
 
-/// Dropout with a fresh mask per call site: each call derives its own seed
-/// from the graph's seed input (seed + call index). Rate 0 is the identity.
+/// Dropout with a fresh mask per call site: call k uses the seed
+/// `seed * 2^16 + k` (at most 2^16 sites), so masks differ across sites and
+/// across steps that advance the seed input. Rate 0 is the identity.
 class Dropout {
 public:
   Dropout() = default;
@@ -123,6 +124,7 @@ public:
   double rate() const { return rate_; }
 
 private:
+  static constexpr int64_t kMaxSites = int64_t(1) << 16;
   Tensor seed_;
   double rate_ = 0.0;
   int64_t calls_ = 0;

@@ -39,7 +39,8 @@ struct GPTConfig {
   int64_t sequenceLength() const { return seqLen ? seqLen : context; }
   int64_t tokensPerStep() const { return batch * sequenceLength(); }
 
-  /// Checks every field; throws BuildError naming the first bad one.
+  /// Checks every field, and that the parameter and FLOP counts fit in
+  /// 63 bits; throws BuildError naming the first bad field.
   void validate() const;
   /// Sets `field` (layers, width, heads, context, vocab, pad_vocab_to,
   /// dropout, batch, seq_len) from text; throws BuildError listing the
