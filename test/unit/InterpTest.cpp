@@ -93,7 +93,7 @@ TEST_F(InterpTest, EveryOpHasAnEvaluator) {
     ++ops;
     EXPECT_TRUE(hasEvaluator(name)) << name.getStringRef().str();
   }
-  EXPECT_EQ(ops, 60);
+  EXPECT_EQ(ops, 61);
 }
 
 TEST_F(InterpTest, ArithmeticAndMath) {
@@ -134,6 +134,7 @@ TEST_F(InterpTest, ArithmeticAndMath) {
   unary("silu", {0, 2, -1},
         {0, 2 / (1 + std::exp(-2.0)), -1 / (1 + std::exp(1.0))});
   unary("relu", {-1, 0, 2}, {0, 0, 2});
+  unary("stop_gradient", {-1, 0, 2}, {-1, 0, 2});
   // GELU(1): erf form 0.5 (1 + erf(1/sqrt 2)) = 0.8413447460685429; tanh
   // form 0.5 (1 + tanh(sqrt(2/pi) * 1.044715)) = 0.8411919906082768.
   unary("gelu erf", {1, 0, -1}, {0.8413447460685429, 0, -0.15865525393145707});

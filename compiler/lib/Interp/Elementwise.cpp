@@ -90,6 +90,7 @@ void registerElementwiseEvaluators(EvaluatorTable &t) {
   unary<ad::ErfOp>(t, [](double x) { return std::erf(x); });
   unary<ad::SigmoidOp>(t, sigmoid);
   unary<ad::SiluOp>(t, [](double x) { return x * sigmoid(x); });
+  unary<ad::StopGradientOp>(t, [](double x) { return x; });
   unary<ad::ReluOp>(t,
                     [](double x) { return x > 0.0 ? x : (x == x ? 0.0 : x); });
   t.add<ad::GeluOp>([](ad::GeluOp op, ArrayRef<const Buffer *> in,

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "anvil/Dialect/Anvil/IR/AnvilDialect.h"
+#include "anvil/Training/Passes.h"
 #include "anvil/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -59,6 +60,7 @@ int main(int argc, char **argv) {
   mlir::registerLinalgPasses();
   mlir::bufferization::registerBufferizationPasses();
   mlir::shard::registerShardPasses();
+  mlir::anvil::registerAnvilTrainingPasses();
   mlir::anvil::registerAnvilTransformsPasses();
 
   return mlir::asMainReturnCode(mlir::MlirOptMain(

@@ -1015,5 +1015,5 @@ func.func @unknown_discardable_attr(%a: tensor<4xf32>) {
 
 // -----
 
-// expected-error@+1 {{result #0 has unknown attribute 'anvil.bogus'; anvil defines no result attributes}}
+// expected-error@+1 {{result #0 has unknown attribute 'anvil.bogus'; anvil defines 'anvil.grad'}}
 func.func private @result_attribute(tensor<4xf32>) -> (tensor<4xf32> {anvil.bogus = 1 : i32})

@@ -95,6 +95,8 @@ func.func @compare_select_dropout(%a: tensor<4xf32>, %b: tensor<4xf32>, %seed: t
   %m = anvil.compare ge, %a, %b : tensor<4xf32>
   // CHECK: anvil.compare eq, %[[A]], %[[B]] : tensor<4xf32>
   %e = anvil.compare eq, %a, %b : tensor<4xf32>
+  // CHECK: anvil.stop_gradient %[[A]] : tensor<4xf32>
+  %sg = anvil.stop_gradient %a : tensor<4xf32>
   // CHECK: %[[Y:.+]] = anvil.select %[[M]], %[[A]], %[[B]] : tensor<4xf32>
   %y = anvil.select %m, %a, %b : tensor<4xf32>
   // CHECK: anvil.dropout %[[Y]], %[[S]] rate = 1.000000e-01 : tensor<4xf32>

@@ -111,10 +111,18 @@ LogicalResult AnvilDialect::verifyRegionResultAttribute(Operation *op,
                                                         unsigned regionIndex,
                                                         unsigned resultIndex,
                                                         NamedAttribute attr) {
+  if (attr.getName() == kGradAttrName) {
+    if (isa<StringAttr>(attr.getValue()))
+      return success();
+    return op->emitError() << "result #" << resultIndex << ": '"
+                           << kGradAttrName
+                           << "' must be the name of an argument, got "
+                           << attr.getValue();
+  }
   return op->emitError() << "result #" << resultIndex
                          << " has unknown attribute '"
-                         << attr.getName().getValue()
-                         << "'; anvil defines no result attributes";
+                         << attr.getName().getValue() << "'; anvil defines '"
+                         << kGradAttrName << "'";
 }
 
 LogicalResult AnvilDialect::verifyOperationAttribute(Operation *op,

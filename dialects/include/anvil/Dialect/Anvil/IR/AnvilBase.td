@@ -46,6 +46,8 @@ def Anvil_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kParamAttrName = "anvil.param";
     /// Argument attribute naming a batch input: `#anvil.input<...>`.
     static constexpr ::llvm::StringLiteral kInputAttrName = "anvil.input";
+    /// Result attribute naming the argument a gradient belongs to.
+    static constexpr ::llvm::StringLiteral kGradAttrName = "anvil.grad";
 
   private:
     void registerAttributes();
@@ -117,6 +119,10 @@ def Anvil_InitKind : I32EnumAttr<"InitKind", "parameter initializer", [
   let genSpecializedAttr = 0;
 }
 
+// Ops with a VJP rule declare it with this trait and define
+// `buildVJP` in AnvilVJP.cpp.
+def Anvil_VJP : DeclareOpInterfaceMethods<Anvil_VJPOpInterface>;
+
 //===----------------------------------------------------------------------===//
 // Op base classes
 //===----------------------------------------------------------------------===//
@@ -152,7 +158,8 @@ class Anvil_UnaryElementwiseOp<string mnemonic, int flops,
                                list<Trait> traits = []>
     : Anvil_ElementwiseOp<mnemonic, flops,
                           !listconcat([SameOperandsAndResultType,
-                                       InferTypeOpInterface], traits)> {
+                                       InferTypeOpInterface,
+                                       Anvil_VJP], traits)> {
   let arguments = (ins tensorType:$operand);
   let results = (outs tensorType:$result);
   let assemblyFormat = "$operand attr-dict `:` type($result)";
@@ -163,7 +170,8 @@ class Anvil_BinaryElementwiseOp<string mnemonic, int flops,
                                 list<Trait> traits = []>
     : Anvil_ElementwiseOp<mnemonic, flops,
                           !listconcat([SameOperandsAndResultType,
-                                       InferTypeOpInterface], traits)> {
+                                       InferTypeOpInterface,
+                                       Anvil_VJP], traits)> {
   let arguments = (ins tensorType:$lhs, tensorType:$rhs);
   let results = (outs tensorType:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";

@@ -27,6 +27,12 @@ int64_t getOperandAndResultBytes(Operation *op);
 
 } // namespace mlir::anvil
 
+namespace mlir::OpTrait::anvil {
+/// Marks ops whose results carry no gradient (comparisons, argmax).
+template <typename ConcreteType>
+class NonDifferentiable : public TraitBase<ConcreteType, NonDifferentiable> {};
+} // namespace mlir::OpTrait::anvil
+
 #include "anvil/Dialect/Anvil/IR/AnvilInterfaces.h.inc"
 
 #endif // ANVIL_DIALECT_ANVIL_IR_ANVILINTERFACES_H

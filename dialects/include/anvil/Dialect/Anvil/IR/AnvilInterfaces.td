@@ -44,4 +44,34 @@ def Anvil_CostOpInterface : OpInterface<"CostOpInterface"> {
   ];
 }
 
+def Anvil_VJPOpInterface : OpInterface<"VJPOpInterface"> {
+  let cppNamespace = "::mlir::anvil";
+  let description = [{
+    The vector-Jacobian product of an op: given the gradients of the loss
+    with respect to the op's results, build (at the builder's insertion
+    point, after the op) the gradients with respect to its operands. The
+    rules reuse the op's operands and results rather than recomputing them.
+
+    A null result gradient means no gradient flows into that result (zero).
+    `operandGrads` receives one value per operand: the gradient, or null
+    for an operand that takes none (integer operands, seeds, indices, or an
+    operand the rule does not differentiate). Ops without this interface
+    cannot be differentiated through; ops with the `NonDifferentiable` trait
+    (comparisons, argmax) stop gradients by definition.
+  }];
+  let methods = [
+    InterfaceMethod<
+      /*desc=*/"Builds the gradients of the operands from those of the results.",
+      /*retTy=*/"::llvm::LogicalResult", /*methodName=*/"buildVJP",
+      /*args=*/(ins "::mlir::OpBuilder &":$builder,
+                    "::llvm::ArrayRef<::mlir::Value>":$resultGrads,
+                    "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>,
+  ];
+}
+
+// Ops whose results carry no gradient at all (comparisons, argmax).
+def Anvil_NonDifferentiable : NativeOpTrait<"anvil::NonDifferentiable"> {
+  let cppNamespace = "::mlir::OpTrait";
+}
+
 #endif // ANVIL_DIALECT_ANVIL_IR_ANVILINTERFACES_TD

@@ -32,7 +32,8 @@ def Anvil_ConstantOp : Anvil_CostedOp<"constant", [ConstantLike,
   let hasFolder = 1;
 }
 
-def Anvil_CastOp : Anvil_Op<"cast", [Elementwise, SameOperandsAndResultShape]> {
+def Anvil_CastOp : Anvil_Op<"cast", [Anvil_VJP, Elementwise,
+                                     SameOperandsAndResultShape]> {
   let summary = "Element type conversion";
   let description = [{
     Converts each element to the result's element type: floats round to
@@ -170,7 +171,7 @@ def Anvil_SigmoidOp : Anvil_FloatUnaryOp<"sigmoid", 3,
 def Anvil_SiluOp : Anvil_FloatUnaryOp<"silu", 4, "SiLU (swish) `x * sigmoid(x)`">;
 def Anvil_ReluOp : Anvil_FloatUnaryOp<"relu", 1, "`max(x, 0)`">;
 
-def Anvil_GeluOp : Anvil_ElementwiseOp<"gelu", 8, [SameOperandsAndResultType,
+def Anvil_GeluOp : Anvil_ElementwiseOp<"gelu", 8, [Anvil_VJP, SameOperandsAndResultType,
                                                    InferTypeOpInterface]> {
   let summary = "Gaussian error linear unit";
   let description = [{
@@ -191,7 +192,7 @@ def Anvil_GeluOp : Anvil_ElementwiseOp<"gelu", 8, [SameOperandsAndResultType,
 // Comparisons and selection
 //===----------------------------------------------------------------------===//
 
-def Anvil_CompareOp : Anvil_ElementwiseOp<"compare", 1, [
+def Anvil_CompareOp : Anvil_ElementwiseOp<"compare", 1, [Anvil_NonDifferentiable, 
     DeclareOpInterfaceMethods<InferTypeOpInterface>, AllTypesMatch<["lhs", "rhs"]>,
     TypesMatchWith<"result is an i1 tensor of the operands' shape", "lhs",
                    "result", "::mlir::anvil::getBoolTensorType($_self)">]> {
@@ -207,7 +208,7 @@ def Anvil_CompareOp : Anvil_ElementwiseOp<"compare", 1, [
   let assemblyFormat = "$direction `,` $lhs `,` $rhs attr-dict `:` type($lhs)";
 }
 
-def Anvil_SelectOp : Anvil_ElementwiseOp<"select", 1, [
+def Anvil_SelectOp : Anvil_ElementwiseOp<"select", 1, [Anvil_VJP, 
     DeclareOpInterfaceMethods<InferTypeOpInterface>, AllTypesMatch<["on_true", "on_false", "result"]>,
     TypesMatchWith<"condition is an i1 tensor of the result's shape", "result",
                    "condition", "::mlir::anvil::getBoolTensorType($_self)">]> {
@@ -224,12 +225,28 @@ def Anvil_SelectOp : Anvil_ElementwiseOp<"select", 1, [
       "$condition `,` $on_true `,` $on_false attr-dict `:` type($result)";
 }
 
+def Anvil_StopGradientOp : Anvil_ElementwiseOp<"stop_gradient", 0, [
+    SameOperandsAndResultType, InferTypeOpInterface, Anvil_VJP]> {
+  let summary = "Identity whose operand receives no gradient";
+  let description = [{
+    Returns its operand unchanged; differentiation treats the result as a
+    constant, so nothing flows back into the operand.
+
+    ```mlir
+    %t = anvil.stop_gradient %target : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_Tensor:$operand);
+  let results = (outs Anvil_Tensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($result)";
+}
+
 //===----------------------------------------------------------------------===//
 // Shape and data movement
 //===----------------------------------------------------------------------===//
 
 def Anvil_ReshapeOp : Anvil_CostedOp<"reshape",
-                                     [SameOperandsAndResultElementType]> {
+                                     [Anvil_VJP, SameOperandsAndResultElementType]> {
   let summary = "Reinterprets a tensor with a new shape of the same size";
   let description = [{
     Row-major order is kept; the element counts must agree.
@@ -245,7 +262,7 @@ def Anvil_ReshapeOp : Anvil_CostedOp<"reshape",
   let hasFolder = 1;
 }
 
-def Anvil_TransposeOp : Anvil_CostedOp<"transpose", [InferTypeOpAdaptor]> {
+def Anvil_TransposeOp : Anvil_CostedOp<"transpose", [Anvil_VJP, InferTypeOpAdaptor]> {
   let summary = "Permutes the dimensions of a tensor";
   let description = [{
     Result dimension `i` is operand dimension `permutation[i]`.
@@ -263,7 +280,7 @@ def Anvil_TransposeOp : Anvil_CostedOp<"transpose", [InferTypeOpAdaptor]> {
 }
 
 def Anvil_BroadcastOp : Anvil_CostedOp<"broadcast",
-                                       [SameOperandsAndResultElementType]> {
+                                       [Anvil_VJP, SameOperandsAndResultElementType]> {
   let summary = "Broadcasts a tensor to a larger shape";
   let description = [{
     Operand dimension `i` becomes result dimension `dimensions[i]`; it must
@@ -283,7 +300,7 @@ def Anvil_BroadcastOp : Anvil_CostedOp<"broadcast",
   let hasFolder = 1;
 }
 
-def Anvil_SliceOp : Anvil_GatheringOp<"slice", [InferTypeOpAdaptor]> {
+def Anvil_SliceOp : Anvil_GatheringOp<"slice", [Anvil_VJP, InferTypeOpAdaptor]> {
   let summary = "A strided slice `operand[start:limit:stride]` per dimension";
   let description = [{
     ```mlir
@@ -299,7 +316,7 @@ def Anvil_SliceOp : Anvil_GatheringOp<"slice", [InferTypeOpAdaptor]> {
   }];
 }
 
-def Anvil_ConcatOp : Anvil_CostedOp<"concat", [InferTypeOpAdaptor]> {
+def Anvil_ConcatOp : Anvil_CostedOp<"concat", [Anvil_VJP, InferTypeOpAdaptor]> {
   let summary = "Concatenates tensors along one dimension";
   let description = [{
     ```mlir
@@ -313,7 +330,7 @@ def Anvil_ConcatOp : Anvil_CostedOp<"concat", [InferTypeOpAdaptor]> {
   }];
 }
 
-def Anvil_SplitOp : Anvil_CostedOp<"split", [InferTypeOpAdaptor]> {
+def Anvil_SplitOp : Anvil_CostedOp<"split", [Anvil_VJP, InferTypeOpAdaptor]> {
   let summary = "Splits a tensor along one dimension into pieces of given sizes";
   let description = [{
     ```mlir
@@ -329,7 +346,7 @@ def Anvil_SplitOp : Anvil_CostedOp<"split", [InferTypeOpAdaptor]> {
   }];
 }
 
-def Anvil_PadOp : Anvil_CostedOp<"pad", [InferTypeOpAdaptor]> {
+def Anvil_PadOp : Anvil_CostedOp<"pad", [Anvil_VJP, InferTypeOpAdaptor]> {
   let summary = "Pads a tensor with a constant";
   let description = [{
     Adds `low[i]` elements before and `high[i]` after dimension `i`, all
@@ -371,7 +388,7 @@ def Anvil_GatherOp : Anvil_GatheringOp<"gather", [InferTypeOpAdaptor]> {
 //===----------------------------------------------------------------------===//
 
 class Anvil_ReduceOp<string mnemonic, string what, Type tensorType>
-    : Anvil_CostedOp<mnemonic, [InferTypeOpAdaptor,
+    : Anvil_CostedOp<mnemonic, [Anvil_VJP, InferTypeOpAdaptor,
                                 SameOperandsAndResultElementType]> {
   let summary = what # " over the given dimensions";
   let description = [{
@@ -396,7 +413,7 @@ def Anvil_ReduceMeanOp : Anvil_ReduceOp<"reduce_mean", "Arithmetic mean",
 def Anvil_ReduceMaxOp : Anvil_ReduceOp<"reduce_max", "Maximum", Anvil_NumericTensor>;
 def Anvil_ReduceMinOp : Anvil_ReduceOp<"reduce_min", "Minimum", Anvil_NumericTensor>;
 
-def Anvil_ArgmaxOp : Anvil_CostedOp<"argmax", [InferTypeOpAdaptor]> {
+def Anvil_ArgmaxOp : Anvil_CostedOp<"argmax", [Anvil_NonDifferentiable, InferTypeOpAdaptor]> {
   let summary = "Index of the largest element along one dimension";
   let description = [{
     Ties resolve to the smallest index. The result has `i64` elements.
@@ -413,7 +430,7 @@ def Anvil_ArgmaxOp : Anvil_CostedOp<"argmax", [InferTypeOpAdaptor]> {
   }];
 }
 
-def Anvil_SoftmaxOp : Anvil_CostedOp<"softmax", [SameOperandsAndResultType,
+def Anvil_SoftmaxOp : Anvil_CostedOp<"softmax", [Anvil_VJP, SameOperandsAndResultType,
                                                  InferTypeOpInterface]> {
   let summary = "Softmax along one dimension";
   let description = [{
@@ -430,7 +447,7 @@ def Anvil_SoftmaxOp : Anvil_CostedOp<"softmax", [SameOperandsAndResultType,
 }
 
 def Anvil_LogSoftmaxOp : Anvil_CostedOp<"log_softmax",
-    [SameOperandsAndResultType, InferTypeOpInterface]> {
+    [Anvil_VJP, SameOperandsAndResultType, InferTypeOpInterface]> {
   let summary = "Logarithm of the softmax along one dimension";
   let description = [{
     `x - max(x) - log(sum(exp(x - max(x))))` along `dim`.
@@ -449,7 +466,7 @@ def Anvil_LogSoftmaxOp : Anvil_CostedOp<"log_softmax",
 // Contractions
 //===----------------------------------------------------------------------===//
 
-def Anvil_MatmulOp : Anvil_CostedOp<"matmul", [InferTypeOpAdaptor]> {
+def Anvil_MatmulOp : Anvil_CostedOp<"matmul", [Anvil_VJP, InferTypeOpAdaptor]> {
   let summary = "Batched matrix product with optional transposes";
   let description = [{
     Multiplies the trailing two dimensions: `(..., M, K) x (..., K, N) ->
@@ -473,7 +490,7 @@ def Anvil_MatmulOp : Anvil_CostedOp<"matmul", [InferTypeOpAdaptor]> {
 // Normalizations
 //===----------------------------------------------------------------------===//
 
-def Anvil_LayerNormOp : Anvil_CostedOp<"layer_norm", [InferTypeOpAdaptor,
+def Anvil_LayerNormOp : Anvil_CostedOp<"layer_norm", [Anvil_VJP, InferTypeOpAdaptor,
                                                       AttrSizedOperandSegments]> {
   let summary = "Layer normalization over the trailing dimensions";
   let description = [{
@@ -497,7 +514,7 @@ def Anvil_LayerNormOp : Anvil_CostedOp<"layer_norm", [InferTypeOpAdaptor,
   }];
 }
 
-def Anvil_RMSNormOp : Anvil_CostedOp<"rms_norm", [InferTypeOpAdaptor]> {
+def Anvil_RMSNormOp : Anvil_CostedOp<"rms_norm", [Anvil_VJP, InferTypeOpAdaptor]> {
   let summary = "Root-mean-square normalization over the trailing dimensions";
   let description = [{
     `x / sqrt(mean(x^2) + epsilon) * scale` over dimensions `[axis, rank)`.
@@ -617,7 +634,7 @@ def Anvil_BatchNormInferenceOp : Anvil_CostedOp<"batch_norm_inference",
 // Transformer ops
 //===----------------------------------------------------------------------===//
 
-def Anvil_DropoutOp : Anvil_CostedOp<"dropout", [
+def Anvil_DropoutOp : Anvil_CostedOp<"dropout", [Anvil_VJP, 
     AllTypesMatch<["operand", "result"]>,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "Seeded inverted dropout";
@@ -679,7 +696,7 @@ def Anvil_EmbeddingBagOp : Anvil_GatheringOp<"embedding_bag",
   }];
 }
 
-def Anvil_RopeOp : Anvil_CostedOp<"rope", [InferTypeOpAdaptor]> {
+def Anvil_RopeOp : Anvil_CostedOp<"rope", [Anvil_VJP, InferTypeOpAdaptor]> {
   let summary = "Rotary position embedding";
   let description = [{
     `operand` is `(..., T, D)` with `D` even, `cos` and `sin` are `(T, D/2)`.
@@ -825,7 +842,7 @@ def Anvil_AvgPoolOp : Anvil_PoolOp<"avg_pool", "Average"> {
 }
 
 def Anvil_UpsampleNearestOp : Anvil_CostedOp<"upsample_nearest",
-    [InferTypeOpAdaptor, SameOperandsAndResultElementType]> {
+    [Anvil_VJP, InferTypeOpAdaptor, SameOperandsAndResultElementType]> {
   let summary = "Nearest-neighbour upsampling by integer factors";
   let description = [{
     Repeats each spatial element of `(N, C, spatial...)` `scale[i]` times
@@ -846,7 +863,7 @@ def Anvil_UpsampleNearestOp : Anvil_CostedOp<"upsample_nearest",
 // Losses
 //===----------------------------------------------------------------------===//
 
-def Anvil_CrossEntropyOp : Anvil_CostedOp<"cross_entropy", [InferTypeOpAdaptor]> {
+def Anvil_CrossEntropyOp : Anvil_CostedOp<"cross_entropy", [Anvil_VJP, InferTypeOpAdaptor]> {
   let summary = "Softmax cross-entropy with ignore index and label smoothing";
   let description = [{
     `logits` is `(..., C)` and `labels` is `(...)` of class indices. With
@@ -870,8 +887,8 @@ def Anvil_CrossEntropyOp : Anvil_CostedOp<"cross_entropy", [InferTypeOpAdaptor]>
   }];
 }
 
-class Anvil_PairLossOp<string mnemonic, string what>
-    : Anvil_CostedOp<mnemonic, [InferTypeOpAdaptor]> {
+class Anvil_PairLossOp<string mnemonic, string what, list<Trait> traits = []>
+    : Anvil_CostedOp<mnemonic, !listconcat([InferTypeOpAdaptor], traits)> {
   let summary = what;
   let results = (outs Anvil_FloatTensor:$result);
   let assemblyFormat = [{
@@ -879,7 +896,8 @@ class Anvil_PairLossOp<string mnemonic, string what>
   }];
 }
 
-def Anvil_MSELossOp : Anvil_PairLossOp<"mse_loss", "Mean squared error"> {
+def Anvil_MSELossOp : Anvil_PairLossOp<"mse_loss", "Mean squared error",
+                                       [Anvil_VJP]> {
   let description = [{
     `(input - target)^2`, reduced. Both operands have one type.
 
@@ -892,7 +910,7 @@ def Anvil_MSELossOp : Anvil_PairLossOp<"mse_loss", "Mean squared error"> {
 }
 
 def Anvil_BCEWithLogitsLossOp : Anvil_PairLossOp<"bce_with_logits",
-    "Binary cross-entropy on logits"> {
+    "Binary cross-entropy on logits", [Anvil_VJP]> {
   let description = [{
     `max(x, 0) - x * t + log(1 + exp(-|x|))` for logits `x` (`input`) and
     targets `t` in [0, 1], reduced.

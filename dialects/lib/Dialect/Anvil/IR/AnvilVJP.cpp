@@ -1,0 +1,660 @@
+//===- AnvilVJP.cpp - vector-Jacobian products of anvil ops ---------------===//
+//
+// One `buildVJP` per differentiable op: given dL/d(results), build
+// dL/d(operands) out of anvil ops, reusing the op's operands and results.
+// Shapes in comments: x the operand, y the result, g = dL/dy.
+//
+// Not differentiated yet (they have no VJP rule, and autodiff reports them):
+// embedding, embedding_bag, gather, attention, conv, conv_transpose, the
+// poolings, group/instance/batch norm, focal and Dice loss, and strided
+// slices.
+//
+//===----------------------------------------------------------------------===//
+
+#include "anvil/Dialect/Anvil/IR/AnvilOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::anvil;
+
+namespace {
+
+/// Small helpers that build anvil ops at one location.
+struct Emit {
+  OpBuilder &b;
+  Location loc;
+
+  RankedTensorType typeOf(Value v) const {
+    return cast<RankedTensorType>(v.getType());
+  }
+  /// A splat constant of `type`'s shape and element type.
+  Value splat(Type type, double value) {
+    auto t = cast<RankedTensorType>(type);
+    Attribute element =
+        isa<FloatType>(t.getElementType())
+            ? Attribute(b.getFloatAttr(t.getElementType(), value))
+            : Attribute(b.getIntegerAttr(t.getElementType(),
+                                         static_cast<int64_t>(value)));
+    return ConstantOp::create(b, loc, t, SplatElementsAttr::get(t, element));
+  }
+  Value like(Value v, double value) { return splat(v.getType(), value); }
+  Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
+  Value div(Value x, Value y) { return DivOp::create(b, loc, x, y); }
+  Value neg(Value x) { return NegOp::create(b, loc, x); }
+  Value scale(Value x, double c) { return mul(x, like(x, c)); }
+  Value cmp(ComparisonDirection d, Value x, Value y) {
+    return CompareOp::create(b, loc, d, x, y);
+  }
+  Value select(Value c, Value x, Value y) {
+    return SelectOp::create(b, loc, c, x, y);
+  }
+  /// 1.0 where `mask` holds, else 0.0, in the float type of `like`.
+  Value maskOf(Value mask, Value likeValue) {
+    return CastOp::create(b, loc, typeOf(likeValue), mask);
+  }
+  Value sum(Value x, ArrayRef<int64_t> dims, bool keep) {
+    return ReduceSumOp::create(b, loc, x, dims, keep);
+  }
+  Value mean(Value x, ArrayRef<int64_t> dims, bool keep) {
+    return ReduceMeanOp::create(b, loc, x, dims, keep);
+  }
+  Value reshape(Value x, Type type) {
+    if (x.getType() == type)
+      return x;
+    return ReshapeOp::create(b, loc, type, x);
+  }
+  /// Broadcasts `x` to `type`, operand dimension i going to `dims[i]`.
+  Value broadcast(Value x, Type type, ArrayRef<int64_t> dims) {
+    if (x.getType() == type)
+      return x;
+    return BroadcastOp::create(b, loc, type, x, dims);
+  }
+  /// Broadcasts `x`, which has `type`'s rank (size-1 where it stretches).
+  Value stretch(Value x, Type type) {
+    SmallVector<int64_t> dims =
+        llvm::to_vector(llvm::seq<int64_t>(0, typeOf(x).getRank()));
+    return broadcast(x, type, dims);
+  }
+  /// Broadcasts a reduction result kept with `keep_dims` back to `type`.
+  Value unreduce(Value reduced, Type type) { return stretch(reduced, type); }
+  Value transpose(Value x, ArrayRef<int64_t> perm) {
+    return TransposeOp::create(b, loc, x, perm);
+  }
+};
+
+/// The gradient of result `i`, or zeros of its type if none flows in.
+Value gradOrZero(Emit &e, Operation *op, ArrayRef<Value> grads, unsigned i) {
+  return grads[i] ? grads[i] : e.splat(op->getResult(i).getType(), 0.0);
+}
+
+SmallVector<int64_t> range(int64_t from, int64_t to) {
+  return llvm::to_vector(llvm::seq<int64_t>(from, to));
+}
+
+bool isFloatTensor(Value v) {
+  return isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType());
+}
+
+/// The per-element weight of a loss reduction: g / count for mean, g for
+/// sum, broadcast to `type`; `none` passes the per-element g through.
+Value lossScale(Emit &e, Reduction reduction, Value g, Type type, Value count) {
+  if (reduction == Reduction::none)
+    return g;
+  Value w = reduction == Reduction::mean ? e.div(g, count) : g;
+  return e.broadcast(w, type, {});
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+#define ANVIL_UNARY_VJP(OpTy, BODY)                                            \
+  LogicalResult OpTy::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,      \
+                               SmallVectorImpl<Value> &out) {                  \
+    Emit e{builder, getLoc()};                                                 \
+    Value g = grads[0], x = getOperand(), y = getResult();                     \
+    (void)x;                                                                   \
+    (void)y;                                                                   \
+    out.push_back(BODY);                                                       \
+    return success();                                                          \
+  }
+
+ANVIL_UNARY_VJP(NegOp, e.neg(g))
+// sign(x) g, with sign(0) = 0.
+ANVIL_UNARY_VJP(
+    AbsOp, e.select(e.cmp(ComparisonDirection::gt, x, e.like(x, 0)), g,
+                    e.select(e.cmp(ComparisonDirection::lt, x, e.like(x, 0)),
+                             e.neg(g), e.like(x, 0))))
+ANVIL_UNARY_VJP(ExpOp, e.mul(g, y))
+ANVIL_UNARY_VJP(LogOp, e.div(g, x))
+// d sqrt(x) = 1 / (2 sqrt(x))
+ANVIL_UNARY_VJP(SqrtOp, e.div(e.scale(g, 0.5), y))
+// d x^(-1/2) = -1/2 x^(-3/2) = -1/2 y^3
+ANVIL_UNARY_VJP(RsqrtOp, e.mul(e.scale(g, -0.5), e.mul(y, e.mul(y, y))))
+// d tanh = 1 - y^2
+ANVIL_UNARY_VJP(TanhOp, e.mul(g, e.sub(e.like(y, 1), e.mul(y, y))))
+// d erf = 2 / sqrt(pi) exp(-x^2)
+ANVIL_UNARY_VJP(ErfOp,
+                e.mul(e.scale(g, 2.0 / std::sqrt(M_PI)),
+                      ExpOp::create(builder, getLoc(), e.neg(e.mul(x, x)))))
+// d sigmoid = y (1 - y)
+ANVIL_UNARY_VJP(SigmoidOp, e.mul(g, e.mul(y, e.sub(e.like(y, 1), y))))
+// d x s(x) = s (1 + x (1 - s))
+ANVIL_UNARY_VJP(SiluOp, [&] {
+  Value s = SigmoidOp::create(builder, getLoc(), x);
+  return e.mul(g,
+               e.mul(s, e.add(e.like(x, 1), e.mul(x, e.sub(e.like(x, 1), s)))));
+}())
+ANVIL_UNARY_VJP(ReluOp,
+                e.select(e.cmp(ComparisonDirection::gt, x, e.like(x, 0)), g,
+                         e.like(x, 0)))
+ANVIL_UNARY_VJP(StopGradientOp, Value())
+#undef ANVIL_UNARY_VJP
+
+LogicalResult GeluOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                               SmallVectorImpl<Value> &out) {
+  Emit e{builder, getLoc()};
+  Value g = grads[0], x = getOperand();
+  Value half = e.like(x, 0.5), one = e.like(x, 1.0);
+  Value d;
+  if (getApproximation() == GeluApproximation::erf) {
+    // Phi(x) + x phi(x): Phi = (1 + erf(x / sqrt 2)) / 2,
+    // phi = exp(-x^2 / 2) / sqrt(2 pi).
+    Value cdf = e.mul(half, e.add(one, ErfOp::create(builder, getLoc(),
+                                                     e.scale(x, M_SQRT1_2))));
+    Value pdf =
+        e.scale(ExpOp::create(builder, getLoc(), e.scale(e.mul(x, x), -0.5)),
+                1.0 / std::sqrt(2.0 * M_PI));
+    d = e.add(cdf, e.mul(x, pdf));
+  } else {
+    // u = c (x + a x^3), t = tanh(u):
+    // d = (1 + t) / 2 + x (1 - t^2) c (1 + 3 a x^2) / 2.
+    const double c = std::sqrt(2.0 / M_PI), a = 0.044715;
+    Value x2 = e.mul(x, x);
+    Value u = e.scale(e.add(x, e.scale(e.mul(x2, x), a)), c);
+    Value t = TanhOp::create(builder, getLoc(), u);
+    Value du = e.scale(e.add(one, e.scale(x2, 3 * a)), c);
+    d = e.add(e.mul(half, e.add(one, t)),
+              e.mul(e.mul(half, x), e.mul(e.sub(one, e.mul(t, t)), du)));
+  }
+  out.push_back(e.mul(g, d));
+  return success();
+}
+
+LogicalResult AddOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                              SmallVectorImpl<Value> &out) {
+  out.append({grads[0], grads[0]});
+  return success();
+}
+
+LogicalResult SubOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                              SmallVectorImpl<Value> &out) {
+  Emit e{builder, getLoc()};
+  out.append({grads[0], e.neg(grads[0])});
+  return success();
+}
+
+LogicalResult MulOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                              SmallVectorImpl<Value> &out) {
+  Emit e{builder, getLoc()};
+  out.append({e.mul(grads[0], getRhs()), e.mul(grads[0], getLhs())});
+  return success();
+}
+
+LogicalResult DivOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                              SmallVectorImpl<Value> &out) {
+  // d(a/b) = da / b - a db / b^2 = (da - y db) / b
+  Emit e{builder, getLoc()};
+  Value gOverB = e.div(grads[0], getRhs());
+  out.append({gOverB, e.neg(e.mul(gOverB, getResult()))});
+  return success();
+}
+
+LogicalResult PowOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                              SmallVectorImpl<Value> &out) {
+  // d a^b / da = b a^(b-1); d a^b / db = a^b log a (a > 0).
+  Emit e{builder, getLoc()};
+  Value a = getLhs(), p = getRhs(), g = grads[0];
+  Value aPowBm1 = PowOp::create(builder, getLoc(), a, e.sub(p, e.like(p, 1)));
+  out.push_back(e.mul(g, e.mul(p, aPowBm1)));
+  out.push_back(
+      e.mul(g, e.mul(getResult(), LogOp::create(builder, getLoc(), a))));
+  return success();
+}
+
+/// max/min: the gradient goes to the operand that was chosen (ties: lhs).
+static void chooseVJP(Emit &e, ComparisonDirection d, Value lhs, Value rhs,
+                      Value g, SmallVectorImpl<Value> &out) {
+  Value lhsWins = e.cmp(d, lhs, rhs);
+  Value zero = e.like(g, 0);
+  out.append({e.select(lhsWins, g, zero), e.select(lhsWins, zero, g)});
+}
+
+LogicalResult MaxOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                              SmallVectorImpl<Value> &out) {
+  Emit e{builder, getLoc()};
+  chooseVJP(e, ComparisonDirection::ge, getLhs(), getRhs(), grads[0], out);
+  return success();
+}
+
+LogicalResult MinOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                              SmallVectorImpl<Value> &out) {
+  Emit e{builder, getLoc()};
+  chooseVJP(e, ComparisonDirection::le, getLhs(), getRhs(), grads[0], out);
+  return success();
+}
+
+LogicalResult SelectOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                 SmallVectorImpl<Value> &out) {
+  Emit e{builder, getLoc()};
+  Value zero = e.like(grads[0], 0);
+  out.append({Value(), e.select(getCondition(), grads[0], zero),
+              e.select(getCondition(), zero, grads[0])});
+  return success();
+}
+
+LogicalResult CastOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                               SmallVectorImpl<Value> &out) {
+  // Only float-to-float casts pass gradients (back in the operand's type).
+  if (!isFloatTensor(getOperand()) || !isFloatTensor(getResult())) {
+    out.push_back(Value());
+    return success();
+  }
+  out.push_back(
+      CastOp::create(builder, getLoc(), getOperand().getType(), grads[0]));
+  return success();
+}
+
+LogicalResult DropoutOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                  SmallVectorImpl<Value> &out) {
+  // The mask is a function of (seed, index, rate): the same dropout applied
+  // to g zeroes and scales exactly the elements the forward pass did.
+  out.push_back(
+      DropoutOp::create(builder, getLoc(), grads[0], getSeed(), getRate()));
+  out.push_back(Value());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Shape and data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                  SmallVectorImpl<Value> &out) {
+  Emit e{builder, getLoc()};
+  out.push_back(e.reshape(grads[0], getOperand().getType()));
+  return success();
+}
+
+LogicalResult TransposeOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                    SmallVectorImpl<Value> &out) {
+  Emit e{builder, getLoc()};
+  ArrayRef<int64_t> perm = getPermutation();
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inverse[p] = i;
+  out.push_back(e.transpose(grads[0], inverse));
+  return success();
+}
+
+LogicalResult BroadcastOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                    SmallVectorImpl<Value> &out) {
+  // Sum g over the result dimensions that are new or stretched from 1,
+  // then restore the operand's shape (its size-1 dimensions).
+  Emit e{builder, getLoc()};
+  auto in = getOperand().getType();
+  auto res = getType();
+  ArrayRef<int64_t> dims = getDimensions();
+  SmallVector<int64_t> summed;
+  for (int64_t d = 0; d < res.getRank(); ++d) {
+    auto it = llvm::find(dims, d);
+    if (it == dims.end() ||
+        (in.getDimSize(it - dims.begin()) == 1 && res.getDimSize(d) != 1))
+      summed.push_back(d);
+  }
+  Value g = summed.empty() ? grads[0] : e.sum(grads[0], summed, false);
+  out.push_back(e.reshape(g, in));
+  return success();
+}
+
+LogicalResult SliceOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                SmallVectorImpl<Value> &out) {
+  if (llvm::any_of(getStride(), [](int64_t s) { return s != 1; }))
+    return emitOpError("has no VJP rule for strides other than 1 yet");
+  auto in = getOperand().getType();
+  SmallVector<int64_t> high;
+  for (int64_t d = 0; d < in.getRank(); ++d)
+    high.push_back(in.getDimSize(d) - getLimit()[d]);
+  out.push_back(PadOp::create(builder, getLoc(), grads[0], getStart(), high,
+                              llvm::APFloat(0.0)));
+  return success();
+}
+
+LogicalResult PadOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                              SmallVectorImpl<Value> &out) {
+  auto in = getOperand().getType();
+  SmallVector<int64_t> limit, stride(in.getRank(), 1);
+  for (int64_t d = 0; d < in.getRank(); ++d)
+    limit.push_back(getLow()[d] + in.getDimSize(d));
+  out.push_back(
+      SliceOp::create(builder, getLoc(), grads[0], getLow(), limit, stride));
+  return success();
+}
+
+LogicalResult ConcatOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                 SmallVectorImpl<Value> &out) {
+  int64_t dim = getDim(), offset = 0;
+  auto res = getType();
+  for (Value input : getInputs()) {
+    auto t = cast<RankedTensorType>(input.getType());
+    SmallVector<int64_t> start(res.getRank(), 0), limit(res.getShape()),
+        stride(res.getRank(), 1);
+    start[dim] = offset;
+    limit[dim] = offset + t.getDimSize(dim);
+    offset += t.getDimSize(dim);
+    out.push_back(
+        SliceOp::create(builder, getLoc(), grads[0], start, limit, stride));
+  }
+  return success();
+}
+
+LogicalResult SplitOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                SmallVectorImpl<Value> &out) {
+  Emit e{builder, getLoc()};
+  SmallVector<Value> pieces;
+  for (unsigned i = 0; i < getNumResults(); ++i)
+    pieces.push_back(gradOrZero(e, *this, grads, i));
+  out.push_back(ConcatOp::create(builder, getLoc(), pieces, getDim()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and softmax
+//===----------------------------------------------------------------------===//
+
+/// g (reduced over `dims`) broadcast back to `type`.
+static Value unreduceGrad(Emit &e, Value g, RankedTensorType type,
+                          ArrayRef<int64_t> dims) {
+  SmallVector<int64_t> kept(type.getShape());
+  for (int64_t d : dims)
+    kept[d] = 1;
+  return e.unreduce(e.reshape(g, type.clone(kept)), type);
+}
+
+LogicalResult ReduceSumOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                    SmallVectorImpl<Value> &out) {
+  Emit e{builder, getLoc()};
+  out.push_back(unreduceGrad(e, grads[0], getOperand().getType(), getDims()));
+  return success();
+}
+
+LogicalResult ReduceMeanOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                     SmallVectorImpl<Value> &out) {
+  Emit e{builder, getLoc()};
+  auto in = getOperand().getType();
+  double count = 1;
+  for (int64_t d : getDims())
+    count *= in.getDimSize(d);
+  out.push_back(e.scale(unreduceGrad(e, grads[0], in, getDims()), 1.0 / count));
+  return success();
+}
+
+/// max/min reductions: g goes to every element equal to the extremum.
+template <typename OpTy>
+static LogicalResult extremumVJP(OpTy op, OpBuilder &builder,
+                                 ArrayRef<Value> grads,
+                                 SmallVectorImpl<Value> &out) {
+  Emit e{builder, op.getLoc()};
+  auto in = op.getOperand().getType();
+  Value y = unreduceGrad(e, op.getResult(), in, op.getDims());
+  Value g = unreduceGrad(e, grads[0], in, op.getDims());
+  Value hit = e.cmp(ComparisonDirection::eq, op.getOperand(), y);
+  out.push_back(e.select(hit, g, e.like(g, 0)));
+  return success();
+}
+
+LogicalResult ReduceMaxOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                    SmallVectorImpl<Value> &out) {
+  return extremumVJP(*this, builder, grads, out);
+}
+
+LogicalResult ReduceMinOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                    SmallVectorImpl<Value> &out) {
+  return extremumVJP(*this, builder, grads, out);
+}
+
+LogicalResult SoftmaxOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                  SmallVectorImpl<Value> &out) {
+  // y (g - sum(g y)) along dim.
+  Emit e{builder, getLoc()};
+  Value y = getResult(), g = grads[0];
+  int64_t dim = getDim();
+  Value s = e.unreduce(e.sum(e.mul(g, y), {dim}, true), y.getType());
+  out.push_back(e.mul(y, e.sub(g, s)));
+  return success();
+}
+
+LogicalResult LogSoftmaxOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                     SmallVectorImpl<Value> &out) {
+  // g - exp(y) sum(g) along dim.
+  Emit e{builder, getLoc()};
+  Value y = getResult(), g = grads[0];
+  Value s = e.unreduce(e.sum(g, {getDim()}, true), y.getType());
+  out.push_back(
+      e.sub(g, e.mul(ExpOp::create(builder, getLoc(), y).getResult(), s)));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Matmul
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                 SmallVectorImpl<Value> &out) {
+  // C = A' B' with A' = op(A), B' = op(B): dA' = g B'^T, dB' = A'^T g.
+  Emit e{builder, getLoc()};
+  Value a = getLhs(), b = getRhs(), g = grads[0];
+  bool ta = getTransposeLhs(), tb = getTransposeRhs();
+  int64_t rank = getType().getRank();
+  SmallVector<int64_t> swapLast(range(0, rank));
+  std::swap(swapLast[rank - 1], swapLast[rank - 2]);
+
+  // dA: g B'^T, transposed back when A was transposed.
+  Value dA = MatmulOp::create(builder, getLoc(), g, b, /*transpose_lhs=*/false,
+                              /*transpose_rhs=*/!tb);
+  if (ta)
+    dA = e.transpose(dA, swapLast);
+
+  // dB: A'^T g per batch; a shared (rank-2) B sums over the batch.
+  bool shared = getRhs().getType().getRank() == 2 && rank > 2;
+  Value dB;
+  if (!tb)
+    dB = MatmulOp::create(builder, getLoc(), a, g, /*transpose_lhs=*/!ta,
+                          /*transpose_rhs=*/false);
+  else
+    dB = MatmulOp::create(builder, getLoc(), g, a, /*transpose_lhs=*/true,
+                          /*transpose_rhs=*/ta);
+  if (shared)
+    dB = e.sum(dB, range(0, rank - 2), false);
+  out.append({dA, dB});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Normalizations
+//===----------------------------------------------------------------------===//
+
+LogicalResult LayerNormOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                    SmallVectorImpl<Value> &out) {
+  // xh = (x - mean) r with r = 1 / sqrt(var + eps); y = xh gamma + beta.
+  // dgamma = sum_rows(g xh), dbeta = sum_rows(g), and with dxh = g gamma:
+  // dx = r (dxh - mean(dxh) - xh mean(dxh xh)), means over the normalized
+  // dimensions. The statistics are recomputed from x.
+  Emit e{builder, getLoc()};
+  Value x = getOperand(), g = grads[0];
+  auto type = getOperand().getType();
+  int64_t axis = getAxis(), rank = type.getRank();
+  SmallVector<int64_t> normDims = range(axis, rank), rowDims = range(0, axis);
+  Value mu = e.unreduce(e.mean(x, normDims, true), type);
+  Value xc = e.sub(x, mu);
+  Value var = e.mean(e.mul(xc, xc), normDims, true);
+  Value r = e.unreduce(
+      RsqrtOp::create(builder, getLoc(),
+                      e.add(var, e.like(var, getEpsilon().convertToDouble()))),
+      type);
+  Value xh = e.mul(xc, r);
+  SmallVector<int64_t> featureDims = range(axis, rank);
+  auto bcastFeature = [&](Value v) {
+    return e.broadcast(v, type, featureDims);
+  };
+  Value dxh = getScale() ? e.mul(g, bcastFeature(getScale())) : g;
+  Value m1 = e.unreduce(e.mean(dxh, normDims, true), type);
+  Value m2 = e.unreduce(e.mean(e.mul(dxh, xh), normDims, true), type);
+  out.push_back(e.mul(r, e.sub(e.sub(dxh, m1), e.mul(xh, m2))));
+  auto rowsSum = [&](Value v) {
+    return rowDims.empty() ? v : e.sum(v, rowDims, false);
+  };
+  if (getScale())
+    out.push_back(rowsSum(e.mul(g, xh)));
+  if (getBias())
+    out.push_back(rowsSum(g));
+  return success();
+}
+
+LogicalResult RMSNormOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                  SmallVectorImpl<Value> &out) {
+  // y = x r gamma, r = 1 / sqrt(mean(x^2) + eps). With dz = g gamma:
+  // dx = r dz - x r^3 mean(dz x); dgamma = sum_rows(g x r).
+  Emit e{builder, getLoc()};
+  Value x = getOperand(), g = grads[0];
+  auto type = getOperand().getType();
+  int64_t axis = getAxis(), rank = type.getRank();
+  SmallVector<int64_t> normDims = range(axis, rank), rowDims = range(0, axis);
+  Value ms = e.mean(e.mul(x, x), normDims, true);
+  Value r = e.unreduce(
+      RsqrtOp::create(builder, getLoc(),
+                      e.add(ms, e.like(ms, getEpsilon().convertToDouble()))),
+      type);
+  Value dz = getScale() ? e.mul(g, e.broadcast(getScale(), type, normDims)) : g;
+  Value m = e.unreduce(e.mean(e.mul(dz, x), normDims, true), type);
+  out.push_back(e.sub(e.mul(r, dz), e.mul(e.mul(x, e.mul(r, e.mul(r, r))), m)));
+  if (getScale()) {
+    Value gs = e.mul(g, e.mul(x, r));
+    out.push_back(rowDims.empty() ? gs : e.sum(gs, rowDims, false));
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// RoPE, upsampling
+//===----------------------------------------------------------------------===//
+
+LogicalResult RopeOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                               SmallVectorImpl<Value> &out) {
+  // The rotation's transpose is the rotation by -theta: rope(g, cos, -sin).
+  // The tables are treated as constants (no gradient).
+  Emit e{builder, getLoc()};
+  out.push_back(RopeOp::create(builder, getLoc(), grads[0], getCos(),
+                               e.neg(getSin()), getInterleaved()));
+  out.append({Value(), Value()});
+  return success();
+}
+
+LogicalResult UpsampleNearestOp::buildVJP(OpBuilder &builder,
+                                          ArrayRef<Value> grads,
+                                          SmallVectorImpl<Value> &out) {
+  // Each input element was copied to a scale-sized block: sum the block,
+  // an average pool times the block size.
+  Emit e{builder, getLoc()};
+  ArrayRef<int64_t> scale = getScale();
+  SmallVector<int64_t> zeros(scale.size(), 0);
+  double block = 1;
+  for (int64_t s : scale)
+    block *= s;
+  Value pooled = AvgPoolOp::create(builder, getLoc(), grads[0], scale, scale,
+                                   zeros, zeros, /*count_include_pad=*/false);
+  out.push_back(e.scale(pooled, block));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+LogicalResult CrossEntropyOp::buildVJP(OpBuilder &builder,
+                                       ArrayRef<Value> grads,
+                                       SmallVectorImpl<Value> &out) {
+  // dz = (softmax(z) - t) w per kept row, t = (1 - s) onehot(label) + s / C,
+  // w the row's weight from the reduction; ignored rows get 0.
+  Emit e{builder, getLoc()};
+  Value z = getLogits(), labels = getLabels();
+  auto zType = getLogits().getType();
+  auto lType = getLabels().getType();
+  int64_t rank = zType.getRank(), classes = zType.getDimSize(rank - 1);
+  double s = getLabelSmoothing().convertToDouble();
+
+  // onehot: iota over the classes compared with the broadcast labels.
+  auto iotaType = RankedTensorType::get({classes}, lType.getElementType());
+  SmallVector<APInt> iota;
+  for (int64_t c = 0; c < classes; ++c)
+    iota.push_back(APInt(lType.getElementType().getIntOrFloatBitWidth(), c));
+  Value classIds = ConstantOp::create(builder, getLoc(), iotaType,
+                                      DenseElementsAttr::get(iotaType, iota));
+  auto intType = zType.clone(lType.getElementType());
+  Value onehot = e.maskOf(
+      e.cmp(ComparisonDirection::eq, e.broadcast(classIds, intType, {rank - 1}),
+            e.broadcast(labels, intType, range(0, rank - 1))),
+      z);
+  Value kept =
+      e.maskOf(e.cmp(ComparisonDirection::ne, labels,
+                     e.splat(lType, static_cast<double>(static_cast<int64_t>(
+                                        getIgnoreIndex())))),
+               e.splat(lType.clone(zType.getElementType()), 0));
+  Value count = e.sum(kept, range(0, rank - 1), false);
+  Value w = lossScale(e, getReduction(), grads[0], kept.getType(), count);
+  Value rowWeight = e.broadcast(e.mul(w, kept), zType, range(0, rank - 1));
+  Value target = e.add(e.scale(onehot, 1.0 - s),
+                       e.like(z, s / static_cast<double>(classes)));
+  Value p = SoftmaxOp::create(builder, getLoc(), z, rank - 1);
+  out.push_back(e.mul(e.sub(p, target), rowWeight));
+  out.push_back(Value());
+  return success();
+}
+
+LogicalResult MSELossOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                  SmallVectorImpl<Value> &out) {
+  // d (x - t)^2 = 2 (x - t) dx - 2 (x - t) dt.
+  Emit e{builder, getLoc()};
+  Value x = getInput();
+  Value count =
+      e.splat(RankedTensorType::get({}, getInput().getType().getElementType()),
+              static_cast<double>(getInput().getType().getNumElements()));
+  Value w = lossScale(e, getReduction(), grads[0], x.getType(), count);
+  Value dx = e.mul(e.scale(e.sub(x, getTarget()), 2.0), w);
+  out.append({dx, e.neg(dx)});
+  return success();
+}
+
+LogicalResult BCEWithLogitsLossOp::buildVJP(OpBuilder &builder,
+                                            ArrayRef<Value> grads,
+                                            SmallVectorImpl<Value> &out) {
+  // d/dx = sigmoid(x) - t, d/dt = -x.
+  Emit e{builder, getLoc()};
+  Value x = getInput();
+  Value count =
+      e.splat(RankedTensorType::get({}, getInput().getType().getElementType()),
+              static_cast<double>(getInput().getType().getNumElements()));
+  Value w = lossScale(e, getReduction(), grads[0], x.getType(), count);
+  Value dx =
+      e.mul(e.sub(SigmoidOp::create(builder, getLoc(), x), getTarget()), w);
+  out.append({dx, e.mul(e.neg(x), w)});
+  return success();
+}

@@ -1,0 +1,61 @@
+// RUN: anvil-opt %s --split-input-file --anvil-autodiff | FileCheck %s
+
+// Tests that a weight used twice gets the sum of both gradients:
+// L = sum(w * x + w * w), dL/dw = x + (w + w).
+// CHECK-LABEL: func.func @forward_grad
+// CHECK-SAME: -> (tensor<f32>, tensor<3xf32> {anvil.grad = "w"})
+// CHECK: anvil.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[G2:.+]] = anvil.mul %{{.+}}, %arg0 : tensor<3xf32>
+// CHECK: %[[G3:.+]] = anvil.mul %{{.+}}, %arg0 : tensor<3xf32>
+// CHECK: %[[S1:.+]] = anvil.add %[[G2]], %[[G3]]
+// CHECK: %[[G1:.+]] = anvil.mul %{{.+}}, %arg1 : tensor<3xf32>
+// CHECK: %[[S2:.+]] = anvil.add %[[S1]], %[[G1]]
+// CHECK: return %{{.+}}, %[[S2]]
+func.func @forward(%w: tensor<3xf32> {anvil.param = #anvil.param<name = "w", init = #anvil.init<zeros>>},
+                   %x: tensor<3xf32> {anvil.input = #anvil.input<name = "x">}) -> tensor<f32> {
+  %a = anvil.mul %w, %x : tensor<3xf32>
+  %b = anvil.mul %w, %w : tensor<3xf32>
+  %c = anvil.add %a, %b : tensor<3xf32>
+  %l = anvil.reduce_sum %c dims [0] : tensor<3xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Tests that a frozen parameter gets no gradient and no backward ops: the
+// only gradient is the trainable one, and nothing multiplies by dL/dy to
+// reach the frozen weight's side.
+// CHECK-LABEL: func.func @forward_grad
+// CHECK-SAME: -> (tensor<f32>, tensor<2x2xf32> {anvil.grad = "lora.a"})
+// CHECK-NOT: anvil.grad = "base"
+// CHECK: anvil.matmul %{{.+}}, %{{.+}} {transpose_lhs}
+// CHECK-NOT: anvil.matmul
+// CHECK: return
+func.func @forward(%base: tensor<2x2xf32> {anvil.param = #anvil.param<name = "base", init = #anvil.init<zeros>, trainable = false>},
+                   %a: tensor<2x2xf32> {anvil.param = #anvil.param<name = "lora.a", init = #anvil.init<zeros>>},
+                   %x: tensor<2x2xf32> {anvil.input = #anvil.input<name = "x">}) -> tensor<f32> {
+  %h = anvil.matmul %x, %base : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  %d = anvil.matmul %x, %a : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  %y = anvil.add %h, %d : tensor<2x2xf32>
+  %l = anvil.reduce_sum %y dims [0, 1] : tensor<2x2xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Tests that stop_gradient, comparisons and argmax stop gradients, and that
+// a parameter the loss does not depend on gets zeros.
+// CHECK-LABEL: func.func @forward_grad
+// CHECK-SAME: -> (tensor<f32>, tensor<4xf32> {anvil.grad = "w"}, tensor<5xf32> {anvil.grad = "unused"})
+// CHECK: %[[ZERO:.+]] = anvil.constant dense<0.000000e+00> : tensor<5xf32>
+// CHECK-NEXT: return %{{.+}}, %{{.+}}, %[[ZERO]]
+func.func @forward(%w: tensor<4xf32> {anvil.param = #anvil.param<name = "w", init = #anvil.init<zeros>>},
+                   %u: tensor<5xf32> {anvil.param = #anvil.param<name = "unused", init = #anvil.init<zeros>>}) -> tensor<f32> {
+  %s = anvil.stop_gradient %w : tensor<4xf32>
+  %m = anvil.compare gt, %w, %s : tensor<4xf32>
+  %i = anvil.argmax %w dim = 0 : tensor<4xf32> -> tensor<i64>
+  %p = anvil.select %m, %w, %s : tensor<4xf32>
+  %l = anvil.reduce_sum %p dims [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
