@@ -29,8 +29,9 @@ namespace interp = ::anvil::interp;
 namespace {
 
 /// How an argument is drawn: standard normal, positive (|n| + 0.5), in
-/// (0, 1), or integer labels in [0, n) with some ignored (-1).
-enum class Kind { Normal, Positive, Unit, Labels, Seed };
+/// (0, 1), integer labels in [0, n) with some ignored (-1), indices in
+/// [0, n), or a constant input (a seed or a table) not differentiated.
+enum class Kind { Normal, Positive, Unit, Labels, Index, Seed };
 
 struct Arg {
   std::string name, type;
@@ -68,6 +69,8 @@ std::vector<Case> cases() {
       unary("sqrt", Kind::Positive),
       unary("rsqrt", Kind::Positive),
       unary("tanh"),
+      unary("cos"),
+      unary("sin"),
       unary("erf"),
       unary("sigmoid"),
       unary("silu"),
@@ -225,6 +228,38 @@ std::vector<Case> cases() {
            "%y = anvil.cross_entropy none %z, %t {ignore_index = -1 : i64} : "
            "(tensor<4x3xf64>, tensor<4xi32>) -> tensor<4xf64>",
            "tensor<4xf64>"},
+      Case{"embedding",
+           {f("t", "tensor<5x3xf64>"),
+            Arg{"i", "tensor<2x4xi32>", Kind::Index, 5}},
+           "%y = anvil.embedding %t[%i] : (tensor<5x3xf64>, tensor<2x4xi32>) "
+           "-> tensor<2x4x3xf64>",
+           "tensor<2x4x3xf64>"},
+      Case{"embedding_bag (mean)",
+           {f("t", "tensor<5x3xf64>"),
+            Arg{"i", "tensor<2x3xi64>", Kind::Index, 5}},
+           "%y = anvil.embedding_bag mean %t[%i] : (tensor<5x3xf64>, "
+           "tensor<2x3xi64>) -> tensor<2x3xf64>",
+           "tensor<2x3xf64>"},
+      Case{"embedding_bag (sum)",
+           {f("t", "tensor<4x2xf64>"),
+            Arg{"i", "tensor<3x2xi64>", Kind::Index, 4}},
+           "%y = anvil.embedding_bag sum %t[%i] : (tensor<4x2xf64>, "
+           "tensor<3x2xi64>) -> tensor<3x2xf64>",
+           "tensor<3x2xf64>"},
+      Case{"attention (causal, grouped-query, cross, 4-D mask)",
+           {f("q", "tensor<2x4x3x2xf64>"), f("k", "tensor<2x2x5x2xf64>"),
+            f("v", "tensor<2x2x5x3xf64>"), f("m", "tensor<2x1x3x5xf64>")},
+           "%y = anvil.attention %q, %k, %v mask(%m) {causal} : "
+           "(tensor<2x4x3x2xf64>, tensor<2x2x5x2xf64>, tensor<2x2x5x3xf64>, "
+           "tensor<2x1x3x5xf64>) -> tensor<2x4x3x3xf64>",
+           "tensor<2x4x3x3xf64>"},
+      Case{"attention (2-D mask, scale)",
+           {f("q", "tensor<1x2x4x3xf64>"), f("k", "tensor<1x2x4x3xf64>"),
+            f("v", "tensor<1x2x4x3xf64>"), f("m", "tensor<4x4xf64>")},
+           "%y = anvil.attention %q, %k, %v mask(%m) {scale = 0.7 : f64} : "
+           "(tensor<1x2x4x3xf64>, tensor<1x2x4x3xf64>, tensor<1x2x4x3xf64>, "
+           "tensor<4x4xf64>) -> tensor<1x2x4x3xf64>",
+           "tensor<1x2x4x3xf64>"},
       Case{"mse_loss",
            {f("a", t23), f("b", t23)},
            "%y = anvil.mse_loss mean %a, %b : (" + t23 + ", " + t23 +
@@ -259,7 +294,8 @@ TEST_P(AutodiffTest, MatchesCentralFiniteDifferences) {
   // projects the output to a scalar loss.
   std::string sig;
   for (const Arg &a : c.args) {
-    bool param = a.kind != Kind::Labels && a.kind != Kind::Seed;
+    bool param =
+        a.kind != Kind::Labels && a.kind != Kind::Index && a.kind != Kind::Seed;
     sig +=
         "%" + a.name + ": " + a.type +
         (param ? " {anvil.param = #anvil.param<name = \"" + a.name +
@@ -308,6 +344,9 @@ TEST_P(AutodiffTest, MatchesCentralFiniteDifferences) {
         case Kind::Labels:
           x = static_cast<double>(rng() % (c.args[i].classes + 1)) - 1.0;
           break;
+        case Kind::Index:
+          x = static_cast<double>(rng() % c.args[i].classes);
+          break;
         case Kind::Seed:
           x = isa<FloatType>(type.getElementType()) ? normal(rng)
                                                     : static_cast<double>(seed);
@@ -327,7 +366,8 @@ TEST_P(AutodiffTest, MatchesCentralFiniteDifferences) {
     const double h = 1e-5;
     unsigned result = 1;
     for (unsigned i = 0; i < c.args.size(); ++i) {
-      if (c.args[i].kind == Kind::Labels || c.args[i].kind == Kind::Seed)
+      Kind kind = c.args[i].kind;
+      if (kind == Kind::Labels || kind == Kind::Index || kind == Kind::Seed)
         continue;
       const interp::Buffer &g = (*analytic)[result++];
       double diff2 = 0, ref2 = 0;

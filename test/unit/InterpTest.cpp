@@ -93,7 +93,7 @@ TEST_F(InterpTest, EveryOpHasAnEvaluator) {
     ++ops;
     EXPECT_TRUE(hasEvaluator(name)) << name.getStringRef().str();
   }
-  EXPECT_EQ(ops, 61);
+  EXPECT_EQ(ops, 64);
 }
 
 TEST_F(InterpTest, ArithmeticAndMath) {
@@ -135,6 +135,8 @@ TEST_F(InterpTest, ArithmeticAndMath) {
         {0, 2 / (1 + std::exp(-2.0)), -1 / (1 + std::exp(1.0))});
   unary("relu", {-1, 0, 2}, {0, 0, 2});
   unary("stop_gradient", {-1, 0, 2}, {-1, 0, 2});
+  unary("cos", {0, M_PI, M_PI / 3}, {1, -1, 0.5});
+  unary("sin", {0, M_PI / 2, -M_PI / 6}, {0, 1, -0.5});
   // GELU(1): erf form 0.5 (1 + erf(1/sqrt 2)) = 0.8413447460685429; tanh
   // form 0.5 (1 + tanh(sqrt(2/pi) * 1.044715)) = 0.8411919906082768.
   unary("gelu erf", {1, 0, -1}, {0.8413447460685429, 0, -0.15865525393145707});
@@ -436,6 +438,13 @@ TEST_F(InterpTest, EmbeddingsAndRope) {
                   "tensor<2x2x2xf64>",
                   {table, B({2, 2}, {2, 0, 1, 1})}),
              {2, 2, 2}, {20, 21, 0, 1, 10, 11, 10, 11});
+  // embedding_grad scatters rows [1, 2], [3, 4], [5, 6] to indices 2, 0, 2.
+  expectNear(run1("%g: tensor<3x2xf64>, %i: tensor<3xi32>", "tensor<3x2xf64>",
+                  "%r = anvil.embedding_grad %g[%i] rows = 3 : "
+                  "(tensor<3x2xf64>, tensor<3xi32>) -> tensor<3x2xf64>\n"
+                  "return %r : tensor<3x2xf64>",
+                  {B({3, 2}, {1, 2, 3, 4, 5, 6}), B({3}, {2, 0, 2})}),
+             {3, 2}, {3, 4, 0, 0, 6, 8});
   expectNear(run1("%t: tensor<3x2xf64>, %i: tensor<2x2xi64>", "tensor<2x2xf64>",
                   "%r = anvil.embedding_bag mean %t[%i] : (tensor<3x2xf64>, "
                   "tensor<2x2xi64>) -> tensor<2x2xf64>\nreturn %r : "

@@ -87,6 +87,8 @@ void registerElementwiseEvaluators(EvaluatorTable &t) {
   unary<ad::SqrtOp>(t, [](double x) { return std::sqrt(x); });
   unary<ad::RsqrtOp>(t, [](double x) { return 1.0 / std::sqrt(x); });
   unary<ad::TanhOp>(t, [](double x) { return std::tanh(x); });
+  unary<ad::CosOp>(t, [](double x) { return std::cos(x); });
+  unary<ad::SinOp>(t, [](double x) { return std::sin(x); });
   unary<ad::ErfOp>(t, [](double x) { return std::erf(x); });
   unary<ad::SigmoidOp>(t, sigmoid);
   unary<ad::SiluOp>(t, [](double x) { return x * sigmoid(x); });

@@ -221,6 +221,21 @@ void registerShapeEvaluators(EvaluatorTable &t) {
     return success();
   });
 
+  t.add<ad::EmbeddingGradOp>([](ad::EmbeddingGradOp op,
+                                ArrayRef<const Buffer *> in,
+                                std::vector<Buffer> &out) -> LogicalResult {
+    const Buffer &grad = *in[0], &ids = *in[1];
+    int64_t rows = out[0].shape[0], c = out[0].shape[1];
+    for (int64_t i = 0; i < ids.numElements(); ++i) {
+      int64_t row;
+      if (failed(readIndex(op, ids.data[i], rows, "embedding_grad index", row)))
+        return failure();
+      for (int64_t j = 0; j < c; ++j)
+        out[0].data[row * c + j] += grad.data[i * c + j];
+    }
+    return success();
+  });
+
   t.add<ad::EmbeddingBagOp>([](ad::EmbeddingBagOp op,
                                ArrayRef<const Buffer *> in,
                                std::vector<Buffer> &out) -> LogicalResult {

@@ -38,3 +38,11 @@ func.func @forward(
 // CHECK-LABEL: func.func private @external
 // CHECK-SAME: anvil.param = #anvil.param<name = "w", init = <normal(mean = 1.0, std = 0.5)>>
 func.func private @external(tensor<4xf32> {anvil.param = #anvil.param<name = "w", init = #anvil.init<normal(mean = 1.0, std = 0.5)>>})
+
+// -----
+
+// Tests that training state and tied results round-trip.
+// CHECK-LABEL: func.func private @state
+// CHECK-SAME: anvil.state = #anvil.state<name = "step", init = <zeros>>
+// CHECK-SAME: -> (tensor<f32> {anvil.tied_to = 0 : i64})
+func.func private @state(tensor<f32> {anvil.state = #anvil.state<name = "step", init = #anvil.init<zeros>>}) -> (tensor<f32> {anvil.tied_to = 0 : i64})

@@ -67,7 +67,7 @@ func.func private @f(tensor<4xf32> {anvil.param = #anvil.param<name = "w">})
 
 // -----
 
-// expected-error@+1 {{argument #0 has unknown attribute 'anvil.parameter'; anvil defines 'anvil.param' and 'anvil.input'}}
+// expected-error@+1 {{argument #0 has unknown attribute 'anvil.parameter'; anvil defines 'anvil.param', 'anvil.state' and 'anvil.input'}}
 func.func private @f(tensor<4xf32> {anvil.parameter = #anvil.input<name = "x">})
 
 // -----
@@ -82,7 +82,7 @@ func.func private @f(tensor<4xf32> {anvil.input = "x"})
 
 // -----
 
-// expected-error@+1 {{argument #0: is marked both 'anvil.param' and 'anvil.input'}}
+// expected-error@+1 {{argument #0: has more than one of 'anvil.param', 'anvil.state' and 'anvil.input'}}
 func.func private @f(tensor<4xf32> {anvil.param = #anvil.param<name = "w", init = #anvil.init<zeros>>, anvil.input = #anvil.input<name = "x">})
 
 // -----
@@ -119,3 +119,13 @@ func.func private @f() attributes {init = #anvil.init<normal(std = 1.0e400)>}
 
 // expected-error@+1 {{initializer 'constant': argument 'value' must be finite}}
 func.func private @f() attributes {init = #anvil.init<constant(value = 0x7FF8000000000000)>}
+
+// -----
+
+// expected-error@+1 {{argument #0: 'anvil.state' must be a #anvil.state<...> attribute, got #anvil.input<name = "x">}}
+func.func private @f(tensor<f32> {anvil.state = #anvil.input<name = "x">})
+
+// -----
+
+// expected-error@+1 {{result #0: 'anvil.tied_to' must be the index of an argument of the result's type, got 3 : i64}}
+func.func private @f(tensor<f32>) -> (tensor<f32> {anvil.tied_to = 3 : i64})

@@ -519,6 +519,15 @@ func.func @embedding_table(%t: tensor<100xf32>, %i: tensor<4xi32>) {
 
 // -----
 
+func.func @embedding_grad_shape(%g: tensor<4x3xf32>, %i: tensor<5xi32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{grad 'tensor<4x3xf32>' must have the indices' shape [5] plus a row width}}
+  %0 = anvil.embedding_grad %g[%i] rows = 10 : (tensor<4x3xf32>, tensor<5xi32>) -> tensor<10x3xf32>
+  return
+}
+
+// -----
+
 func.func @embedding_bag_indices(%t: tensor<100x8xf32>, %i: tensor<4xi32>) {
   // expected-error@+2 {{failed to infer returned types}}
   // expected-error@+1 {{indices 'tensor<4xi32>' must have rank 2: (bags, bag size)}}
@@ -1015,5 +1024,5 @@ func.func @unknown_discardable_attr(%a: tensor<4xf32>) {
 
 // -----
 
-// expected-error@+1 {{result #0 has unknown attribute 'anvil.bogus'; anvil defines 'anvil.grad'}}
+// expected-error@+1 {{result #0 has unknown attribute 'anvil.bogus'; anvil defines 'anvil.grad' and 'anvil.tied_to'}}
 func.func private @result_attribute(tensor<4xf32>) -> (tensor<4xf32> {anvil.bogus = 1 : i32})

@@ -70,6 +70,10 @@ func.func @unary(%x: tensor<2x3xbf16>) -> tensor<2x3xbf16> {
   %5 = anvil.rsqrt %x : tensor<2x3xbf16>
   // CHECK: anvil.tanh %[[X]] : tensor<2x3xbf16>
   %6 = anvil.tanh %x : tensor<2x3xbf16>
+  // CHECK: anvil.cos %[[X]] : tensor<2x3xbf16>
+  %c = anvil.cos %x : tensor<2x3xbf16>
+  // CHECK: anvil.sin %[[X]] : tensor<2x3xbf16>
+  %s = anvil.sin %x : tensor<2x3xbf16>
   // CHECK: anvil.erf %[[X]] : tensor<2x3xbf16>
   %7 = anvil.erf %x : tensor<2x3xbf16>
   // CHECK: anvil.sigmoid %[[X]] : tensor<2x3xbf16>
@@ -207,6 +211,8 @@ func.func @transformer(%wte: tensor<100x16xf32>, %tok: tensor<2x8xi32>, %bags: t
   %0 = anvil.embedding %wte[%tok] : (tensor<100x16xf32>, tensor<2x8xi32>) -> tensor<2x8x16xf32>
   // CHECK: anvil.embedding_bag sum %{{.+}}[%{{.+}}] : (tensor<100x16xf32>, tensor<2x3xi64>) -> tensor<2x16xf32>
   %1 = anvil.embedding_bag sum %wte[%bags] : (tensor<100x16xf32>, tensor<2x3xi64>) -> tensor<2x16xf32>
+  // CHECK: anvil.embedding_grad %{{.+}}[%{{.+}}] rows = 100 : (tensor<2x8x16xf32>, tensor<2x8xi32>) -> tensor<100x16xf32>
+  %eg = anvil.embedding_grad %0[%tok] rows = 100 : (tensor<2x8x16xf32>, tensor<2x8xi32>) -> tensor<100x16xf32>
   // CHECK: anvil.embedding_bag mean
   %2 = anvil.embedding_bag mean %wte[%bags] : (tensor<100x16xf32>, tensor<2x3xi64>) -> tensor<2x16xf32>
   // CHECK: anvil.rope %{{.+}}, %{{.+}}, %{{.+}} : (tensor<2x4x8x16xf32>, tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8x16xf32>

@@ -133,6 +133,9 @@ int64_t BatchNormInferenceOp::getFlops() { return 4 * numel(getOperand()); }
 // A compare against the random draw and a multiply.
 int64_t DropoutOp::getFlops() { return 2 * numel(getOperand()); }
 
+// One add per gradient element.
+int64_t EmbeddingGradOp::getFlops() { return numel(getGrad()); }
+
 int64_t EmbeddingBagOp::getFlops() {
   int64_t adds = numel(getIndices()) * shapeOf(getTable())[1];
   return getMode() == BagMode::mean ? adds + numel(getResult()) : adds;

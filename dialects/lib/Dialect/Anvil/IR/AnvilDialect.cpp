@@ -37,12 +37,15 @@ Operation *AnvilDialect::materializeConstant(OpBuilder &builder,
   return ConstantOp::create(builder, loc, type, elements);
 }
 
-/// The name an argument carries as a parameter or an input, if any.
+/// The name an argument carries as a parameter, state or input, if any.
 static std::optional<StringRef> getArgName(FunctionOpInterface fn,
                                            unsigned index) {
   if (auto p =
           fn.getArgAttrOfType<ParamAttr>(index, AnvilDialect::kParamAttrName))
     return p.getName();
+  if (auto s =
+          fn.getArgAttrOfType<StateAttr>(index, AnvilDialect::kStateAttrName))
+    return s.getName();
   if (auto i =
           fn.getArgAttrOfType<InputAttr>(index, AnvilDialect::kInputAttrName))
     return i.getName();
@@ -56,11 +59,13 @@ LogicalResult AnvilDialect::verifyRegionArgAttribute(Operation *op,
   auto fn = dyn_cast<FunctionOpInterface>(op);
   StringRef attrName = attr.getName().getValue();
   bool isParam = attrName == kParamAttrName;
-  if (!isParam && attrName != kInputAttrName)
+  bool isState = attrName == kStateAttrName;
+  if (!isParam && !isState && attrName != kInputAttrName)
     return op->emitError() << "argument #" << argIndex
                            << " has unknown attribute '" << attrName
-                           << "'; anvil defines '" << kParamAttrName
-                           << "' and '" << kInputAttrName << "'";
+                           << "'; anvil defines '" << kParamAttrName << "', '"
+                           << kStateAttrName << "' and '" << kInputAttrName
+                           << "'";
   if (!fn || regionIndex != 0)
     return op->emitError() << "'" << attrName
                            << "' is only allowed on function arguments";
@@ -70,17 +75,18 @@ LogicalResult AnvilDialect::verifyRegionArgAttribute(Operation *op,
   auto error = [&]() {
     return mlir::emitError(loc) << "argument #" << argIndex << ": ";
   };
-  if (isParam && !isa<ParamAttr>(attr.getValue()))
-    return error() << "'" << attrName
-                   << "' must be a #anvil.param<...> attribute, got "
-                   << attr.getValue();
-  if (!isParam && !isa<InputAttr>(attr.getValue()))
-    return error() << "'" << attrName
-                   << "' must be a #anvil.input<...> attribute, got "
-                   << attr.getValue();
-  if (isParam && fn.getArgAttr(argIndex, kInputAttrName))
-    return error() << "is marked both '" << kParamAttrName << "' and '"
-                   << kInputAttrName << "'";
+  bool rightKind = isParam   ? isa<ParamAttr>(attr.getValue())
+                   : isState ? isa<StateAttr>(attr.getValue())
+                             : isa<InputAttr>(attr.getValue());
+  if (!rightKind)
+    return error() << "'" << attrName << "' must be a #" << attrName
+                   << "<...> attribute, got " << attr.getValue();
+  int roles = 0;
+  for (StringRef role : {kParamAttrName, kStateAttrName, kInputAttrName})
+    roles += fn.getArgAttr(argIndex, role) ? 1 : 0;
+  if (roles > 1)
+    return error() << "has more than one of '" << kParamAttrName << "', '"
+                   << kStateAttrName << "' and '" << kInputAttrName << "'";
 
   StringRef name = *getArgName(fn, argIndex);
   for (unsigned j = 0; j < argIndex; ++j)
@@ -119,10 +125,24 @@ LogicalResult AnvilDialect::verifyRegionResultAttribute(Operation *op,
                            << "' must be the name of an argument, got "
                            << attr.getValue();
   }
+  if (attr.getName() == kTiedAttrName) {
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    auto index = dyn_cast<IntegerAttr>(attr.getValue());
+    if (fn && index && index.getInt() >= 0 &&
+        index.getInt() < static_cast<int64_t>(fn.getNumArguments()) &&
+        fn.getArgumentTypes()[index.getInt()] ==
+            fn.getResultTypes()[resultIndex])
+      return success();
+    return op->emitError() << "result #" << resultIndex << ": '"
+                           << kTiedAttrName
+                           << "' must be the index of an argument of the "
+                              "result's type, got "
+                           << attr.getValue();
+  }
   return op->emitError() << "result #" << resultIndex
                          << " has unknown attribute '"
                          << attr.getName().getValue() << "'; anvil defines '"
-                         << kGradAttrName << "'";
+                         << kGradAttrName << "' and '" << kTiedAttrName << "'";
 }
 
 LogicalResult AnvilDialect::verifyOperationAttribute(Operation *op,

@@ -637,6 +637,24 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult
+EmbeddingGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &inferred) {
+  Fail<EmbeddingGradOp> fail{loc};
+  RankedTensorType grad = tensorType(adaptor.getGrad());
+  RankedTensorType idx = tensorType(adaptor.getIndices());
+  int64_t rows = adaptor.getRows();
+  if (grad.getRank() != idx.getRank() + 1 ||
+      grad.getShape().drop_back() != idx.getShape())
+    return fail("grad ", grad, " must have the indices' shape ",
+                fmt(idx.getShape()), " plus a row width");
+  if (rows < 1)
+    return fail("rows = ", rows, " must be at least 1");
+  inferred.push_back(grad.clone({rows, grad.getShape().back()}));
+  return success();
+}
+
+LogicalResult
 EmbeddingBagOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                  Adaptor adaptor,
                                  SmallVectorImpl<Type> &inferred) {

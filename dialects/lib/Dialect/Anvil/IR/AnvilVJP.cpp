@@ -141,6 +141,8 @@ ANVIL_UNARY_VJP(SqrtOp, e.div(e.scale(g, 0.5), y))
 ANVIL_UNARY_VJP(RsqrtOp, e.mul(e.scale(g, -0.5), e.mul(y, e.mul(y, y))))
 // d tanh = 1 - y^2
 ANVIL_UNARY_VJP(TanhOp, e.mul(g, e.sub(e.like(y, 1), e.mul(y, y))))
+ANVIL_UNARY_VJP(CosOp, e.neg(e.mul(g, SinOp::create(builder, getLoc(), x))))
+ANVIL_UNARY_VJP(SinOp, e.mul(g, CosOp::create(builder, getLoc(), x)))
 // d erf = 2 / sqrt(pi) exp(-x^2)
 ANVIL_UNARY_VJP(ErfOp,
                 e.mul(e.scale(g, 2.0 / std::sqrt(M_PI)),
@@ -656,5 +658,121 @@ LogicalResult BCEWithLogitsLossOp::buildVJP(OpBuilder &builder,
   Value dx =
       e.mul(e.sub(SigmoidOp::create(builder, getLoc(), x), getTarget()), w);
   out.append({dx, e.mul(e.neg(x), w)});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Embeddings and attention
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                    SmallVectorImpl<Value> &out) {
+  // Scatter-add the gradient rows into the table.
+  out.push_back(EmbeddingGradOp::create(builder, getLoc(), grads[0],
+                                        getIndices(),
+                                        getTable().getType().getDimSize(0)));
+  out.push_back(Value());
+  return success();
+}
+
+LogicalResult EmbeddingBagOp::buildVJP(OpBuilder &builder,
+                                       ArrayRef<Value> grads,
+                                       SmallVectorImpl<Value> &out) {
+  // Every member of bag b receives g[b] (divided by L for mean).
+  Emit e{builder, getLoc()};
+  auto ids = getIndices().getType();
+  int64_t bags = ids.getDimSize(0), size = ids.getDimSize(1);
+  int64_t width = getTable().getType().getDimSize(1);
+  auto spread = getType().clone({bags, size, width});
+  Value g = e.broadcast(grads[0], spread, {0, 2});
+  if (getMode() == BagMode::mean)
+    g = e.scale(g, 1.0 / static_cast<double>(size));
+  out.push_back(EmbeddingGradOp::create(builder, getLoc(), g, getIndices(),
+                                        getTable().getType().getDimSize(0)));
+  out.push_back(Value());
+  return success();
+}
+
+LogicalResult AttentionOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                    SmallVectorImpl<Value> &out) {
+  // Recompute P = softmax(S) with S = q k^T scale + mask (+ causal -inf),
+  // with k and v repeated to the query heads (GQA), then
+  //   dv = P^T g, dP = g v^T, dS = P (dP - sum(dP P)), dq = dS k scale,
+  //   dk = dS^T q scale, dmask = dS (summed to the mask's shape),
+  // and sum dk, dv over the query heads that share a key/value head.
+  Emit e{builder, getLoc()};
+  Value q = getQuery(), k = getKey(), v = getValue(), g = grads[0];
+  auto qt = getQuery().getType(), kt = getKey().getType(),
+       vt = getValue().getType();
+  int64_t b = qt.getDimSize(0), hq = qt.getDimSize(1), tq = qt.getDimSize(2),
+          d = qt.getDimSize(3), hkv = kt.getDimSize(1), tk = kt.getDimSize(2),
+          dv = vt.getDimSize(3), group = hq / hkv;
+  double scale =
+      getScale() ? getScale()->convertToDouble() : 1.0 / std::sqrt(double(d));
+
+  // (B, Hkv, T, X) -> (B, Hq, T, X): head h reads key/value head h / group.
+  auto repeat = [&](Value x, RankedTensorType t) -> Value {
+    if (group == 1)
+      return x;
+    int64_t len = t.getDimSize(2), width = t.getDimSize(3);
+    Value x5 =
+        e.broadcast(x, t.clone({b, hkv, group, len, width}), {0, 1, 3, 4});
+    return e.reshape(x5, t.clone({b, hq, len, width}));
+  };
+  auto unrepeat = [&](Value x, RankedTensorType t) -> Value {
+    if (group == 1)
+      return x;
+    int64_t len = t.getDimSize(2), width = t.getDimSize(3);
+    Value x5 = e.reshape(x, t.clone({b, hkv, group, len, width}));
+    return e.sum(x5, {2}, false);
+  };
+  Value kr = repeat(k, kt), vr = repeat(v, vt);
+  auto sType = qt.clone({b, hq, tq, tk});
+  Value s =
+      e.scale(MatmulOp::create(builder, getLoc(), q, kr, false, true), scale);
+  if (Value mask = getMask()) {
+    auto mt = cast<RankedTensorType>(mask.getType());
+    Value full = mt.getRank() == 2 ? e.broadcast(mask, sType, {2, 3})
+                                   : e.stretch(mask, sType);
+    s = e.add(s, full);
+  }
+  if (getCausal()) {
+    // -inf where key j is after query i (aligned at the bottom right).
+    auto tableType = qt.clone({tq, tk});
+    SmallVector<APFloat> table;
+    const llvm::fltSemantics &sem =
+        cast<FloatType>(qt.getElementType()).getFloatSemantics();
+    for (int64_t i = 0; i < tq; ++i)
+      for (int64_t j = 0; j < tk; ++j)
+        table.push_back(j <= i + tk - tq ? APFloat::getZero(sem)
+                                         : APFloat::getInf(sem, true));
+    Value causal = ConstantOp::create(builder, getLoc(), tableType,
+                                      DenseElementsAttr::get(tableType, table));
+    s = e.add(s, e.broadcast(causal, sType, {2, 3}));
+  }
+  Value p = SoftmaxOp::create(builder, getLoc(), s, 3);
+  Value dvr = MatmulOp::create(builder, getLoc(), p, g, true, false);
+  Value dp = MatmulOp::create(builder, getLoc(), g, vr, false, true);
+  Value rowDot = e.unreduce(e.sum(e.mul(dp, p), {3}, true), sType);
+  Value ds = e.mul(p, e.sub(dp, rowDot));
+  Value dss = e.scale(ds, scale);
+  Value dq = MatmulOp::create(builder, getLoc(), dss, kr, false, false);
+  Value dkr = MatmulOp::create(builder, getLoc(), dss, q, true, false);
+  out.push_back(dq);
+  out.push_back(unrepeat(dkr, kt));
+  out.push_back(unrepeat(dvr, vt));
+  if (Value mask = getMask()) {
+    auto mt = cast<RankedTensorType>(mask.getType());
+    SmallVector<int64_t> summed;
+    if (mt.getRank() == 2) {
+      summed = {0, 1};
+    } else {
+      for (int64_t dim = 0; dim < 2; ++dim)
+        if (mt.getDimSize(dim) == 1 && sType.getDimSize(dim) != 1)
+          summed.push_back(dim);
+    }
+    Value dm = summed.empty() ? ds : e.sum(ds, summed, false);
+    out.push_back(e.reshape(dm, mt));
+  }
   return success();
 }

@@ -79,6 +79,25 @@ def Anvil_ParamAttr : Anvil_Attr<"Param", "param"> {
   let genVerifyDecl = 1;
 }
 
+def Anvil_StateAttr : Anvil_Attr<"State", "state"> {
+  let summary = "Marks a function argument as training state";
+  let description = [{
+    Placed on arguments of a training step under the name `anvil.state`:
+    optimizer moments, the step counter. `name` is the checkpoint name
+    (`opt.adamw.m.h.0.attn.c_attn.weight`), unique within the function;
+    `init` says how the runtime creates it before the first step.
+
+    ```mlir
+    func.func @train_step(%step: tensor<f32> {anvil.state = #anvil.state<
+                            name = "step", init = #anvil.init<zeros>>})
+    ```
+  }];
+  let parameters = (ins
+      StringRefParameter<"checkpoint name of the state">:$name,
+      "::mlir::anvil::InitializerAttr":$init);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
 def Anvil_InputAttr : Anvil_Attr<"Input", "input"> {
   let summary = "Marks a function argument as a batch input";
   let description = [{

@@ -46,8 +46,13 @@ def Anvil_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kParamAttrName = "anvil.param";
     /// Argument attribute naming a batch input: `#anvil.input<...>`.
     static constexpr ::llvm::StringLiteral kInputAttrName = "anvil.input";
+    /// Argument attribute naming training state: `#anvil.state<...>`.
+    static constexpr ::llvm::StringLiteral kStateAttrName = "anvil.state";
     /// Result attribute naming the argument a gradient belongs to.
     static constexpr ::llvm::StringLiteral kGradAttrName = "anvil.grad";
+    /// Result attribute: the index of the argument this result replaces
+    /// (state updated in place).
+    static constexpr ::llvm::StringLiteral kTiedAttrName = "anvil.tied_to";
 
   private:
     void registerAttributes();

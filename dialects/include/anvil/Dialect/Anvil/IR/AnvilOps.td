@@ -165,6 +165,8 @@ def Anvil_LogOp : Anvil_FloatUnaryOp<"log", 1, "the natural logarithm `log(x)`">
 def Anvil_SqrtOp : Anvil_FloatUnaryOp<"sqrt", 1, "`sqrt(x)`">;
 def Anvil_RsqrtOp : Anvil_FloatUnaryOp<"rsqrt", 1, "`1 / sqrt(x)`">;
 def Anvil_TanhOp : Anvil_FloatUnaryOp<"tanh", 1, "`tanh(x)`">;
+def Anvil_CosOp : Anvil_FloatUnaryOp<"cos", 1, "`cos(x)`">;
+def Anvil_SinOp : Anvil_FloatUnaryOp<"sin", 1, "`sin(x)`">;
 def Anvil_ErfOp : Anvil_FloatUnaryOp<"erf", 1, "the error function `erf(x)`">;
 def Anvil_SigmoidOp : Anvil_FloatUnaryOp<"sigmoid", 3,
                                          "the logistic `1 / (1 + exp(-x))`">;
@@ -661,7 +663,7 @@ def Anvil_DropoutOp : Anvil_CostedOp<"dropout", [Anvil_VJP,
   let hasVerifier = 1;
 }
 
-def Anvil_EmbeddingOp : Anvil_GatheringOp<"embedding", [InferTypeOpAdaptor]> {
+def Anvil_EmbeddingOp : Anvil_GatheringOp<"embedding", [Anvil_VJP, InferTypeOpAdaptor]> {
   let summary = "Looks up rows of an embedding table";
   let description = [{
     `table` is `(V, C)`; the result is `indices.shape + (C)`.
@@ -677,8 +679,28 @@ def Anvil_EmbeddingOp : Anvil_GatheringOp<"embedding", [InferTypeOpAdaptor]> {
   }];
 }
 
+def Anvil_EmbeddingGradOp : Anvil_CostedOp<"embedding_grad",
+                                            [InferTypeOpAdaptor]> {
+  let summary = "Sums gradient rows into a table (the VJP of embedding)";
+  let description = [{
+    `grad` is `indices.shape + (C)`; the result is the `(rows, C)` table
+    whose row `r` is the sum of the `grad` rows whose index is `r` (zero for
+    rows never indexed): a scatter-add.
+
+    ```mlir
+    %dwte = anvil.embedding_grad %g[%tokens] rows = 50304 : (tensor<8x128x768xf32>, tensor<8x128xi32>) -> tensor<50304x768xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$grad, Anvil_IndexTensor:$indices,
+                       I64Attr:$rows);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `[` $indices `]` `rows` `=` $rows attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 def Anvil_EmbeddingBagOp : Anvil_GatheringOp<"embedding_bag",
-                                             [InferTypeOpAdaptor]> {
+                                             [Anvil_VJP, InferTypeOpAdaptor]> {
   let summary = "Sums or averages fixed-size bags of embedding rows";
   let description = [{
     `table` is `(V, C)`, `indices` is `(B, L)`: each of the `B` bags holds `L`
@@ -716,7 +738,7 @@ def Anvil_RopeOp : Anvil_CostedOp<"rope", [Anvil_VJP, InferTypeOpAdaptor]> {
   }];
 }
 
-def Anvil_AttentionOp : Anvil_CostedOp<"attention", [InferTypeOpAdaptor]> {
+def Anvil_AttentionOp : Anvil_CostedOp<"attention", [Anvil_VJP, InferTypeOpAdaptor]> {
   let summary = "Scaled dot-product attention (causal, grouped-query, masked, cross)";
   let description = [{
     `query` is `(B, Hq, Tq, D)`, `key` is `(B, Hkv, Tk, D)`, `value` is
