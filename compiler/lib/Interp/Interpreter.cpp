@@ -345,10 +345,16 @@ Buffer randomArgument(FunctionOpInterface function, unsigned index,
   auto type = cast<RankedTensorType>(function.getArgumentTypes()[index]);
   Buffer b = Buffer::of(type);
   Stream rng(splitmix64(seed) ^ splitmix64(0x5EED0000ULL + index));
-  auto param = function.getArgAttrOfType<ad::ParamAttr>(
-      index, ad::AnvilDialect::kParamAttrName);
+  // Parameters and training state follow their initializers.
+  ad::InitializerAttr init;
+  if (auto param = function.getArgAttrOfType<ad::ParamAttr>(
+          index, ad::AnvilDialect::kParamAttrName))
+    init = param.getInit();
+  else if (auto state = function.getArgAttrOfType<ad::StateAttr>(
+               index, ad::AnvilDialect::kStateAttrName))
+    init = state.getInit();
   Type et = type.getElementType();
-  if (!param) {
+  if (!init) {
     for (double &x : b.data) {
       if (isa<FloatType>(et))
         x = rng.normal();
@@ -361,7 +367,6 @@ Buffer randomArgument(FunctionOpInterface function, unsigned index,
       x = roundToType(x, et);
     return b;
   }
-  ad::InitializerAttr init = param.getInit();
   auto [fanIn, fanOut] = fans(type.getShape());
   double fan = init.usesFanOut() ? fanOut : fanIn;
   for (double &x : b.data) {

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "anvil/Training/Autodiff.h"
 #include "anvil/Dialect/Anvil/IR/AnvilOps.h"
 #include "anvil/Training/Passes.h"
 
@@ -33,11 +34,13 @@ bool isFloatTensor(Value v) {
   return t && isa<FloatType>(t.getElementType());
 }
 
-/// Differentiates `fn` (already a clone) in place. Returns the gradient
-/// values and their names, or failure after a diagnostic.
-LogicalResult differentiate(func::FuncOp fn, bool wrtInputs,
-                            SmallVectorImpl<Value> &gradients,
-                            SmallVectorImpl<std::string> &names) {
+} // namespace
+
+FailureOr<Gradients> mlir::anvil::differentiate(func::FuncOp fn,
+                                                bool wrtInputs) {
+  Gradients result;
+  SmallVectorImpl<Value> &gradients = result.grads;
+  SmallVectorImpl<std::string> &names = result.names;
   if (!fn.getBody().hasOneBlock())
     return fn.emitError("anvil-autodiff: @")
            << fn.getName() << " must have a single block";
@@ -45,7 +48,7 @@ LogicalResult differentiate(func::FuncOp fn, bool wrtInputs,
   auto ret = cast<func::ReturnOp>(block.getTerminator());
   if (ret.getNumOperands() < 1)
     return ret.emitError("anvil-autodiff: the function returns no loss");
-  Value loss = ret.getOperand(0);
+  Value loss = result.loss = ret.getOperand(0);
   auto lossType = dyn_cast<RankedTensorType>(loss.getType());
   if (!lossType || lossType.getRank() != 0 ||
       !isa<FloatType>(lossType.getElementType())) {
@@ -143,8 +146,11 @@ LogicalResult differentiate(func::FuncOp fn, bool wrtInputs,
     }
     gradients.push_back(g);
   }
-  return success();
+  result.wrt = wrt;
+  return result;
 }
+
+namespace {
 
 struct AnvilAutodiffPass
     : public anvil::impl::AnvilAutodiffPassBase<AnvilAutodiffPass> {
@@ -167,12 +173,13 @@ struct AnvilAutodiffPass
     auto grad = cast<func::FuncOp>(b.clone(*fn));
     grad.setSymName(gradName);
 
-    SmallVector<Value> gradients;
-    SmallVector<std::string> names;
-    if (failed(differentiate(grad, wrtInputs, gradients, names))) {
+    FailureOr<Gradients> result = differentiate(grad, wrtInputs);
+    if (failed(result)) {
       grad.erase();
       return signalPassFailure();
     }
+    SmallVector<Value> &gradients = result->grads;
+    SmallVector<std::string> &names = result->names;
     auto ret = cast<func::ReturnOp>(grad.getBody().front().getTerminator());
     SmallVector<Value> results{ret.getOperand(0)};
     results.append(gradients);

@@ -14,10 +14,15 @@
 #include "anvil/Frontend/Graph.h"
 #include "anvil/Frontend/Models/Registry.h"
 
+#include "anvil/Training/Passes.h"
+
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -28,7 +33,7 @@ using namespace llvm;
 using namespace anvil::frontend;
 
 namespace {
-enum class Emit { None, Forward };
+enum class Emit { None, Forward, TrainStep };
 enum class Report { None, Text, Json };
 
 cl::OptionCategory category("anvil-compile options");
@@ -57,11 +62,39 @@ cl::opt<Emit>
     emit("emit", cl::desc("What to write (default: forward when -o is given)"),
          cl::values(clEnumValN(Emit::None, "none", "nothing"),
                     clEnumValN(Emit::Forward, "forward",
-                               "the forward graph (anvil dialect)")),
+                               "the forward graph (anvil dialect)"),
+                    clEnumValN(Emit::TrainStep, "train-step",
+                               "@forward and @train_step (forward, backward "
+                               "and the optimizer update)")),
          cl::init(Emit::None), cl::cat(category));
 cl::opt<std::string> outputFile("o", cl::desc("Output file ('-' for stdout)"),
                                 cl::value_desc("file"), cl::init(""),
                                 cl::cat(category));
+cl::opt<std::string>
+    optimizerName("optimizer",
+                  cl::desc("With --emit=train-step: sgd, adam, adamw, lamb, "
+                           "adagrad (default adamw)"),
+                  cl::init("adamw"), cl::cat(category));
+cl::opt<double> learningRate("lr", cl::desc("Peak learning rate"),
+                             cl::init(1e-3), cl::cat(category));
+cl::opt<int64_t> warmupSteps("warmup", cl::desc("Linear warm-up steps"),
+                             cl::init(0), cl::cat(category));
+cl::opt<std::string> decaySchedule("decay",
+                                   cl::desc("After warm-up: none, cosine, "
+                                            "linear"),
+                                   cl::init("none"), cl::cat(category));
+cl::opt<int64_t> totalSteps("total-steps",
+                            cl::desc("Step at which the decay ends"),
+                            cl::init(0), cl::cat(category));
+cl::opt<double> clipNorm("clip", cl::desc("Global gradient-norm clip (0: off)"),
+                         cl::init(0.0), cl::cat(category));
+cl::opt<double> weightDecay("weight-decay", cl::desc("Weight decay"),
+                            cl::init(0.0), cl::cat(category));
+cl::opt<std::string> optimizerOptions(
+    "optimizer-options",
+    cl::desc("More anvil-optimizer options, e.g. \"beta2=0.95 momentum=0.9\""),
+    cl::init(""), cl::cat(category));
+
 cl::opt<Report> report(
     "report", cl::desc("Print a summary of the model"),
     cl::values(clEnumValN(Report::None, "none", "no summary"),
@@ -96,7 +129,8 @@ void printReport(const ModelReport &r, raw_ostream &os) {
                    {"flops_per_step", r.flopsPerStep},
                    {"batch", r.batch},
                    {"seq_len", r.seqLen},
-                   {"tokens_per_step", r.tokensPerStep}};
+                   {"tokens_per_step", r.tokensPerStep},
+                   {"vocab", r.vocab}};
     os << json::Value(std::move(o)) << "\n";
     return;
   }
@@ -161,6 +195,22 @@ int main(int argc, char **argv) {
     what = Emit::Forward;
   bool irToStdout =
       what != Emit::None && (outputFile.empty() || outputFile == "-");
+  if (what == Emit::TrainStep) {
+    mlir::anvil::registerAnvilTrainingPasses();
+    mlir::PassManager pm(&context);
+    // Full precision: std::to_string would print 1e-7 as 0.000000.
+    auto num = [](double v) { return llvm::formatv("{0:e16}", v).str(); };
+    std::string pipeline =
+        "anvil-optimizer{optimizer=" + optimizerName +
+        " lr=" + num(learningRate) + " warmup=" + std::to_string(warmupSteps) +
+        " decay=" + decaySchedule +
+        " total-steps=" + std::to_string(totalSteps) +
+        " clip=" + num(clipNorm) + " weight-decay=" + num(weightDecay) + " " +
+        optimizerOptions + "}";
+    if (failed(mlir::parsePassPipeline(pipeline, pm)) ||
+        failed(pm.run(*built.module)))
+      return error("could not build the training step (" + pipeline + ")");
+  }
   if (what != Emit::None) {
     std::string errorMessage;
     auto output = mlir::openOutputFile(

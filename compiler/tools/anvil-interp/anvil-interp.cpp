@@ -63,6 +63,12 @@ cl::opt<std::string> outputDir("output-dir",
                                cl::value_desc("dir"), cl::init(""),
                                cl::cat(category));
 cl::opt<bool> print("print", cl::desc("Print the results"), cl::cat(category));
+cl::opt<unsigned>
+    steps("steps",
+          cl::desc("Run the function N times, feeding each result marked "
+                   "anvil.tied_to back into its argument (a training loop); "
+                   "prints result #0, the loss, after each step"),
+          cl::init(1), cl::cat(category));
 
 int error(const Twine &message) {
   WithColor::error(errs(), "anvil-interp") << message << "\n";
@@ -159,10 +165,20 @@ int main(int argc, char **argv) {
 
   interp::Options options;
   options.roundResults = roundResults;
-  mlir::FailureOr<std::vector<interp::Buffer>> results =
-      interp::run(fn, args, options);
-  if (failed(results))
-    return 1;
+  mlir::FailureOr<std::vector<interp::Buffer>> results;
+  for (unsigned s = 0; s < steps; ++s) {
+    results = interp::run(fn, args, options);
+    if (failed(results))
+      return 1;
+    if (steps.getNumOccurrences() == 0)
+      break;
+    outs() << "step " << s + 1 << ": loss "
+           << format("%.9g", (*results)[0].data[0]) << "\n";
+    for (unsigned r = 0; r < results->size(); ++r)
+      if (auto tied = fn.getResultAttrOfType<mlir::IntegerAttr>(
+              r, mlir::anvil::AnvilDialect::kTiedAttrName))
+        args[tied.getInt()].data = (*results)[r].data;
+  }
 
   for (auto [i, r] : llvm::enumerate(*results)) {
     if (!outputDir.empty()) {

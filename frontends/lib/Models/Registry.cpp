@@ -76,6 +76,7 @@ buildModel(MLIRContext &context, const std::string &model,
   r.batch = c.batch;
   r.seqLen = c.sequenceLength();
   r.tokensPerStep = c.tokensPerStep();
+  r.vocab = c.paddedVocab();
   // Count what the graph holds, not what the formula says.
   auto fn = *built.module->getOps<FunctionOpInterface>().begin();
   for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {

@@ -57,9 +57,10 @@ bool hasEvaluator(mlir::OperationName name);
 std::optional<std::string> argumentName(mlir::FunctionOpInterface function,
                                         unsigned index);
 
-/// A deterministic value for argument `index`: parameters follow their
-/// initializer, float inputs are standard normal, integer inputs uniform in
-/// [0, intHigh), booleans fair coins. The stream depends on (seed, index).
+/// A deterministic value for argument `index`: parameters and training
+/// state follow their initializer, float inputs are standard normal, integer
+/// inputs uniform in [0, intHigh), booleans fair coins. The stream depends on
+/// (seed, index).
 Buffer randomArgument(mlir::FunctionOpInterface function, unsigned index,
                       uint64_t seed, int64_t intHigh);
 

@@ -63,4 +63,70 @@ def AnvilAutodiffPass : Pass<"anvil-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::anvil::AnvilDialect"];
 }
 
+def AnvilOptimizerPass : Pass<"anvil-optimizer", "mlir::ModuleOp"> {
+  let summary = "Builds @train_step: forward, backward and the optimizer update";
+  let description = [{
+    Adds `@train_step` next to the forward function:
+
+    ```
+    @train_step(params..., optimizer state..., step, inputs...)
+        -> (loss, params'..., state'..., step')
+    ```
+
+    1. Clone the forward function and differentiate it (as anvil-autodiff)
+       with respect to the trainable parameters.
+    2. Add the optimizer state as `anvil.state` arguments after the
+       parameters, zero-initialized: `opt.<optimizer>.<m|v|momentum|sum>.<param>`
+       per trainable parameter, and `step`, the number of steps taken (f32).
+    3. Compute, from `t = step + 1`, the learning rate: linear warm-up over
+       `warmup` steps, then `cosine` or `linear` decay to
+       `min-lr-ratio * lr` at `total-steps` (or constant with `none`).
+    4. With `clip > 0`, scale all gradients by min(1, clip / (norm + 1e-6)),
+       the norm taken over all of them together.
+    5. Update each trainable parameter by the optimizer's published rule
+       (PyTorch's conventions):
+       - `sgd`: g += wd p; with momentum mu, buf = mu buf + g and the step
+         is buf (or g + mu buf with Nesterov); p -= lr step.
+       - `adam` (L2 decay g += wd p) and `adamw` (decoupled p -= lr wd p):
+         m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2,
+         p -= lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps).
+       - `lamb`: Adam's moments; r = m^ / (sqrt(v^) + eps) + wd p;
+         p -= lr (|p| / |r|) r (trust ratio 1 if either norm is 0).
+       - `adagrad`: g += wd p; sum += g^2; p -= lr g / (sqrt(sum) + eps).
+       Weight decay applies to parameters of rank 2 or more (not to norms
+       and biases) unless `decay-all` is set.
+    6. Return the loss and every updated state value, each with
+       `anvil.tied_to = <argument index>` so that it is updated in place.
+
+    A bad option value is an error naming it.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", "\"forward\"",
+           "The forward function">,
+    Option<"optimizer", "optimizer", "std::string", "\"adamw\"",
+           "sgd, adam, adamw, lamb or adagrad">,
+    Option<"lr", "lr", "double", "1e-3", "Peak learning rate">,
+    Option<"beta1", "beta1", "double", "0.9", "Adam/LAMB first-moment decay">,
+    Option<"beta2", "beta2", "double", "0.999",
+           "Adam/LAMB second-moment decay">,
+    Option<"eps", "eps", "double", "1e-8", "Denominator epsilon">,
+    Option<"weightDecay", "weight-decay", "double", "0.0",
+           "Weight decay (L2 for sgd/adam/adagrad, decoupled for adamw/lamb)">,
+    Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
+    Option<"nesterov", "nesterov", "bool", "false", "SGD Nesterov momentum">,
+    Option<"clip", "clip", "double", "0.0",
+           "Global gradient-norm clipping threshold (0: off)">,
+    Option<"warmup", "warmup", "int64_t", "0", "Linear warm-up steps">,
+    Option<"decay", "decay", "std::string", "\"none\"",
+           "After warm-up: none, cosine or linear">,
+    Option<"totalSteps", "total-steps", "int64_t", "0",
+           "The step at which the decay ends">,
+    Option<"minLrRatio", "min-lr-ratio", "double", "0.0",
+           "The decayed learning rate as a fraction of lr">,
+    Option<"decayAll", "decay-all", "bool", "false",
+           "Also decay parameters of rank 0 and 1 (norms, biases)">,
+  ];
+  let dependentDialects = ["mlir::anvil::AnvilDialect"];
+}
+
 #endif // ANVIL_TRAINING_PASSES_TD

@@ -32,6 +32,7 @@ struct ModelReport {
   int64_t parameterTensors = 0; ///< Number of parameter arguments.
   int64_t flopsPerStep = 0;     ///< Analytic training FLOPs of one step.
   int64_t batch = 0, seqLen = 0, tokensPerStep = 0;
+  int64_t vocab = 0; ///< Rows of the token embedding (padded vocabulary).
 };
 
 struct BuiltModel {

@@ -1,0 +1,33 @@
+//===- Autodiff.h - reverse-mode differentiation of a function ---*- C++
+//-*-===//
+//
+// The algorithm behind `anvil-autodiff`, for passes that build on it (the
+// optimizer step): differentiate a forward function in place.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ANVIL_TRAINING_AUTODIFF_H
+#define ANVIL_TRAINING_AUTODIFF_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <string>
+
+namespace mlir::anvil {
+
+struct Gradients {
+  Value loss;                     ///< The scalar loss (result 0).
+  SmallVector<BlockArgument> wrt; ///< The differentiated arguments.
+  SmallVector<Value> grads;       ///< dL/d(wrt[i]).
+  SmallVector<std::string> names; ///< The arguments' names.
+};
+
+/// Appends the backward ops to `fn`'s block, before its return (which is
+/// left as it was), and returns the gradients of the trainable parameters
+/// (and float inputs with `wrtInputs`). Emits a diagnostic and fails for a
+/// non-scalar loss, several blocks or an active op without a VJP rule.
+FailureOr<Gradients> differentiate(func::FuncOp fn, bool wrtInputs);
+
+} // namespace mlir::anvil
+
+#endif // ANVIL_TRAINING_AUTODIFF_H
