@@ -107,7 +107,9 @@ Tensor Graph::input(StringRef name, ArrayRef<int64_t> shape, Type elementType) {
 }
 
 Tensor Graph::parameter(StringRef name, ArrayRef<int64_t> shape,
-                        ad::InitializerAttr init, bool trainable) {
+                        ad::InitializerAttr init,
+                        std::optional<bool> trainableOr) {
+  bool trainable = trainableOr.value_or(defaultTrainable_);
   std::string full = qualify(name);
   if (!names_.insert(full).second)
     fail("parameter name '" + full + "' is already used");

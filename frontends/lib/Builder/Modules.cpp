@@ -24,7 +24,7 @@ Module::Module(Within at, StringRef name)
       path_(at.path.empty() ? name.str() : at.path + "." + name.str()) {}
 
 Tensor Module::param(StringRef name, ArrayRef<int64_t> shape,
-                     ad::InitializerAttr init, bool trainable) {
+                     ad::InitializerAttr init, std::optional<bool> trainable) {
   Graph::Scope scope = enter();
   return graph_.parameter(name, shape, init, trainable);
 }
@@ -52,6 +52,18 @@ Linear::Linear(Within at, StringRef name, int64_t in, int64_t out,
                  g.init(ad::InitKind::normal, {{"std", options.initStd}}));
   if (options.bias)
     bias = param("bias", {out}, g.init(ad::InitKind::zeros));
+  if (int64_t r = options.lora.rank) {
+    if (r < 1 || r > std::min(in, out))
+      fail("LoRA rank " + llvm::Twine(r) + " must lie in [1, min(in, out) = " +
+           llvm::Twine(std::min(in, out)) + "]");
+    // PEFT's initialization: A Kaiming uniform (a = sqrt 5), B zeros.
+    loraA = param(
+        "lora_A.weight", {r, in},
+        g.init(ad::InitKind::kaiming_uniform, {{"gain", std::sqrt(1.0 / 3.0)}}),
+        /*trainable=*/true);
+    loraB = param("lora_B.weight", {out, r}, g.init(ad::InitKind::zeros),
+                  /*trainable=*/true);
+  }
 }
 
 Tensor Linear::operator()(Tensor x) const {
@@ -61,7 +73,18 @@ Tensor Linear::operator()(Tensor x) const {
          " features in its last dimension, the layer expects " +
          llvm::Twine(in));
   Tensor y = matmul(x, weight, /*transposeA=*/false, options.transposedWeight);
-  return bias ? y + bias : y;
+  if (bias)
+    y = y + bias;
+  if (loraA) {
+    // (..., in) -> (..., r) -> (..., out), scaled by alpha / r.
+    Graph::Scope lora(graph(), "lora");
+    double alpha = options.lora.alpha ? options.lora.alpha
+                                      : static_cast<double>(options.lora.rank);
+    Tensor delta = matmul(matmul(x, loraA, false, true), loraB, false, true);
+    y = y + delta * full(graph(), {}, alpha / options.lora.rank,
+                         delta.elementType());
+  }
+  return y;
 }
 
 Embedding::Embedding(Within at, StringRef name, int64_t count, int64_t dim,
@@ -144,13 +167,16 @@ static int64_t checkedHeadDim(const Module &m, int64_t dim, int64_t heads,
 
 CausalSelfAttention::CausalSelfAttention(Within at, StringRef name, int64_t dim,
                                          int64_t heads, int64_t kvHeads,
-                                         double projInitStd)
+                                         double projInitStd, LoRA qkvLora,
+                                         LoRA projLora)
     : Module(at, name), dim(dim), heads(heads), kvHeads(kvHeads),
       headDim(checkedHeadDim(*this, dim, heads, kvHeads)),
-      qkv(*this, "c_attn", dim, dim + 2 * kvHeads * headDim),
+      qkv(*this, "c_attn", dim, dim + 2 * kvHeads * headDim,
+          Linear::Options{/*bias=*/true, /*transposedWeight=*/false,
+                          /*initStd=*/0.02, qkvLora}),
       proj(*this, "c_proj", dim, dim,
            Linear::Options{/*bias=*/true, /*transposedWeight=*/false,
-                           projInitStd}) {}
+                           projInitStd, projLora}) {}
 
 Tensor CausalSelfAttention::operator()(Tensor x) const {
   Graph::Scope scope = enter();
@@ -174,7 +200,7 @@ TransformerBlock::TransformerBlock(Within at, StringRef name,
                                    const Config &config)
     : Module(at, name), ln1(*this, "ln_1", config.dim, config.layerNormEpsilon),
       attn(*this, "attn", config.dim, config.heads, config.kvHeads,
-           config.projInitStd),
+           config.projInitStd, config.qkvLora, config.projLora),
       ln2(*this, "ln_2", config.dim, config.layerNormEpsilon),
       mlp(*this, "mlp", config.dim, config.mlpHidden, config.projInitStd) {}
 

@@ -74,8 +74,8 @@ int64_t GPTConfig::paddedVocab() const {
 
 const std::vector<std::string> &GPTConfig::fieldNames() {
   static const std::vector<std::string> names = {
-      "layers",       "width",   "heads", "context", "vocab",
-      "pad_vocab_to", "dropout", "batch", "seq_len"};
+      "layers",  "width", "heads",   "context",   "vocab",      "pad_vocab_to",
+      "dropout", "batch", "seq_len", "lora_rank", "lora_alpha", "lora_targets"};
   return names;
 }
 
@@ -104,7 +104,16 @@ void GPTConfig::set(const std::string &field, const std::string &value) {
     batch = parseInt();
   else if (field == "seq_len")
     seqLen = parseInt();
-  else if (field == "dropout") {
+  else if (field == "lora_rank")
+    loraRank = parseInt();
+  else if (field == "lora_targets")
+    loraTargets = value;
+  else if (field == "lora_alpha") {
+    char *end = nullptr;
+    loraAlpha = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0')
+      badField(*this, "lora_alpha = '" + value + "' is not a number");
+  } else if (field == "dropout") {
     char *end = nullptr;
     dropout = std::strtod(value.c_str(), &end);
     if (value.empty() || *end != '\0')
@@ -137,6 +146,16 @@ void GPTConfig::validate() const {
     badField(*this, "seq_len = " + std::to_string(seqLen) +
                         " must lie in [1, context = " +
                         std::to_string(context) + "] (0 means context)");
+  if (loraRank < 0 || loraRank > width)
+    badField(*this, "lora_rank = " + std::to_string(loraRank) +
+                        " must lie in [0, width = " + std::to_string(width) +
+                        "]");
+  if (loraTargets != "c_attn" && loraTargets != "c_proj" &&
+      loraTargets != "c_attn+c_proj")
+    badField(*this, "lora_targets = '" + loraTargets +
+                        "' must be c_attn, c_proj or c_attn+c_proj");
+  if (!(loraAlpha >= 0.0))
+    badField(*this, "lora_alpha must not be negative");
   if (!(dropout >= 0.0 && dropout < 1.0))
     badField(*this,
              "dropout = " + std::to_string(dropout) + " must lie in [0, 1)");
@@ -182,12 +201,22 @@ OwningOpRef<ModuleOp> buildGPT(MLIRContext &context, const GPTConfig &c) {
   int64_t B = c.batch, T = c.sequenceLength(), C = c.width;
   Type i32 = g.builder().getI32Type();
 
-  // Parameters in state-dict order: wte, wpe, h.*, ln_f.
-  Embedding wte(g, "wte", c.paddedVocab(), C);
-  Embedding wpe(g, "wpe", c.context, C);
   TransformerBlock::Config block{C, c.heads, c.heads, 4 * C,
                                  /*projInitStd=*/0.02 /
                                      std::sqrt(2.0 * c.layers)};
+  if (c.loraRank > 0) {
+    // LoRA: freeze everything; the adapters are created trainable.
+    g.setDefaultTrainable(false);
+    LoRA lora{c.loraRank, c.loraAlpha};
+    if (c.loraTargets != "c_proj")
+      block.qkvLora = lora;
+    if (c.loraTargets != "c_attn")
+      block.projLora = lora;
+  }
+
+  // Parameters in state-dict order: wte, wpe, h.*, ln_f.
+  Embedding wte(g, "wte", c.paddedVocab(), C);
+  Embedding wpe(g, "wpe", c.context, C);
   std::vector<std::unique_ptr<TransformerBlock>> blocks;
   {
     Graph::Scope h(g, "h");

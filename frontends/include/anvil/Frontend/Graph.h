@@ -27,6 +27,7 @@
 
 #include "llvm/ADT/StringSet.h"
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -87,8 +88,14 @@ public:
                mlir::Type elementType);
 
   /// A parameter named `<current scope>.<name>` (or `name` at top level).
+  /// `trainable` defaults to the graph's default (see setDefaultTrainable).
   Tensor parameter(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
-                   mlir::anvil::InitializerAttr init, bool trainable = true);
+                   mlir::anvil::InitializerAttr init,
+                   std::optional<bool> trainable = std::nullopt);
+
+  /// Whether parameters are trainable unless said otherwise; false freezes
+  /// a base model whose adapters are created with trainable = true.
+  void setDefaultTrainable(bool trainable) { defaultTrainable_ = trainable; }
 
   /// Shorthands for initializers: `init(InitKind::normal, {{"std", 0.02}})`.
   mlir::anvil::InitializerAttr
@@ -167,6 +174,7 @@ private:
   std::vector<mlir::DictionaryAttr> argAttrs_;
   llvm::StringSet<> names_;
   size_t numParams_ = 0;
+  bool defaultTrainable_ = true;
   int64_t paramElements_ = 0;
 };
 

@@ -47,7 +47,8 @@ public:
 protected:
   /// A parameter `<path>.<name>`.
   Tensor param(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
-               mlir::anvil::InitializerAttr init, bool trainable = true);
+               mlir::anvil::InitializerAttr init,
+               std::optional<bool> trainable = std::nullopt);
   /// Enters this module's scope: ops get its path as location, child modules
   /// constructed meanwhile are named below it.
   Graph::Scope enter() const {
@@ -61,8 +62,18 @@ private:
   std::string path_;
 };
 
+/// Low-rank adapters (LoRA, Hu et al. 2021): `y += (alpha / rank) x A^T B^T`
+/// with trainable `lora_A.weight (rank, in)` (Kaiming uniform) and
+/// `lora_B.weight (out, rank)` (zeros, so training starts from the base
+/// model), named as in Hugging Face PEFT.
+struct LoRA {
+  int64_t rank = 0; ///< 0: no adapter.
+  double alpha = 0; ///< 0 means alpha = rank (scale 1).
+};
+
 /// `y = x @ weight + bias` with weight `(in, out)` (the layout of GPT-2's
-/// checkpoints), or `(out, in)` with `transposedWeight` (torch.nn.Linear).
+/// checkpoints), or `(out, in)` with `transposedWeight` (torch.nn.Linear),
+/// plus an optional LoRA adapter.
 class Linear : public Module {
 public:
   struct Options {
@@ -70,6 +81,7 @@ public:
     bool transposedWeight = false;
     /// Standard deviation of the normal initializer of the weight.
     double initStd = 0.02;
+    LoRA lora;
   };
   Linear(Within at, llvm::StringRef name, int64_t in, int64_t out,
          Options options);
@@ -78,6 +90,7 @@ public:
   Tensor operator()(Tensor x) const;
 
   Tensor weight, bias;
+  Tensor loraA, loraB; ///< Set when options.lora.rank > 0.
   int64_t in, out;
   Options options;
 };
@@ -146,7 +159,8 @@ public:
 class CausalSelfAttention : public Module {
 public:
   CausalSelfAttention(Within at, llvm::StringRef name, int64_t dim,
-                      int64_t heads, int64_t kvHeads, double projInitStd);
+                      int64_t heads, int64_t kvHeads, double projInitStd,
+                      LoRA qkvLora = {}, LoRA projLora = {});
   Tensor operator()(Tensor x) const;
 
   int64_t dim, heads, kvHeads, headDim;
@@ -161,6 +175,8 @@ public:
     int64_t dim, heads, kvHeads, mlpHidden;
     double projInitStd;
     double layerNormEpsilon = 1e-5;
+    /// Adapters on the attention's c_attn and c_proj.
+    LoRA qkvLora = {}, projLora = {};
   };
   TransformerBlock(Within at, llvm::StringRef name, const Config &config);
   Tensor operator()(Tensor x, Dropout &dropout) const;

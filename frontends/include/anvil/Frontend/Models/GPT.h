@@ -34,6 +34,12 @@ struct GPTConfig {
   double dropout = 0.0;   ///< Residual dropout rate.
   int64_t batch = 8;      ///< B of the training step.
   int64_t seqLen = 0;     ///< T of the training step; 0 means `context`.
+  /// LoRA fine-tuning: adapters of this rank on the attention projections
+  /// named in loraTargets ("c_attn", "c_proj" or "c_attn+c_proj"), every
+  /// other parameter frozen. 0: plain training.
+  int64_t loraRank = 0;
+  double loraAlpha = 0; ///< 0 means alpha = rank.
+  std::string loraTargets = "c_attn";
 
   int64_t paddedVocab() const;
   int64_t sequenceLength() const { return seqLen ? seqLen : context; }
@@ -43,7 +49,8 @@ struct GPTConfig {
   /// 63 bits; throws BuildError naming the first bad field.
   void validate() const;
   /// Sets `field` (layers, width, heads, context, vocab, pad_vocab_to,
-  /// dropout, batch, seq_len) from text; throws BuildError listing the
+  /// dropout, batch, seq_len, lora_rank, lora_alpha, lora_targets) from
+  /// text; throws BuildError listing the
   /// fields for an unknown one.
   void set(const std::string &field, const std::string &value);
   /// The overridable field names, for help text.
