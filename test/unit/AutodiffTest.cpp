@@ -260,6 +260,101 @@ std::vector<Case> cases() {
            "(tensor<1x2x4x3xf64>, tensor<1x2x4x3xf64>, tensor<1x2x4x3xf64>, "
            "tensor<4x4xf64>) -> tensor<1x2x4x3xf64>",
            "tensor<1x2x4x3xf64>"},
+      Case{"conv (1-D, padded)",
+           {f("x", "tensor<2x2x7xf64>"), f("k", "tensor<3x2x3xf64>")},
+           "%y = anvil.conv %x, %k stride [1] pad_low [1] pad_high [2] "
+           "dilation [1] : (tensor<2x2x7xf64>, tensor<3x2x3xf64>) -> "
+           "tensor<2x3x8xf64>",
+           "tensor<2x3x8xf64>"},
+      Case{"conv (2-D, grouped, strided, dilated, bias)",
+           {f("x", "tensor<1x4x7x6xf64>"), f("k", "tensor<6x2x2x3xf64>"),
+            f("b", "tensor<6xf64>")},
+           "%y = anvil.conv %x, %k, %b stride [2, 1] pad_low [1, 0] "
+           "pad_high [0, 1] dilation [1, 2] {groups = 2 : i64} : "
+           "(tensor<1x4x7x6xf64>, tensor<6x2x2x3xf64>, tensor<6xf64>) -> "
+           "tensor<1x6x4x3xf64>",
+           "tensor<1x6x4x3xf64>"},
+      Case{"conv_transpose (strided, grouped, output padding, bias)",
+           {f("x", "tensor<2x4x3xf64>"), f("k", "tensor<4x1x3xf64>"),
+            f("b", "tensor<2xf64>")},
+           "%y = anvil.conv_transpose %x, %k, %b stride [2] pad_low [1] "
+           "pad_high [0] dilation [1] output_padding [1] {groups = 2 : i64} : "
+           "(tensor<2x4x3xf64>, tensor<4x1x3xf64>, tensor<2xf64>) -> "
+           "tensor<2x2x7xf64>",
+           "tensor<2x2x7xf64>"},
+      Case{"max_pool",
+           {f("x", "tensor<2x2x5x4xf64>")},
+           "%y = anvil.max_pool %x window [3, 2] stride [2, 2] pad_low [1, 0] "
+           "pad_high [1, 1] : tensor<2x2x5x4xf64> -> tensor<2x2x3x2xf64>",
+           "tensor<2x2x3x2xf64>"},
+      Case{"avg_pool",
+           {f("x", "tensor<1x2x5x4xf64>")},
+           "%y = anvil.avg_pool %x window [3, 2] stride [2, 1] pad_low [1, 1] "
+           "pad_high [1, 0] : tensor<1x2x5x4xf64> -> tensor<1x2x3x4xf64>",
+           "tensor<1x2x3x4xf64>"},
+      Case{"avg_pool (count_include_pad)",
+           {f("x", "tensor<1x1x6xf64>")},
+           "%y = anvil.avg_pool %x window [3] stride [2] pad_low [1] "
+           "pad_high [1] {count_include_pad} : tensor<1x1x6xf64> -> "
+           "tensor<1x1x3xf64>",
+           "tensor<1x1x3xf64>"},
+      Case{"group_norm",
+           {f("x", "tensor<2x4x3xf64>"), f("g", "tensor<4xf64>"),
+            f("b", "tensor<4xf64>")},
+           "%y = anvil.group_norm %x scale(%g) bias(%b) groups = 2 : "
+           "(tensor<2x4x3xf64>, tensor<4xf64>, tensor<4xf64>) -> "
+           "tensor<2x4x3xf64>",
+           "tensor<2x4x3xf64>"},
+      Case{"instance_norm",
+           {f("x", "tensor<2x3x2x2xf64>"), f("g", "tensor<3xf64>")},
+           "%y = anvil.instance_norm %x scale(%g) : (tensor<2x3x2x2xf64>, "
+           "tensor<3xf64>) -> tensor<2x3x2x2xf64>",
+           "tensor<2x3x2x2xf64>"},
+      Case{"batch_norm_train (output and statistics)",
+           {f("x", "tensor<3x2x4xf64>"), f("g", "tensor<2xf64>"),
+            f("b", "tensor<2xf64>")},
+           "%o:3 = anvil.batch_norm_train %x, %g, %b : (tensor<3x2x4xf64>, "
+           "tensor<2xf64>, tensor<2xf64>) -> (tensor<3x2x4xf64>, "
+           "tensor<2xf64>, tensor<2xf64>)\n"
+           "%mb = anvil.broadcast %o#1, dims = [1] : tensor<2xf64> -> "
+           "tensor<3x2x4xf64>\n%vb = anvil.broadcast %o#2, dims = [1] : "
+           "tensor<2xf64> -> tensor<3x2x4xf64>\n%mv = anvil.mul %mb, %vb : "
+           "tensor<3x2x4xf64>\n%y = anvil.add %o#0, %mv : tensor<3x2x4xf64>",
+           "tensor<3x2x4xf64>"},
+      Case{"batch_norm_inference",
+           {f("x", "tensor<2x3x2xf64>"), f("g", "tensor<3xf64>"),
+            f("b", "tensor<3xf64>"), f("m", "tensor<3xf64>"),
+            f("v", "tensor<3xf64>", Kind::Positive)},
+           "%y = anvil.batch_norm_inference %x, %g, %b, %m, %v : "
+           "(tensor<2x3x2xf64>, tensor<3xf64>, tensor<3xf64>, tensor<3xf64>, "
+           "tensor<3xf64>) -> tensor<2x3x2xf64>",
+           "tensor<2x3x2xf64>"},
+      Case{"gather (2-D indices, middle axis)",
+           {f("x", "tensor<2x5x3xf64>"), Arg{"i", "tensor<2x2xi64>", Kind::Index, 5}},
+           "%y = anvil.gather %x[%i] axis = 1 : (tensor<2x5x3xf64>, "
+           "tensor<2x2xi64>) -> tensor<2x2x2x3xf64>",
+           "tensor<2x2x2x3xf64>"},
+      Case{"slice (strided)",
+           {f("a", "tensor<5x7xf64>")},
+           "%y = anvil.slice %a [1:5:2, 0:7:3] : tensor<5x7xf64> -> "
+           "tensor<2x3xf64>",
+           "tensor<2x3xf64>"},
+      Case{"focal_loss",
+           {f("a", t23), f("b", t23, Kind::Unit)},
+           "%y = anvil.focal_loss mean %a, %b {gamma = 2.0 : f64} : (" + t23 +
+               ", " + t23 + ") -> tensor<f64>",
+           "tensor<f64>"},
+      Case{"focal_loss (no alpha, gamma 1.5, none)",
+           {f("a", t23), f("b", t23, Kind::Unit)},
+           "%y = anvil.focal_loss none %a, %b {alpha = -1.0 : f64, gamma = 1.5 "
+           ": f64} : (" + t23 + ", " + t23 + ") -> " + t23,
+           t23},
+      Case{"dice_loss",
+           {f("a", "tensor<2x2x3xf64>", Kind::Unit),
+            f("b", "tensor<2x2x3xf64>", Kind::Unit)},
+           "%y = anvil.dice_loss mean %a, %b {smooth = 0.5 : f64} : "
+           "(tensor<2x2x3xf64>, tensor<2x2x3xf64>) -> tensor<f64>",
+           "tensor<f64>"},
       Case{"mse_loss",
            {f("a", t23), f("b", t23)},
            "%y = anvil.mse_loss mean %a, %b : (" + t23 + ", " + t23 +

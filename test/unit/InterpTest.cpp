@@ -93,7 +93,7 @@ TEST_F(InterpTest, EveryOpHasAnEvaluator) {
     ++ops;
     EXPECT_TRUE(hasEvaluator(name)) << name.getStringRef().str();
   }
-  EXPECT_EQ(ops, 64);
+  EXPECT_EQ(ops, 66);
 }
 
 TEST_F(InterpTest, ArithmeticAndMath) {
@@ -561,6 +561,28 @@ TEST_F(InterpTest, ConvolutionsGroupedStridedTransposed) {
                   "tensor<1x1x5xf64>\nreturn %r : tensor<1x1x5xf64>",
                   {B({1, 1, 2}, {1, 2}), B({1, 1, 3}, {1, 1, 1})}),
              {1, 1, 5}, {1, 1, 3, 2, 2});
+}
+
+TEST_F(InterpTest, ConvFilterGradAndMaxPoolGrad) {
+  // 1-D, x = [1, 2, 3, 4], g = [1, 10] for a 3-tap valid conv:
+  // dw[k] = sum_o g[o] x[o + k] = [1 + 20, 2 + 30, 3 + 40].
+  expectNear(run1("%x: tensor<1x1x4xf64>, %g: tensor<1x1x2xf64>",
+                  "tensor<1x1x3xf64>",
+                  "%r = anvil.conv_filter_grad %x, %g kernel [3] stride [1] "
+                  "pad_low [0] pad_high [0] dilation [1] : (tensor<1x1x4xf64>, "
+                  "tensor<1x1x2xf64>) -> tensor<1x1x3xf64>\nreturn %r : "
+                  "tensor<1x1x3xf64>",
+                  {B({1, 1, 4}, {1, 2, 3, 4}), B({1, 1, 2}, {1, 10})}),
+             {1, 1, 3}, {21, 32, 43});
+  // Windows [1, 5] and [5, 2] (stride 1, window 2) both pick 5.
+  expectNear(run1("%x: tensor<1x1x3xf64>, %g: tensor<1x1x2xf64>",
+                  "tensor<1x1x3xf64>",
+                  "%r = anvil.max_pool_grad %x, %g window [2] stride [1] "
+                  "pad_low [0] pad_high [0] : (tensor<1x1x3xf64>, "
+                  "tensor<1x1x2xf64>) -> tensor<1x1x3xf64>\nreturn %r : "
+                  "tensor<1x1x3xf64>",
+                  {B({1, 1, 3}, {1, 5, 2}), B({1, 1, 2}, {0.5, 0.25})}),
+             {1, 1, 3}, {0, 0.75, 0});
 }
 
 TEST_F(InterpTest, PoolingAndUpsampling) {

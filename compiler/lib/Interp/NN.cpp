@@ -317,6 +317,71 @@ void registerNNEvaluators(EvaluatorTable &t) {
     return success();
   });
 
+  // dw[co, ci, k] = sum over n, o of g[n, co, o] x[n, grp Cin/groups + ci,
+  // o * stride - pad_low + k * dilation] (in-bounds taps only).
+  t.add<ad::ConvFilterGradOp>([](ad::ConvFilterGradOp op,
+                                 ArrayRef<const Buffer *> in,
+                                 std::vector<Buffer> &out) {
+    const Buffer &x = *in[0], &g = *in[1];
+    Buffer &dw = out[0];
+    ArrayRef<int64_t> stride = op.getStride(), pad = op.getPadLow(),
+                      dil = op.getDilation();
+    int64_t groups = op.getGroups(), cinG = dw.shape[1],
+            coutG = dw.shape[0] / groups;
+    std::vector<int64_t> kernel(dw.shape.begin() + 2, dw.shape.end());
+    std::vector<int64_t> xi(x.rank()), wi(dw.rank());
+    forEachIndex(g.shape, [&](ArrayRef<int64_t> o) {
+      int64_t n = o[0], co = o[1], grp = co / coutG;
+      double gv = g.at(o);
+      for (int64_t ci = 0; ci < cinG; ++ci)
+        forEachIndex(kernel, [&](ArrayRef<int64_t> kk) {
+          xi[0] = n;
+          xi[1] = grp * cinG + ci;
+          for (size_t s = 0; s < kernel.size(); ++s) {
+            xi[s + 2] = o[s + 2] * stride[s] - pad[s] + kk[s] * dil[s];
+            if (xi[s + 2] < 0 || xi[s + 2] >= x.shape[s + 2])
+              return;
+          }
+          wi[0] = co;
+          wi[1] = ci;
+          for (size_t s = 0; s < kernel.size(); ++s)
+            wi[s + 2] = kk[s];
+          dw.at(wi) += gv * x.at(xi);
+        });
+    });
+    return success();
+  });
+
+  // Each window's gradient goes to its first maximum.
+  t.add<ad::MaxPoolGradOp>([](ad::MaxPoolGradOp op,
+                              ArrayRef<const Buffer *> in,
+                              std::vector<Buffer> &out) {
+    const Buffer &x = *in[0], &g = *in[1];
+    ArrayRef<int64_t> stride = op.getStride(), pad = op.getPadLow();
+    std::vector<int64_t> win(op.getWindow().begin(), op.getWindow().end());
+    std::vector<int64_t> xi(x.rank()), best;
+    forEachIndex(g.shape, [&](ArrayRef<int64_t> o) {
+      double max = -std::numeric_limits<double>::infinity();
+      best.clear();
+      forEachIndex(win, [&](ArrayRef<int64_t> kk) {
+        xi[0] = o[0];
+        xi[1] = o[1];
+        for (size_t s = 0; s < win.size(); ++s) {
+          xi[s + 2] = o[s + 2] * stride[s] - pad[s] + kk[s];
+          if (xi[s + 2] < 0 || xi[s + 2] >= x.shape[s + 2])
+            return;
+        }
+        if (best.empty() || x.at(xi) > max) {
+          max = x.at(xi);
+          best = xi;
+        }
+      });
+      if (!best.empty())
+        out[0].at(best) += g.at(o);
+    });
+    return success();
+  });
+
   // Windows over the padded spatial dimensions; padding never wins a max
   // and counts toward an average only with count_include_pad.
   auto pool = [](Operation *op, const Buffer &x, Buffer &y,

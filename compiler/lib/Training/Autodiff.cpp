@@ -45,6 +45,13 @@ FailureOr<Gradients> mlir::anvil::differentiate(func::FuncOp fn,
     return fn.emitError("anvil-autodiff: @")
            << fn.getName() << " must have a single block";
   Block &block = fn.getBody().front();
+  for (auto [i, type] : llvm::enumerate(fn.getArgumentTypes())) {
+    auto t = dyn_cast<RankedTensorType>(type);
+    if (!t || !t.hasStaticShape())
+      return fn.emitError("anvil-autodiff: argument #")
+             << i << " has type " << type
+             << "; differentiation needs statically shaped tensors";
+  }
   auto ret = cast<func::ReturnOp>(block.getTerminator());
   if (ret.getNumOperands() < 1)
     return ret.emitError("anvil-autodiff: the function returns no loss");

@@ -816,6 +816,24 @@ func.func @conv_transpose_empty(%x: tensor<1x4x1xf32>, %w: tensor<4x2x1xf32>) {
 
 // -----
 
+func.func @conv_filter_grad_groups(%x: tensor<1x4x8xf32>, %g: tensor<1x3x6xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{groups = 2 must divide the 4 input and 3 output channels}}
+  %0 = anvil.conv_filter_grad %x, %g kernel [3] stride [1] pad_low [0] pad_high [0] dilation [1] {groups = 2 : i64} : (tensor<1x4x8xf32>, tensor<1x3x6xf32>) -> tensor<3x2x3xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool_grad_shape(%x: tensor<1x1x4xf32>, %g: tensor<1x1x3xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{grad has type 'tensor<1x1x3xf32>', the pooling of the operand gives 'tensor<1x1x2xf32>'}}
+  %0 = anvil.max_pool_grad %x, %g window [2] stride [2] pad_low [0] pad_high [0] : (tensor<1x1x4xf32>, tensor<1x1x3xf32>) -> tensor<1x1x4xf32>
+  return
+}
+
+// -----
+
 func.func @pool_rank(%x: tensor<2x4xf32>) {
   // expected-error@+2 {{failed to infer returned types}}
   // expected-error@+1 {{operand 'tensor<2x4xf32>' must have rank 3 or more: (N, C, spatial...)}}

@@ -247,8 +247,12 @@ func.func @conv_pool(%x1: tensor<2x4x16xf32>, %w1: tensor<8x4x3xf32>,
   %2 = anvil.conv %x2, %w2 stride [1, 1] pad_low [2, 2] pad_high [2, 2] dilation [2, 2] {groups = 2 : i64} : (tensor<2x4x16x16xf32>, tensor<8x2x3x3xf32>) -> tensor<2x8x16x16xf32>
   // CHECK: anvil.conv_transpose %{{.+}}, %{{.+}} stride [2, 2, 2] pad_low [0, 0, 0] pad_high [0, 0, 0] dilation [1, 1, 1] output_padding [0, 0, 0] : (tensor<1x4x8x8x8xf32>, tensor<4x2x2x2x2xf32>) -> tensor<1x2x16x16x16xf32>
   %3 = anvil.conv_transpose %x3, %w3 stride [2, 2, 2] pad_low [0, 0, 0] pad_high [0, 0, 0] dilation [1, 1, 1] output_padding [0, 0, 0] : (tensor<1x4x8x8x8xf32>, tensor<4x2x2x2x2xf32>) -> tensor<1x2x16x16x16xf32>
+  // CHECK: anvil.conv_filter_grad %{{.+}}, %{{.+}} kernel [3, 3] stride [2, 2] pad_low [1, 1] pad_high [1, 1] dilation [1, 1] {groups = 2 : i64} : (tensor<2x4x16x16xf32>, tensor<2x8x8x8xf32>) -> tensor<8x2x3x3xf32>
+  %fg = anvil.conv_filter_grad %x2, %1 kernel [3, 3] stride [2, 2] pad_low [1, 1] pad_high [1, 1] dilation [1, 1] {groups = 2 : i64} : (tensor<2x4x16x16xf32>, tensor<2x8x8x8xf32>) -> tensor<8x2x3x3xf32>
   // CHECK: anvil.max_pool %{{.+}} window [3, 3] stride [2, 2] pad_low [1, 1] pad_high [1, 1] : tensor<2x4x16x16xf32> -> tensor<2x4x8x8xf32>
   %4 = anvil.max_pool %x2 window [3, 3] stride [2, 2] pad_low [1, 1] pad_high [1, 1] : tensor<2x4x16x16xf32> -> tensor<2x4x8x8xf32>
+  // CHECK: anvil.max_pool_grad %{{.+}}, %{{.+}} window [3, 3] stride [2, 2] pad_low [1, 1] pad_high [1, 1] : (tensor<2x4x16x16xf32>, tensor<2x4x8x8xf32>) -> tensor<2x4x16x16xf32>
+  %pg = anvil.max_pool_grad %x2, %4 window [3, 3] stride [2, 2] pad_low [1, 1] pad_high [1, 1] : (tensor<2x4x16x16xf32>, tensor<2x4x8x8xf32>) -> tensor<2x4x16x16xf32>
   // CHECK: anvil.avg_pool %{{.+}} window [2, 2] stride [2, 2] pad_low [0, 0] pad_high [0, 0] {count_include_pad} : tensor<2x4x16x16xf32> -> tensor<2x4x8x8xf32>
   %5 = anvil.avg_pool %x2 window [2, 2] stride [2, 2] pad_low [0, 0] pad_high [0, 0] {count_include_pad} : tensor<2x4x16x16xf32> -> tensor<2x4x8x8xf32>
   // CHECK: anvil.upsample_nearest %{{.+}} scale [2, 2] : tensor<2x4x16x16xf32> -> tensor<2x4x32x32xf32>

@@ -176,6 +176,16 @@ int64_t ConvTransposeOp::getFlops() {
          (getBias() ? numel(getResult()) : 0);
 }
 
+// One multiply-add per tap per gradient element.
+int64_t ConvFilterGradOp::getFlops() {
+  return 2 * numel(getGrad()) * shapeOf(getInput())[1] / getGroups() *
+         product(getKernel());
+}
+// A compare per window element and an add per gradient element.
+int64_t MaxPoolGradOp::getFlops() {
+  return numel(getGrad()) * (product(getWindow()) + 1);
+}
+
 int64_t MaxPoolOp::getFlops() {
   return numel(getResult()) * product(getWindow());
 }

@@ -937,6 +937,57 @@ static LogicalResult inferPool(std::optional<Location> loc,
   return success();
 }
 
+LogicalResult ConvFilterGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  Fail<ConvFilterGradOp> fail{loc};
+  RankedTensorType in = tensorType(adaptor.getInput());
+  RankedTensorType grad = tensorType(adaptor.getGrad());
+  int64_t rank = in.getRank();
+  if (rank < 3 || rank > 5 || grad.getRank() != rank)
+    return fail("input ", in, " and grad ", grad,
+                " must have one rank, 3, 4 or 5: (N, C, spatial...)");
+  if (grad.getElementType() != in.getElementType() ||
+      grad.getDimSize(0) != in.getDimSize(0))
+    return fail("grad ", grad, " must have the input's element type and batch");
+  ArrayRef<int64_t> kernel = adaptor.getKernel();
+  if (failed(checkSpatialArrays(fail, rank - 2,
+                                {{"kernel", kernel},
+                                 {"stride", adaptor.getStride()},
+                                 {"pad_low", adaptor.getPadLow()},
+                                 {"pad_high", adaptor.getPadHigh()},
+                                 {"dilation", adaptor.getDilation()}})))
+    return failure();
+  for (int64_t i = 0; i < rank - 2; ++i)
+    if (kernel[i] < 1 || adaptor.getStride()[i] < 1 ||
+        adaptor.getDilation()[i] < 1 || adaptor.getPadLow()[i] < 0 ||
+        adaptor.getPadHigh()[i] < 0)
+      return fail("kernel, stride and dilation must be positive and the "
+                  "padding non-negative");
+  int64_t groups = adaptor.getGroups();
+  if (groups < 1 || in.getDimSize(1) % groups || grad.getDimSize(1) % groups)
+    return fail("groups = ", groups, " must divide the ", in.getDimSize(1),
+                " input and ", grad.getDimSize(1), " output channels");
+  SmallVector<int64_t> shape{grad.getDimSize(1), in.getDimSize(1) / groups};
+  llvm::append_range(shape, kernel);
+  inferred.push_back(in.clone(shape));
+  return success();
+}
+
+LogicalResult MaxPoolGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  SmallVector<Type> pooled;
+  if (failed(inferPool<MaxPoolGradOp>(loc, adaptor, pooled)))
+    return failure();
+  if (pooled[0] != adaptor.getGrad().getType())
+    return Fail<MaxPoolGradOp>{loc}("grad has type ", adaptor.getGrad().getType(),
+                                    ", the pooling of the operand gives ",
+                                    pooled[0]);
+  inferred.push_back(adaptor.getOperand().getType());
+  return success();
+}
+
 LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,

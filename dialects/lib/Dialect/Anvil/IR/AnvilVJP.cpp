@@ -4,10 +4,10 @@
 // dL/d(operands) out of anvil ops, reusing the op's operands and results.
 // Shapes in comments: x the operand, y the result, g = dL/dy.
 //
-// Not differentiated yet (they have no VJP rule, and autodiff reports them):
-// embedding, embedding_bag, gather, attention, conv, conv_transpose, the
-// poolings, group/instance/batch norm, focal and Dice loss, and strided
-// slices.
+// Every op whose results can carry a gradient has a rule; comparisons and
+// argmax are NonDifferentiable, and the gradient ops themselves
+// (embedding_grad, conv_filter_grad, max_pool_grad) are not differentiated
+// again (no second derivatives).
 //
 //===----------------------------------------------------------------------===//
 
@@ -263,16 +263,71 @@ LogicalResult BroadcastOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
   return success();
 }
 
+/// The gradient of taking `indices` along `axis` of a tensor of `type`:
+/// move the index dimensions of `g` to the front, flatten the rest, scatter
+/// the rows with embedding_grad, and move the axis back.
+static Value scatterAlong(Emit &e, Value g, Value indices, int64_t axis,
+                          RankedTensorType type) {
+  auto gt = e.typeOf(g);
+  int64_t k = e.typeOf(indices).getRank(), rank = type.getRank();
+  SmallVector<int64_t> perm;
+  for (int64_t d = axis; d < axis + k; ++d)
+    perm.push_back(d);
+  for (int64_t d = 0; d < axis; ++d)
+    perm.push_back(d);
+  for (int64_t d = axis + k; d < gt.getRank(); ++d)
+    perm.push_back(d);
+  Value moved = e.transpose(g, perm);
+  int64_t rest = type.getNumElements() / type.getDimSize(axis);
+  SmallVector<int64_t> rows(e.typeOf(indices).getShape());
+  rows.push_back(rest);
+  Value flat = e.reshape(moved, gt.clone(rows));
+  Value table = EmbeddingGradOp::create(e.b, e.loc, flat, indices,
+                                        type.getDimSize(axis));
+  SmallVector<int64_t> unflat{type.getDimSize(axis)};
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis)
+      unflat.push_back(type.getDimSize(d));
+  Value back = e.reshape(table, type.clone(unflat));
+  SmallVector<int64_t> inverse;
+  for (int64_t d = 1; d <= axis; ++d)
+    inverse.push_back(d);
+  inverse.push_back(0);
+  for (int64_t d = axis + 1; d < rank; ++d)
+    inverse.push_back(d);
+  return e.transpose(back, inverse);
+}
+
 LogicalResult SliceOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
                                 SmallVectorImpl<Value> &out) {
-  if (llvm::any_of(getStride(), [](int64_t s) { return s != 1; }))
-    return emitOpError("has no VJP rule for strides other than 1 yet");
+  // Dimension by dimension, undo the slice: padding for unit strides,
+  // a scatter of rows start + i * stride otherwise.
+  Emit e{builder, getLoc()};
   auto in = getOperand().getType();
-  SmallVector<int64_t> high;
-  for (int64_t d = 0; d < in.getRank(); ++d)
-    high.push_back(in.getDimSize(d) - getLimit()[d]);
-  out.push_back(PadOp::create(builder, getLoc(), grads[0], getStart(), high,
-                              llvm::APFloat(0.0)));
+  Value g = grads[0];
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    auto cur = e.typeOf(g);
+    SmallVector<int64_t> full(cur.getShape());
+    full[d] = in.getDimSize(d);
+    auto target = cur.clone(full);
+    if (getStride()[d] == 1) {
+      SmallVector<int64_t> low(cur.getRank(), 0), high(cur.getRank(), 0);
+      low[d] = getStart()[d];
+      high[d] = in.getDimSize(d) - getLimit()[d];
+      if (low[d] || high[d])
+        g = PadOp::create(builder, getLoc(), g, low, high, llvm::APFloat(0.0));
+      continue;
+    }
+    auto idxType = RankedTensorType::get({cur.getDimSize(d)},
+                                         builder.getI64Type());
+    SmallVector<APInt> rows;
+    for (int64_t i = 0; i < cur.getDimSize(d); ++i)
+      rows.push_back(APInt(64, getStart()[d] + i * getStride()[d]));
+    Value indices = ConstantOp::create(builder, getLoc(), idxType,
+                                       DenseElementsAttr::get(idxType, rows));
+    g = scatterAlong(e, g, indices, d, target);
+  }
+  out.push_back(g);
   return success();
 }
 
@@ -710,5 +765,350 @@ LogicalResult AttentionOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
     Value dm = summed.empty() ? ds : e.sum(ds, summed, false);
     out.push_back(e.reshape(dm, mt));
   }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+/// Output padding making conv_transpose invert the size of a window sweep:
+/// (in + pad_low + pad_high - dilation (k - 1) - 1) mod stride.
+static SmallVector<int64_t> sweepRemainder(ArrayRef<int64_t> in,
+                                           ArrayRef<int64_t> kernel,
+                                           ArrayRef<int64_t> stride,
+                                           ArrayRef<int64_t> padLow,
+                                           ArrayRef<int64_t> padHigh,
+                                           ArrayRef<int64_t> dilation) {
+  SmallVector<int64_t> r;
+  for (size_t i = 0; i < kernel.size(); ++i) {
+    int64_t span = dilation[i] * (kernel[i] - 1) + 1;
+    r.push_back((in[i] + padLow[i] + padHigh[i] - span) % stride[i]);
+  }
+  return r;
+}
+
+/// Sum over every dimension but the channels (1): the gradient of a bias.
+static Value channelSum(Emit &e, Value g) {
+  SmallVector<int64_t> dims{0};
+  for (int64_t d = 2; d < e.typeOf(g).getRank(); ++d)
+    dims.push_back(d);
+  return e.sum(g, dims, false);
+}
+
+LogicalResult ConvOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                               SmallVectorImpl<Value> &out) {
+  // dx: the transposed convolution of g with the same filter; dw: the
+  // filter gradient; db: g summed over batch and space.
+  Emit e{builder, getLoc()};
+  Value g = grads[0];
+  auto in = getInput().getType();
+  auto f = getFilter().getType();
+  ArrayRef<int64_t> kernel = f.getShape().drop_front(2);
+  SmallVector<int64_t> outPad =
+      sweepRemainder(in.getShape().drop_front(2), kernel, getStride(),
+                     getPadLow(), getPadHigh(), getDilation());
+  out.push_back(ConvTransposeOp::create(
+      builder, getLoc(), g, getFilter(), Value(), getStride(), getPadLow(),
+      getPadHigh(), getDilation(), outPad, getGroups()));
+  out.push_back(ConvFilterGradOp::create(
+      builder, getLoc(), getInput(), g, kernel, getStride(), getPadLow(),
+      getPadHigh(), getDilation(), getGroups()));
+  if (getBias())
+    out.push_back(channelSum(e, g));
+  return success();
+}
+
+LogicalResult ConvTransposeOp::buildVJP(OpBuilder &builder,
+                                        ArrayRef<Value> grads,
+                                        SmallVectorImpl<Value> &out) {
+  // dx: the forward convolution of g with the same filter (cropped when
+  // the output padding made the result longer); dw: the filter gradient
+  // with the roles of input and gradient swapped.
+  Emit e{builder, getLoc()};
+  Value g = grads[0];
+  auto in = getInput().getType();
+  ArrayRef<int64_t> kernel = getFilter().getType().getShape().drop_front(2);
+  Value dx = ConvOp::create(builder, getLoc(), g, getFilter(), Value(),
+                            getStride(), getPadLow(), getPadHigh(),
+                            getDilation(), getGroups());
+  if (dx.getType() != in) {
+    SmallVector<int64_t> zeros(in.getRank(), 0), ones(in.getRank(), 1);
+    dx = SliceOp::create(builder, getLoc(), dx, zeros, in.getShape(), ones);
+  }
+  out.push_back(dx);
+  out.push_back(ConvFilterGradOp::create(
+      builder, getLoc(), g, getInput(), kernel, getStride(), getPadLow(),
+      getPadHigh(), getDilation(), getGroups()));
+  if (getBias())
+    out.push_back(channelSum(e, g));
+  return success();
+}
+
+LogicalResult MaxPoolOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                  SmallVectorImpl<Value> &out) {
+  out.push_back(MaxPoolGradOp::create(builder, getLoc(), getOperand(),
+                                      grads[0], getWindow(), getStride(),
+                                      getPadLow(), getPadHigh()));
+  return success();
+}
+
+LogicalResult AvgPoolOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                  SmallVectorImpl<Value> &out) {
+  // Each output spreads g / count over its window: divide by the window's
+  // count (a constant), then a depthwise transposed convolution with ones.
+  Emit e{builder, getLoc()};
+  auto in = getOperand().getType();
+  auto res = getType();
+  ArrayRef<int64_t> window = getWindow(), stride = getStride(),
+                    lo = getPadLow(), hi = getPadHigh();
+  int64_t spatial = in.getRank() - 2, channels = in.getDimSize(1);
+  auto outSpatial = res.getShape().drop_front(2);
+  SmallVector<double> counts;
+  SmallVector<int64_t> o(spatial, 0);
+  int64_t positions = 1;
+  for (int64_t d : outSpatial)
+    positions *= d;
+  for (int64_t p = 0; p < positions; ++p) {
+    double count = 1;
+    for (int64_t s = 0; s < spatial; ++s) {
+      if (getCountIncludePad()) {
+        count *= window[s];
+        continue;
+      }
+      int64_t first = o[s] * stride[s] - lo[s];
+      int64_t from = std::max<int64_t>(first, 0);
+      int64_t to = std::min<int64_t>(first + window[s], in.getDimSize(s + 2));
+      count *= static_cast<double>(to - from);
+    }
+    counts.push_back(1.0 / count);
+    for (int64_t s = spatial - 1; s >= 0; --s) {
+      if (++o[s] < outSpatial[s])
+        break;
+      o[s] = 0;
+    }
+  }
+  auto countType = res.clone(outSpatial);
+  SmallVector<APFloat> values;
+  const llvm::fltSemantics &sem =
+      cast<FloatType>(res.getElementType()).getFloatSemantics();
+  for (double c : counts) {
+    APFloat v(c);
+    bool losesInfo;
+    v.convert(sem, APFloat::rmNearestTiesToEven, &losesInfo);
+    values.push_back(v);
+  }
+  Value weights = ConstantOp::create(builder, getLoc(), countType,
+                                     DenseElementsAttr::get(countType, values));
+  SmallVector<int64_t> spatialDims =
+      llvm::to_vector(llvm::seq<int64_t>(2, res.getRank()));
+  Value gw = e.mul(grads[0], e.broadcast(weights, res, spatialDims));
+  SmallVector<int64_t> filterShape{channels, 1};
+  llvm::append_range(filterShape, window);
+  Value ones = e.splat(res.clone(filterShape), 1.0);
+  SmallVector<int64_t> dilation(spatial, 1);
+  SmallVector<int64_t> outPad = sweepRemainder(
+      in.getShape().drop_front(2), window, stride, lo, hi, dilation);
+  out.push_back(ConvTransposeOp::create(builder, getLoc(), gw, ones, Value(),
+                                        stride, lo, hi, dilation, outPad,
+                                        channels));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Channel normalizations
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The gradient through x^ = (x - mean) r, r = 1 / sqrt(var + eps), with the
+/// statistics over `dims` of `x` (a view of the operand): given dxh = dL/dx^,
+/// dx = r (dxh - mean(dxh) - x^ mean(dxh x^)). Returns dx and x^.
+std::pair<Value, Value> normalizedVJP(Emit &e, Value x, Value dxh,
+                                      ArrayRef<int64_t> dims, double eps) {
+  Type type = x.getType();
+  Value mu = e.unreduce(e.mean(x, dims, true), type);
+  Value xc = e.sub(x, mu);
+  Value var = e.mean(e.mul(xc, xc), dims, true);
+  Value r = e.unreduce(
+      RsqrtOp::create(e.b, e.loc, e.add(var, e.like(var, eps))), type);
+  Value xh = e.mul(xc, r);
+  Value m1 = e.unreduce(e.mean(dxh, dims, true), type);
+  Value m2 = e.unreduce(e.mean(e.mul(dxh, xh), dims, true), type);
+  return {e.mul(r, e.sub(e.sub(dxh, m1), e.mul(xh, m2))), xh};
+}
+
+/// Group normalization over a (N, groups, rest) view of (N, C, spatial...),
+/// with per-channel scale and bias.
+LogicalResult groupedNormVJP(Emit &e, Value x, Value g, Value scale,
+                             Value bias, int64_t groups, double eps,
+                             SmallVectorImpl<Value> &out) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t n = type.getDimSize(0);
+  auto view = type.clone({n, groups, type.getNumElements() / (n * groups)});
+  Value dxh = scale ? e.mul(g, e.broadcast(scale, type, {1})) : g;
+  auto [dxv, xhv] = normalizedVJP(e, e.reshape(x, view), e.reshape(dxh, view),
+                                  {2}, eps);
+  out.push_back(e.reshape(dxv, type));
+  Value xh = e.reshape(xhv, type);
+  if (scale)
+    out.push_back(channelSum(e, e.mul(g, xh)));
+  if (bias)
+    out.push_back(channelSum(e, g));
+  return success();
+}
+} // namespace
+
+LogicalResult GroupNormOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                    SmallVectorImpl<Value> &out) {
+  Emit e{builder, getLoc()};
+  return groupedNormVJP(e, getOperand(), grads[0], getScale(), getBias(),
+                        getGroups(), getEpsilon().convertToDouble(), out);
+}
+
+LogicalResult InstanceNormOp::buildVJP(OpBuilder &builder,
+                                       ArrayRef<Value> grads,
+                                       SmallVectorImpl<Value> &out) {
+  Emit e{builder, getLoc()};
+  return groupedNormVJP(e, getOperand(), grads[0], getScale(), getBias(),
+                        getOperand().getType().getDimSize(1),
+                        getEpsilon().convertToDouble(), out);
+}
+
+LogicalResult BatchNormTrainOp::buildVJP(OpBuilder &builder,
+                                         ArrayRef<Value> grads,
+                                         SmallVectorImpl<Value> &out) {
+  // Statistics over every dimension but the channels; the batch mean and
+  // variance results, when used, add mean'(x) = 1/M and var'(x) = 2 xc / M.
+  Emit e{builder, getLoc()};
+  Value x = getOperand();
+  auto type = getOperand().getType();
+  SmallVector<int64_t> dims{0};
+  for (int64_t d = 2; d < type.getRank(); ++d)
+    dims.push_back(d);
+  double m = static_cast<double>(type.getNumElements() / type.getDimSize(1));
+  Value g = gradOrZero(e, *this, grads, 0);
+  Value dxh = e.mul(g, e.broadcast(getScale(), type, {1}));
+  auto [dx, xh] =
+      normalizedVJP(e, x, dxh, dims, getEpsilon().convertToDouble());
+  if (grads[1])
+    dx = e.add(dx, e.scale(e.broadcast(grads[1], type, {1}), 1.0 / m));
+  if (grads[2]) {
+    Value xc = e.sub(x, e.unreduce(e.mean(x, dims, true), type));
+    dx = e.add(dx, e.mul(e.scale(e.broadcast(grads[2], type, {1}), 2.0 / m),
+                         xc));
+  }
+  out.push_back(dx);
+  out.push_back(channelSum(e, e.mul(g, xh)));
+  out.push_back(channelSum(e, g));
+  return success();
+}
+
+LogicalResult BatchNormInferenceOp::buildVJP(OpBuilder &builder,
+                                             ArrayRef<Value> grads,
+                                             SmallVectorImpl<Value> &out) {
+  // y = (x - mean) r scale + bias, r = 1 / sqrt(variance + eps).
+  Emit e{builder, getLoc()};
+  auto type = getOperand().getType();
+  Value g = grads[0];
+  Value r = RsqrtOp::create(
+      builder, getLoc(),
+      e.add(getVariance(),
+            e.like(getVariance(), getEpsilon().convertToDouble())));
+  Value rb = e.broadcast(r, type, {1});
+  Value sb = e.broadcast(getScale(), type, {1});
+  Value xc = e.sub(getOperand(), e.broadcast(getMean(), type, {1}));
+  Value gsr = e.mul(g, e.mul(sb, rb));
+  out.push_back(gsr);
+  out.push_back(channelSum(e, e.mul(g, e.mul(xc, rb))));
+  out.push_back(channelSum(e, g));
+  out.push_back(e.neg(channelSum(e, gsr)));
+  Value r3 = e.mul(r, e.mul(r, r));
+  out.push_back(
+      e.mul(e.scale(channelSum(e, e.mul(g, e.mul(sb, xc))), -0.5), r3));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Gather and strided slices: scatter-adds through embedding_grad
+//===----------------------------------------------------------------------===//
+
+LogicalResult GatherOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                 SmallVectorImpl<Value> &out) {
+  Emit e{builder, getLoc()};
+  out.push_back(scatterAlong(e, grads[0], getIndices(), getAxis(),
+                             getOperand().getType()));
+  out.push_back(Value());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Focal and Dice losses
+//===----------------------------------------------------------------------===//
+
+LogicalResult FocalLossOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                    SmallVectorImpl<Value> &out) {
+  // L = a_t (1 - p_t)^gamma ce, p = sigmoid(x), ce = bce_with_logits(x, t),
+  // p_t = p t + (1 - p)(1 - t), a_t = alpha t + (1 - alpha)(1 - t) (or 1).
+  //   dL/dx = a_t [(1 - p_t)^gamma (p - t)
+  //                - gamma (1 - p_t)^(gamma - 1) (2t - 1) p (1 - p) ce]
+  //   dL/dt = da_t (1 - p_t)^gamma ce
+  //           + a_t [(1 - p_t)^gamma (-x)
+  //                  - gamma (1 - p_t)^(gamma - 1) (2p - 1) ce]
+  Emit e{builder, getLoc()};
+  Value x = getInput(), t = getTarget();
+  double alpha = getAlpha().convertToDouble();
+  double gamma = getGamma().convertToDouble();
+  Value one = e.like(x, 1.0);
+  Value p = SigmoidOp::create(builder, getLoc(), x);
+  Value ce = BCEWithLogitsLossOp::create(builder, getLoc(), Reduction::none,
+                                         x, t);
+  Value q = e.sub(one, e.add(e.mul(p, t),
+                             e.mul(e.sub(one, p), e.sub(one, t)))); // 1 - p_t
+  Value qg = PowOp::create(builder, getLoc(), q, e.like(x, gamma));
+  Value qg1 = PowOp::create(builder, getLoc(), q, e.like(x, gamma - 1));
+  Value at = alpha >= 0 ? e.add(e.scale(t, alpha), e.scale(e.sub(one, t),
+                                                           1 - alpha))
+                        : one;
+  Value twoTm1 = e.sub(e.scale(t, 2.0), one);
+  Value dx = e.mul(at, e.sub(e.mul(qg, e.sub(p, t)),
+                             e.mul(e.scale(qg1, gamma),
+                                   e.mul(twoTm1, e.mul(e.mul(p, e.sub(one, p)),
+                                                       ce)))));
+  Value twoPm1 = e.sub(e.scale(p, 2.0), one);
+  Value dt = e.mul(at, e.sub(e.mul(qg, e.neg(x)),
+                             e.mul(e.scale(qg1, gamma), e.mul(twoPm1, ce))));
+  if (alpha >= 0)
+    dt = e.add(dt, e.scale(e.mul(qg, ce), 2 * alpha - 1));
+  Value count = e.splat(RankedTensorType::get({}, e.typeOf(x).getElementType()),
+                        static_cast<double>(e.typeOf(x).getNumElements()));
+  Value w = lossScale(e, getReduction(), grads[0], x.getType(), count);
+  out.append({e.mul(dx, w), e.mul(dt, w)});
+  return success();
+}
+
+LogicalResult DiceLossOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                   SmallVectorImpl<Value> &out) {
+  // Per (n, c): D = 1 - (2 I + s) / (P + T + s) with I = sum(p t),
+  // P = sum(p), T = sum(t); with Z = P + T + s:
+  //   dD/dp = -(2 t Z - (2 I + s)) / Z^2, dD/dt = -(2 p Z - (2 I + s)) / Z^2.
+  Emit e{builder, getLoc()};
+  Value p = getInput(), t = getTarget();
+  auto type = getInput().getType();
+  SmallVector<int64_t> spatial =
+      llvm::to_vector(llvm::seq<int64_t>(2, type.getRank()));
+  double smooth = getSmooth().convertToDouble();
+  Value inter = e.sum(e.mul(p, t), spatial, false);
+  Value z = e.add(e.add(e.sum(p, spatial, false), e.sum(t, spatial, false)),
+                  e.like(inter, smooth));
+  Value num = e.add(e.scale(inter, 2.0), e.like(inter, smooth));
+  auto nc = type.clone(type.getShape().take_front(2));
+  Value count = e.splat(RankedTensorType::get({}, type.getElementType()),
+                        static_cast<double>(nc.getNumElements()));
+  Value w = lossScale(e, getReduction(), grads[0], nc, count);
+  Value invZ2 = e.div(w, e.mul(z, z)); // (N, C)
+  auto up = [&](Value v) { return e.broadcast(v, type, {0, 1}); };
+  Value zb = up(z), numb = up(num), sb = up(invZ2);
+  out.push_back(e.neg(e.mul(e.sub(e.mul(e.scale(t, 2.0), zb), numb), sb)));
+  out.push_back(e.neg(e.mul(e.sub(e.mul(e.scale(p, 2.0), zb), numb), sb)));
   return success();
 }

@@ -367,7 +367,7 @@ def Anvil_PadOp : Anvil_CostedOp<"pad", [Anvil_VJP, InferTypeOpAdaptor]> {
   }];
 }
 
-def Anvil_GatherOp : Anvil_GatheringOp<"gather", [InferTypeOpAdaptor]> {
+def Anvil_GatherOp : Anvil_GatheringOp<"gather", [Anvil_VJP, InferTypeOpAdaptor]> {
   let summary = "Selects slices along one axis by index (`numpy.take`)";
   let description = [{
     The result shape is `operand.shape[:axis] + indices.shape +
@@ -536,7 +536,7 @@ def Anvil_RMSNormOp : Anvil_CostedOp<"rms_norm", [Anvil_VJP, InferTypeOpAdaptor]
   }];
 }
 
-def Anvil_GroupNormOp : Anvil_CostedOp<"group_norm", [InferTypeOpAdaptor,
+def Anvil_GroupNormOp : Anvil_CostedOp<"group_norm", [Anvil_VJP, InferTypeOpAdaptor,
                                                       AttrSizedOperandSegments]> {
   let summary = "Group normalization of `(N, C, spatial...)` activations";
   let description = [{
@@ -561,7 +561,7 @@ def Anvil_GroupNormOp : Anvil_CostedOp<"group_norm", [InferTypeOpAdaptor,
 }
 
 def Anvil_InstanceNormOp : Anvil_CostedOp<"instance_norm",
-    [InferTypeOpAdaptor, AttrSizedOperandSegments]> {
+    [Anvil_VJP, InferTypeOpAdaptor, AttrSizedOperandSegments]> {
   let summary = "Instance normalization of `(N, C, spatial...)` activations";
   let description = [{
     Normalizes each `(n, c)` over the spatial positions; `scale` and `bias`
@@ -584,7 +584,7 @@ def Anvil_InstanceNormOp : Anvil_CostedOp<"instance_norm",
 }
 
 def Anvil_BatchNormTrainOp : Anvil_CostedOp<"batch_norm_train",
-                                            [InferTypeOpAdaptor]> {
+                                            [Anvil_VJP, InferTypeOpAdaptor]> {
   let summary = "Batch normalization with batch statistics (training)";
   let description = [{
     Normalizes `(N, C, spatial...)` activations per channel with the mean and
@@ -610,7 +610,7 @@ def Anvil_BatchNormTrainOp : Anvil_CostedOp<"batch_norm_train",
 }
 
 def Anvil_BatchNormInferenceOp : Anvil_CostedOp<"batch_norm_inference",
-                                                [InferTypeOpAdaptor]> {
+                                                [Anvil_VJP, InferTypeOpAdaptor]> {
   let summary = "Batch normalization with given (running) statistics";
   let description = [{
     `(x - mean) / sqrt(variance + epsilon) * scale + bias` per channel of
@@ -771,7 +771,7 @@ def Anvil_AttentionOp : Anvil_CostedOp<"attention", [Anvil_VJP, InferTypeOpAdapt
 // Convolution, pooling, upsampling
 //===----------------------------------------------------------------------===//
 
-def Anvil_ConvOp : Anvil_CostedOp<"conv", [InferTypeOpAdaptor]> {
+def Anvil_ConvOp : Anvil_CostedOp<"conv", [Anvil_VJP, InferTypeOpAdaptor]> {
   let summary = "1-D, 2-D or 3-D convolution with groups";
   let description = [{
     `input` is `(N, Cin, spatial...)`, `filter` is `(Cout, Cin/groups, k...)`
@@ -796,7 +796,57 @@ def Anvil_ConvOp : Anvil_CostedOp<"conv", [InferTypeOpAdaptor]> {
   }];
 }
 
-def Anvil_ConvTransposeOp : Anvil_CostedOp<"conv_transpose", [InferTypeOpAdaptor]> {
+def Anvil_ConvFilterGradOp : Anvil_CostedOp<"conv_filter_grad",
+                                             [InferTypeOpAdaptor]> {
+  let summary = "The filter gradient of a convolution";
+  let description = [{
+    For `anvil.conv` with these attributes, the gradient of the filter:
+    `dw[co, ci, k] = sum over n and output positions o of
+    grad[n, co, o] * input[n, g * Cin/groups + ci, o * stride - pad_low + k * dilation]`
+    (taps outside the input contribute nothing), with `g = co / (Cout/groups)`.
+    The result is `(Cout, Cin/groups, kernel...)`, `Cout` read from `grad`.
+
+    ```mlir
+    %dw = anvil.conv_filter_grad %x, %g kernel [3, 3] stride [1, 1] pad_low [1, 1] pad_high [1, 1] dilation [1, 1]
+        : (tensor<8x64x56x56xf32>, tensor<8x64x56x56xf32>) -> tensor<64x64x3x3xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$input, Anvil_FloatTensor:$grad,
+                       DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$stride,
+                       DenseI64ArrayAttr:$pad_low, DenseI64ArrayAttr:$pad_high,
+                       DenseI64ArrayAttr:$dilation,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $grad `kernel` $kernel `stride` $stride `pad_low` $pad_low
+    `pad_high` $pad_high `dilation` $dilation attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+def Anvil_MaxPoolGradOp : Anvil_CostedOp<"max_pool_grad", [InferTypeOpAdaptor]> {
+  let summary = "The operand gradient of a max pooling";
+  let description = [{
+    Routes `grad[n, c, o]` to the position of the maximum of window `o` of
+    `operand` (the first one in row-major window order on ties), summing
+    where windows overlap. The result has the operand's type.
+
+    ```mlir
+    %dx = anvil.max_pool_grad %x, %g window [3, 3] stride [2, 2] pad_low [1, 1] pad_high [1, 1]
+        : (tensor<8x64x112x112xf32>, tensor<8x64x56x56xf32>) -> tensor<8x64x112x112xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$operand, Anvil_FloatTensor:$grad,
+                       DenseI64ArrayAttr:$window, DenseI64ArrayAttr:$stride,
+                       DenseI64ArrayAttr:$pad_low, DenseI64ArrayAttr:$pad_high);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `,` $grad `window` $window `stride` $stride `pad_low` $pad_low
+    `pad_high` $pad_high attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Anvil_ConvTransposeOp : Anvil_CostedOp<"conv_transpose", [Anvil_VJP, InferTypeOpAdaptor]> {
   let summary = "Transposed convolution (the adjoint of `anvil.conv`)";
   let description = [{
     `input` is `(N, Cin, spatial...)`, `filter` is `(Cin, Cout/groups, k...)`
@@ -824,7 +874,7 @@ def Anvil_ConvTransposeOp : Anvil_CostedOp<"conv_transpose", [InferTypeOpAdaptor
 }
 
 class Anvil_PoolOp<string mnemonic, string what> : Anvil_CostedOp<mnemonic,
-    [InferTypeOpAdaptor, SameOperandsAndResultElementType]> {
+    [Anvil_VJP, InferTypeOpAdaptor, SameOperandsAndResultElementType]> {
   let summary = what # " pooling over the spatial dimensions";
   let results = (outs Anvil_FloatTensor:$result);
   let assemblyFormat = [{
@@ -946,7 +996,7 @@ def Anvil_BCEWithLogitsLossOp : Anvil_PairLossOp<"bce_with_logits",
 }
 
 def Anvil_FocalLossOp : Anvil_PairLossOp<"focal_loss",
-    "Sigmoid focal loss (RetinaNet)"> {
+    "Sigmoid focal loss (RetinaNet)", [Anvil_VJP]> {
   let description = [{
     With `p = sigmoid(x)`, `p_t = p t + (1 - p)(1 - t)` and
     `alpha_t = alpha t + (1 - alpha)(1 - t)`, each element contributes
@@ -965,7 +1015,8 @@ def Anvil_FocalLossOp : Anvil_PairLossOp<"focal_loss",
   let hasVerifier = 1;
 }
 
-def Anvil_DiceLossOp : Anvil_PairLossOp<"dice_loss", "Soft Dice loss (3D U-Net)"> {
+def Anvil_DiceLossOp : Anvil_PairLossOp<"dice_loss", "Soft Dice loss (3D U-Net)",
+                                        [Anvil_VJP]> {
   let description = [{
     `input` holds probabilities and `target` one-hot labels, both
     `(N, C, spatial...)`. Per `(n, c)`:
