@@ -330,7 +330,8 @@ std::vector<Case> cases() {
            "tensor<3xf64>) -> tensor<2x3x2xf64>",
            "tensor<2x3x2xf64>"},
       Case{"gather (2-D indices, middle axis)",
-           {f("x", "tensor<2x5x3xf64>"), Arg{"i", "tensor<2x2xi64>", Kind::Index, 5}},
+           {f("x", "tensor<2x5x3xf64>"),
+            Arg{"i", "tensor<2x2xi64>", Kind::Index, 5}},
            "%y = anvil.gather %x[%i] axis = 1 : (tensor<2x5x3xf64>, "
            "tensor<2x2xi64>) -> tensor<2x2x2x3xf64>",
            "tensor<2x2x2x3xf64>"},
@@ -347,7 +348,8 @@ std::vector<Case> cases() {
       Case{"focal_loss (no alpha, gamma 1.5, none)",
            {f("a", t23), f("b", t23, Kind::Unit)},
            "%y = anvil.focal_loss none %a, %b {alpha = -1.0 : f64, gamma = 1.5 "
-           ": f64} : (" + t23 + ", " + t23 + ") -> " + t23,
+           ": f64} : (" +
+               t23 + ", " + t23 + ") -> " + t23,
            t23},
       Case{"dice_loss",
            {f("a", "tensor<2x2x3xf64>", Kind::Unit),

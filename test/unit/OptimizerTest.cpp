@@ -23,6 +23,7 @@
 
 #include <cmath>
 #include <iostream>
+#include <map>
 
 using namespace mlir;
 namespace interp = ::anvil::interp;
@@ -403,6 +404,128 @@ TEST(Training, LoraTrainsOnlyTheAdapters) {
     tied +=
         step.getResultAttr(r, mlir::anvil::AnvilDialect::kTiedAttrName) ? 1 : 0;
   EXPECT_EQ(tied, 4 /*adapters*/ + 4 * 2 /*m, v*/ + 1 /*step*/);
+}
+
+} // namespace
+
+namespace {
+
+/// Builds @train_step of kModel with `options`; returns it (or null).
+func::FuncOp buildStep(MLIRContext &context, OwningOpRef<ModuleOp> &module,
+                       const std::string &options) {
+  context.loadDialect<mlir::anvil::AnvilDialect, func::FuncDialect>();
+  module = parseSourceString<ModuleOp>(kModel, &context);
+  PassManager pm(&context);
+  if (failed(makePipeline("anvil-optimizer{" + options + "}", pm)) ||
+      failed(pm.run(*module)))
+    return nullptr;
+  return module->lookupSymbol<func::FuncOp>("train_step");
+}
+
+/// Arguments from initializers (state) with w, b, x, z set by name.
+std::vector<interp::Buffer>
+stepArguments(func::FuncOp step,
+              const std::map<std::string, std::vector<double>> &values) {
+  std::vector<interp::Buffer> args;
+  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+    args.push_back(interp::randomArgument(step, i, 0, 2));
+    auto name = interp::argumentName(step, i);
+    if (name && values.count(*name))
+      args[i].data = values.at(*name);
+  }
+  return args;
+}
+
+double named(func::FuncOp step, const std::vector<interp::Buffer> &args,
+             const std::string &name, size_t i = 0) {
+  for (unsigned k = 0; k < step.getNumArguments(); ++k)
+    if (interp::argumentName(step, k) == name)
+      return args[k].data[i];
+  ADD_FAILURE() << "no argument " << name;
+  return NAN;
+}
+
+const std::vector<double> kW{0.5, -1.0, 2.0, 0.3, -0.7, 1.1},
+    kB{0.2, 0.0, -0.4};
+const std::vector<double> kX{1.0, 0.5, -2.0, 0.0, 0.7, 3.0}, kZ{-1.0, 2.0, 0.5};
+
+TEST(OptimizerPass, GradientAccumulationAveragesMicroBatches) {
+  // Two micro-batches (x, z) and (x2, z2): the step's gradients are the
+  // mean of theirs, 2 (w - (x + x2) / 2), as for one batch of the mean.
+  MLIRContext context;
+  OwningOpRef<ModuleOp> module;
+  func::FuncOp step =
+      buildStep(context, module, "optimizer=adam lr=0.05 accumulate=2");
+  ASSERT_TRUE(step);
+  std::vector<double> x2{0.0, 1.5, 2.0, -1.0, 0.3, 1.0}, z2{1.0, 0.0, -0.5};
+  std::vector<double> xs(kX), zs(kZ);
+  xs.insert(xs.end(), x2.begin(), x2.end());
+  zs.insert(zs.end(), z2.begin(), z2.end());
+  auto args = train(
+      step, stepArguments(step, {{"w", kW}, {"b", kB}, {"x", xs}, {"z", zs}}),
+      3);
+  Config c{"", "", "adam", 0.05};
+  std::vector<RefParam> ref{{kW, {}, {}, {}, {}, true},
+                            {kB, {}, {}, {}, {}, false}};
+  for (RefParam &P : ref)
+    P.buf = P.m = P.v = P.sum = std::vector<double>(P.p.size(), 0.0);
+  for (int t = 1; t <= 3; ++t) {
+    std::vector<std::vector<double>> grads(2);
+    for (size_t i = 0; i < kW.size(); ++i)
+      grads[0].push_back(2 * (ref[0].p[i] - (kX[i] + x2[i]) / 2));
+    for (size_t i = 0; i < kB.size(); ++i)
+      grads[1].push_back(2 * (ref[1].p[i] - (kZ[i] + z2[i]) / 2));
+    referenceStep(c, ref, grads, t);
+  }
+  for (size_t i = 0; i < kW.size(); ++i)
+    EXPECT_NEAR(named(step, args, "w", i), ref[0].p[i], 1e-12);
+}
+
+TEST(OptimizerPass, DynamicLossScalingSkipsOverflowingSteps) {
+  MLIRContext context;
+  OwningOpRef<ModuleOp> module;
+  func::FuncOp step =
+      buildStep(context, module,
+                "optimizer=adam lr=0.05 loss-scale=dynamic scale-init=1024 "
+                "scale-growth-interval=2");
+  ASSERT_TRUE(step);
+  // Finite steps: the same parameters as without scaling (the scale is a
+  // power of two), the scale doubles after two of them.
+  auto args = stepArguments(step, {{"w", kW}, {"b", kB}, {"x", kX}, {"z", kZ}});
+  EXPECT_EQ(named(step, args, "loss_scale"), 1024.0);
+  auto after = train(step, args, 3);
+  Config c{"", "", "adam", 0.05};
+  std::vector<RefParam> ref{{kW, {}, {}, {}, {}, true},
+                            {kB, {}, {}, {}, {}, false}};
+  for (RefParam &P : ref)
+    P.buf = P.m = P.v = P.sum = std::vector<double>(P.p.size(), 0.0);
+  for (int t = 1; t <= 3; ++t) {
+    std::vector<std::vector<double>> grads(2);
+    for (size_t i = 0; i < kW.size(); ++i)
+      grads[0].push_back(2 * (ref[0].p[i] - kX[i]));
+    for (size_t i = 0; i < kB.size(); ++i)
+      grads[1].push_back(2 * (ref[1].p[i] - kZ[i]));
+    referenceStep(c, ref, grads, t);
+  }
+  for (size_t i = 0; i < kW.size(); ++i)
+    EXPECT_NEAR(named(step, after, "w", i), ref[0].p[i], 1e-12);
+  EXPECT_EQ(named(step, after, "loss_scale"), 2048.0);
+  EXPECT_EQ(named(step, after, "loss_scale.good_steps"), 1.0);
+  EXPECT_EQ(named(step, after, "step"), 3.0);
+
+  // An infinite input makes the gradients non-finite: nothing moves, the
+  // step counter does not advance, and the scale halves.
+  std::vector<double> bad(kX);
+  bad[2] = INFINITY;
+  auto skipped =
+      stepArguments(step, {{"w", kW}, {"b", kB}, {"x", bad}, {"z", kZ}});
+  auto next = train(step, skipped, 1);
+  for (size_t i = 0; i < kW.size(); ++i)
+    EXPECT_EQ(named(step, next, "w", i), kW[i]);
+  EXPECT_EQ(named(step, next, "opt.adam.m.w"), 0.0);
+  EXPECT_EQ(named(step, next, "step"), 0.0);
+  EXPECT_EQ(named(step, next, "loss_scale"), 512.0);
+  EXPECT_EQ(named(step, next, "loss_scale.good_steps"), 0.0);
 }
 
 } // namespace

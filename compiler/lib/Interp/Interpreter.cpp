@@ -302,6 +302,9 @@ std::optional<std::string> argumentName(FunctionOpInterface function,
   if (auto p = function.getArgAttrOfType<ad::ParamAttr>(
           index, ad::AnvilDialect::kParamAttrName))
     return p.getName().str();
+  if (auto state = function.getArgAttrOfType<ad::StateAttr>(
+          index, ad::AnvilDialect::kStateAttrName))
+    return state.getName().str();
   if (auto in = function.getArgAttrOfType<ad::InputAttr>(
           index, ad::AnvilDialect::kInputAttrName))
     return in.getName().str();

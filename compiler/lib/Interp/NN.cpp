@@ -353,8 +353,7 @@ void registerNNEvaluators(EvaluatorTable &t) {
   });
 
   // Each window's gradient goes to its first maximum.
-  t.add<ad::MaxPoolGradOp>([](ad::MaxPoolGradOp op,
-                              ArrayRef<const Buffer *> in,
+  t.add<ad::MaxPoolGradOp>([](ad::MaxPoolGradOp op, ArrayRef<const Buffer *> in,
                               std::vector<Buffer> &out) {
     const Buffer &x = *in[0], &g = *in[1];
     ArrayRef<int64_t> stride = op.getStride(), pad = op.getPadLow();

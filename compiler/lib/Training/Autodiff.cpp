@@ -36,8 +36,8 @@ bool isFloatTensor(Value v) {
 
 } // namespace
 
-FailureOr<Gradients> mlir::anvil::differentiate(func::FuncOp fn,
-                                                bool wrtInputs) {
+FailureOr<Gradients> mlir::anvil::differentiate(func::FuncOp fn, bool wrtInputs,
+                                                Value seed) {
   Gradients result;
   SmallVectorImpl<Value> &gradients = result.grads;
   SmallVectorImpl<std::string> &names = result.names;
@@ -108,7 +108,9 @@ FailureOr<Gradients> mlir::anvil::differentiate(func::FuncOp fn,
   };
   if (active.contains(loss)) {
     Attribute one = b.getFloatAttr(lossType.getElementType(), 1.0);
-    accumulate(loss, ConstantOp::create(b, ret.getLoc(), lossType,
+    accumulate(
+        loss, seed ? seed
+                   : ConstantOp::create(b, ret.getLoc(), lossType,
                                         SplatElementsAttr::get(lossType, one)));
   }
   SmallVector<Operation *> forwardOps;

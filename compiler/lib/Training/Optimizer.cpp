@@ -17,6 +17,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 
 #include <cmath>
 
@@ -46,6 +47,60 @@ SmallVector<StringRef> stateNames(Kind kind, bool momentum) {
     return {"sum"};
   }
   llvm_unreachable("unknown optimizer");
+}
+
+/// Replaces the body of `fn` by `accumulate` copies of it, one per
+/// micro-batch: every input gets a leading dimension of that size, copy k
+/// reads slice k, and the function returns the mean of the copies' losses.
+LogicalResult unrollMicroBatches(func::FuncOp fn, int64_t accumulate) {
+  Block &block = fn.getBody().front();
+  auto ret = cast<func::ReturnOp>(block.getTerminator());
+  if (ret.getNumOperands() != 1)
+    return fn.emitError("anvil-optimizer: accumulate needs a function that "
+                        "returns only the loss, @")
+           << fn.getName() << " returns " << ret.getNumOperands() << " values";
+  SmallVector<Operation *> body;
+  for (Operation &op : block.without_terminator())
+    body.push_back(&op);
+  OpBuilder b(ret);
+  Emit e{b, fn.getLoc()};
+  SmallVector<BlockArgument> inputs;
+  for (BlockArgument arg : block.getArguments())
+    if (fn.getArgAttr(arg.getArgNumber(), AnvilDialect::kInputAttrName))
+      inputs.push_back(arg);
+  // Widen the inputs first: (shape) -> (K, shape).
+  SmallVector<RankedTensorType> microTypes;
+  for (BlockArgument arg : inputs) {
+    auto t = cast<RankedTensorType>(arg.getType());
+    microTypes.push_back(t);
+    SmallVector<int64_t> wide{accumulate};
+    llvm::append_range(wide, t.getShape());
+    arg.setType(t.clone(wide));
+  }
+  Value total;
+  for (int64_t k = 0; k < accumulate; ++k) {
+    IRMapping map;
+    for (auto [arg, t] : llvm::zip(inputs, microTypes)) {
+      auto wide = cast<RankedTensorType>(arg.getType());
+      SmallVector<int64_t> start(wide.getRank(), 0), limit(wide.getShape()),
+          stride(wide.getRank(), 1);
+      start[0] = k;
+      limit[0] = k + 1;
+      Value piece = SliceOp::create(b, fn.getLoc(), arg, start, limit, stride);
+      map.map(arg, e.reshape(piece, t));
+    }
+    for (Operation *op : body)
+      b.clone(*op, map);
+    Value loss = map.lookupOrDefault(ret.getOperand(0));
+    total = total ? e.add(total, loss) : loss;
+  }
+  Value mean = e.scale(total, 1.0 / static_cast<double>(accumulate));
+  ret.getOperandsMutable().assign(mean);
+  for (Operation *op : llvm::reverse(body))
+    op->erase();
+  fn.setFunctionType(
+      b.getFunctionType(block.getArgumentTypes(), ret.getOperandTypes()));
+  return success();
 }
 
 struct AnvilOptimizerPass
@@ -85,6 +140,13 @@ void AnvilOptimizerPass::runOnOperation() {
     return fail("nesterov needs momentum > 0");
   if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1))
     return fail("beta1 and beta2 must lie in [0, 1)");
+  if (accumulate < 1)
+    return fail("accumulate = " + Twine(accumulate) + " must be at least 1");
+  if (lossScale != "none" && lossScale != "dynamic")
+    return fail("loss-scale = '" + lossScale + "' is not one of none, dynamic");
+  if (!(scaleInit > 0) || scaleInterval < 1)
+    return fail("scale-init must be positive and scale-growth-interval at "
+                "least 1");
 
   auto forward = module.lookupSymbol<func::FuncOp>(function);
   if (!forward)
@@ -95,8 +157,7 @@ void AnvilOptimizerPass::runOnOperation() {
   b.setInsertionPointAfter(forward);
   auto step = cast<func::FuncOp>(b.clone(*forward));
   step.setSymName("train_step");
-  FailureOr<Gradients> grads = differentiate(step, /*wrtInputs=*/false);
-  if (failed(grads)) {
+  if (accumulate > 1 && failed(unrollMicroBatches(step, accumulate))) {
     step.erase();
     return signalPassFailure();
   }
@@ -115,6 +176,41 @@ void AnvilOptimizerPass::runOnOperation() {
     step.insertArgument(insertAt, type, attrs, loc);
     return step.getArgument(insertAt++);
   };
+  // Dynamic loss scaling: the scale and the count of finite steps, and the
+  // backward pass seeded with dL/dL = scale.
+  auto stepType = RankedTensorType::get({}, b.getF32Type());
+  auto scalarType = RankedTensorType::get({}, b.getF64Type());
+  bool scaling = lossScale == "dynamic";
+  BlockArgument scaleArg, goodArg;
+  auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
+  Value seed;
+  if (scaling) {
+    auto constant = [&](double v) {
+      NamedAttrList args;
+      args.append("value", b.getF64FloatAttr(v));
+      return InitializerAttr::get(ctx, InitKind::constant,
+                                  args.getDictionary(ctx));
+    };
+    auto add = [&](StringRef name, InitializerAttr init) {
+      auto attrs = b.getDictionaryAttr(b.getNamedAttr(
+          AnvilDialect::kStateAttrName, StateAttr::get(ctx, name, init)));
+      step.insertArgument(insertAt, stepType, attrs, step.getLoc());
+      return step.getArgument(insertAt++);
+    };
+    scaleArg = add("loss_scale", constant(scaleInit));
+    goodArg = add("loss_scale.good_steps", zeros);
+    b.setInsertionPoint(ret);
+    Type lossType = ret.getOperand(0).getType();
+    seed = lossType == stepType
+               ? Value(scaleArg)
+               : Value(CastOp::create(b, step.getLoc(), lossType, scaleArg));
+  }
+  FailureOr<Gradients> grads = differentiate(step, /*wrtInputs=*/false, seed);
+  if (failed(grads)) {
+    step.erase();
+    return signalPassFailure();
+  }
+
   bool useMomentum = momentum > 0;
   SmallVector<SmallVector<BlockArgument>> states;
   for (auto [param, name] : llvm::zip(grads->wrt, grads->names)) {
@@ -128,12 +224,9 @@ void AnvilOptimizerPass::runOnOperation() {
   }
   // The step counter is f32 (exact to 2^24 steps); the schedule and the
   // scalar factors are computed in f64 and rounded once per parameter.
-  auto stepType = RankedTensorType::get({}, b.getF32Type());
-  auto scalarType = RankedTensorType::get({}, b.getF64Type());
   BlockArgument stepArg = addState(stepType, "step", step.getLoc());
 
   // 3. Schedule and clipping.
-  auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
   b.setInsertionPoint(ret);
   Emit e{b, step.getLoc()};
   Value nextStep = e.add(stepArg, e.splat(stepType, 1.0));
@@ -166,6 +259,25 @@ void AnvilOptimizerPass::runOnOperation() {
   Value lrT = e.scale(factor, lr);
 
   SmallVector<Value> g(grads->grads.begin(), grads->grads.end());
+  Value finite;
+  if (scaling) {
+    // Unscale, and find out whether every gradient is finite: x - x is 0
+    // for finite x and NaN for an infinity or a NaN.
+    Value scale64 = CastOp::create(b, e.loc, scalarType, scaleArg);
+    Value nonFinite = scalar(0.0);
+    for (Value &gi : g) {
+      gi = e.div(gi, fullOf(scale64, e.typeOf(gi)));
+      auto type = e.typeOf(gi);
+      SmallVector<int64_t> all =
+          llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+      Value s = e.sum(e.sub(gi, gi), all, false);
+      nonFinite = e.add(nonFinite,
+                        s.getType() == scalarType
+                            ? s
+                            : Value(CastOp::create(b, e.loc, scalarType, s)));
+    }
+    finite = e.cmp(ComparisonDirection::eq, nonFinite, scalar(0.0));
+  }
   auto norm2 = [&](Value x) -> Value {
     auto type = e.typeOf(x);
     SmallVector<int64_t> all =
@@ -263,6 +375,27 @@ void AnvilOptimizerPass::runOnOperation() {
   }
   results.push_back(nextStep);
   tiedTo.push_back(stepArg);
+  if (scaling) {
+    // A step with non-finite gradients keeps every state value as it was.
+    for (size_t i = 1; i < results.size(); ++i) {
+      Value value = results[i];
+      results[i] = e.select(
+          e.broadcast(finite, e.typeOf(value).clone(b.getI1Type()), {}), value,
+          tiedTo[i - 1]);
+    }
+    // The scale halves after an overflow and doubles after
+    // scale-growth-interval finite steps in a row.
+    auto s32 = [&](double v) { return e.splat(stepType, v); };
+    Value good = e.add(goodArg, s32(1.0));
+    Value grow = e.cmp(ComparisonDirection::ge, good,
+                       s32(static_cast<double>(scaleInterval)));
+    Value newScale =
+        e.select(finite, e.select(grow, e.scale(scaleArg, 2.0), scaleArg),
+                 e.scale(scaleArg, 0.5));
+    Value newGood = e.select(finite, e.select(grow, s32(0.0), good), s32(0.0));
+    results.append({newScale, newGood});
+    tiedTo.append({scaleArg, goodArg});
+  }
 
   func::ReturnOp::create(b, ret.getLoc(), results);
   ret.erase();

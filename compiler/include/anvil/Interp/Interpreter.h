@@ -53,7 +53,8 @@ convertArgument(Buffer &buffer,
 /// True if the interpreter has an evaluator for ops named `name`.
 bool hasEvaluator(mlir::OperationName name);
 
-/// The name an argument carries (`anvil.param` or `anvil.input`), if any.
+/// The name an argument carries (`anvil.param`, `anvil.state` or
+/// `anvil.input`), if any.
 std::optional<std::string> argumentName(mlir::FunctionOpInterface function,
                                         unsigned index);
 

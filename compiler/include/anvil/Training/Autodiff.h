@@ -24,9 +24,12 @@ struct Gradients {
 
 /// Appends the backward ops to `fn`'s block, before its return (which is
 /// left as it was), and returns the gradients of the trainable parameters
-/// (and float inputs with `wrtInputs`). Emits a diagnostic and fails for a
-/// non-scalar loss, several blocks or an active op without a VJP rule.
-FailureOr<Gradients> differentiate(func::FuncOp fn, bool wrtInputs);
+/// (and float inputs with `wrtInputs`). `seed` is dL/dL (1 when null; the
+/// loss scale for dynamic loss scaling); it must dominate the return.
+/// Emits a diagnostic and fails for a non-scalar loss, several blocks or an
+/// active op without a VJP rule.
+FailureOr<Gradients> differentiate(func::FuncOp fn, bool wrtInputs,
+                                   Value seed = {});
 
 } // namespace mlir::anvil
 

@@ -95,6 +95,14 @@ def AnvilOptimizerPass : Pass<"anvil-optimizer", "mlir::ModuleOp"> {
        - `adagrad`: g += wd p; sum += g^2; p -= lr g / (sqrt(sum) + eps).
        Weight decay applies to parameters of rank 2 or more (not to norms
        and biases) unless `decay-all` is set.
+    7. With `accumulate = K`, every input gets a leading dimension K and the
+       forward pass is unrolled over the K micro-batches; the loss is their
+       mean, so the gradients are the mean of the micro-batch gradients.
+    8. With `loss-scale=dynamic`, state `loss_scale` (scale-init) and
+       `loss_scale.good_steps` are added; backward starts from dL/dL =
+       scale, the gradients are divided by it, and a step whose gradients
+       are not finite changes nothing but halves the scale (PyTorch's
+       GradScaler); after scale-growth-interval finite steps it doubles.
     6. Return the loss and every updated state value, each with
        `anvil.tied_to = <argument index>` so that it is updated in place.
 
@@ -125,6 +133,16 @@ def AnvilOptimizerPass : Pass<"anvil-optimizer", "mlir::ModuleOp"> {
            "The decayed learning rate as a fraction of lr">,
     Option<"decayAll", "decay-all", "bool", "false",
            "Also decay parameters of rank 0 and 1 (norms, biases)">,
+    Option<"accumulate", "accumulate", "int64_t", "1",
+           "Gradient accumulation: every input gets a leading dimension of "
+           "this many micro-batches, and the loss is their mean">,
+    Option<"lossScale", "loss-scale", "std::string", "\"none\"",
+           "none, or dynamic (for f16): scale the loss, skip steps whose "
+           "gradients overflow">,
+    Option<"scaleInit", "scale-init", "double", "65536.0",
+           "Initial dynamic loss scale">,
+    Option<"scaleInterval", "scale-growth-interval", "int64_t", "2000",
+           "Finite steps before the loss scale doubles">,
   ];
   let dependentDialects = ["mlir::anvil::AnvilDialect"];
 }

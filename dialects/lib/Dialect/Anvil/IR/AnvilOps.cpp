@@ -937,9 +937,10 @@ static LogicalResult inferPool(std::optional<Location> loc,
   return success();
 }
 
-LogicalResult ConvFilterGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+ConvFilterGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                   Adaptor adaptor,
+                                   SmallVectorImpl<Type> &inferred) {
   Fail<ConvFilterGradOp> fail{loc};
   RankedTensorType in = tensorType(adaptor.getInput());
   RankedTensorType grad = tensorType(adaptor.getGrad());
@@ -974,16 +975,17 @@ LogicalResult ConvFilterGradOp::inferReturnTypes(
   return success();
 }
 
-LogicalResult MaxPoolGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult MaxPoolGradOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &inferred) {
   SmallVector<Type> pooled;
   if (failed(inferPool<MaxPoolGradOp>(loc, adaptor, pooled)))
     return failure();
   if (pooled[0] != adaptor.getGrad().getType())
-    return Fail<MaxPoolGradOp>{loc}("grad has type ", adaptor.getGrad().getType(),
-                                    ", the pooling of the operand gives ",
-                                    pooled[0]);
+    return Fail<MaxPoolGradOp>{loc}(
+        "grad has type ", adaptor.getGrad().getType(),
+        ", the pooling of the operand gives ", pooled[0]);
   inferred.push_back(adaptor.getOperand().getType());
   return success();
 }

@@ -282,8 +282,8 @@ static Value scatterAlong(Emit &e, Value g, Value indices, int64_t axis,
   SmallVector<int64_t> rows(e.typeOf(indices).getShape());
   rows.push_back(rest);
   Value flat = e.reshape(moved, gt.clone(rows));
-  Value table = EmbeddingGradOp::create(e.b, e.loc, flat, indices,
-                                        type.getDimSize(axis));
+  Value table =
+      EmbeddingGradOp::create(e.b, e.loc, flat, indices, type.getDimSize(axis));
   SmallVector<int64_t> unflat{type.getDimSize(axis)};
   for (int64_t d = 0; d < rank; ++d)
     if (d != axis)
@@ -318,8 +318,8 @@ LogicalResult SliceOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
         g = PadOp::create(builder, getLoc(), g, low, high, llvm::APFloat(0.0));
       continue;
     }
-    auto idxType = RankedTensorType::get({cur.getDimSize(d)},
-                                         builder.getI64Type());
+    auto idxType =
+        RankedTensorType::get({cur.getDimSize(d)}, builder.getI64Type());
     SmallVector<APInt> rows;
     for (int64_t i = 0; i < cur.getDimSize(d); ++i)
       rows.push_back(APInt(64, getStart()[d] + i * getStride()[d]));
@@ -774,12 +774,10 @@ LogicalResult AttentionOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
 
 /// Output padding making conv_transpose invert the size of a window sweep:
 /// (in + pad_low + pad_high - dilation (k - 1) - 1) mod stride.
-static SmallVector<int64_t> sweepRemainder(ArrayRef<int64_t> in,
-                                           ArrayRef<int64_t> kernel,
-                                           ArrayRef<int64_t> stride,
-                                           ArrayRef<int64_t> padLow,
-                                           ArrayRef<int64_t> padHigh,
-                                           ArrayRef<int64_t> dilation) {
+static SmallVector<int64_t>
+sweepRemainder(ArrayRef<int64_t> in, ArrayRef<int64_t> kernel,
+               ArrayRef<int64_t> stride, ArrayRef<int64_t> padLow,
+               ArrayRef<int64_t> padHigh, ArrayRef<int64_t> dilation) {
   SmallVector<int64_t> r;
   for (size_t i = 0; i < kernel.size(); ++i) {
     int64_t span = dilation[i] * (kernel[i] - 1) + 1;
@@ -829,9 +827,9 @@ LogicalResult ConvTransposeOp::buildVJP(OpBuilder &builder,
   Value g = grads[0];
   auto in = getInput().getType();
   ArrayRef<int64_t> kernel = getFilter().getType().getShape().drop_front(2);
-  Value dx = ConvOp::create(builder, getLoc(), g, getFilter(), Value(),
-                            getStride(), getPadLow(), getPadHigh(),
-                            getDilation(), getGroups());
+  Value dx =
+      ConvOp::create(builder, getLoc(), g, getFilter(), Value(), getStride(),
+                     getPadLow(), getPadHigh(), getDilation(), getGroups());
   if (dx.getType() != in) {
     SmallVector<int64_t> zeros(in.getRank(), 0), ones(in.getRank(), 1);
     dx = SliceOp::create(builder, getLoc(), dx, zeros, in.getShape(), ones);
@@ -847,9 +845,9 @@ LogicalResult ConvTransposeOp::buildVJP(OpBuilder &builder,
 
 LogicalResult MaxPoolOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
                                   SmallVectorImpl<Value> &out) {
-  out.push_back(MaxPoolGradOp::create(builder, getLoc(), getOperand(),
-                                      grads[0], getWindow(), getStride(),
-                                      getPadLow(), getPadHigh()));
+  out.push_back(MaxPoolGradOp::create(builder, getLoc(), getOperand(), grads[0],
+                                      getWindow(), getStride(), getPadLow(),
+                                      getPadHigh()));
   return success();
 }
 
@@ -939,15 +937,15 @@ std::pair<Value, Value> normalizedVJP(Emit &e, Value x, Value dxh,
 
 /// Group normalization over a (N, groups, rest) view of (N, C, spatial...),
 /// with per-channel scale and bias.
-LogicalResult groupedNormVJP(Emit &e, Value x, Value g, Value scale,
-                             Value bias, int64_t groups, double eps,
+LogicalResult groupedNormVJP(Emit &e, Value x, Value g, Value scale, Value bias,
+                             int64_t groups, double eps,
                              SmallVectorImpl<Value> &out) {
   auto type = cast<RankedTensorType>(x.getType());
   int64_t n = type.getDimSize(0);
   auto view = type.clone({n, groups, type.getNumElements() / (n * groups)});
   Value dxh = scale ? e.mul(g, e.broadcast(scale, type, {1})) : g;
-  auto [dxv, xhv] = normalizedVJP(e, e.reshape(x, view), e.reshape(dxh, view),
-                                  {2}, eps);
+  auto [dxv, xhv] =
+      normalizedVJP(e, e.reshape(x, view), e.reshape(dxh, view), {2}, eps);
   out.push_back(e.reshape(dxv, type));
   Value xh = e.reshape(xhv, type);
   if (scale)
@@ -994,8 +992,8 @@ LogicalResult BatchNormTrainOp::buildVJP(OpBuilder &builder,
     dx = e.add(dx, e.scale(e.broadcast(grads[1], type, {1}), 1.0 / m));
   if (grads[2]) {
     Value xc = e.sub(x, e.unreduce(e.mean(x, dims, true), type));
-    dx = e.add(dx, e.mul(e.scale(e.broadcast(grads[2], type, {1}), 2.0 / m),
-                         xc));
+    dx = e.add(dx,
+               e.mul(e.scale(e.broadcast(grads[2], type, {1}), 2.0 / m), xc));
   }
   out.push_back(dx);
   out.push_back(channelSum(e, e.mul(g, xh)));
@@ -1060,20 +1058,20 @@ LogicalResult FocalLossOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
   double gamma = getGamma().convertToDouble();
   Value one = e.like(x, 1.0);
   Value p = SigmoidOp::create(builder, getLoc(), x);
-  Value ce = BCEWithLogitsLossOp::create(builder, getLoc(), Reduction::none,
-                                         x, t);
-  Value q = e.sub(one, e.add(e.mul(p, t),
-                             e.mul(e.sub(one, p), e.sub(one, t)))); // 1 - p_t
+  Value ce =
+      BCEWithLogitsLossOp::create(builder, getLoc(), Reduction::none, x, t);
+  Value q = e.sub(
+      one, e.add(e.mul(p, t), e.mul(e.sub(one, p), e.sub(one, t)))); // 1 - p_t
   Value qg = PowOp::create(builder, getLoc(), q, e.like(x, gamma));
   Value qg1 = PowOp::create(builder, getLoc(), q, e.like(x, gamma - 1));
-  Value at = alpha >= 0 ? e.add(e.scale(t, alpha), e.scale(e.sub(one, t),
-                                                           1 - alpha))
-                        : one;
+  Value at = alpha >= 0
+                 ? e.add(e.scale(t, alpha), e.scale(e.sub(one, t), 1 - alpha))
+                 : one;
   Value twoTm1 = e.sub(e.scale(t, 2.0), one);
-  Value dx = e.mul(at, e.sub(e.mul(qg, e.sub(p, t)),
-                             e.mul(e.scale(qg1, gamma),
-                                   e.mul(twoTm1, e.mul(e.mul(p, e.sub(one, p)),
-                                                       ce)))));
+  Value dx = e.mul(
+      at, e.sub(e.mul(qg, e.sub(p, t)),
+                e.mul(e.scale(qg1, gamma),
+                      e.mul(twoTm1, e.mul(e.mul(p, e.sub(one, p)), ce)))));
   Value twoPm1 = e.sub(e.scale(p, 2.0), one);
   Value dt = e.mul(at, e.sub(e.mul(qg, e.neg(x)),
                              e.mul(e.scale(qg1, gamma), e.mul(twoPm1, ce))));
