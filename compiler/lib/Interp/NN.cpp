@@ -76,6 +76,26 @@ std::vector<int64_t> spatialShape(const Buffer &b) {
   return std::vector<int64_t>(b.shape.begin() + 2, b.shape.end());
 }
 
+/// Window geometry shared by convolutions and pooling: tap `kk` of the
+/// window at `o` (a full multi-index; spatial dimensions from 2) sits at
+/// o * stride - pad_low + kk * dilation in each spatial dimension.
+struct Window {
+  ArrayRef<int64_t> stride, padLow, dilation; ///< empty dilation: all 1
+
+  /// Writes the tap's spatial position into `at` (from dimension 2) and
+  /// returns false if it falls outside `shape`.
+  bool tap(ArrayRef<int64_t> o, ArrayRef<int64_t> kk, ArrayRef<int64_t> shape,
+           std::vector<int64_t> &at) const {
+    for (size_t s = 0; s < kk.size(); ++s) {
+      int64_t d = dilation.empty() ? 1 : dilation[s];
+      at[s + 2] = o[s + 2] * stride[s] - padLow[s] + kk[s] * d;
+      if (at[s + 2] < 0 || at[s + 2] >= shape[s + 2])
+        return false;
+    }
+    return true;
+  }
+};
+
 } // namespace
 
 void registerNNEvaluators(EvaluatorTable &t) {
@@ -249,6 +269,7 @@ void registerNNEvaluators(EvaluatorTable &t) {
         Buffer &y = out[0];
         ArrayRef<int64_t> stride = op.getStride(), pad = op.getPadLow(),
                           dil = op.getDilation();
+        Window window{stride, pad, dil};
         int64_t groups = op.getGroups(), cinG = w.shape[1],
                 coutG = w.shape[0] / groups;
         std::vector<int64_t> kernel(w.shape.begin() + 2, w.shape.end());
@@ -260,11 +281,8 @@ void registerNNEvaluators(EvaluatorTable &t) {
             forEachIndex(kernel, [&](ArrayRef<int64_t> kk) {
               xi[0] = n;
               xi[1] = g * cinG + ci;
-              for (size_t s = 0; s < kernel.size(); ++s) {
-                xi[s + 2] = o[s + 2] * stride[s] - pad[s] + kk[s] * dil[s];
-                if (xi[s + 2] < 0 || xi[s + 2] >= x.shape[s + 2])
-                  return;
-              }
+              if (!window.tap(o, kk, x.shape, xi))
+                return;
               wi[0] = co;
               wi[1] = ci;
               for (size_t s = 0; s < kernel.size(); ++s)
@@ -286,6 +304,7 @@ void registerNNEvaluators(EvaluatorTable &t) {
     Buffer &y = out[0];
     ArrayRef<int64_t> stride = op.getStride(), pad = op.getPadLow(),
                       dil = op.getDilation();
+    Window window{stride, pad, dil};
     int64_t groups = op.getGroups(), cinG = x.shape[1] / groups,
             coutG = w.shape[1];
     std::vector<int64_t> kernel(w.shape.begin() + 2, w.shape.end());
@@ -297,11 +316,8 @@ void registerNNEvaluators(EvaluatorTable &t) {
         forEachIndex(kernel, [&](ArrayRef<int64_t> kk) {
           yi[0] = n;
           yi[1] = g * coutG + co;
-          for (size_t s = 0; s < kernel.size(); ++s) {
-            yi[s + 2] = i[s + 2] * stride[s] - pad[s] + kk[s] * dil[s];
-            if (yi[s + 2] < 0 || yi[s + 2] >= y.shape[s + 2])
-              return;
-          }
+          if (!window.tap(i, kk, y.shape, yi))
+            return;
           wi[0] = ci;
           wi[1] = co;
           for (size_t s = 0; s < kernel.size(); ++s)
@@ -326,6 +342,7 @@ void registerNNEvaluators(EvaluatorTable &t) {
     Buffer &dw = out[0];
     ArrayRef<int64_t> stride = op.getStride(), pad = op.getPadLow(),
                       dil = op.getDilation();
+    Window window{stride, pad, dil};
     int64_t groups = op.getGroups(), cinG = dw.shape[1],
             coutG = dw.shape[0] / groups;
     std::vector<int64_t> kernel(dw.shape.begin() + 2, dw.shape.end());
@@ -337,11 +354,8 @@ void registerNNEvaluators(EvaluatorTable &t) {
         forEachIndex(kernel, [&](ArrayRef<int64_t> kk) {
           xi[0] = n;
           xi[1] = grp * cinG + ci;
-          for (size_t s = 0; s < kernel.size(); ++s) {
-            xi[s + 2] = o[s + 2] * stride[s] - pad[s] + kk[s] * dil[s];
-            if (xi[s + 2] < 0 || xi[s + 2] >= x.shape[s + 2])
-              return;
-          }
+          if (!window.tap(o, kk, x.shape, xi))
+            return;
           wi[0] = co;
           wi[1] = ci;
           for (size_t s = 0; s < kernel.size(); ++s)
@@ -357,6 +371,7 @@ void registerNNEvaluators(EvaluatorTable &t) {
                               std::vector<Buffer> &out) {
     const Buffer &x = *in[0], &g = *in[1];
     ArrayRef<int64_t> stride = op.getStride(), pad = op.getPadLow();
+    Window window{stride, pad, {}};
     std::vector<int64_t> win(op.getWindow().begin(), op.getWindow().end());
     std::vector<int64_t> xi(x.rank()), best;
     forEachIndex(g.shape, [&](ArrayRef<int64_t> o) {
@@ -365,11 +380,8 @@ void registerNNEvaluators(EvaluatorTable &t) {
       forEachIndex(win, [&](ArrayRef<int64_t> kk) {
         xi[0] = o[0];
         xi[1] = o[1];
-        for (size_t s = 0; s < win.size(); ++s) {
-          xi[s + 2] = o[s + 2] * stride[s] - pad[s] + kk[s];
-          if (xi[s + 2] < 0 || xi[s + 2] >= x.shape[s + 2])
-            return;
-        }
+        if (!window.tap(o, kk, x.shape, xi))
+          return;
         if (best.empty() || x.at(xi) > max) {
           max = x.at(xi);
           best = xi;
@@ -384,21 +396,19 @@ void registerNNEvaluators(EvaluatorTable &t) {
   // Windows over the padded spatial dimensions; padding never wins a max
   // and counts toward an average only with count_include_pad.
   auto pool = [](Operation *op, const Buffer &x, Buffer &y,
-                 ArrayRef<int64_t> window, ArrayRef<int64_t> stride,
+                 ArrayRef<int64_t> windowSize, ArrayRef<int64_t> stride,
                  ArrayRef<int64_t> pad, bool isMax, bool countPad) {
+    Window window{stride, pad, {}};
     std::vector<int64_t> xi(x.rank());
-    std::vector<int64_t> win(window.begin(), window.end());
+    std::vector<int64_t> win(windowSize.begin(), windowSize.end());
     forEachIndex(y.shape, [&](ArrayRef<int64_t> o) {
       double acc = isMax ? -std::numeric_limits<double>::infinity() : 0.0;
       double count = 0.0;
       forEachIndex(win, [&](ArrayRef<int64_t> kk) {
         xi[0] = o[0];
         xi[1] = o[1];
-        for (size_t s = 0; s < win.size(); ++s) {
-          xi[s + 2] = o[s + 2] * stride[s] - pad[s] + kk[s];
-          if (xi[s + 2] < 0 || xi[s + 2] >= x.shape[s + 2])
-            return;
-        }
+        if (!window.tap(o, kk, x.shape, xi))
+          return;
         double v = x.at(xi);
         acc = isMax
                   ? (std::isnan(v) || std::isnan(acc) ? NAN : std::max(acc, v))

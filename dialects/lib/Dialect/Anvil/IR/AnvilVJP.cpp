@@ -46,6 +46,14 @@ Value lossScale(Emit &e, Reduction reduction, Value g, Type type, Value count) {
   return e.broadcast(w, type, {});
 }
 
+/// The number of elements of `x`, as a scalar of its element type (the
+/// divisor of a mean loss).
+Value elementCount(Emit &e, Value x) {
+  auto t = e.typeOf(x);
+  return e.splat(RankedTensorType::get({}, t.getElementType()),
+                 static_cast<double>(t.getNumElements()));
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -627,9 +635,7 @@ LogicalResult MSELossOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
   // d (x - t)^2 = 2 (x - t) dx - 2 (x - t) dt.
   Emit e{builder, getLoc()};
   Value x = getInput();
-  Value count =
-      e.splat(RankedTensorType::get({}, getInput().getType().getElementType()),
-              static_cast<double>(getInput().getType().getNumElements()));
+  Value count = elementCount(e, x);
   Value w = lossScale(e, getReduction(), grads[0], x.getType(), count);
   Value dx = e.mul(e.scale(e.sub(x, getTarget()), 2.0), w);
   out.append({dx, e.neg(dx)});
@@ -642,9 +648,7 @@ LogicalResult BCEWithLogitsLossOp::buildVJP(OpBuilder &builder,
   // d/dx = sigmoid(x) - t, d/dt = -x.
   Emit e{builder, getLoc()};
   Value x = getInput();
-  Value count =
-      e.splat(RankedTensorType::get({}, getInput().getType().getElementType()),
-              static_cast<double>(getInput().getType().getNumElements()));
+  Value count = elementCount(e, x);
   Value w = lossScale(e, getReduction(), grads[0], x.getType(), count);
   Value dx =
       e.mul(e.sub(SigmoidOp::create(builder, getLoc(), x), getTarget()), w);
@@ -1077,8 +1081,7 @@ LogicalResult FocalLossOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
                              e.mul(e.scale(qg1, gamma), e.mul(twoPm1, ce))));
   if (alpha >= 0)
     dt = e.add(dt, e.scale(e.mul(qg, ce), 2 * alpha - 1));
-  Value count = e.splat(RankedTensorType::get({}, e.typeOf(x).getElementType()),
-                        static_cast<double>(e.typeOf(x).getNumElements()));
+  Value count = elementCount(e, x);
   Value w = lossScale(e, getReduction(), grads[0], x.getType(), count);
   out.append({e.mul(dx, w), e.mul(dt, w)});
   return success();
