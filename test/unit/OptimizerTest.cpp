@@ -175,14 +175,94 @@ void referenceStep(const Config &c, std::vector<RefParam> &params,
   }
 }
 
-/// The reference rule run for `steps` steps from (w, b) on the model's
-/// loss, whose gradients are 2 (w - x) and 2 (b - z).
-std::vector<RefParam> referenceRun(const Config &c,
-                                   const std::vector<double> &w,
-                                   const std::vector<double> &b,
-                                   const std::vector<double> &x,
-                                   const std::vector<double> &z, int steps) {
-  std::vector<RefParam> ref = referenceRun(c, w, b, x, z, 3);
+const char *kModel = R"mlir(
+func.func @forward(%w: tensor<2x3xf64> {anvil.param = #anvil.param<name = "w", init = #anvil.init<zeros>>},
+                   %b: tensor<3xf64> {anvil.param = #anvil.param<name = "b", init = #anvil.init<zeros>>},
+                   %x: tensor<2x3xf64> {anvil.input = #anvil.input<name = "x">},
+                   %z: tensor<3xf64> {anvil.input = #anvil.input<name = "z">}) -> tensor<f64> {
+  %l1 = anvil.mse_loss sum %w, %x : (tensor<2x3xf64>, tensor<2x3xf64>) -> tensor<f64>
+  %l2 = anvil.mse_loss sum %b, %z : (tensor<3xf64>, tensor<3xf64>) -> tensor<f64>
+  %l = anvil.add %l1, %l2 : tensor<f64>
+  return %l : tensor<f64>
+}
+)mlir";
+
+/// Runs `steps` calls of @train_step, feeding each tied result back into
+/// its argument; returns the final arguments and the losses.
+std::vector<interp::Buffer> train(func::FuncOp step,
+                                  std::vector<interp::Buffer> args, int steps,
+                                  std::vector<double> *losses = nullptr) {
+  for (int s = 0; s < steps; ++s) {
+    auto out = interp::run(step, args);
+    EXPECT_TRUE(succeeded(out));
+    if (failed(out))
+      return args;
+    if (losses)
+      losses->push_back((*out)[0].data[0]);
+    for (unsigned r = 1; r < out->size(); ++r) {
+      auto tied = step.getResultAttrOfType<IntegerAttr>(
+          r, mlir::anvil::AnvilDialect::kTiedAttrName);
+      EXPECT_TRUE(tied) << "result #" << r << " is not tied";
+      if (tied)
+        args[tied.getInt()].data = (*out)[r].data;
+    }
+  }
+  return args;
+}
+
+/// gtest prints parameters with this (instead of their bytes).
+void PrintTo(const Config &c, std::ostream *os) { *os << c.options; }
+
+/// Builds a pass manager from a textual pipeline of Anvil passes.
+LogicalResult makePipeline(const std::string &text, PassManager &pm) {
+  static bool registered = [] {
+    mlir::anvil::registerAnvilTrainingPasses();
+    return true;
+  }();
+  (void)registered;
+  return parsePassPipeline(text, pm);
+}
+
+class OptimizerTest : public ::testing::TestWithParam<Config> {};
+
+TEST_P(OptimizerTest, ThreeStepsMatchThePublishedRule) {
+  const Config &c = GetParam();
+  MLIRContext context;
+  context.loadDialect<mlir::anvil::AnvilDialect, func::FuncDialect>();
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kModel, &context);
+  ASSERT_TRUE(module);
+  PassManager pm(&context);
+  ASSERT_TRUE(
+      succeeded(makePipeline("anvil-optimizer{" + c.options + "}", pm)));
+  ASSERT_TRUE(succeeded(pm.run(*module)));
+  auto step = module->lookupSymbol<func::FuncOp>("train_step");
+  ASSERT_TRUE(step);
+
+  // Arguments: w, b, the state (zeros), step (0), x, z.
+  std::vector<double> w{0.5, -1.0, 2.0, 0.3, -0.7, 1.1}, b{0.2, 0.0, -0.4};
+  std::vector<double> x{1.0, 0.5, -2.0, 0.0, 0.7, 3.0}, z{-1.0, 2.0, 0.5};
+  std::vector<interp::Buffer> args;
+  for (unsigned i = 0; i < step.getNumArguments(); ++i)
+    args.push_back(
+        interp::Buffer::of(cast<RankedTensorType>(step.getArgumentTypes()[i])));
+  args[0].data = w;
+  args[1].data = b;
+  args[args.size() - 2].data = x;
+  args.back().data = z;
+  args = train(step, args, 3);
+
+  std::vector<RefParam> ref{{w, {}, {}, {}, {}, true},
+                            {b, {}, {}, {}, {}, false}};
+  for (RefParam &P : ref)
+    P.buf = P.m = P.v = P.sum = std::vector<double>(P.p.size(), 0.0);
+  for (int t = 1; t <= 3; ++t) {
+    std::vector<std::vector<double>> grads(2);
+    for (size_t i = 0; i < w.size(); ++i)
+      grads[0].push_back(2 * (ref[0].p[i] - x[i]));
+    for (size_t i = 0; i < b.size(); ++i)
+      grads[1].push_back(2 * (ref[1].p[i] - z[i]));
+    referenceStep(c, ref, grads, t);
+  }
   for (int k = 0; k < 2; ++k)
     for (size_t i = 0; i < ref[k].p.size(); ++i)
       EXPECT_NEAR(args[k].data[i], ref[k].p[i],
@@ -385,12 +465,18 @@ TEST(OptimizerPass, GradientAccumulationAveragesMicroBatches) {
       step, stepArguments(step, {{"w", kW}, {"b", kB}, {"x", xs}, {"z", zs}}),
       3);
   Config c{"", "", "adam", 0.05};
-  std::vector<double> xMean, zMean;
-  for (size_t i = 0; i < kX.size(); ++i)
-    xMean.push_back((kX[i] + x2[i]) / 2);
-  for (size_t i = 0; i < kZ.size(); ++i)
-    zMean.push_back((kZ[i] + z2[i]) / 2);
-  std::vector<RefParam> ref = referenceRun(c, kW, kB, xMean, zMean, 3);
+  std::vector<RefParam> ref{{kW, {}, {}, {}, {}, true},
+                            {kB, {}, {}, {}, {}, false}};
+  for (RefParam &P : ref)
+    P.buf = P.m = P.v = P.sum = std::vector<double>(P.p.size(), 0.0);
+  for (int t = 1; t <= 3; ++t) {
+    std::vector<std::vector<double>> grads(2);
+    for (size_t i = 0; i < kW.size(); ++i)
+      grads[0].push_back(2 * (ref[0].p[i] - (kX[i] + x2[i]) / 2));
+    for (size_t i = 0; i < kB.size(); ++i)
+      grads[1].push_back(2 * (ref[1].p[i] - (kZ[i] + z2[i]) / 2));
+    referenceStep(c, ref, grads, t);
+  }
   for (size_t i = 0; i < kW.size(); ++i)
     EXPECT_NEAR(named(step, args, "w", i), ref[0].p[i], 1e-12);
 }
@@ -409,7 +495,18 @@ TEST(OptimizerPass, DynamicLossScalingSkipsOverflowingSteps) {
   EXPECT_EQ(named(step, args, "loss_scale"), 1024.0);
   auto after = train(step, args, 3);
   Config c{"", "", "adam", 0.05};
-  std::vector<RefParam> ref = referenceRun(c, kW, kB, kX, kZ, 3);
+  std::vector<RefParam> ref{{kW, {}, {}, {}, {}, true},
+                            {kB, {}, {}, {}, {}, false}};
+  for (RefParam &P : ref)
+    P.buf = P.m = P.v = P.sum = std::vector<double>(P.p.size(), 0.0);
+  for (int t = 1; t <= 3; ++t) {
+    std::vector<std::vector<double>> grads(2);
+    for (size_t i = 0; i < kW.size(); ++i)
+      grads[0].push_back(2 * (ref[0].p[i] - kX[i]));
+    for (size_t i = 0; i < kB.size(); ++i)
+      grads[1].push_back(2 * (ref[1].p[i] - kZ[i]));
+    referenceStep(c, ref, grads, t);
+  }
   for (size_t i = 0; i < kW.size(); ++i)
     EXPECT_NEAR(named(step, after, "w", i), ref[0].p[i], 1e-12);
   EXPECT_EQ(named(step, after, "loss_scale"), 2048.0);
