@@ -732,18 +732,23 @@ LogicalResult AttentionOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
     s = e.add(s, full);
   }
   if (getCausal()) {
-    // -inf where key j is after query i (aligned at the bottom right).
-    auto tableType = qt.clone({tq, tk});
-    SmallVector<APFloat> table;
-    const llvm::fltSemantics &sem =
-        cast<FloatType>(qt.getElementType()).getFloatSemantics();
-    for (int64_t i = 0; i < tq; ++i)
-      for (int64_t j = 0; j < tk; ++j)
-        table.push_back(j <= i + tk - tq ? APFloat::getZero(sem)
-                                         : APFloat::getInf(sem, true));
-    Value causal = ConstantOp::create(builder, getLoc(), tableType,
-                                      DenseElementsAttr::get(tableType, table));
-    s = e.add(s, e.broadcast(causal, sType, {2, 3}));
+    // Key j is visible to query i iff j <= i + Tk - Tq (bottom right),
+    // built from two index vectors rather than a (Tq, Tk) constant, so that
+    // the IR stays O(T) for long sequences.
+    auto iota = [&](int64_t n, int64_t offset) {
+      auto t = RankedTensorType::get({n}, builder.getI64Type());
+      SmallVector<APInt> v;
+      for (int64_t i = 0; i < n; ++i)
+        v.push_back(APInt(64, i + offset));
+      return ConstantOp::create(builder, getLoc(), t,
+                                DenseElementsAttr::get(t, v));
+    };
+    auto grid = RankedTensorType::get({tq, tk}, builder.getI64Type());
+    Value rows = e.broadcast(iota(tq, tk - tq), grid, {0});
+    Value cols = e.broadcast(iota(tk, 0), grid, {1});
+    Value visible = e.cmp(ComparisonDirection::le, cols, rows);
+    Value mask = e.broadcast(visible, sType.clone(builder.getI1Type()), {2, 3});
+    s = e.select(mask, s, e.splat(sType, -INFINITY));
   }
   Value p = SoftmaxOp::create(builder, getLoc(), s, 3);
   Value dvr = MatmulOp::create(builder, getLoc(), p, g, true, false);
