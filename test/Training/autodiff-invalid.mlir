@@ -2,7 +2,7 @@
 
 // Tests that a loss that is not a scalar is reported at the op computing it.
 func.func @forward(%w: tensor<3xf32> {anvil.param = #anvil.param<name = "w", init = #anvil.init<zeros>>}) -> tensor<3xf32> {
-  // expected-error@+1 {{anvil-autodiff: the loss (the first result) must be a float scalar tensor, got 'tensor<3xf32>'}}
+  // expected-error@+1 {{anvil-autodiff: the loss (the first result, from 'anvil.exp') must be a float scalar tensor, got 'tensor<3xf32>'}}
   %y = anvil.exp %w : tensor<3xf32>
   return %y : tensor<3xf32>
 }

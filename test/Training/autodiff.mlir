@@ -59,3 +59,21 @@ func.func @forward(%w: tensor<4xf32> {anvil.param = #anvil.param<name = "w", ini
   return %l : tensor<f32>
 }
 
+
+// -----
+
+// Tests that the gradient a rule builds for a frozen operand is dropped:
+// y = (x a) base with base frozen needs dh = g base^T and da = x^T dh,
+// not d(base) = h^T g: two forward and two backward matmuls.
+// CHECK-LABEL: func.func @forward_grad
+// CHECK-COUNT-4: anvil.matmul
+// CHECK-NOT: anvil.matmul
+// CHECK: return
+func.func @forward(%base: tensor<2x2xf32> {anvil.param = #anvil.param<name = "base", init = #anvil.init<zeros>, trainable = false>},
+                   %a: tensor<2x2xf32> {anvil.param = #anvil.param<name = "a", init = #anvil.init<zeros>>},
+                   %x: tensor<2x2xf32> {anvil.input = #anvil.input<name = "x">}) -> tensor<f32> {
+  %h = anvil.matmul %x, %a : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  %y = anvil.matmul %h, %base : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  %l = anvil.reduce_sum %y dims [0, 1] : tensor<2x2xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -529,3 +529,98 @@ TEST(OptimizerPass, DynamicLossScalingSkipsOverflowingSteps) {
 }
 
 } // namespace
+
+namespace {
+
+/// Parses `source`, runs `pipeline`, returns the function `name`.
+func::FuncOp compile(MLIRContext &context, OwningOpRef<ModuleOp> &module,
+                     const std::string &source, const std::string &pipeline,
+                     StringRef name) {
+  context.loadDialect<mlir::anvil::AnvilDialect, func::FuncDialect>();
+  module = parseSourceString<ModuleOp>(source, &context);
+  PassManager pm(&context);
+  if (!module || failed(makePipeline(pipeline, pm)) || failed(pm.run(*module)))
+    return nullptr;
+  return module->lookupSymbol<func::FuncOp>(name);
+}
+
+TEST(OptimizerPass, HalfPrecisionParametersUpdateInF32) {
+  // f16 parameters, Adam with dynamic loss scaling at its default 65536
+  // (not an f16 number): the first step overflows and is skipped, then the
+  // updates run in f32: a zero gradient leaves its element exactly as it
+  // was (eps = 1e-8 is 0 in f16, and 0/0 would be NaN), the other moves.
+  const char *source = R"mlir(
+func.func @forward(%w: tensor<2xf16> {anvil.param = #anvil.param<name = "w", init = #anvil.init<ones>>},
+                   %x: tensor<2xf16> {anvil.input = #anvil.input<name = "x">}) -> tensor<f16> {
+  %l = anvil.mse_loss sum %w, %x : (tensor<2xf16>, tensor<2xf16>) -> tensor<f16>
+  return %l : tensor<f16>
+}
+)mlir";
+  MLIRContext context;
+  OwningOpRef<ModuleOp> module;
+  func::FuncOp step =
+      compile(context, module, source,
+              "anvil-optimizer{optimizer=adam lr=0.1 loss-scale=dynamic}",
+              "train_step");
+  ASSERT_TRUE(step);
+  auto args = stepArguments(step, {{"w", {1.0, 1.0}}, {"x", {1.0, 0.5}}});
+  auto after = train(step, args, 3);
+  EXPECT_EQ(named(step, after, "loss_scale"), 32768.0);
+  EXPECT_EQ(named(step, after, "step"), 2.0);
+  EXPECT_EQ(named(step, after, "w", 0), 1.0);
+  double w1 = named(step, after, "w", 1);
+  EXPECT_TRUE(std::isfinite(w1) && w1 < 1.0) << w1;
+}
+
+TEST(OptimizerPass, MetricsAreReturnedAfterTheLoss) {
+  const char *source = R"mlir(
+func.func @forward(%w: tensor<2xf32> {anvil.param = #anvil.param<name = "w", init = #anvil.init<ones>>},
+                   %x: tensor<2xf32> {anvil.input = #anvil.input<name = "x">}) -> (tensor<f32>, tensor<f32>) {
+  %l = anvil.mse_loss sum %w, %x : (tensor<2xf32>, tensor<2xf32>) -> tensor<f32>
+  %m = anvil.reduce_max %w dims [0] : tensor<2xf32> -> tensor<f32>
+  return %l, %m : tensor<f32>, tensor<f32>
+}
+)mlir";
+  MLIRContext context;
+  OwningOpRef<ModuleOp> module;
+  func::FuncOp step =
+      compile(context, module, source, "anvil-optimizer{optimizer=sgd lr=0.1}",
+              "train_step");
+  ASSERT_TRUE(step);
+  // (loss, metric, w', step'): the metric is not tied, w' and step' are.
+  ASSERT_EQ(step.getNumResults(), 4u);
+  EXPECT_FALSE(step.getResultAttr(1, mlir::anvil::AnvilDialect::kTiedAttrName));
+  EXPECT_TRUE(step.getResultAttr(2, mlir::anvil::AnvilDialect::kTiedAttrName));
+  auto out = interp::run(
+      step, stepArguments(step, {{"w", {1.0, 3.0}}, {"x", {0.0, 0.0}}}));
+  ASSERT_TRUE(succeeded(out));
+  EXPECT_EQ((*out)[0].data[0], 10.0); // 1 + 9
+  EXPECT_EQ((*out)[1].data[0], 3.0);  // max(w)
+}
+
+TEST(Autodiff, MaxSplitsTiesAndIgnoredLabelsGiveZeros) {
+  const char *source = R"mlir(
+func.func @forward(%x: tensor<3xf64> {anvil.param = #anvil.param<name = "x", init = #anvil.init<zeros>>},
+                   %z: tensor<2x3xf64> {anvil.param = #anvil.param<name = "z", init = #anvil.init<zeros>>},
+                   %t: tensor<2xi32> {anvil.input = #anvil.input<name = "t">}) -> tensor<f64> {
+  %m = anvil.reduce_max %x dims [0] : tensor<3xf64> -> tensor<f64>
+  %c = anvil.cross_entropy mean %z, %t {ignore_index = -1 : i64} : (tensor<2x3xf64>, tensor<2xi32>) -> tensor<f64>
+  %l = anvil.add %m, %c : tensor<f64>
+  return %l : tensor<f64>
+}
+)mlir";
+  MLIRContext context;
+  OwningOpRef<ModuleOp> module;
+  func::FuncOp grad =
+      compile(context, module, source, "anvil-autodiff", "forward_grad");
+  ASSERT_TRUE(grad);
+  auto out = interp::run(grad, stepArguments(grad, {{"x", {1.0, 1.0, 0.0}},
+                                                    {"z", {1, 2, 3, 4, 5, 6}},
+                                                    {"t", {-1, -1}}}));
+  ASSERT_TRUE(succeeded(out));
+  EXPECT_EQ((*out)[0].data[0], 1.0); // max 1, cross-entropy 0 (all ignored)
+  EXPECT_EQ((*out)[1].data, (std::vector<double>{0.5, 0.5, 0.0}));
+  EXPECT_EQ((*out)[2].data, std::vector<double>(6, 0.0));
+}
+
+} // namespace

@@ -69,7 +69,8 @@ void registerLossEvaluators(EvaluatorTable &t) {
                     s / static_cast<double>(c) * allLogP);
       count += 1.0;
     }
-    reduceLoss(op.getReduction(), losses, count, out[0]);
+    // max(count, 1): a batch whose labels are all ignored has loss 0.
+    reduceLoss(op.getReduction(), losses, std::max(count, 1.0), out[0]);
     return success();
   });
 

@@ -18,6 +18,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 namespace mlir::anvil {
 #define GEN_PASS_DEF_ANVILAUTODIFFPASS
@@ -60,8 +61,8 @@ FailureOr<Gradients> mlir::anvil::differentiate(func::FuncOp fn, bool wrtInputs,
   if (!lossType || lossType.getRank() != 0 ||
       !isa<FloatType>(lossType.getElementType())) {
     Operation *at = loss.getDefiningOp() ? loss.getDefiningOp() : ret;
-    return at->emitError("anvil-autodiff: the loss (the first result) must be "
-                         "a float scalar tensor, got ")
+    return at->emitError("anvil-autodiff: the loss (the first result, from '")
+           << at->getName() << "') must be a float scalar tensor, got "
            << loss.getType();
   }
 
@@ -159,6 +160,15 @@ FailureOr<Gradients> mlir::anvil::differentiate(func::FuncOp fn, bool wrtInputs,
   return result;
 }
 
+void mlir::anvil::eraseDeadOps(func::FuncOp fn) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : fn.getBody().front().without_terminator())
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops))
+    if (isOpTriviallyDead(op))
+      op->erase();
+}
+
 namespace {
 
 struct AnvilAutodiffPass
@@ -202,6 +212,7 @@ struct AnvilAutodiffPass
       resultAttrs.push_back(b.getDictionaryAttr(
           b.getNamedAttr(AnvilDialect::kGradAttrName, b.getStringAttr(name))));
     grad.setAllResultAttrs(resultAttrs);
+    eraseDeadOps(grad);
   }
 };
 

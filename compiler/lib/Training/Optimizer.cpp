@@ -51,14 +51,16 @@ SmallVector<StringRef> stateNames(Kind kind, bool momentum) {
 
 /// Replaces the body of `fn` by `accumulate` copies of it, one per
 /// micro-batch: every input gets a leading dimension of that size, copy k
-/// reads slice k, and the function returns the mean of the copies' losses.
+/// reads slice k, and the function returns the mean of the copies' results
+/// (the loss and the metrics).
 LogicalResult unrollMicroBatches(func::FuncOp fn, int64_t accumulate) {
   Block &block = fn.getBody().front();
   auto ret = cast<func::ReturnOp>(block.getTerminator());
-  if (ret.getNumOperands() != 1)
-    return fn.emitError("anvil-optimizer: accumulate needs a function that "
-                        "returns only the loss, @")
-           << fn.getName() << " returns " << ret.getNumOperands() << " values";
+  for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+    if (!isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType()))
+      return fn.emitError("anvil-optimizer: accumulate averages every result "
+                          "over the micro-batches, but result #")
+             << i << " of @" << fn.getName() << " has type " << v.getType();
   SmallVector<Operation *> body;
   for (Operation &op : block.without_terminator())
     body.push_back(&op);
@@ -77,7 +79,7 @@ LogicalResult unrollMicroBatches(func::FuncOp fn, int64_t accumulate) {
     llvm::append_range(wide, t.getShape());
     arg.setType(t.clone(wide));
   }
-  Value total;
+  SmallVector<Value> totals(ret.getNumOperands());
   for (int64_t k = 0; k < accumulate; ++k) {
     IRMapping map;
     for (auto [arg, t] : llvm::zip(inputs, microTypes)) {
@@ -91,11 +93,15 @@ LogicalResult unrollMicroBatches(func::FuncOp fn, int64_t accumulate) {
     }
     for (Operation *op : body)
       b.clone(*op, map);
-    Value loss = map.lookupOrDefault(ret.getOperand(0));
-    total = total ? e.add(total, loss) : loss;
+    for (auto [total, v] : llvm::zip(totals, ret.getOperands())) {
+      Value value = map.lookupOrDefault(v);
+      total = total ? e.add(total, value) : value;
+    }
   }
-  Value mean = e.scale(total, 1.0 / static_cast<double>(accumulate));
-  ret.getOperandsMutable().assign(mean);
+  SmallVector<Value> means;
+  for (Value total : totals)
+    means.push_back(e.scale(total, 1.0 / static_cast<double>(accumulate)));
+  ret.getOperandsMutable().assign(means);
   for (Operation *op : llvm::reverse(body))
     op->erase();
   fn.setFunctionType(
@@ -258,7 +264,24 @@ void AnvilOptimizerPass::runOnOperation() {
   }
   Value lrT = e.scale(factor, lr);
 
-  SmallVector<Value> g(grads->grads.begin(), grads->grads.end());
+  // The update is computed in f32 (f64 for f64 parameters), whatever the
+  // parameter's type, so that bf16 and f16 parameters neither lose the
+  // hyperparameters (beta2 = 0.999 is 1.0 in bf16, eps = 1e-8 is 0 in f16)
+  // nor the unscaled gradients; results are rounded back when stored.
+  auto computeType = [&](Value v) {
+    auto t = e.typeOf(v);
+    return t.getElementType().isF64() ? t : t.clone(b.getF32Type());
+  };
+  auto toCompute = [&](Value v) -> Value {
+    auto t = computeType(v);
+    return v.getType() == t ? v : Value(CastOp::create(b, e.loc, t, v));
+  };
+  auto storeAs = [&](Value v, Type type) -> Value {
+    return v.getType() == type ? v : Value(CastOp::create(b, e.loc, type, v));
+  };
+  SmallVector<Value> g;
+  for (Value gi : grads->grads)
+    g.push_back(toCompute(gi));
   Value finite;
   if (scaling) {
     // Unscale, and find out whether every gradient is finite: x - x is 0
@@ -298,18 +321,26 @@ void AnvilOptimizerPass::runOnOperation() {
       gi = e.mul(gi, fullOf(coef, e.typeOf(gi)));
   }
 
-  // 4. Updates. `full(s)` broadcasts an f32 scalar to a parameter's type.
-  SmallVector<Value> results{grads->loss};
+  // 4. Updates. `full(s)` broadcasts an f64 scalar to a parameter's
+  // compute type. Results: the loss, the forward function's other results
+  // (metrics), then every state value tied to its argument.
+  SmallVector<Value> results(ret.getOperands().begin(),
+                             ret.getOperands().end());
+  SmallVector<Value> stateOut;
   SmallVector<BlockArgument> tiedTo;
   SmallVector<std::pair<Value, BlockArgument>> stateResults;
   Value b1t = PowOp::create(b, e.loc, scalar(beta1), t);
   Value b2t = PowOp::create(b, e.loc, scalar(beta2), t);
   for (auto [i, p] : llvm::enumerate(grads->wrt)) {
-    auto type = cast<RankedTensorType>(p.getType());
+    auto paramType = cast<RankedTensorType>(p.getType());
+    auto type = computeType(p);
     auto full = [&](Value s) { return fullOf(s, type); };
     auto c = [&](double v) { return e.splat(type, v); };
     bool decayed = weightDecay > 0 && (decayAll || type.getRank() >= 2);
-    Value gi = g[i], pi = p, lrFull = full(lrT);
+    Value gi = g[i], pi = toCompute(p), lrFull = full(lrT);
+    SmallVector<Value> old;
+    for (BlockArgument a : states[i])
+      old.push_back(toCompute(a));
     Value newP;
     SmallVector<Value> newState;
     switch (*kind) {
@@ -318,7 +349,7 @@ void AnvilOptimizerPass::runOnOperation() {
         gi = e.add(gi, e.scale(pi, weightDecay));
       Value d = gi;
       if (useMomentum) {
-        Value buf = e.add(e.scale(states[i][0], momentum), gi);
+        Value buf = e.add(e.scale(old[0], momentum), gi);
         newState.push_back(buf);
         d = nesterov ? e.add(gi, e.scale(buf, momentum)) : buf;
       }
@@ -330,9 +361,9 @@ void AnvilOptimizerPass::runOnOperation() {
     case Kind::LAMB: {
       if (decayed && *kind == Kind::Adam)
         gi = e.add(gi, e.scale(pi, weightDecay));
-      Value m = e.add(e.scale(states[i][0], beta1), e.scale(gi, 1 - beta1));
-      Value v = e.add(e.scale(states[i][1], beta2),
-                      e.scale(e.mul(gi, gi), 1 - beta2));
+      Value m = e.add(e.scale(old[0], beta1), e.scale(gi, 1 - beta1));
+      Value v =
+          e.add(e.scale(old[1], beta2), e.scale(e.mul(gi, gi), 1 - beta2));
       newState.append({m, v});
       Value mHat = e.div(m, full(e.sub(scalar(1.0), b1t)));
       Value vHat = e.div(v, full(e.sub(scalar(1.0), b2t)));
@@ -356,7 +387,7 @@ void AnvilOptimizerPass::runOnOperation() {
     case Kind::Adagrad: {
       if (decayed)
         gi = e.add(gi, e.scale(pi, weightDecay));
-      Value sum = e.add(states[i][0], e.mul(gi, gi));
+      Value sum = e.add(old[0], e.mul(gi, gi));
       newState.push_back(sum);
       newP = e.sub(
           pi, e.mul(lrFull,
@@ -364,25 +395,23 @@ void AnvilOptimizerPass::runOnOperation() {
       break;
     }
     }
-    results.push_back(newP);
+    stateOut.push_back(storeAs(newP, paramType));
     tiedTo.push_back(p);
     for (auto [value, arg] : llvm::zip(newState, states[i]))
-      stateResults.push_back({value, arg});
+      stateResults.push_back({storeAs(value, arg.getType()), arg});
   }
   for (auto [value, arg] : stateResults) {
-    results.push_back(value);
+    stateOut.push_back(value);
     tiedTo.push_back(arg);
   }
-  results.push_back(nextStep);
+  stateOut.push_back(nextStep);
   tiedTo.push_back(stepArg);
   if (scaling) {
     // A step with non-finite gradients keeps every state value as it was.
-    for (size_t i = 1; i < results.size(); ++i) {
-      Value value = results[i];
-      results[i] = e.select(
+    for (auto [value, old] : llvm::zip(stateOut, tiedTo))
+      value = e.select(
           e.broadcast(finite, e.typeOf(value).clone(b.getI1Type()), {}), value,
-          tiedTo[i - 1]);
-    }
+          old);
     // The scale halves after an overflow and doubles after
     // scale-growth-interval finite steps in a row.
     auto s32 = [&](double v) { return e.splat(stepType, v); };
@@ -393,19 +422,22 @@ void AnvilOptimizerPass::runOnOperation() {
         e.select(finite, e.select(grow, e.scale(scaleArg, 2.0), scaleArg),
                  e.scale(scaleArg, 0.5));
     Value newGood = e.select(finite, e.select(grow, s32(0.0), good), s32(0.0));
-    results.append({newScale, newGood});
+    stateOut.append({newScale, newGood});
     tiedTo.append({scaleArg, goodArg});
   }
+  unsigned firstState = results.size();
+  results.append(stateOut);
 
   func::ReturnOp::create(b, ret.getLoc(), results);
   ret.erase();
   step.setFunctionType(b.getFunctionType(step.getArgumentTypes(),
                                          ValueRange(results).getTypes()));
-  SmallVector<DictionaryAttr> resultAttrs{b.getDictionaryAttr({})};
+  SmallVector<DictionaryAttr> resultAttrs(firstState, b.getDictionaryAttr({}));
   for (BlockArgument arg : tiedTo)
     resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
         AnvilDialect::kTiedAttrName, b.getI64IntegerAttr(arg.getArgNumber()))));
   step.setAllResultAttrs(resultAttrs);
+  eraseDeadOps(step);
 }
 
 } // namespace

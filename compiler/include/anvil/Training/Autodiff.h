@@ -31,6 +31,12 @@ struct Gradients {
 FailureOr<Gradients> differentiate(func::FuncOp fn, bool wrtInputs,
                                    Value seed = {});
 
+/// Erases the ops of `fn` whose results nothing uses (pure anvil ops only):
+/// gradients the VJP rules built for operands that need none (the frozen
+/// weight's side of a matmul) and forward values the step does not need.
+/// Run it once the function returns what it should.
+void eraseDeadOps(func::FuncOp fn);
+
 } // namespace mlir::anvil
 
 #endif // ANVIL_TRAINING_AUTODIFF_H

@@ -28,7 +28,8 @@ def AnvilAutodiffPass : Pass<"anvil-autodiff", "mlir::ModuleOp"> {
        which reuses the op's forward operands and results. Gradients of a
        value used several times are summed.
     4. Return the loss and the gradients; a trainable parameter the loss
-       does not depend on gets zeros.
+       does not depend on gets zeros. Ops whose results nothing uses are
+       erased (gradients of operands that need none, dead forward values).
 
     A loss that is not a float scalar, a function with more than one
     block, or an active op without a VJP rule is a diagnostic at that op.
@@ -70,7 +71,7 @@ def AnvilOptimizerPass : Pass<"anvil-optimizer", "mlir::ModuleOp"> {
 
     ```
     @train_step(params..., optimizer state..., step, inputs...)
-        -> (loss, params'..., state'..., step')
+        -> (loss, metrics..., params'..., state'..., step')
     ```
 
     1. Clone the forward function and differentiate it (as anvil-autodiff)
@@ -94,7 +95,11 @@ def AnvilOptimizerPass : Pass<"anvil-optimizer", "mlir::ModuleOp"> {
          p -= lr (|p| / |r|) r (trust ratio 1 if either norm is 0).
        - `adagrad`: g += wd p; sum += g^2; p -= lr g / (sqrt(sum) + eps).
        Weight decay applies to parameters of rank 2 or more (not to norms
-       and biases) unless `decay-all` is set.
+       and biases) unless `decay-all` is set. The update is computed in f32
+       (f64 for f64 parameters) and rounded to the parameter's type.
+    6. Return the loss, the forward function's other results (metrics),
+       and every updated state value, each with
+       `anvil.tied_to = <argument index>` so that it is updated in place.
     7. With `accumulate = K`, every input gets a leading dimension K and the
        forward pass is unrolled over the K micro-batches; the loss is their
        mean, so the gradients are the mean of the micro-batch gradients.
@@ -103,8 +108,6 @@ def AnvilOptimizerPass : Pass<"anvil-optimizer", "mlir::ModuleOp"> {
        scale, the gradients are divided by it, and a step whose gradients
        are not finite changes nothing but halves the scale (PyTorch's
        GradScaler); after scale-growth-interval finite steps it doubles.
-    6. Return the loss and every updated state value, each with
-       `anvil.tied_to = <argument index>` so that it is updated in place.
 
     A bad option value is an error naming it.
   }];

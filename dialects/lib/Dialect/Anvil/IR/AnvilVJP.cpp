@@ -65,6 +65,8 @@ Value elementCount(Emit &e, Value x) {
                                SmallVectorImpl<Value> &out) {                  \
     Emit e{builder, getLoc()};                                                 \
     Value g = grads[0], x = getOperand(), y = getResult();                     \
+    (void)e;                                                                   \
+    (void)g;                                                                   \
     (void)x;                                                                   \
     (void)y;                                                                   \
     out.push_back(BODY);                                                       \
@@ -408,7 +410,8 @@ LogicalResult ReduceMeanOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
   return success();
 }
 
-/// max/min reductions: g goes to every element equal to the extremum.
+/// max/min reductions: g is shared evenly by the elements equal to the
+/// extremum (a subgradient also when several tie, as in PyTorch's amax).
 template <typename OpTy>
 static LogicalResult extremumVJP(OpTy op, OpBuilder &builder,
                                  ArrayRef<Value> grads,
@@ -417,8 +420,10 @@ static LogicalResult extremumVJP(OpTy op, OpBuilder &builder,
   auto in = op.getOperand().getType();
   Value y = unreduceGrad(e, op.getResult(), in, op.getDims());
   Value g = unreduceGrad(e, grads[0], in, op.getDims());
-  Value hit = e.cmp(ComparisonDirection::eq, op.getOperand(), y);
-  out.push_back(e.select(hit, g, e.like(g, 0)));
+  Value hit = e.maskOf(e.cmp(ComparisonDirection::eq, op.getOperand(), y),
+                       op.getOperand());
+  Value ties = e.unreduce(e.sum(hit, op.getDims(), true), in);
+  out.push_back(e.div(e.mul(g, hit), ties));
   return success();
 }
 
@@ -448,7 +453,8 @@ LogicalResult LogSoftmaxOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
   // g - exp(y) sum(g) along dim.
   Emit e{builder, getLoc()};
   Value y = getResult(), g = grads[0];
-  Value s = e.unreduce(e.sum(g, {getDim()}, true), y.getType());
+  Value s =
+      e.unreduce(e.sum(g, {static_cast<int64_t>(getDim())}, true), y.getType());
   out.push_back(
       e.sub(g, e.mul(ExpOp::create(builder, getLoc(), y).getResult(), s)));
   return success();
@@ -619,7 +625,11 @@ LogicalResult CrossEntropyOp::buildVJP(OpBuilder &builder,
                      e.splat(lType, static_cast<double>(static_cast<int64_t>(
                                         getIgnoreIndex())))),
                e.splat(lType.clone(zType.getElementType()), 0));
-  Value count = e.sum(kept, range(0, rank - 1), false);
+  // max(count, 1): a batch whose labels are all ignored has zero loss and
+  // zero gradients, not NaN.
+  Value count = MaxOp::create(
+      builder, getLoc(), e.sum(kept, range(0, rank - 1), false),
+      e.splat(RankedTensorType::get({}, zType.getElementType()), 1.0));
   Value w = lossScale(e, getReduction(), grads[0], kept.getType(), count);
   Value rowWeight = e.broadcast(e.mul(w, kept), zType, range(0, rank - 1));
   Value target = e.add(e.scale(onehot, 1.0 - s),
@@ -701,7 +711,7 @@ LogicalResult AttentionOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
        vt = getValue().getType();
   int64_t b = qt.getDimSize(0), hq = qt.getDimSize(1), tq = qt.getDimSize(2),
           d = qt.getDimSize(3), hkv = kt.getDimSize(1), tk = kt.getDimSize(2),
-          dv = vt.getDimSize(3), group = hq / hkv;
+          group = hq / hkv;
   double scale =
       getScale() ? getScale()->convertToDouble() : 1.0 / std::sqrt(double(d));
 
@@ -871,42 +881,31 @@ LogicalResult AvgPoolOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
                     lo = getPadLow(), hi = getPadHigh();
   int64_t spatial = in.getRank() - 2, channels = in.getDimSize(1);
   auto outSpatial = res.getShape().drop_front(2);
-  SmallVector<double> counts;
-  SmallVector<int64_t> o(spatial, 0);
-  int64_t positions = 1;
-  for (int64_t d : outSpatial)
-    positions *= d;
-  for (int64_t p = 0; p < positions; ++p) {
-    double count = 1;
-    for (int64_t s = 0; s < spatial; ++s) {
-      if (getCountIncludePad()) {
-        count *= window[s];
-        continue;
-      }
-      int64_t first = o[s] * stride[s] - lo[s];
-      int64_t from = std::max<int64_t>(first, 0);
-      int64_t to = std::min<int64_t>(first + window[s], in.getDimSize(s + 2));
-      count *= static_cast<double>(to - from);
-    }
-    counts.push_back(1.0 / count);
-    for (int64_t s = spatial - 1; s >= 0; --s) {
-      if (++o[s] < outSpatial[s])
-        break;
-      o[s] = 0;
-    }
-  }
+  // The count of a window is a product over the spatial dimensions, so the
+  // weights 1 / count are built from one short vector per dimension (the
+  // IR stays O(sum of sizes), not O(product)).
   auto countType = res.clone(outSpatial);
-  SmallVector<APFloat> values;
   const llvm::fltSemantics &sem =
       cast<FloatType>(res.getElementType()).getFloatSemantics();
-  for (double c : counts) {
-    APFloat v(c);
-    bool losesInfo;
-    v.convert(sem, APFloat::rmNearestTiesToEven, &losesInfo);
-    values.push_back(v);
+  Value weights;
+  for (int64_t s = 0; s < spatial; ++s) {
+    SmallVector<APFloat> inv;
+    for (int64_t o = 0; o < outSpatial[s]; ++o) {
+      int64_t first = o * stride[s] - lo[s];
+      int64_t from = std::max<int64_t>(first, 0);
+      int64_t to = std::min<int64_t>(first + window[s], in.getDimSize(s + 2));
+      double count = getCountIncludePad() ? window[s] : double(to - from);
+      APFloat v(1.0 / count);
+      bool losesInfo;
+      v.convert(sem, APFloat::rmNearestTiesToEven, &losesInfo);
+      inv.push_back(v);
+    }
+    auto vecType = res.clone({outSpatial[s]});
+    Value vec = ConstantOp::create(builder, getLoc(), vecType,
+                                   DenseElementsAttr::get(vecType, inv));
+    Value spread = e.broadcast(vec, countType, {s});
+    weights = weights ? e.mul(weights, spread) : spread;
   }
-  Value weights = ConstantOp::create(builder, getLoc(), countType,
-                                     DenseElementsAttr::get(countType, values));
   SmallVector<int64_t> spatialDims =
       llvm::to_vector(llvm::seq<int64_t>(2, res.getRank()));
   Value gw = e.mul(grads[0], e.broadcast(weights, res, spatialDims));

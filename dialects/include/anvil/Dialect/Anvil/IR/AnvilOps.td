@@ -941,8 +941,9 @@ def Anvil_CrossEntropyOp : Anvil_CostedOp<"cross_entropy", [Anvil_VJP, InferType
     `logits` is `(..., C)` and `labels` is `(...)` of class indices. With
     label smoothing `s` the target puts `1 - s + s/C` on the label and `s/C`
     elsewhere. Positions whose label equals `ignore_index` contribute
-    nothing, and `mean` divides by the number of the others. The result is a
-    scalar, or `labels`-shaped with `none`.
+    nothing, and `mean` divides by the number of the others (at least 1, so
+    that a batch of ignored labels has loss 0). The result is a scalar, or
+    `labels`-shaped with `none`.
 
     ```mlir
     %loss = anvil.cross_entropy mean %logits, %labels {ignore_index = -100 : i64}
