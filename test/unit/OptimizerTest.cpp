@@ -286,7 +286,10 @@ TEST(OptimizerPass, BadOptionsNameTheOption) {
            {"decay=step", "decay = 'step' is not one of none, cosine, linear"},
            {"decay=cosine total-steps=0",
             "needs total-steps (0) greater than warmup"},
-           {"optimizer=sgd nesterov=true", "nesterov needs momentum > 0"}}) {
+           {"optimizer=sgd nesterov=true", "nesterov needs momentum > 0"},
+           {"min-lr-ratio=2", "must lie in [0, 1]"},
+           {"accumulate=0", "accumulate = 0 must be at least 1"},
+           {"loss-scale=static", "loss-scale = 'static' is not one of"}}) {
     OwningOpRef<ModuleOp> module =
         parseSourceString<ModuleOp>(kModel, &context);
     std::string message;
