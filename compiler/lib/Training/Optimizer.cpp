@@ -147,7 +147,8 @@ void AnvilOptimizerPass::runOnOperation() {
   if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1))
     return fail("beta1 and beta2 must lie in [0, 1)");
   if (!(minLrRatio >= 0 && minLrRatio <= 1))
-    return fail("min-lr-ratio = " + Twine(minLrRatio) + " must lie in [0, 1]");
+    return fail("min-lr-ratio = " + Twine(double(minLrRatio)) +
+                " must lie in [0, 1]");
   if (accumulate < 1)
     return fail("accumulate = " + Twine(accumulate) + " must be at least 1");
   if (lossScale != "none" && lossScale != "dynamic")
