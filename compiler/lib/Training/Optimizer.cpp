@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 
@@ -147,7 +148,8 @@ void AnvilOptimizerPass::runOnOperation() {
   if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1))
     return fail("beta1 and beta2 must lie in [0, 1)");
   if (!(minLrRatio >= 0 && minLrRatio <= 1))
-    return fail("min-lr-ratio = " + Twine(double(minLrRatio)) +
+    return fail("min-lr-ratio = " +
+                llvm::formatv("{0}", static_cast<double>(minLrRatio)).str() +
                 " must lie in [0, 1]");
   if (accumulate < 1)
     return fail("accumulate = " + Twine(accumulate) + " must be at least 1");
