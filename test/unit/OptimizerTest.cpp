@@ -175,6 +175,28 @@ void referenceStep(const Config &c, std::vector<RefParam> &params,
   }
 }
 
+/// The reference rule run for `steps` steps from (w, b) on the model's
+/// loss, whose gradients are 2 (w - x) and 2 (b - z).
+std::vector<RefParam> referenceRun(const Config &c,
+                                   const std::vector<double> &w,
+                                   const std::vector<double> &b,
+                                   const std::vector<double> &x,
+                                   const std::vector<double> &z, int steps) {
+  std::vector<RefParam> ref{{w, {}, {}, {}, {}, true},
+                            {b, {}, {}, {}, {}, false}};
+  for (RefParam &P : ref)
+    P.buf = P.m = P.v = P.sum = std::vector<double>(P.p.size(), 0.0);
+  for (int t = 1; t <= steps; ++t) {
+    std::vector<std::vector<double>> grads(2);
+    for (size_t i = 0; i < w.size(); ++i)
+      grads[0].push_back(2 * (ref[0].p[i] - x[i]));
+    for (size_t i = 0; i < b.size(); ++i)
+      grads[1].push_back(2 * (ref[1].p[i] - z[i]));
+    referenceStep(c, ref, grads, t);
+  }
+  return ref;
+}
+
 const char *kModel = R"mlir(
 func.func @forward(%w: tensor<2x3xf64> {anvil.param = #anvil.param<name = "w", init = #anvil.init<zeros>>},
                    %b: tensor<3xf64> {anvil.param = #anvil.param<name = "b", init = #anvil.init<zeros>>},
@@ -251,18 +273,7 @@ TEST_P(OptimizerTest, ThreeStepsMatchThePublishedRule) {
   args.back().data = z;
   args = train(step, args, 3);
 
-  std::vector<RefParam> ref{{w, {}, {}, {}, {}, true},
-                            {b, {}, {}, {}, {}, false}};
-  for (RefParam &P : ref)
-    P.buf = P.m = P.v = P.sum = std::vector<double>(P.p.size(), 0.0);
-  for (int t = 1; t <= 3; ++t) {
-    std::vector<std::vector<double>> grads(2);
-    for (size_t i = 0; i < w.size(); ++i)
-      grads[0].push_back(2 * (ref[0].p[i] - x[i]));
-    for (size_t i = 0; i < b.size(); ++i)
-      grads[1].push_back(2 * (ref[1].p[i] - z[i]));
-    referenceStep(c, ref, grads, t);
-  }
+  std::vector<RefParam> ref = referenceRun(c, w, b, x, z, 3);
   for (int k = 0; k < 2; ++k)
     for (size_t i = 0; i < ref[k].p.size(); ++i)
       EXPECT_NEAR(args[k].data[i], ref[k].p[i],
@@ -468,18 +479,12 @@ TEST(OptimizerPass, GradientAccumulationAveragesMicroBatches) {
       step, stepArguments(step, {{"w", kW}, {"b", kB}, {"x", xs}, {"z", zs}}),
       3);
   Config c{"", "", "adam", 0.05};
-  std::vector<RefParam> ref{{kW, {}, {}, {}, {}, true},
-                            {kB, {}, {}, {}, {}, false}};
-  for (RefParam &P : ref)
-    P.buf = P.m = P.v = P.sum = std::vector<double>(P.p.size(), 0.0);
-  for (int t = 1; t <= 3; ++t) {
-    std::vector<std::vector<double>> grads(2);
-    for (size_t i = 0; i < kW.size(); ++i)
-      grads[0].push_back(2 * (ref[0].p[i] - (kX[i] + x2[i]) / 2));
-    for (size_t i = 0; i < kB.size(); ++i)
-      grads[1].push_back(2 * (ref[1].p[i] - (kZ[i] + z2[i]) / 2));
-    referenceStep(c, ref, grads, t);
-  }
+  std::vector<double> xMean, zMean;
+  for (size_t i = 0; i < kX.size(); ++i)
+    xMean.push_back((kX[i] + x2[i]) / 2);
+  for (size_t i = 0; i < kZ.size(); ++i)
+    zMean.push_back((kZ[i] + z2[i]) / 2);
+  std::vector<RefParam> ref = referenceRun(c, kW, kB, xMean, zMean, 3);
   for (size_t i = 0; i < kW.size(); ++i)
     EXPECT_NEAR(named(step, args, "w", i), ref[0].p[i], 1e-12);
 }
@@ -498,18 +503,7 @@ TEST(OptimizerPass, DynamicLossScalingSkipsOverflowingSteps) {
   EXPECT_EQ(named(step, args, "loss_scale"), 1024.0);
   auto after = train(step, args, 3);
   Config c{"", "", "adam", 0.05};
-  std::vector<RefParam> ref{{kW, {}, {}, {}, {}, true},
-                            {kB, {}, {}, {}, {}, false}};
-  for (RefParam &P : ref)
-    P.buf = P.m = P.v = P.sum = std::vector<double>(P.p.size(), 0.0);
-  for (int t = 1; t <= 3; ++t) {
-    std::vector<std::vector<double>> grads(2);
-    for (size_t i = 0; i < kW.size(); ++i)
-      grads[0].push_back(2 * (ref[0].p[i] - kX[i]));
-    for (size_t i = 0; i < kB.size(); ++i)
-      grads[1].push_back(2 * (ref[1].p[i] - kZ[i]));
-    referenceStep(c, ref, grads, t);
-  }
+  std::vector<RefParam> ref = referenceRun(c, kW, kB, kX, kZ, 3);
   for (size_t i = 0; i < kW.size(); ++i)
     EXPECT_NEAR(named(step, after, "w", i), ref[0].p[i], 1e-12);
   EXPECT_EQ(named(step, after, "loss_scale"), 2048.0);
