@@ -1,0 +1,99 @@
+//===- File.cpp - whole-file reads and atomic writes ----------------------===//
+
+#include "anvil/runtime/File.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace anvil::rt {
+
+static Status sysError(const std::string &what, const std::string &path) {
+  return Status::error(ErrorCode::IOError,
+                       what + " '" + path + "': " + std::strerror(errno));
+}
+
+Expected<std::vector<std::byte>> readFile(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT
+               ? Status::error(ErrorCode::NotFound,
+                               "cannot open '" + path + "': no such file")
+               : sysError("cannot open", path);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    Status s = sysError("cannot stat", path);
+    ::close(fd);
+    return s;
+  }
+  std::vector<std::byte> bytes(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      Status s = n < 0 ? sysError("cannot read", path)
+                       : Status::error(ErrorCode::IOError,
+                                       "'" + path + "' shrank while reading");
+      ::close(fd);
+      return s;
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return bytes;
+}
+
+static std::string directoryOf(const std::string &path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos)
+    return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+Status writeFileAtomic(const std::string &path,
+                       std::span<const std::span<const std::byte>> pieces) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return sysError("cannot create", tmp);
+  auto fail = [&](Status s) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return s.withContext("writing '" + path + "' (left unchanged)");
+  };
+  for (std::span<const std::byte> piece : pieces) {
+    size_t done = 0;
+    while (done < piece.size()) {
+      ssize_t n = ::write(fd, piece.data() + done, piece.size() - done);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        return fail(sysError("cannot write", tmp));
+      done += static_cast<size_t>(n);
+    }
+  }
+  if (::fsync(fd) != 0)
+    return fail(sysError("cannot fsync", tmp));
+  if (::close(fd) != 0) {
+    ::unlink(tmp.c_str());
+    return sysError("cannot close", tmp);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    Status s = sysError("cannot rename to", path);
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  // Make the rename itself durable.
+  int dir = ::open(directoryOf(path).c_str(), O_RDONLY | O_DIRECTORY);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+  return Status::ok();
+}
+
+} // namespace anvil::rt

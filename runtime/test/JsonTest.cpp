@@ -1,0 +1,46 @@
+//===- JsonTest.cpp - tests of the runtime's JSON reader and writer -------===//
+
+#include "anvil/runtime/Json.h"
+
+#include <gtest/gtest.h>
+
+using namespace anvil::rt;
+
+TEST(Json, ParsesNestedValues) {
+  Expected<JsonValue> v = parseJson(
+      R"( {"a": [1, -2.5e0, true, null], "s": "x\"\\\n\u00e9", "o": {}} )");
+  ASSERT_TRUE(v) << v.status().toString();
+  ASSERT_TRUE(v->isObject());
+  const JsonValue *a = v->get("a");
+  ASSERT_TRUE(a && a->isArray());
+  ASSERT_EQ(a->items().size(), 4u);
+  EXPECT_EQ(*a->items()[0].asInteger(), 1);
+  EXPECT_EQ(a->items()[1].asNumber(), -2.5);
+  EXPECT_FALSE(a->items()[1].asInteger());
+  EXPECT_EQ(v->get("s")->asString(), "x\"\\\n\xc3\xa9");
+  EXPECT_TRUE(v->get("o")->isObject());
+  EXPECT_EQ(v->get("missing"), nullptr);
+}
+
+TEST(Json, RoundTripsThroughDump) {
+  const char *text = R"({"k":[0,1,2],"t":"a\tb","n":null,"b":false})";
+  Expected<JsonValue> v = parseJson(text);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->dump(), text);
+}
+
+TEST(Json, ErrorsSayWhere) {
+  for (const char *bad : {"{\"a\": }", "[1, 2", "{\"a\" 1}", "\"open", "1 2",
+                          "", "[01]", "[1.]", "[-]", "[1e]", "{\"a\":1,}"}) {
+    Expected<JsonValue> v = parseJson(bad);
+    EXPECT_FALSE(v) << bad;
+    if (!v)
+      EXPECT_NE(v.status().message().find("at byte"), std::string::npos)
+          << v.status().message();
+  }
+}
+
+TEST(Json, DeepNestingIsAnErrorNotACrash) {
+  std::string deep(100000, '[');
+  EXPECT_FALSE(parseJson(deep));
+}
