@@ -1,0 +1,111 @@
+//===- CheckpointTest.cpp - tests of checkpoint directories ---------------===//
+
+#include "anvil/runtime/Checkpoint.h"
+#include "anvil/runtime/File.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+
+using namespace anvil::rt;
+namespace fs = std::filesystem;
+
+namespace {
+class CheckpointTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir = (fs::temp_directory_path() /
+           ("anvil-ck-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+              .string();
+    fs::remove_all(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+
+  std::vector<TensorRef> state() {
+    return {{{"wte", DType::F32, {2, 2}}, std::as_bytes(std::span(w))},
+            {{"wte.adam_m", DType::F32, {2, 2}}, std::as_bytes(std::span(m))}};
+  }
+  std::vector<TensorSpec> specs() {
+    return {{"wte", DType::F32, {2, 2}}, {"wte.adam_m", DType::F32, {2, 2}}};
+  }
+
+  std::string dir;
+  float w[4] = {1, 2, 3, 4};
+  float m[4] = {0.5, 0, 0, -0.5};
+  CheckpointInfo info{"gpt-tiny:abc", 20, 7, 20};
+};
+} // namespace
+
+TEST_F(CheckpointTest, SaveThenLoadLatest) {
+  Expected<std::string> p = saveCheckpoint(dir, info, state());
+  ASSERT_TRUE(p) << p.status().toString();
+  EXPECT_EQ(*p, dir + "/step_00000020.safetensors");
+  info.step = 40;
+  info.dataPosition = 40;
+  w[0] = 9;
+  ASSERT_TRUE(saveCheckpoint(dir, info, state()));
+  Expected<std::string> latest = latestCheckpoint(dir);
+  ASSERT_TRUE(latest);
+  EXPECT_EQ(*latest, dir + "/step_00000040.safetensors");
+  Expected<LoadedCheckpoint> c =
+      loadCheckpoint(*latest, "gpt-tiny:abc", specs());
+  ASSERT_TRUE(c) << c.status().toString();
+  EXPECT_EQ(c->info.step, 40u);
+  EXPECT_EQ(c->info.seed, 7u);
+  EXPECT_EQ(c->info.dataPosition, 40u);
+  float got;
+  std::memcpy(&got, c->file.find("wte")->data.data(), 4);
+  EXPECT_EQ(got, 9);
+}
+
+TEST_F(CheckpointTest, FailedSaveKeepsThePreviousCheckpoint) {
+  ASSERT_TRUE(saveCheckpoint(dir, info, state()));
+  Expected<std::vector<std::byte>> before =
+      readFile(dir + "/step_00000020.safetensors");
+  ASSERT_TRUE(before);
+  info.step = 40;
+  std::vector<TensorRef> bad = state();
+  bad[1].data = bad[1].data.first(8); // bytes disagree with the shape
+  EXPECT_FALSE(saveCheckpoint(dir, info, bad));
+  EXPECT_EQ(*latestCheckpoint(dir), dir + "/step_00000020.safetensors");
+  EXPECT_EQ(*readFile(dir + "/step_00000020.safetensors"), *before);
+  EXPECT_FALSE(fs::exists(dir + "/step_00000040.safetensors"));
+}
+
+TEST_F(CheckpointTest, OtherModelIsAClearError) {
+  Expected<std::string> p = saveCheckpoint(dir, info, state());
+  ASSERT_TRUE(p);
+  Expected<LoadedCheckpoint> c = loadCheckpoint(*p, "mlp:def", specs());
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.status().message(),
+            "checkpoint '" + *p +
+                "' is of model 'gpt-tiny:abc', this run trains 'mlp:def'");
+  std::vector<TensorSpec> other = specs();
+  other[1].shape = {4};
+  c = loadCheckpoint(*p, "gpt-tiny:abc", other);
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.status().message().find(
+                "tensor 'wte.adam_m' has shape [2,2], the model expects [4]"),
+            std::string::npos);
+}
+
+TEST_F(CheckpointTest, PlainSafetensorsIsNotATrainingCheckpoint) {
+  fs::create_directories(dir);
+  std::vector<TensorRef> s = state();
+  ASSERT_TRUE(writeSafetensors(dir + "/x.safetensors", s, {}));
+  Expected<LoadedCheckpoint> c =
+      loadCheckpoint(dir + "/x.safetensors", "gpt-tiny:abc", specs());
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.status().message().find("'anvil.model' is missing"),
+            std::string::npos);
+}
+
+TEST_F(CheckpointTest, NoLatestIsNotFound) {
+  Expected<std::string> l = latestCheckpoint(dir);
+  ASSERT_FALSE(l);
+  EXPECT_EQ(l.status().code(), ErrorCode::NotFound);
+  EXPECT_NE(l.status().message().find("has no 'latest' checkpoint"),
+            std::string::npos);
+}
