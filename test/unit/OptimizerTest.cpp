@@ -344,8 +344,9 @@ TEST(Training, TinyGptLossHalvesInThirtySteps) {
     args.push_back(interp::randomArgument(step, i, /*seed=*/5, /*intHigh=*/16));
   for (unsigned i = 0; i < step.getNumArguments(); ++i) {
     auto name = interp::argumentName(step, i);
-    if (step.getArgAttr(i, mlir::anvil::AnvilDialect::kStateAttrName))
+    if (step.getArgAttr(i, mlir::anvil::AnvilDialect::kStateAttrName)) {
       EXPECT_TRUE(llvm::all_of(args[i].data, [](double x) { return x == 0; }));
+    }
     if (name == "tokens" || name == "targets")
       for (int64_t k = 0; k < args[i].numElements(); ++k)
         args[i].data[k] = (k / 16 * 3 + k % 16 + (name == "targets")) % 16;
@@ -406,9 +407,10 @@ TEST(Training, LoraTrainsOnlyTheAdapters) {
       continue;
     }
     ++adapters;
-    if (p.getName().ends_with("lora_B.weight"))
+    if (p.getName().ends_with("lora_B.weight")) {
       EXPECT_TRUE(llvm::any_of(after[i].data, [](double x) { return x != 0; }))
           << p.getName().str() << " did not change";
+    }
   }
   EXPECT_EQ(adapters, 4);
   EXPECT_EQ(frozen, 2 + 12 + 2);
