@@ -1,0 +1,68 @@
+//===- Manifest.h - the executable's description of itself --------*- C++
+//-*-===//
+//
+// Every training executable embeds a JSON manifest (DESIGN.md, contract 3)
+// that lists each buffer of @train_step with its name, shape, dtype and
+// role, the initializer of each piece of state, and the model's FLOPs per
+// step and planned memory. The runtime reads it to allocate and initialize
+// state, to check and name checkpoint tensors, and to report GFLOP/s.
+//
+//   {"format": "anvil.manifest", "version": 1, "model": "gpt-tiny",
+//    "flops_per_step": 1.2e9, "planned_bytes": 4194304,
+//    "buffers": [
+//      {"name": "wte", "shape": [256, 64], "dtype": "f32", "role": "param",
+//       "index": 0, "init": {"kind": "normal", "args": {"std": 0.02}}},
+//      {"name": "wte.adam_m", ..., "role": "state",
+//       "init": {"kind": "zeros"}},
+//      {"name": "tokens", "shape": [8, 64], "dtype": "i32",
+//       "role": "input"},
+//      {"name": "loss", "shape": [], "dtype": "f32", "role": "loss"}]}
+//
+// Roles: param and state (the training state, checkpointed, initialized
+// from "init" with stream "index" = the @train_step argument position),
+// input (a batch input), loss and metric (results). Parse errors name the
+// JSON path: "manifest: buffers[3].shape[1]: expected a non-negative
+// integer".
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ANVIL_RUNTIME_MANIFEST_H
+#define ANVIL_RUNTIME_MANIFEST_H
+
+#include "anvil/runtime/Init.h"
+#include "anvil/runtime/Safetensors.h"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace anvil::rt {
+
+enum class BufferRole { Param, State, Input, Loss, Metric };
+
+struct BufferInfo {
+  TensorSpec spec;
+  BufferRole role = BufferRole::Param;
+  int64_t index = 0;            ///< Argument position in @train_step.
+  std::optional<InitSpec> init; ///< For param and state.
+};
+
+struct Manifest {
+  std::string model;
+  double flopsPerStep = 0;
+  int64_t plannedBytes = 0;
+  std::vector<BufferInfo> buffers;
+
+  static Expected<Manifest> parse(std::string_view json);
+
+  /// The checkpointed tensors (params and state), in manifest order.
+  std::vector<TensorSpec> stateSpecs() const;
+  /// "<model>:<16 hex digits>": the model name and a hash of every state
+  /// buffer's name, dtype and shape; checkpoints carry it.
+  std::string fingerprint() const;
+};
+
+} // namespace anvil::rt
+
+#endif // ANVIL_RUNTIME_MANIFEST_H

@@ -1,0 +1,204 @@
+//===- Manifest.cpp - the executable's description of itself -------------===//
+
+#include "anvil/runtime/Manifest.h"
+
+#include "anvil/runtime/Json.h"
+
+#include <cstdio>
+#include <set>
+
+namespace anvil::rt {
+
+namespace {
+
+Status fail(const std::string &where, const std::string &msg) {
+  return Status::error(ErrorCode::InvalidArgument,
+                       "manifest: " + where + ": " + msg);
+}
+
+Expected<const JsonValue *> member(const JsonValue &obj,
+                                   const std::string &where, const char *key) {
+  const JsonValue *v = obj.get(key);
+  if (!v)
+    return fail(where, std::string("missing '") + key + "'");
+  return v;
+}
+
+Expected<BufferRole> parseRole(const std::string &s) {
+  if (s == "param")
+    return BufferRole::Param;
+  if (s == "state")
+    return BufferRole::State;
+  if (s == "input")
+    return BufferRole::Input;
+  if (s == "loss")
+    return BufferRole::Loss;
+  if (s == "metric")
+    return BufferRole::Metric;
+  return Status::error(ErrorCode::InvalidArgument,
+                       "unknown role '" + s +
+                           "' (param, state, input, loss, metric)");
+}
+
+Expected<InitSpec> parseInit(const JsonValue &v, const std::string &where) {
+  if (!v.isObject())
+    return fail(where, "expected an object");
+  Expected<const JsonValue *> kind = member(v, where, "kind");
+  if (!kind)
+    return kind.status();
+  if (!(*kind)->isString())
+    return fail(where + ".kind", "expected a string");
+  Expected<InitKind> k = parseInitKind((*kind)->asString());
+  if (!k)
+    return fail(where + ".kind", k.status().message());
+  InitSpec spec;
+  spec.kind = *k;
+  if (const JsonValue *args = v.get("args")) {
+    if (!args->isObject())
+      return fail(where + ".args", "expected an object");
+    for (const auto &[name, value] : args->members()) {
+      if (!value.isNumber())
+        return fail(where + ".args." + name, "expected a number");
+      spec.args[name] = value.asNumber();
+    }
+  }
+  if (const JsonValue *mode = v.get("mode")) {
+    if (!mode->isString() ||
+        (mode->asString() != "fan_in" && mode->asString() != "fan_out"))
+      return fail(where + ".mode", "expected \"fan_in\" or \"fan_out\"");
+    spec.fanOut = mode->asString() == "fan_out";
+  }
+  return spec;
+}
+
+} // namespace
+
+Expected<Manifest> Manifest::parse(std::string_view json) {
+  Expected<JsonValue> doc = parseJson(json);
+  if (!doc)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "manifest: " + doc.status().message());
+  if (!doc->isObject())
+    return fail("top level", "expected an object");
+  const JsonValue *format = doc->get("format");
+  if (!format || !format->isString() || format->asString() != "anvil.manifest")
+    return fail("format", "expected \"anvil.manifest\"");
+  const JsonValue *version = doc->get("version");
+  if (!version || !version->asInteger() || *version->asInteger() != 1)
+    return fail("version", "expected 1 (this runtime reads version 1)");
+
+  Manifest m;
+  Expected<const JsonValue *> model = member(*doc, "top level", "model");
+  if (!model)
+    return model.status();
+  if (!(*model)->isString() || (*model)->asString().empty())
+    return fail("model", "expected a non-empty string");
+  m.model = (*model)->asString();
+  if (const JsonValue *f = doc->get("flops_per_step")) {
+    if (!f->isNumber() || f->asNumber() < 0)
+      return fail("flops_per_step", "expected a non-negative number");
+    m.flopsPerStep = f->asNumber();
+  }
+  if (const JsonValue *p = doc->get("planned_bytes")) {
+    Expected<int64_t> v = p->asInteger();
+    if (!v || *v < 0)
+      return fail("planned_bytes", "expected a non-negative integer");
+    m.plannedBytes = *v;
+  }
+  Expected<const JsonValue *> buffers = member(*doc, "top level", "buffers");
+  if (!buffers)
+    return buffers.status();
+  if (!(*buffers)->isArray())
+    return fail("buffers", "expected an array");
+
+  std::set<std::string> names;
+  for (size_t i = 0; i < (*buffers)->items().size(); ++i) {
+    const JsonValue &b = (*buffers)->items()[i];
+    std::string where = "buffers[" + std::to_string(i) + "]";
+    if (!b.isObject())
+      return fail(where, "expected an object");
+    BufferInfo info;
+    for (const char *key : {"name", "shape", "dtype", "role"})
+      if (!b.get(key))
+        return fail(where, std::string("missing '") + key + "'");
+    if (!b.get("name")->isString() || b.get("name")->asString().empty())
+      return fail(where + ".name", "expected a non-empty string");
+    info.spec.name = b.get("name")->asString();
+    if (!names.insert(info.spec.name).second)
+      return fail(where + ".name", "'" + info.spec.name + "' appears twice");
+    where += " ('" + info.spec.name + "')";
+    if (!b.get("shape")->isArray())
+      return fail(where + ".shape", "expected an array");
+    const auto &dims = b.get("shape")->items();
+    for (size_t d = 0; d < dims.size(); ++d) {
+      Expected<int64_t> v = dims[d].asInteger();
+      if (!v || *v < 0)
+        return fail(where + ".shape[" + std::to_string(d) + "]",
+                    "expected a non-negative integer");
+      info.spec.shape.push_back(*v);
+    }
+    if (!b.get("dtype")->isString())
+      return fail(where + ".dtype", "expected a string");
+    Expected<DType> dt = parseDType(b.get("dtype")->asString());
+    if (!dt)
+      return fail(where + ".dtype", dt.status().message());
+    info.spec.dtype = *dt;
+    if (!b.get("role")->isString())
+      return fail(where + ".role", "expected a string");
+    Expected<BufferRole> role = parseRole(b.get("role")->asString());
+    if (!role)
+      return fail(where + ".role", role.status().message());
+    info.role = *role;
+    bool isState =
+        info.role == BufferRole::Param || info.role == BufferRole::State;
+    if (const JsonValue *index = b.get("index")) {
+      Expected<int64_t> v = index->asInteger();
+      if (!v || *v < 0)
+        return fail(where + ".index", "expected a non-negative integer");
+      info.index = *v;
+    } else if (isState) {
+      return fail(where, "state needs 'index' (its @train_step argument)");
+    }
+    if (const JsonValue *init = b.get("init")) {
+      Expected<InitSpec> spec = parseInit(*init, where + ".init");
+      if (!spec)
+        return spec.status();
+      info.init = *spec;
+    } else if (isState) {
+      return fail(where, "state needs 'init'");
+    }
+    m.buffers.push_back(std::move(info));
+  }
+  return m;
+}
+
+std::vector<TensorSpec> Manifest::stateSpecs() const {
+  std::vector<TensorSpec> specs;
+  for (const BufferInfo &b : buffers)
+    if (b.role == BufferRole::Param || b.role == BufferRole::State)
+      specs.push_back(b.spec);
+  return specs;
+}
+
+std::string Manifest::fingerprint() const {
+  // FNV-1a over "name:dtype:shape;" of every state buffer.
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto feed = [&](std::string_view s) {
+    for (unsigned char c : s) {
+      h ^= c;
+      h *= 0x100000001b3ull;
+    }
+  };
+  for (const TensorSpec &s : stateSpecs()) {
+    feed(s.name);
+    feed(":");
+    feed(dtypeName(s.dtype));
+    feed(formatShape(s.shape));
+    feed(";");
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return model + ":" + hex;
+}
+
+} // namespace anvil::rt

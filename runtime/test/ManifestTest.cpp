@@ -1,0 +1,106 @@
+//===- ManifestTest.cpp - tests of the executable manifest ----------------===//
+
+#include "anvil/runtime/Manifest.h"
+
+#include <gtest/gtest.h>
+
+using namespace anvil::rt;
+
+namespace {
+const char *kGood = R"({
+  "format": "anvil.manifest", "version": 1, "model": "mlp",
+  "flops_per_step": 1.5e6, "planned_bytes": 4096,
+  "buffers": [
+    {"name": "fc.weight", "shape": [4, 3], "dtype": "f32", "role": "param",
+     "index": 0, "init": {"kind": "kaiming_uniform", "args": {"gain": 1.0},
+                          "mode": "fan_out"}},
+    {"name": "fc.weight.adam_m", "shape": [4, 3], "dtype": "f32",
+     "role": "state", "index": 1, "init": {"kind": "zeros"}},
+    {"name": "step", "shape": [], "dtype": "i64", "role": "state",
+     "index": 2, "init": {"kind": "zeros"}},
+    {"name": "x", "shape": [8, 3], "dtype": "f32", "role": "input",
+     "index": 3},
+    {"name": "loss", "shape": [], "dtype": "f32", "role": "loss"}
+  ]})";
+
+std::string parseError(const std::string &text) {
+  Expected<Manifest> m = Manifest::parse(text);
+  EXPECT_FALSE(m) << text;
+  return m ? "" : m.status().message();
+}
+
+/// kGood with `from` replaced by `to`.
+std::string edit(const std::string &from, const std::string &to) {
+  std::string s = kGood;
+  size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return s.replace(at, from.size(), to);
+}
+} // namespace
+
+TEST(Manifest, ParsesAllFields) {
+  Expected<Manifest> m = Manifest::parse(kGood);
+  ASSERT_TRUE(m) << m.status().toString();
+  EXPECT_EQ(m->model, "mlp");
+  EXPECT_EQ(m->flopsPerStep, 1.5e6);
+  EXPECT_EQ(m->plannedBytes, 4096);
+  ASSERT_EQ(m->buffers.size(), 5u);
+  const BufferInfo &w = m->buffers[0];
+  EXPECT_EQ(w.role, BufferRole::Param);
+  ASSERT_TRUE(w.init);
+  EXPECT_EQ(w.init->kind, InitKind::KaimingUniform);
+  EXPECT_EQ(w.init->arg("gain", 0), 1.0);
+  EXPECT_TRUE(w.init->fanOut);
+  EXPECT_EQ(m->buffers[2].spec.dtype, DType::I64);
+  EXPECT_TRUE(m->buffers[2].spec.shape.empty());
+  std::vector<TensorSpec> state = m->stateSpecs();
+  ASSERT_EQ(state.size(), 3u);
+  EXPECT_EQ(state[2].name, "step");
+}
+
+TEST(Manifest, FingerprintTracksStateShapes) {
+  std::string a = Manifest::parse(kGood)->fingerprint();
+  EXPECT_EQ(a.rfind("mlp:", 0), 0u);
+  EXPECT_EQ(a.size(), 4u + 16u);
+  EXPECT_EQ(a, Manifest::parse(kGood)->fingerprint());
+  // An input's shape (the batch size) does not change the fingerprint...
+  EXPECT_EQ(a, Manifest::parse(edit("[8, 3]", "[16, 3]"))->fingerprint());
+  // ...a parameter's does.
+  EXPECT_NE(a, Manifest::parse(edit("[4, 3], \"dtype\": \"f32\", \"role\": "
+                                    "\"param\"",
+                                    "[5, 3], \"dtype\": \"f32\", \"role\": "
+                                    "\"param\""))
+                   ->fingerprint());
+}
+
+TEST(Manifest, ErrorsNameTheJsonPath) {
+  EXPECT_EQ(parseError("{"), "manifest: JSON: expected a string at byte 1");
+  EXPECT_EQ(parseError(edit("anvil.manifest", "other")),
+            "manifest: format: expected \"anvil.manifest\"");
+  EXPECT_EQ(parseError(edit("\"version\": 1", "\"version\": 2")),
+            "manifest: version: expected 1 (this runtime reads version 1)");
+  EXPECT_EQ(parseError(edit("[4, 3]", "[4, -3]")),
+            "manifest: buffers[0] ('fc.weight').shape[1]: expected a "
+            "non-negative integer");
+  EXPECT_EQ(parseError(edit("\"dtype\": \"i64\"", "\"dtype\": \"u64\""))
+                .find("manifest: buffers[2] ('step').dtype: "),
+            0u);
+  EXPECT_EQ(parseError(edit("\"role\": \"input\"", "\"role\": \"batch\"")),
+            "manifest: buffers[3] ('x').role: unknown role 'batch' (param, "
+            "state, input, loss, metric)");
+  EXPECT_EQ(
+      parseError(edit("\"kind\": \"zeros\"", "\"kind\": \"he\""))
+          .find("manifest: buffers[1] ('fc.weight.adam_m').init.kind: unknown "
+                "initializer 'he'"),
+      0u);
+  EXPECT_EQ(parseError(edit("\"fan_out\"", "\"out\"")),
+            "manifest: buffers[0] ('fc.weight').init.mode: expected "
+            "\"fan_in\" or \"fan_out\"");
+  EXPECT_EQ(parseError(edit("\"index\": 2, \"init\": {\"kind\": \"zeros\"}",
+                            "\"index\": 2")),
+            "manifest: buffers[2] ('step'): state needs 'init'");
+  EXPECT_EQ(parseError(edit("\"name\": \"step\"", "\"name\": \"fc.weight\"")),
+            "manifest: buffers[2].name: 'fc.weight' appears twice");
+  EXPECT_EQ(parseError(edit("\"model\": \"mlp\",", "")),
+            "manifest: top level: missing 'model'");
+}
