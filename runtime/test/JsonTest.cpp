@@ -40,6 +40,31 @@ TEST(Json, ErrorsSayWhere) {
   }
 }
 
+TEST(Json, UnicodeEscapes) {
+  // Python's json.dumps writes non-ASCII names as escapes, astral code
+  // points as surrogate pairs.
+  Expected<JsonValue> v = parseJson(R"(["\u00e9\u20ac", "\ud83d\ude00"])");
+  ASSERT_TRUE(v) << v.status().toString();
+  EXPECT_EQ(v->items()[0].asString(), "\xc3\xa9\xe2\x82\xac");
+  EXPECT_EQ(v->items()[1].asString(), "\xf0\x9f\x98\x80");
+  for (const char *bad : {R"("\u00zz")", R"("\u-001")", R"("\ud83d")",
+                          R"("\ude00")", R"("\ud83d\u0041")", "\"a\nb\""}) {
+    Expected<JsonValue> b = parseJson(bad);
+    EXPECT_FALSE(b) << bad;
+  }
+}
+
+TEST(Json, ManyKeysParseInLinearTime) {
+  std::string text = "{";
+  for (int i = 0; i < 200000; ++i)
+    text += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":0";
+  text += "}";
+  Expected<JsonValue> v = parseJson(text);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->members().size(), 200000u);
+  EXPECT_FALSE(parseJson(R"({"a":1,"a":2})"));
+}
+
 TEST(Json, DeepNestingIsAnErrorNotACrash) {
   std::string deep(100000, '[');
   EXPECT_FALSE(parseJson(deep));

@@ -101,6 +101,14 @@ TEST(Manifest, ErrorsNameTheJsonPath) {
             "manifest: buffers[2] ('step'): state needs 'init'");
   EXPECT_EQ(parseError(edit("\"name\": \"step\"", "\"name\": \"fc.weight\"")),
             "manifest: buffers[2].name: 'fc.weight' appears twice");
+  EXPECT_EQ(parseError(edit("{\"gain\": 1.0}", "{\"gian\": 1.0}")),
+            "manifest: buffers[0] ('fc.weight').init.args.gian: not an "
+            "argument of 'kaiming_uniform'");
+  EXPECT_EQ(parseError(edit("{\"kind\": \"zeros\"}",
+                            "{\"kind\": \"truncated_normal\", \"args\": "
+                            "{\"lower\": 1, \"upper\": 1}}")),
+            "manifest: buffers[1] ('fc.weight.adam_m').init.args: "
+            "truncated_normal needs lower < upper");
   EXPECT_EQ(parseError(edit("\"model\": \"mlp\",", "")),
             "manifest: top level: missing 'model'");
 }

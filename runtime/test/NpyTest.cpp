@@ -122,4 +122,9 @@ TEST_F(NpyTest, BadFilesAreClearErrors) {
                 .find("bad header"),
             std::string::npos);
   EXPECT_NE(error(npy("{}", "", 9)).find("version 9"), std::string::npos);
+  EXPECT_NE(error(npy("{'descr': '<f4', 'fortran_order': False, "
+                      "'shape': (4611686018427387904,), }",
+                      ""))
+                .find("2^63"),
+            std::string::npos);
 }

@@ -193,3 +193,46 @@ TEST_F(SafetensorsTest, MissingFileNamesIt) {
   EXPECT_EQ(f.status().code(), ErrorCode::NotFound);
   EXPECT_NE(f.status().message().find("none"), std::string::npos);
 }
+
+TEST_F(SafetensorsTest, EmptyTensorsOverlapNothing) {
+  std::vector<TensorRef> refs;
+  std::vector<std::string> names;
+  for (int i = 0; i < 40; ++i)
+    names.push_back("t" + std::to_string(i));
+  for (int i = 0; i < 40; ++i)
+    refs.push_back({{names[i], DType::F32, {i % 2}},
+                    std::as_bytes(std::span(w)).first(4 * (i % 2))});
+  std::string p = path("e.safetensors");
+  ASSERT_TRUE(writeSafetensors(p, refs, {}));
+  Expected<SafetensorsFile> f = SafetensorsFile::read(p);
+  ASSERT_TRUE(f) << f.status().toString();
+  EXPECT_EQ(f->tensors().size(), 40u);
+}
+
+TEST_F(SafetensorsTest, HugeShapesAreRejectedNotTrusted) {
+  std::string header = R"({"a":{"dtype":"F32","shape":[1099511627776,4194304],)"
+                       R"("data_offsets":[0,0]}})";
+  std::vector<std::byte> bytes(8 + header.size());
+  uint64_t n = header.size();
+  std::memcpy(bytes.data(), &n, 8);
+  std::memcpy(bytes.data() + 8, header.data(), header.size());
+  std::string p = path("huge.safetensors");
+  overwrite(p, bytes);
+  std::string msg = readError(p);
+  EXPECT_NE(msg.find("tensor 'a'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("2^63"), std::string::npos) << msg;
+}
+
+TEST_F(SafetensorsTest, FailedRenameRemovesTheTemporary) {
+  // Renaming a file over a non-empty directory fails after the data was
+  // written: the temporary must not be left behind.
+  fs::create_directories(dir / "target" / "inside");
+  std::string text = "x";
+  std::span<const std::byte> pieces[] = {std::as_bytes(std::span(text))};
+  Status s = writeFileAtomic(path("target"), pieces);
+  EXPECT_FALSE(s);
+  EXPECT_NE(s.message().find("left unchanged"), std::string::npos)
+      << s.message();
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), {}), 1);
+  EXPECT_TRUE(fs::is_directory(dir / "target" / "inside"));
+}

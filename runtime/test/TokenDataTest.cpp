@@ -106,7 +106,12 @@ TEST_F(TokenDataTest, BatchesAreDeterministicAndShifted) {
   ASSERT_TRUE(train->sampleBatch(8, 3, B, T, x2, y2));
   EXPECT_NE(x, x2); // another seed differs
 
-  EXPECT_FALSE(train->sampleBatch(7, 0, 1, 1000, x, y)); // too short
+  std::vector<int32_t> longX(1000), longY(1000);
+  Status tooShort = train->sampleBatch(7, 0, 1, 1000, longX, longY);
+  EXPECT_NE(tooShort.message().find("fewer than one sequence of 1001"),
+            std::string::npos)
+      << tooShort.message();
+  EXPECT_FALSE(train->sampleBatch(7, 0, 2, T, x, y)); // buffers too large
   Expected<TokenDataset> none = TokenDataset::load(dir.string(), "test");
   ASSERT_FALSE(none);
   EXPECT_NE(none.status().message().find("no '*test*.bin'"), std::string::npos);

@@ -40,7 +40,7 @@ int main(int argc, char **argv) {
     if (a == "--val-fraction" && i + 1 < argc) {
       char *end = nullptr;
       valFraction = std::strtod(argv[++i], &end);
-      if (*end || valFraction < 0 || valFraction >= 1) {
+      if (*end || !(valFraction >= 0 && valFraction < 1)) {
         std::fprintf(stderr,
                      "anvil-make-shard: --val-fraction must be in "
                      "[0, 1), got '%s'\n",

@@ -105,6 +105,24 @@ TEST(InitParity, RuntimeRejectsWhatItCannotInitialize) {
   int64_t v;
   std::memcpy(&v, buf.data(), 8);
   EXPECT_EQ(v, 1);
+  // Integers round like the interpreter: truncate, saturate, NaN to 0.
+  rt::InitSpec big{rt::InitKind::Constant, {{"value", 3e9}}, false};
+  std::vector<std::byte> four(4);
+  ASSERT_TRUE(rt::initialize(big, 0, 0, one, rt::DType::I32, four));
+  int32_t i32;
+  std::memcpy(&i32, four.data(), 4);
+  EXPECT_EQ(i32, INT32_MAX);
+  big.args["value"] = -2.7;
+  ASSERT_TRUE(rt::initialize(big, 0, 0, one, rt::DType::I32, four));
+  std::memcpy(&i32, four.data(), 4);
+  EXPECT_EQ(i32, -2);
+  big.args["value"] = 1e30;
+  ASSERT_TRUE(rt::initialize(big, 0, 0, one, rt::DType::I64, buf));
+  std::memcpy(&v, buf.data(), 8);
+  EXPECT_EQ(v, INT64_MAX);
+  rt::InitSpec empty{
+      rt::InitKind::TruncatedNormal, {{"lower", 1.0}, {"upper", 1.0}}, false};
+  EXPECT_FALSE(rt::initialize(empty, 0, 0, one, rt::DType::F32, four));
   auto bad = rt::parseInitKind("he_normal");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.status().message().find("known: zeros, ones"),

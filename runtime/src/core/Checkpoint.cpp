@@ -20,11 +20,19 @@ static const char *const kDataPosition = "anvil.data_position";
 Expected<std::string> saveCheckpoint(const std::string &dir,
                                      const CheckpointInfo &info,
                                      std::span<const TensorRef> tensors) {
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
-    return Status::error(ErrorCode::IOError, "cannot create checkpoint "
-                                             "directory '" +
-                                                 dir +
-                                                 "': " + std::strerror(errno));
+  if (::mkdir(dir.c_str(), 0755) == 0) {
+    // Make the new directory itself durable in its parent.
+    size_t slash = dir.find_last_of('/');
+    std::string parent = slash == std::string::npos ? "."
+                         : slash == 0               ? "/"
+                                                    : dir.substr(0, slash);
+    if (Status s = syncDirectory(parent); !s)
+      return s;
+  } else if (errno != EEXIST) {
+    return Status::error(ErrorCode::IOError,
+                         "cannot create checkpoint directory '" + dir +
+                             "': " + std::strerror(errno));
+  }
   char name[64];
   std::snprintf(name, sizeof name, "step_%08llu.safetensors",
                 static_cast<unsigned long long>(info.step));

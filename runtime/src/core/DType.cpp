@@ -75,4 +75,15 @@ Expected<int64_t> numElements(std::span<const int64_t> shape) {
   return n;
 }
 
+Expected<int64_t> numBytes(std::span<const int64_t> shape, DType type) {
+  Expected<int64_t> n = numElements(shape);
+  if (!n)
+    return n;
+  int64_t size = static_cast<int64_t>(dtypeSize(type));
+  if (*n > std::numeric_limits<int64_t>::max() / size)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "shape needs more than 2^63 bytes");
+  return *n * size;
+}
+
 } // namespace anvil::rt

@@ -2,6 +2,7 @@
 
 #include "anvil/runtime/File.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -54,9 +55,21 @@ static std::string directoryOf(const std::string &path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
+Status syncDirectory(const std::string &dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return sysError("cannot open directory", dir);
+  Status s = ::fsync(fd) == 0 ? Status::ok() : sysError("cannot fsync", dir);
+  ::close(fd);
+  return s;
+}
+
 Status writeFileAtomic(const std::string &path,
                        std::span<const std::span<const std::byte>> pieces) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  // Unique per process and call, so concurrent writers never share one.
+  static std::atomic<uint64_t> counter{0};
+  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
+                    std::to_string(counter++);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return sysError("cannot create", tmp);
@@ -79,21 +92,17 @@ Status writeFileAtomic(const std::string &path,
   if (::fsync(fd) != 0)
     return fail(sysError("cannot fsync", tmp));
   if (::close(fd) != 0) {
+    Status s = sysError("cannot close", tmp);
     ::unlink(tmp.c_str());
-    return sysError("cannot close", tmp);
+    return s.withContext("writing '" + path + "' (left unchanged)");
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     Status s = sysError("cannot rename to", path);
     ::unlink(tmp.c_str());
-    return s;
+    return s.withContext("writing '" + path + "' (left unchanged)");
   }
-  // Make the rename itself durable.
-  int dir = ::open(directoryOf(path).c_str(), O_RDONLY | O_DIRECTORY);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
-  return Status::ok();
+  return syncDirectory(directoryOf(path))
+      .withContext("'" + path + "' was written but may not survive a crash");
 }
 
 } // namespace anvil::rt

@@ -9,6 +9,8 @@
 
 #include "anvil/runtime/TokenData.h" // mix64
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -52,6 +54,16 @@ private:
   uint64_t key_, counter_ = 0;
 };
 
+/// The interpreter's rounding to a signed integer type: truncation toward
+/// zero, saturating at the type's range, NaN to 0.
+double toInteger(double x, int width) {
+  if (std::isnan(x))
+    return 0.0;
+  double lo = -std::ldexp(1.0, width - 1);
+  double hi = std::ldexp(1.0, width - 1) - 1.0;
+  return std::min(std::max(std::trunc(x), lo), hi);
+}
+
 } // namespace
 
 Expected<InitKind> parseInitKind(std::string_view name) {
@@ -70,16 +82,16 @@ Expected<InitKind> parseInitKind(std::string_view name) {
 Status initialize(const InitSpec &spec, uint64_t seed, uint64_t index,
                   std::span<const int64_t> shape, DType dtype,
                   std::span<std::byte> out) {
+  Expected<int64_t> bytes = numBytes(shape, dtype);
+  if (!bytes)
+    return bytes.status();
   Expected<int64_t> n = numElements(shape);
-  if (!n)
-    return n.status();
-  if (out.size() != static_cast<size_t>(*n) * dtypeSize(dtype))
-    return Status::error(ErrorCode::InvalidArgument,
-                         "initialize: the buffer has " +
-                             std::to_string(out.size()) + " bytes, " +
-                             std::to_string(*n) + " elements of " +
-                             std::string(dtypeName(dtype)) + " need " +
-                             std::to_string(*n * dtypeSize(dtype)));
+  if (out.size() != static_cast<uint64_t>(*bytes))
+    return Status::error(
+        ErrorCode::InvalidArgument,
+        "initialize: the buffer has " + std::to_string(out.size()) +
+            " bytes, " + std::to_string(*n) + " elements of " +
+            std::string(dtypeName(dtype)) + " need " + std::to_string(*bytes));
   bool constantKind = spec.kind == InitKind::Zeros ||
                       spec.kind == InitKind::Ones ||
                       spec.kind == InitKind::Constant;
@@ -90,6 +102,11 @@ Status initialize(const InitSpec &spec, uint64_t seed, uint64_t index,
                              " state with this initializer is not "
                              "supported; state is f32 or f64 (integers "
                              "take zeros, ones or constant)");
+
+  if (spec.kind == InitKind::TruncatedNormal &&
+      !(spec.arg("lower", -2.0) < spec.arg("upper", 2.0)))
+    return Status::error(ErrorCode::InvalidArgument,
+                         "truncated_normal needs lower < upper");
 
   double fanIn = 1, fanOut = 1;
   if (!shape.empty()) {
@@ -155,12 +172,14 @@ Status initialize(const InitSpec &spec, uint64_t seed, uint64_t index,
       break;
     }
     case DType::I64: {
-      int64_t v = static_cast<int64_t>(std::trunc(x));
+      // 2^63 - 1 rounds to 2^63 as a double, which int64 cannot hold.
+      double d = toInteger(x, 64);
+      int64_t v = d >= 0x1p63 ? INT64_MAX : static_cast<int64_t>(d);
       std::memcpy(p, &v, 8);
       break;
     }
     case DType::I32: {
-      int32_t v = static_cast<int32_t>(std::trunc(x));
+      int32_t v = static_cast<int32_t>(toInteger(x, 32));
       std::memcpy(p, &v, 4);
       break;
     }

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <tuple>
+#include <unordered_set>
 
 namespace anvil::rt {
 
@@ -254,6 +255,8 @@ private:
       char c = text_[pos_++];
       if (c == '"')
         return out;
+      if (static_cast<unsigned char>(c) < 0x20)
+        return fail("unescaped control character in a string");
       if (c != '\\') {
         out += c;
         continue;
@@ -283,22 +286,25 @@ private:
         out += '\f';
         break;
       case 'u': {
-        if (pos_ + 4 > text_.size())
-          return fail("truncated \\u escape");
-        unsigned code = std::strtoul(std::string(text_.substr(pos_, 4)).c_str(),
-                                     nullptr, 16);
-        pos_ += 4;
-        // UTF-8 encode the code point (surrogate pairs are kept apart).
-        if (code < 0x80) {
-          out += static_cast<char>(code);
-        } else if (code < 0x800) {
-          out += static_cast<char>(0xC0 | (code >> 6));
-          out += static_cast<char>(0x80 | (code & 0x3F));
-        } else {
-          out += static_cast<char>(0xE0 | (code >> 12));
-          out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-          out += static_cast<char>(0x80 | (code & 0x3F));
+        Expected<unsigned> code = hex4();
+        if (!code)
+          return code.status();
+        unsigned cp = *code;
+        if (cp >= 0xDC00 && cp <= 0xDFFF)
+          return fail("unpaired low surrogate in \\u escape");
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+          // A high surrogate must be followed by \uDC00-\uDFFF.
+          if (text_.substr(pos_, 2) != "\\u")
+            return fail("unpaired high surrogate in \\u escape");
+          pos_ += 2;
+          Expected<unsigned> low = hex4();
+          if (!low)
+            return low.status();
+          if (*low < 0xDC00 || *low > 0xDFFF)
+            return fail("unpaired high surrogate in \\u escape");
+          cp = 0x10000 + ((cp - 0xD800) << 10) + (*low - 0xDC00);
         }
+        appendUtf8(cp, out);
         break;
       }
       default:
@@ -306,6 +312,42 @@ private:
       }
     }
     return fail("unterminated string");
+  }
+
+  /// Four hex digits of a \\u escape.
+  Expected<unsigned> hex4() {
+    if (pos_ + 4 > text_.size())
+      return fail("truncated \\u escape");
+    unsigned v = 0;
+    for (int i = 0; i < 4; ++i) {
+      char c = text_[pos_++];
+      int d = c >= '0' && c <= '9'   ? c - '0'
+              : c >= 'a' && c <= 'f' ? c - 'a' + 10
+              : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                     : -1;
+      if (d < 0)
+        return fail("\\u escape needs four hex digits");
+      v = v * 16 + static_cast<unsigned>(d);
+    }
+    return v;
+  }
+
+  static void appendUtf8(unsigned cp, std::string &out) {
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
   }
 
   Expected<JsonValue> parseArray(int depth) {
@@ -329,6 +371,7 @@ private:
     JsonValue o = JsonValue::object();
     if (consume('}'))
       return o;
+    std::unordered_set<std::string> seen;
     do {
       skipSpace();
       Expected<std::string> key = parseString();
@@ -339,7 +382,7 @@ private:
       Expected<JsonValue> v = parseValue(depth + 1);
       if (!v)
         return v;
-      if (o.get(*key))
+      if (!seen.insert(*key).second)
         return fail("duplicate key '" + *key + "'");
       o.set(std::move(*key), std::move(*v));
     } while (consume(','));

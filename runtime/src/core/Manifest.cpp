@@ -5,6 +5,7 @@
 #include "anvil/runtime/Json.h"
 
 #include <cstdio>
+#include <map>
 #include <set>
 
 namespace anvil::rt {
@@ -62,6 +63,25 @@ Expected<InitSpec> parseInit(const JsonValue &v, const std::string &where) {
       spec.args[name] = value.asNumber();
     }
   }
+  static const std::map<InitKind, std::set<std::string>> kArgs = {
+      {InitKind::Zeros, {}},
+      {InitKind::Ones, {}},
+      {InitKind::Constant, {"value"}},
+      {InitKind::Normal, {"mean", "std"}},
+      {InitKind::TruncatedNormal, {"mean", "std", "lower", "upper"}},
+      {InitKind::Uniform, {"low", "high"}},
+      {InitKind::XavierUniform, {"gain"}},
+      {InitKind::XavierNormal, {"gain"}},
+      {InitKind::KaimingUniform, {"gain"}},
+      {InitKind::KaimingNormal, {"gain"}},
+  };
+  for (const auto &[name, value] : spec.args)
+    if (!kArgs.at(spec.kind).count(name))
+      return fail(where + ".args." + name,
+                  "not an argument of '" + (*kind)->asString() + "'");
+  if (spec.kind == InitKind::TruncatedNormal &&
+      !(spec.arg("lower", -2.0) < spec.arg("upper", 2.0)))
+    return fail(where + ".args", "truncated_normal needs lower < upper");
   if (const JsonValue *mode = v.get("mode")) {
     if (!mode->isString() ||
         (mode->asString() != "fan_in" && mode->asString() != "fan_out"))

@@ -188,10 +188,10 @@ Expected<NpyArray> readNpy(const std::string &path) {
                "np.save(path, np.ascontiguousarray(arr))");
   a.dtype = found->dtype;
   a.shape = std::move(*shape);
-  Expected<int64_t> n = numElements(a.shape);
+  Expected<int64_t> n = numBytes(a.shape, a.dtype);
   if (!n)
     return err(n.status().message());
-  uint64_t want = static_cast<uint64_t>(*n) * dtypeSize(a.dtype);
+  uint64_t want = static_cast<uint64_t>(*n);
   if (b.size() - dataStart != want)
     return err("shape " + formatShape(a.shape) + " of " + descr + " needs " +
                std::to_string(want) + " data bytes, the file has " +
@@ -207,10 +207,10 @@ Status writeNpy(const std::string &path, DType dtype,
   Expected<std::string> descr = npyDescr(dtype);
   if (!descr)
     return descr.status();
-  Expected<int64_t> n = numElements(shape);
+  Expected<int64_t> n = numBytes(shape, dtype);
   if (!n)
     return n.status();
-  if (static_cast<uint64_t>(*n) * dtypeSize(dtype) != data.size())
+  if (static_cast<uint64_t>(*n) != data.size())
     return Status::error(ErrorCode::InvalidArgument,
                          "writeNpy: " + std::to_string(data.size()) +
                              " bytes do not fill shape " + formatShape(shape));

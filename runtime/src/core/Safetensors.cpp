@@ -37,10 +37,10 @@ Status writeSafetensors(const std::string &path,
   uint64_t offset = 0;
   std::vector<uint64_t> begins;
   for (const TensorRef &t : tensors) {
-    Expected<int64_t> n = numElements(t.spec.shape);
+    Expected<int64_t> n = numBytes(t.spec.shape, t.spec.dtype);
     if (!n)
       return n.status().withContext("tensor '" + t.spec.name + "'");
-    uint64_t bytes = static_cast<uint64_t>(*n) * dtypeSize(t.spec.dtype);
+    uint64_t bytes = static_cast<uint64_t>(*n);
     if (bytes != t.data.size())
       return Status::error(
           ErrorCode::InvalidArgument,
@@ -160,10 +160,10 @@ Expected<SafetensorsFile> SafetensorsFile::read(const std::string &path) {
     if (static_cast<uint64_t>(*end) > dataLen)
       return terr("truncated: data ends at byte " + std::to_string(*end) +
                   " of a " + std::to_string(dataLen) + "-byte data section");
-    Expected<int64_t> n = numElements(t.spec.shape);
+    Expected<int64_t> n = numBytes(t.spec.shape, t.spec.dtype);
     if (!n)
       return terr(n.status().message());
-    uint64_t want = static_cast<uint64_t>(*n) * dtypeSize(t.spec.dtype);
+    uint64_t want = static_cast<uint64_t>(*n);
     if (static_cast<uint64_t>(*end - *begin) != want)
       return terr("data_offsets span " + std::to_string(*end - *begin) +
                   " bytes, shape " + formatShape(t.spec.shape) + " of " +
@@ -174,13 +174,18 @@ Expected<SafetensorsFile> SafetensorsFile::read(const std::string &path) {
   }
   std::sort(file.tensors_.begin(), file.tensors_.end(),
             [](const TensorRef &a, const TensorRef &b) {
-              return a.data.data() < b.data.data();
+              return std::pair(a.data.data(), a.data.size()) <
+                     std::pair(b.data.data(), b.data.size());
             });
-  for (size_t i = 1; i < file.tensors_.size(); ++i) {
-    const TensorRef &prev = file.tensors_[i - 1];
-    if (prev.data.data() + prev.data.size() > file.tensors_[i].data.data())
-      return err("tensors '" + prev.spec.name + "' and '" +
-                 file.tensors_[i].spec.name + "' overlap");
+  // Empty tensors occupy no bytes and overlap nothing.
+  const TensorRef *prev = nullptr;
+  for (const TensorRef &t : file.tensors_) {
+    if (t.data.empty())
+      continue;
+    if (prev && prev->data.data() + prev->data.size() > t.data.data())
+      return err("tensors '" + prev->spec.name + "' and '" + t.spec.name +
+                 "' overlap");
+    prev = &t;
   }
   return file;
 }

@@ -70,8 +70,10 @@ Expected<std::vector<uint16_t>> readTokenShard(const std::string &path) {
     return err("version " + std::to_string(version) +
                " is not supported (only uint16 tokens, version 1)");
   int32_t count = getLE32(&b[8]);
+  if (count < 0)
+    return err("corrupt header: negative token count " + std::to_string(count));
   uint64_t want = headerBytes + 2ull * static_cast<uint32_t>(count);
-  if (count < 0 || b.size() != want)
+  if (b.size() != want)
     return err("the header says " + std::to_string(count) +
                " tokens, which needs " + std::to_string(want) +
                " bytes; the file has " + std::to_string(b.size()) +
@@ -119,7 +121,8 @@ Status TokenDataset::sampleBatch(uint64_t seed, uint64_t position,
                                  int64_t batch, int64_t seqLen,
                                  std::span<int32_t> inputs,
                                  std::span<int32_t> targets) const {
-  if (batch <= 0 || seqLen <= 0 ||
+  if (batch <= 0 || seqLen <= 0 || seqLen >= INT32_MAX ||
+      batch > INT64_MAX / seqLen ||
       inputs.size() != static_cast<size_t>(batch * seqLen) ||
       targets.size() != inputs.size())
     return Status::error(ErrorCode::InvalidArgument,

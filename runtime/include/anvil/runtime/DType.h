@@ -50,6 +50,10 @@ Expected<DType> parseDType(std::string_view name);
 /// or a dimension is negative.
 Expected<int64_t> numElements(std::span<const int64_t> shape);
 
+/// Bytes a tensor of `shape` and `type` occupies; an error if that
+/// overflows int64 (sizes from file headers are untrusted).
+Expected<int64_t> numBytes(std::span<const int64_t> shape, DType type);
+
 } // namespace anvil::rt
 
 #endif // ANVIL_RUNTIME_DTYPE_H
