@@ -3,6 +3,8 @@
 #include "anvil/runtime/Checkpoint.h"
 #include "anvil/runtime/File.h"
 
+#include "TempDirTest.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -12,16 +14,12 @@ using namespace anvil::rt;
 namespace fs = std::filesystem;
 
 namespace {
-class CheckpointTest : public ::testing::Test {
+class CheckpointTest : public test::TempDirTest {
 protected:
   void SetUp() override {
-    dir = (fs::temp_directory_path() /
-           ("anvil-ck-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-              .string();
-    fs::remove_all(dir);
+    TempDirTest::SetUp();
+    ck = path("ck"); // created by saveCheckpoint
   }
-  void TearDown() override { fs::remove_all(dir); }
 
   std::vector<TensorRef> state() {
     return {{{"wte", DType::F32, {2, 2}}, std::as_bytes(std::span(w))},
@@ -31,7 +29,7 @@ protected:
     return {{"wte", DType::F32, {2, 2}}, {"wte.adam_m", DType::F32, {2, 2}}};
   }
 
-  std::string dir;
+  std::string ck;
   float w[4] = {1, 2, 3, 4};
   float m[4] = {0.5, 0, 0, -0.5};
   CheckpointInfo info{"gpt-tiny:abc", 20, 7, 20};
@@ -39,16 +37,16 @@ protected:
 } // namespace
 
 TEST_F(CheckpointTest, SaveThenLoadLatest) {
-  Expected<std::string> p = saveCheckpoint(dir, info, state());
+  Expected<std::string> p = saveCheckpoint(ck, info, state());
   ASSERT_TRUE(p) << p.status().toString();
-  EXPECT_EQ(*p, dir + "/step_00000020.safetensors");
+  EXPECT_EQ(*p, ck + "/step_00000020.safetensors");
   info.step = 40;
   info.dataPosition = 40;
   w[0] = 9;
-  ASSERT_TRUE(saveCheckpoint(dir, info, state()));
-  Expected<std::string> latest = latestCheckpoint(dir);
+  ASSERT_TRUE(saveCheckpoint(ck, info, state()));
+  Expected<std::string> latest = latestCheckpoint(ck);
   ASSERT_TRUE(latest);
-  EXPECT_EQ(*latest, dir + "/step_00000040.safetensors");
+  EXPECT_EQ(*latest, ck + "/step_00000040.safetensors");
   Expected<LoadedCheckpoint> c =
       loadCheckpoint(*latest, "gpt-tiny:abc", specs());
   ASSERT_TRUE(c) << c.status().toString();
@@ -61,21 +59,21 @@ TEST_F(CheckpointTest, SaveThenLoadLatest) {
 }
 
 TEST_F(CheckpointTest, FailedSaveKeepsThePreviousCheckpoint) {
-  ASSERT_TRUE(saveCheckpoint(dir, info, state()));
+  ASSERT_TRUE(saveCheckpoint(ck, info, state()));
   Expected<std::vector<std::byte>> before =
-      readFile(dir + "/step_00000020.safetensors");
+      readFile(ck + "/step_00000020.safetensors");
   ASSERT_TRUE(before);
   info.step = 40;
   std::vector<TensorRef> bad = state();
   bad[1].data = bad[1].data.first(8); // bytes disagree with the shape
-  EXPECT_FALSE(saveCheckpoint(dir, info, bad));
-  EXPECT_EQ(*latestCheckpoint(dir), dir + "/step_00000020.safetensors");
-  EXPECT_EQ(*readFile(dir + "/step_00000020.safetensors"), *before);
-  EXPECT_FALSE(fs::exists(dir + "/step_00000040.safetensors"));
+  EXPECT_FALSE(saveCheckpoint(ck, info, bad));
+  EXPECT_EQ(*latestCheckpoint(ck), ck + "/step_00000020.safetensors");
+  EXPECT_EQ(*readFile(ck + "/step_00000020.safetensors"), *before);
+  EXPECT_FALSE(fs::exists(ck + "/step_00000040.safetensors"));
 }
 
 TEST_F(CheckpointTest, OtherModelIsAClearError) {
-  Expected<std::string> p = saveCheckpoint(dir, info, state());
+  Expected<std::string> p = saveCheckpoint(ck, info, state());
   ASSERT_TRUE(p);
   Expected<LoadedCheckpoint> c = loadCheckpoint(*p, "mlp:def", specs());
   ASSERT_FALSE(c);
@@ -92,18 +90,18 @@ TEST_F(CheckpointTest, OtherModelIsAClearError) {
 }
 
 TEST_F(CheckpointTest, PlainSafetensorsIsNotATrainingCheckpoint) {
-  fs::create_directories(dir);
+  fs::create_directories(ck);
   std::vector<TensorRef> s = state();
-  ASSERT_TRUE(writeSafetensors(dir + "/x.safetensors", s, {}));
+  ASSERT_TRUE(writeSafetensors(ck + "/x.safetensors", s, {}));
   Expected<LoadedCheckpoint> c =
-      loadCheckpoint(dir + "/x.safetensors", "gpt-tiny:abc", specs());
+      loadCheckpoint(ck + "/x.safetensors", "gpt-tiny:abc", specs());
   ASSERT_FALSE(c);
   EXPECT_NE(c.status().message().find("'anvil.model' is missing"),
             std::string::npos);
 }
 
 TEST_F(CheckpointTest, NoLatestIsNotFound) {
-  Expected<std::string> l = latestCheckpoint(dir);
+  Expected<std::string> l = latestCheckpoint(ck);
   ASSERT_FALSE(l);
   EXPECT_EQ(l.status().code(), ErrorCode::NotFound);
   EXPECT_NE(l.status().message().find("has no 'latest' checkpoint"),

@@ -3,6 +3,8 @@
 #include "anvil/runtime/Npy.h"
 #include "anvil/runtime/File.h"
 
+#include "TempDirTest.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -12,21 +14,12 @@ using namespace anvil::rt;
 namespace fs = std::filesystem;
 
 namespace {
-class NpyTest : public ::testing::Test {
+class NpyTest : public test::TempDirTest {
 protected:
-  void SetUp() override {
-    dir = fs::temp_directory_path() /
-          ("anvil-npy-" + std::to_string(::getpid()) + "-" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir);
-  }
-  void TearDown() override { fs::remove_all(dir); }
-  std::string path(const char *name) { return (dir / name).string(); }
   void put(const std::string &p, const std::string &bytes) {
     std::span<const std::byte> pieces[] = {std::as_bytes(std::span(bytes))};
     ASSERT_TRUE(writeFileAtomic(p, pieces));
   }
-  fs::path dir;
 };
 
 /// A v1 .npy file with `dict` as the header and `data` after it.

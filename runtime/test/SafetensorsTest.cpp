@@ -3,6 +3,8 @@
 #include "anvil/runtime/Safetensors.h"
 #include "anvil/runtime/File.h"
 
+#include "TempDirTest.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -13,18 +15,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class SafetensorsTest : public ::testing::Test {
+class SafetensorsTest : public test::TempDirTest {
 protected:
-  void SetUp() override {
-    dir = fs::temp_directory_path() /
-          ("anvil-st-" + std::to_string(::getpid()) + "-" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir);
-  }
-  void TearDown() override { fs::remove_all(dir); }
-
-  std::string path(const char *name) { return (dir / name).string(); }
-
   /// Writes two tensors and returns the file's path.
   std::string writeSample(const char *name = "c.safetensors") {
     std::string p = path(name);
@@ -48,7 +40,6 @@ protected:
     return f ? "" : f.status().message();
   }
 
-  fs::path dir;
   float w[6] = {1, 2, 3, 4, 5, 6};
   int64_t step = 40;
 };

@@ -3,6 +3,8 @@
 #include "anvil/runtime/TokenData.h"
 #include "anvil/runtime/File.h"
 
+#include "TempDirTest.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -14,17 +16,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class TokenDataTest : public ::testing::Test {
+class TokenDataTest : public test::TempDirTest {
 protected:
-  void SetUp() override {
-    dir = fs::temp_directory_path() /
-          ("anvil-td-" + std::to_string(::getpid()) + "-" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir);
-  }
-  void TearDown() override { fs::remove_all(dir); }
-  std::string path(const char *name) { return (dir / name).string(); }
-  fs::path dir;
 };
 
 } // namespace
