@@ -109,3 +109,22 @@ TEST_F(TokenDataTest, BatchesAreDeterministicAndShifted) {
   ASSERT_FALSE(none);
   EXPECT_NE(none.status().message().find("no '*test*.bin'"), std::string::npos);
 }
+
+TEST(SyntheticData, DeterministicLearnableAndInRange) {
+  const int64_t B = 3, T = 8, V = 50;
+  std::vector<int32_t> x(B * T), y(B * T), x2(B * T), y2(B * T);
+  ASSERT_TRUE(sampleSyntheticBatch(1, 2, V, B, T, x, y));
+  ASSERT_TRUE(sampleSyntheticBatch(1, 2, V, B, T, x2, y2));
+  EXPECT_EQ(x, x2);
+  EXPECT_EQ(y, y2);
+  for (int64_t i = 0; i < B * T; ++i) {
+    EXPECT_TRUE(x[i] >= 0 && x[i] < V);
+    EXPECT_EQ(y[i], (5 * x[i] + 3) % V); // the pattern
+    if (i % T != T - 1)
+      EXPECT_EQ(x[i + 1], y[i]); // targets are the next inputs
+  }
+  ASSERT_TRUE(sampleSyntheticBatch(1, 3, V, B, T, x2, y2));
+  EXPECT_NE(x, x2);
+  EXPECT_FALSE(sampleSyntheticBatch(1, 2, 0, B, T, x, y));
+  EXPECT_FALSE(sampleSyntheticBatch(1, 2, V, B, T + 1, x, y));
+}

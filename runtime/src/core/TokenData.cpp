@@ -144,4 +144,32 @@ Status TokenDataset::sampleBatch(uint64_t seed, uint64_t position,
   return Status::ok();
 }
 
+Status sampleSyntheticBatch(uint64_t seed, uint64_t position, int64_t vocab,
+                            int64_t batch, int64_t seqLen,
+                            std::span<int32_t> inputs,
+                            std::span<int32_t> targets) {
+  if (vocab <= 0 || vocab > INT32_MAX)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "synthetic data needs a vocabulary of 1 to 2^31-1 "
+                         "tokens, got " +
+                             std::to_string(vocab));
+  if (batch <= 0 || seqLen <= 0 || batch > INT64_MAX / seqLen ||
+      inputs.size() != static_cast<size_t>(batch * seqLen) ||
+      targets.size() != inputs.size())
+    return Status::error(ErrorCode::InvalidArgument,
+                         "sampleSyntheticBatch: buffers must hold "
+                         "batch*seqLen tokens");
+  uint64_t key = mix64(seed ^ mix64(position));
+  uint64_t v = static_cast<uint64_t>(vocab);
+  for (int64_t r = 0; r < batch; ++r) {
+    uint64_t t = mix64(key + static_cast<uint64_t>(r)) % v;
+    for (int64_t i = 0; i < seqLen; ++i) {
+      inputs[r * seqLen + i] = static_cast<int32_t>(t);
+      t = (5 * t + 3) % v;
+      targets[r * seqLen + i] = static_cast<int32_t>(t);
+    }
+  }
+  return Status::ok();
+}
+
 } // namespace anvil::rt

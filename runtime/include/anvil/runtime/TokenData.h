@@ -62,6 +62,15 @@ private:
   uint16_t maxToken_ = 0;
 };
 
+/// Synthetic data for runs without --data: each row starts at a random
+/// token (keyed by seed, position and row like sampleBatch) and continues
+/// t[i+1] = (5 * t[i] + 3) mod vocab, a pattern a model can learn, so the
+/// loss of a synthetic run falls. Targets are the inputs shifted by one.
+Status sampleSyntheticBatch(uint64_t seed, uint64_t position, int64_t vocab,
+                            int64_t batch, int64_t seqLen,
+                            std::span<int32_t> inputs,
+                            std::span<int32_t> targets);
+
 /// SplitMix64 of `x`: the runtime's counter-based mixing function.
 uint64_t mix64(uint64_t x);
 
