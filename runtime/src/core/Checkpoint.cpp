@@ -22,11 +22,7 @@ Expected<std::string> saveCheckpoint(const std::string &dir,
                                      std::span<const TensorRef> tensors) {
   if (::mkdir(dir.c_str(), 0755) == 0) {
     // Make the new directory itself durable in its parent.
-    size_t slash = dir.find_last_of('/');
-    std::string parent = slash == std::string::npos ? "."
-                         : slash == 0               ? "/"
-                                                    : dir.substr(0, slash);
-    if (Status s = syncDirectory(parent); !s)
+    if (Status s = syncDirectory(parentDirectory(dir)); !s)
       return s;
   } else if (errno != EEXIST) {
     return Status::error(ErrorCode::IOError,

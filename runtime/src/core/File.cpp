@@ -48,7 +48,7 @@ Expected<std::vector<std::byte>> readFile(const std::string &path) {
   return bytes;
 }
 
-static std::string directoryOf(const std::string &path) {
+std::string parentDirectory(const std::string &path) {
   size_t slash = path.rfind('/');
   if (slash == std::string::npos)
     return ".";
@@ -101,7 +101,7 @@ Status writeFileAtomic(const std::string &path,
     ::unlink(tmp.c_str());
     return s.withContext("writing '" + path + "' (left unchanged)");
   }
-  return syncDirectory(directoryOf(path))
+  return syncDirectory(parentDirectory(path))
       .withContext("'" + path + "' was written but may not survive a crash");
 }
 

@@ -29,6 +29,9 @@ Expected<std::vector<std::byte>> readFile(const std::string &path);
 Status writeFileAtomic(const std::string &path,
                        std::span<const std::span<const std::byte>> pieces);
 
+/// The directory part of `path`: "a/b" for "a/b/c", "." for "c", "/" for "/c".
+std::string parentDirectory(const std::string &path);
+
 /// fsyncs the directory `dir`, making renames and creations in it durable.
 Status syncDirectory(const std::string &dir);
 
