@@ -107,3 +107,12 @@ TEST_F(CheckpointTest, NoLatestIsNotFound) {
   EXPECT_NE(l.status().message().find("has no 'latest' checkpoint"),
             std::string::npos);
 }
+
+TEST(ParentDirectory, HandlesTrailingSlashesAndRoots) {
+  EXPECT_EQ(parentDirectory("a/b/c"), "a/b");
+  EXPECT_EQ(parentDirectory("ckpt/"), ".");
+  EXPECT_EQ(parentDirectory("runs/ckpt//"), "runs");
+  EXPECT_EQ(parentDirectory("c"), ".");
+  EXPECT_EQ(parentDirectory("/c"), "/");
+  EXPECT_EQ(parentDirectory("/"), "/");
+}

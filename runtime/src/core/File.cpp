@@ -49,7 +49,11 @@ Expected<std::vector<std::byte>> readFile(const std::string &path) {
 }
 
 std::string parentDirectory(const std::string &path) {
-  size_t slash = path.rfind('/');
+  // "ckpt/" names the directory ckpt, whose parent is ".".
+  size_t last = path.find_last_not_of('/');
+  if (last == std::string::npos)
+    return "/";
+  size_t slash = path.rfind('/', last);
   if (slash == std::string::npos)
     return ".";
   return slash == 0 ? "/" : path.substr(0, slash);
