@@ -51,9 +51,8 @@ std::vector<std::string> argumentNames(FunctionOpInterface fn) {
 }
 
 const GPTConfig &config(const std::string &name) {
-  for (const GPTConfig &c : gptConfigs())
-    if (c.name == name)
-      return c;
+  if (const GPTConfig *c = findGPTConfig(name))
+    return *c;
   throw std::runtime_error("no config " + name);
 }
 

@@ -318,10 +318,8 @@ TEST(OptimizerPass, BadOptionsNameTheOption) {
 
 TEST(Training, TinyGptLossHalvesInThirtySteps) {
   MLIRContext context;
-  ::anvil::frontend::GPTConfig config;
-  for (const auto &c : ::anvil::frontend::gptConfigs())
-    if (c.name == "gpt-tiny")
-      config = c;
+  ::anvil::frontend::GPTConfig config =
+      *::anvil::frontend::findGPTConfig("gpt-tiny");
   config.layers = 1;
   config.width = 32;
   config.heads = 4;
@@ -369,10 +367,8 @@ TEST(Training, LoraTrainsOnlyTheAdapters) {
   // the base weights are bit-for-bit what they were and every adapter's B
   // (zero at the start) has moved.
   MLIRContext context;
-  ::anvil::frontend::GPTConfig config;
-  for (const auto &c : ::anvil::frontend::gptConfigs())
-    if (c.name == "gpt-tiny")
-      config = c;
+  ::anvil::frontend::GPTConfig config =
+      *::anvil::frontend::findGPTConfig("gpt-tiny");
   config.layers = 1;
   config.width = 16;
   config.heads = 2;

@@ -183,6 +183,13 @@ void GPTConfig::validate() const {
                  ", seq_len = " + std::to_string(sequenceLength()) + ")");
 }
 
+const GPTConfig *findGPTConfig(const std::string &name) {
+  for (const GPTConfig &c : gptConfigs())
+    if (c.name == name)
+      return &c;
+  return nullptr;
+}
+
 int64_t gptParameterCount(const GPTConfig &c) {
   int64_t C = c.width;
   return c.layers * (12 * C * C + 13 * C) + c.paddedVocab() * C +

@@ -55,10 +55,7 @@ buildModel(MLIRContext &context, const std::string &model,
                      "'; the models are: " + join(modelNames));
 
   // The only family so far is GPT.
-  const GPTConfig *base = nullptr;
-  for (const GPTConfig &c : gptConfigs())
-    if (c.name == config)
-      base = &c;
+  const GPTConfig *base = findGPTConfig(config);
   if (!base)
     throw BuildError("unknown config '" + config + "' of model '" + model +
                      "'; the configs are: " + join(info->configs));

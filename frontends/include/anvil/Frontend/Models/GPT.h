@@ -61,6 +61,9 @@ struct GPTConfig {
 /// gpt3-175b.
 const std::vector<GPTConfig> &gptConfigs();
 
+/// The named config, or nullptr.
+const GPTConfig *findGPTConfig(const std::string &name);
+
 /// Parameters of a config, from the analytic formula
 /// L (12 C^2 + 13 C) + V' C + T_ctx C + 2 C (V' the padded vocabulary).
 int64_t gptParameterCount(const GPTConfig &config);
