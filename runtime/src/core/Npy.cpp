@@ -8,6 +8,7 @@
 
 #include "anvil/runtime/Npy.h"
 
+#include "anvil/runtime/Endian.h"
 #include "anvil/runtime/File.h"
 #include "anvil/runtime/Safetensors.h"
 
@@ -153,9 +154,7 @@ Expected<NpyArray> readNpy(const std::string &path) {
                " is not supported (1, 2 and 3 are)");
   if (b.size() < 8 + lenBytes)
     return err("truncated header");
-  uint64_t headerLen = 0;
-  for (size_t i = lenBytes; i-- > 0;)
-    headerLen = (headerLen << 8) | static_cast<uint8_t>(b[8 + i]);
+  uint64_t headerLen = loadLE(&b[8], lenBytes);
   size_t dataStart = 8 + lenBytes + headerLen;
   if (dataStart > b.size())
     return err("truncated header: it claims " + std::to_string(headerLen) +
@@ -230,14 +229,12 @@ Status writeNpy(const std::string &path, DType dtype,
   if (dict.size() > 65535)
     return Status::error(ErrorCode::InvalidArgument,
                          "writeNpy: header too long");
-  std::string head = "\x93NUMPY";
-  head += '\x01';
-  head += '\x00';
-  head += static_cast<char>(dict.size() & 0xff);
-  head += static_cast<char>(dict.size() >> 8);
-  head += dict;
-  std::span<const std::byte> pieces[] = {
-      {reinterpret_cast<const std::byte *>(head.data()), head.size()}, data};
+  std::byte head[10] = {std::byte{0x93}, std::byte{'N'}, std::byte{'U'},
+                        std::byte{'M'},  std::byte{'P'}, std::byte{'Y'},
+                        std::byte{1},    std::byte{0}};
+  storeLE(&head[8], dict.size(), 2);
+  std::span<const std::byte> pieces[] = {head, std::as_bytes(std::span(dict)),
+                                         data};
   return writeFileAtomic(path, pieces);
 }
 

@@ -2,6 +2,7 @@
 
 #include "anvil/runtime/Safetensors.h"
 
+#include "anvil/runtime/Endian.h"
 #include "anvil/runtime/File.h"
 #include "anvil/runtime/Json.h"
 
@@ -68,9 +69,7 @@ Status writeSafetensors(const std::string &path,
   // Pad the header with spaces so the data section starts 8-byte aligned.
   text.append((kAlign - (8 + text.size()) % kAlign) % kAlign, ' ');
   std::byte length[8];
-  uint64_t n = text.size();
-  for (int i = 0; i < 8; ++i)
-    length[i] = static_cast<std::byte>((n >> (8 * i)) & 0xff);
+  storeLE(length, text.size(), 8);
 
   static const std::byte zeros[kAlign] = {};
   std::vector<std::span<const std::byte>> pieces;
@@ -102,9 +101,7 @@ Expected<SafetensorsFile> SafetensorsFile::read(const std::string &path) {
   if (b.size() < 8)
     return err("truncated: " + std::to_string(b.size()) +
                " bytes, too short for the 8-byte header length");
-  uint64_t headerLen = 0;
-  for (int i = 7; i >= 0; --i)
-    headerLen = (headerLen << 8) | static_cast<uint8_t>(b[i]);
+  uint64_t headerLen = loadLE(b.data(), 8);
   if (headerLen > kMaxHeaderBytes || headerLen > b.size() - 8)
     return err("truncated or not a safetensors file: the header claims " +
                std::to_string(headerLen) + " bytes, the file has " +

@@ -2,6 +2,7 @@
 
 #include "anvil/runtime/TokenData.h"
 
+#include "anvil/runtime/Endian.h"
 #include "anvil/runtime/File.h"
 
 #include <algorithm>
@@ -18,15 +19,10 @@ uint64_t mix64(uint64_t x) {
 }
 
 static void putLE32(std::byte *p, int32_t v) {
-  uint32_t u = static_cast<uint32_t>(v);
-  for (int i = 0; i < 4; ++i)
-    p[i] = static_cast<std::byte>((u >> (8 * i)) & 0xff);
+  storeLE(p, static_cast<uint32_t>(v), 4);
 }
 static int32_t getLE32(const std::byte *p) {
-  uint32_t u = 0;
-  for (int i = 3; i >= 0; --i)
-    u = (u << 8) | static_cast<uint8_t>(p[i]);
-  return static_cast<int32_t>(u);
+  return static_cast<int32_t>(static_cast<uint32_t>(loadLE(p, 4)));
 }
 
 Status writeTokenShard(const std::string &path,
@@ -40,8 +36,7 @@ Status writeTokenShard(const std::string &path,
   putLE32(&header[8], static_cast<int32_t>(tokens.size()));
   std::vector<std::byte> body(tokens.size() * 2);
   for (size_t i = 0; i < tokens.size(); ++i) {
-    body[2 * i] = static_cast<std::byte>(tokens[i] & 0xff);
-    body[2 * i + 1] = static_cast<std::byte>(tokens[i] >> 8);
+    storeLE(&body[2 * i], tokens[i], 2);
   }
   std::span<const std::byte> pieces[] = {header, body};
   return writeFileAtomic(path, pieces);
@@ -80,9 +75,7 @@ Expected<std::vector<uint16_t>> readTokenShard(const std::string &path) {
                (b.size() < want ? " (truncated)" : ""));
   std::vector<uint16_t> tokens(static_cast<size_t>(count));
   for (size_t i = 0; i < tokens.size(); ++i)
-    tokens[i] = static_cast<uint16_t>(
-        static_cast<uint8_t>(b[headerBytes + 2 * i]) |
-        (static_cast<uint8_t>(b[headerBytes + 2 * i + 1]) << 8));
+    tokens[i] = static_cast<uint16_t>(loadLE(&b[headerBytes + 2 * i], 2));
   return tokens;
 }
 
