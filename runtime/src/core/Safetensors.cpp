@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
+#include <unordered_set>
 
 namespace anvil::rt {
 
@@ -184,14 +186,15 @@ Expected<SafetensorsFile> SafetensorsFile::read(const std::string &path) {
                  "' overlap");
     prev = &t;
   }
+  // Names are unique: the JSON reader rejects duplicate keys.
+  for (size_t i = 0; i < file.tensors_.size(); ++i)
+    file.byName_.emplace(file.tensors_[i].spec.name, i);
   return file;
 }
 
 const TensorRef *SafetensorsFile::find(const std::string &name) const {
-  for (const TensorRef &t : tensors_)
-    if (t.spec.name == name)
-      return &t;
-  return nullptr;
+  auto it = byName_.find(name);
+  return it == byName_.end() ? nullptr : &tensors_[it->second];
 }
 
 Status SafetensorsFile::matches(std::span<const TensorSpec> expected) const {
@@ -214,11 +217,12 @@ Status SafetensorsFile::matches(std::span<const TensorSpec> expected) const {
                  ", the model expects " +
                  std::string(dtypeSafetensorsName(want.dtype)));
   }
-  if (tensors_.size() != expected.size())
+  std::unordered_set<std::string_view> wanted;
+  for (const TensorSpec &want : expected)
+    wanted.insert(want.name);
+  if (tensors_.size() != wanted.size())
     for (const TensorRef &have : tensors_)
-      if (std::none_of(
-              expected.begin(), expected.end(),
-              [&](const TensorSpec &s) { return s.name == have.spec.name; }))
+      if (!wanted.count(have.spec.name))
         return err("tensor '" + have.spec.name +
                    "' is not part of the model (a checkpoint of another "
                    "model?)");

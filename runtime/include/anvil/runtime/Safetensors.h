@@ -25,6 +25,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace anvil::rt {
@@ -78,6 +79,7 @@ private:
   std::vector<std::byte> bytes_;
   std::vector<TensorRef> tensors_;
   std::map<std::string, std::string> metadata_;
+  std::unordered_map<std::string, size_t> byName_; ///< Index into tensors_.
 };
 
 /// "[768,2304]".
