@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "anvil/runtime/File.h"
+#include "anvil/runtime/Endian.h"
 #include "anvil/runtime/Npy.h"
 #include "anvil/runtime/Safetensors.h"
 #include "anvil/runtime/TokenData.h"
@@ -59,17 +59,19 @@ static std::string describe(DType dtype, std::span<const int64_t> shape,
 }
 
 static int inspect(const std::string &path) {
-  Expected<std::vector<std::byte>> head = readFile(path);
-  if (!head) {
-    std::fprintf(stderr, "anvil-inspect: %s\n",
-                 head.status().message().c_str());
-    return 1;
+  // Sniff the format from the first bytes; the reader chosen reads the
+  // file (and reports a missing or unreadable one).
+  char head[6] = {};
+  size_t got = 0;
+  if (std::FILE *f = std::fopen(path.c_str(), "rb")) {
+    got = std::fread(head, 1, sizeof head, f);
+    std::fclose(f);
   }
-  const std::vector<std::byte> &b = *head;
   int32_t magic = 0;
-  if (b.size() >= 4)
-    std::memcpy(&magic, b.data(), 4);
-  if (b.size() >= 6 && std::memcmp(b.data(), "\x93NUMPY", 6) == 0) {
+  if (got >= 4)
+    magic = static_cast<int32_t>(
+        loadLE(reinterpret_cast<const std::byte *>(head), 4));
+  if (got == 6 && std::memcmp(head, "\x93NUMPY", 6) == 0) {
     Expected<NpyArray> a = readNpy(path);
     if (!a) {
       std::fprintf(stderr, "anvil-inspect: %s\n", a.status().message().c_str());
