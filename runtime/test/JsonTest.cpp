@@ -54,7 +54,10 @@ TEST(Json, UnicodeEscapes) {
   }
 }
 
-TEST(Json, ManyKeysParseInLinearTime) {
+// Guards the linear duplicate-key check: the quadratic scan it replaced
+// took 8 s for 100k keys (review measurement), this takes about 0.1 s; a
+// regression shows as a slow or timed-out test rather than an assertion.
+TEST(Json, TwoHundredThousandKeys) {
   std::string text = "{";
   for (int i = 0; i < 200000; ++i)
     text += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":0";
