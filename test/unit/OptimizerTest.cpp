@@ -222,6 +222,8 @@ std::vector<interp::Buffer> train(func::FuncOp step,
     if (losses)
       losses->push_back((*out)[0].data[0]);
     for (unsigned r = 1; r < out->size(); ++r) {
+      if (step.getResultAttr(r, mlir::anvil::AnvilDialect::kMetricAttrName))
+        continue; // the learning rate
       auto tied = step.getResultAttrOfType<IntegerAttr>(
           r, mlir::anvil::AnvilDialect::kTiedAttrName);
       EXPECT_TRUE(tied) << "result #" << r << " is not tied";
@@ -582,15 +584,20 @@ func.func @forward(%w: tensor<2xf32> {anvil.param = #anvil.param<name = "w", ini
       compile(context, module, source, "anvil-optimizer{optimizer=sgd lr=0.1}",
               "train_step");
   ASSERT_TRUE(step);
-  // (loss, metric, w', step'): the metric is not tied, w' and step' are.
-  ASSERT_EQ(step.getNumResults(), 4u);
+  // (loss, metric, lr, w', step'): the metrics are not tied, w' and step'
+  // are; the learning rate is named.
+  ASSERT_EQ(step.getNumResults(), 5u);
   EXPECT_FALSE(step.getResultAttr(1, mlir::anvil::AnvilDialect::kTiedAttrName));
-  EXPECT_TRUE(step.getResultAttr(2, mlir::anvil::AnvilDialect::kTiedAttrName));
+  EXPECT_FALSE(step.getResultAttr(2, mlir::anvil::AnvilDialect::kTiedAttrName));
+  EXPECT_EQ(step.getResultAttr(2, mlir::anvil::AnvilDialect::kMetricAttrName),
+            StringAttr::get(&context, "lr"));
+  EXPECT_TRUE(step.getResultAttr(3, mlir::anvil::AnvilDialect::kTiedAttrName));
   auto out = interp::run(
       step, stepArguments(step, {{"w", {1.0, 3.0}}, {"x", {0.0, 0.0}}}));
   ASSERT_TRUE(succeeded(out));
-  EXPECT_EQ((*out)[0].data[0], 10.0); // 1 + 9
-  EXPECT_EQ((*out)[1].data[0], 3.0);  // max(w)
+  EXPECT_EQ((*out)[0].data[0], 10.0);      // 1 + 9
+  EXPECT_EQ((*out)[1].data[0], 3.0);       // max(w)
+  EXPECT_FLOAT_EQ((*out)[2].data[0], 0.1); // lr
 }
 
 TEST(Autodiff, MaxSplitsTiesAndIgnoredLabelsGiveZeros) {

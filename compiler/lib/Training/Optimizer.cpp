@@ -6,8 +6,10 @@
 //    parameters.
 // 3. From t = step + 1 compute the learning rate (warm-up, decay), clip
 //    the gradients by their global norm, and apply the update rule.
-// 4. Return (loss, new params, new state, t), each state result tied to the
-//    argument it replaces.
+// 4. Return (loss, metrics, lr, new params, new state, t): the forward
+//    function's results, the learning rate of this step (f32, marked
+//    `anvil.metric = "lr"`), then each state result tied to the argument it
+//    replaces.
 //
 //===----------------------------------------------------------------------===//
 
@@ -430,6 +432,8 @@ void AnvilOptimizerPass::runOnOperation() {
     stateOut.append({newScale, newGood});
     tiedTo.append({scaleArg, goodArg});
   }
+  unsigned lrIndex = results.size();
+  results.push_back(CastOp::create(b, e.loc, stepType, lrT));
   unsigned firstState = results.size();
   results.append(stateOut);
 
@@ -438,6 +442,8 @@ void AnvilOptimizerPass::runOnOperation() {
   step.setFunctionType(b.getFunctionType(step.getArgumentTypes(),
                                          ValueRange(results).getTypes()));
   SmallVector<DictionaryAttr> resultAttrs(firstState, b.getDictionaryAttr({}));
+  resultAttrs[lrIndex] = b.getDictionaryAttr(
+      b.getNamedAttr(AnvilDialect::kMetricAttrName, b.getStringAttr("lr")));
   for (BlockArgument arg : tiedTo)
     resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
         AnvilDialect::kTiedAttrName, b.getI64IntegerAttr(arg.getArgNumber()))));

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "anvil/Conversion/Passes.h"
 #include "anvil/Dialect/Anvil/IR/AnvilDialect.h"
 #include "anvil/Training/Passes.h"
 #include "anvil/Transforms/Passes.h"
@@ -60,6 +61,7 @@ int main(int argc, char **argv) {
   mlir::registerLinalgPasses();
   mlir::bufferization::registerBufferizationPasses();
   mlir::shard::registerShardPasses();
+  mlir::anvil::registerAnvilConversionPasses();
   mlir::anvil::registerAnvilTrainingPasses();
   mlir::anvil::registerAnvilTransformsPasses();
 

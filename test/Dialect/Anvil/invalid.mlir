@@ -1042,5 +1042,5 @@ func.func @unknown_discardable_attr(%a: tensor<4xf32>) {
 
 // -----
 
-// expected-error@+1 {{result #0 has unknown attribute 'anvil.bogus'; anvil defines 'anvil.grad' and 'anvil.tied_to'}}
+// expected-error@+1 {{result #0 has unknown attribute 'anvil.bogus'; anvil defines 'anvil.grad', 'anvil.metric' and 'anvil.tied_to'}}
 func.func private @result_attribute(tensor<4xf32>) -> (tensor<4xf32> {anvil.bogus = 1 : i32})

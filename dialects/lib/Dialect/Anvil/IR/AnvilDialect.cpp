@@ -139,10 +139,24 @@ LogicalResult AnvilDialect::verifyRegionResultAttribute(Operation *op,
                               "result's type, got "
                            << attr.getValue();
   }
+  if (attr.getName() == kMetricAttrName) {
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    auto name = dyn_cast<StringAttr>(attr.getValue());
+    auto type =
+        fn ? dyn_cast<RankedTensorType>(fn.getResultTypes()[resultIndex])
+           : RankedTensorType();
+    if (name && !name.getValue().empty() && type && type.getRank() == 0)
+      return success();
+    return op->emitError() << "result #" << resultIndex << ": '"
+                           << kMetricAttrName
+                           << "' must name a scalar (rank-0) result, got "
+                           << attr.getValue();
+  }
   return op->emitError() << "result #" << resultIndex
                          << " has unknown attribute '"
                          << attr.getName().getValue() << "'; anvil defines '"
-                         << kGradAttrName << "' and '" << kTiedAttrName << "'";
+                         << kGradAttrName << "', '" << kMetricAttrName
+                         << "' and '" << kTiedAttrName << "'";
 }
 
 LogicalResult AnvilDialect::verifyOperationAttribute(Operation *op,

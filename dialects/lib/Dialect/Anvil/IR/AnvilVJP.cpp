@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "anvil/Dialect/Anvil/IR/AnvilComposites.h"
 #include "anvil/Dialect/Anvil/IR/AnvilEmit.h"
 #include "anvil/Dialect/Anvil/IR/AnvilOps.h"
 
@@ -602,34 +603,14 @@ LogicalResult CrossEntropyOp::buildVJP(OpBuilder &builder,
   // dz = (softmax(z) - t) w per kept row, t = (1 - s) onehot(label) + s / C,
   // w the row's weight from the reduction; ignored rows get 0.
   Emit e{builder, getLoc()};
-  Value z = getLogits(), labels = getLabels();
+  Value z = getLogits();
   auto zType = getLogits().getType();
-  auto lType = getLabels().getType();
   int64_t rank = zType.getRank(), classes = zType.getDimSize(rank - 1);
   double s = getLabelSmoothing().convertToDouble();
 
-  // onehot: iota over the classes compared with the broadcast labels.
-  auto iotaType = RankedTensorType::get({classes}, lType.getElementType());
-  SmallVector<APInt> iota;
-  for (int64_t c = 0; c < classes; ++c)
-    iota.push_back(APInt(lType.getElementType().getIntOrFloatBitWidth(), c));
-  Value classIds = ConstantOp::create(builder, getLoc(), iotaType,
-                                      DenseElementsAttr::get(iotaType, iota));
-  auto intType = zType.clone(lType.getElementType());
-  Value onehot = e.maskOf(
-      e.cmp(ComparisonDirection::eq, e.broadcast(classIds, intType, {rank - 1}),
-            e.broadcast(labels, intType, range(0, rank - 1))),
-      z);
-  Value kept =
-      e.maskOf(e.cmp(ComparisonDirection::ne, labels,
-                     e.splat(lType, static_cast<double>(static_cast<int64_t>(
-                                        getIgnoreIndex())))),
-               e.splat(lType.clone(zType.getElementType()), 0));
-  // max(count, 1): a batch whose labels are all ignored has zero loss and
-  // zero gradients, not NaN.
-  Value count = MaxOp::create(
-      builder, getLoc(), e.sum(kept, range(0, rank - 1), false),
-      e.splat(RankedTensorType::get({}, zType.getElementType()), 1.0));
+  LabelMasks masks = emitLabelMasks(e, *this);
+  Value onehot = masks.onehot, kept = masks.kept;
+  Value count = emitKeptCount(e, kept);
   Value w = lossScale(e, getReduction(), grads[0], kept.getType(), count);
   Value rowWeight = e.broadcast(e.mul(w, kept), zType, range(0, rank - 1));
   Value target = e.add(e.scale(onehot, 1.0 - s),
@@ -706,24 +687,12 @@ LogicalResult AttentionOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
   //   dk = dS^T q scale, dmask = dS (summed to the mask's shape),
   // and sum dk, dv over the query heads that share a key/value head.
   Emit e{builder, getLoc()};
-  Value q = getQuery(), k = getKey(), v = getValue(), g = grads[0];
+  Value q = getQuery(), g = grads[0];
   auto qt = getQuery().getType(), kt = getKey().getType(),
        vt = getValue().getType();
   int64_t b = qt.getDimSize(0), hq = qt.getDimSize(1), tq = qt.getDimSize(2),
-          d = qt.getDimSize(3), hkv = kt.getDimSize(1), tk = kt.getDimSize(2),
-          group = hq / hkv;
-  double scale =
-      getScale() ? getScale()->convertToDouble() : 1.0 / std::sqrt(double(d));
-
-  // (B, Hkv, T, X) -> (B, Hq, T, X): head h reads key/value head h / group.
-  auto repeat = [&](Value x, RankedTensorType t) -> Value {
-    if (group == 1)
-      return x;
-    int64_t len = t.getDimSize(2), width = t.getDimSize(3);
-    Value x5 =
-        e.broadcast(x, t.clone({b, hkv, group, len, width}), {0, 1, 3, 4});
-    return e.reshape(x5, t.clone({b, hq, len, width}));
-  };
+          hkv = kt.getDimSize(1), tk = kt.getDimSize(2), group = hq / hkv;
+  auto sType = qt.clone({b, hq, tq, tk});
   auto unrepeat = [&](Value x, RankedTensorType t) -> Value {
     if (group == 1)
       return x;
@@ -731,36 +700,9 @@ LogicalResult AttentionOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
     Value x5 = e.reshape(x, t.clone({b, hkv, group, len, width}));
     return e.sum(x5, {2}, false);
   };
-  Value kr = repeat(k, kt), vr = repeat(v, vt);
-  auto sType = qt.clone({b, hq, tq, tk});
-  Value s =
-      e.scale(MatmulOp::create(builder, getLoc(), q, kr, false, true), scale);
-  if (Value mask = getMask()) {
-    auto mt = cast<RankedTensorType>(mask.getType());
-    Value full = mt.getRank() == 2 ? e.broadcast(mask, sType, {2, 3})
-                                   : e.stretch(mask, sType);
-    s = e.add(s, full);
-  }
-  if (getCausal()) {
-    // Key j is visible to query i iff j <= i + Tk - Tq (bottom right),
-    // built from two index vectors rather than a (Tq, Tk) constant, so that
-    // the IR stays O(T) for long sequences.
-    auto iota = [&](int64_t n, int64_t offset) {
-      auto t = RankedTensorType::get({n}, builder.getI64Type());
-      SmallVector<APInt> v;
-      for (int64_t i = 0; i < n; ++i)
-        v.push_back(APInt(64, i + offset));
-      return ConstantOp::create(builder, getLoc(), t,
-                                DenseElementsAttr::get(t, v));
-    };
-    auto grid = RankedTensorType::get({tq, tk}, builder.getI64Type());
-    Value rows = e.broadcast(iota(tq, tk - tq), grid, {0});
-    Value cols = e.broadcast(iota(tk, 0), grid, {1});
-    Value visible = e.cmp(ComparisonDirection::le, cols, rows);
-    Value mask = e.broadcast(visible, sType.clone(builder.getI1Type()), {2, 3});
-    s = e.select(mask, s, e.splat(sType, -INFINITY));
-  }
-  Value p = SoftmaxOp::create(builder, getLoc(), s, 3);
+  AttentionParts parts = emitAttentionProbabilities(e, *this);
+  Value kr = parts.keys, vr = parts.values, p = parts.probs;
+  double scale = parts.scale;
   Value dvr = MatmulOp::create(builder, getLoc(), p, g, true, false);
   Value dp = MatmulOp::create(builder, getLoc(), g, vr, false, true);
   Value rowDot = e.unreduce(e.sum(e.mul(dp, p), {3}, true), sType);

@@ -53,6 +53,8 @@ def Anvil_Dialect : Dialect {
     /// Result attribute: the index of the argument this result replaces
     /// (state updated in place).
     static constexpr ::llvm::StringLiteral kTiedAttrName = "anvil.tied_to";
+    /// On a result that is a named scalar metric of a step ("lr").
+    static constexpr ::llvm::StringLiteral kMetricAttrName = "anvil.metric";
 
   private:
     void registerAttributes();

@@ -1,0 +1,75 @@
+//===- Passes.td - lowering anvil graphs to upstream dialects -*- tablegen -*-===//
+//
+// The first steps of every backend: composite anvil ops are rewritten into
+// primitive ones, then the primitives become linalg, tensor, arith and math
+// on tensors. Flags are `anvil-` prefixed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ANVIL_CONVERSION_PASSES_TD
+#define ANVIL_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AnvilDecomposePass : Pass<"anvil-decompose", "mlir::ModuleOp"> {
+  let summary = "Rewrites composite anvil ops into primitive anvil ops";
+  let description = [{
+    Softmax, log-softmax, layer and RMS normalization, attention and
+    cross-entropy become reductions, broadcasts, matmuls and elementwise
+    ops with the same meaning (max-subtracted exponentials, biased
+    variance, `max(count, 1)` for a mean over kept labels). The result is
+    still anvil IR, so the reference interpreter checks every rule by
+    running the graph before and after.
+
+    Input:
+    ```mlir
+    %p = anvil.softmax %x dim = 1 : tensor<4x8xf32>
+    ```
+    Output:
+    ```mlir
+    %m = anvil.reduce_max %x dims [1] keep_dims : tensor<4x8xf32> -> tensor<4x1xf32>
+    %mb = anvil.broadcast %m, dims = [0, 1] : tensor<4x1xf32> -> tensor<4x8xf32>
+    %e = anvil.exp (anvil.sub %x, %mb)
+    %s = anvil.reduce_sum %e dims [1] keep_dims : tensor<4x8xf32> -> tensor<4x1xf32>
+    %p = anvil.div %e, (anvil.broadcast %s ...)
+    ```
+  }];
+  let dependentDialects = ["mlir::anvil::AnvilDialect"];
+}
+
+def AnvilConvertToLinalgPass : Pass<"anvil-convert-to-linalg", "mlir::ModuleOp"> {
+  let summary = "Lowers primitive anvil ops to linalg, tensor, arith and math";
+  let description = [{
+    Each anvil op becomes upstream ops on tensors: `linalg.matmul` and
+    `linalg.batch_matmul` (transposes and shared weights through their
+    indexing maps), `linalg.transpose`, `linalg.generic` for elementwise
+    ops, broadcasts and reductions, `tensor.extract_slice` /
+    `insert_slice` / `collapse_shape` / `expand_shape` for data movement,
+    and gathers as generics that `tensor.extract` their rows (indices are
+    clamped into range). Composite ops must have been decomposed first
+    (`anvil-decompose`); an op without a lowering is an error naming it.
+
+    Input:
+    ```mlir
+    %y = anvil.add %a, %b : tensor<4x8xf32>
+    ```
+    Output:
+    ```mlir
+    %e = tensor.empty() : tensor<4x8xf32>
+    %y = linalg.generic {indexing_maps = [#id, #id, #id],
+                         iterator_types = ["parallel", "parallel"]}
+        ins(%a, %b : ...) outs(%e : ...) {
+      ^bb0(%x: f32, %z: f32, %out: f32):
+        %s = arith.addf %x, %z : f32
+        linalg.yield %s : f32
+    } -> tensor<4x8xf32>
+    ```
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
+    "mlir::math::MathDialect", "mlir::scf::SCFDialect",
+    "mlir::tensor::TensorDialect"
+  ];
+}
+
+#endif // ANVIL_CONVERSION_PASSES_TD

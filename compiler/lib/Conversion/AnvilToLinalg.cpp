@@ -1,0 +1,884 @@
+//===- AnvilToLinalg.cpp - primitive anvil ops to linalg/tensor/arith -----===//
+//
+// Lowers every primitive anvil op to upstream ops on tensors, the common
+// entry of the CPU and CUDA backends:
+//
+// 1. Elementwise ops (arithmetic, math, compare, select, cast, GELU, SiLU,
+//    dropout, ...) become one `linalg.generic` with identity maps whose body
+//    is the op's scalar function (`emitScalar`); broadcasts are generics
+//    whose input map drops or pins (size-1) dimensions.
+// 2. Reductions are generics with reduction iterators over a filled init;
+//    a mean divides afterwards; `keep_dims` re-expands the shape.
+// 3. `matmul` becomes `linalg.matmul` / `linalg.batch_matmul`, transposes
+//    and shared (rank-2) weights expressed in their indexing maps, leading
+//    batch dimensions collapsed into one.
+// 4. Data movement: `transpose` is `linalg.transpose`; reshape, slice,
+//    concat, split and pad are tensor ops (collapse/expand, extract/insert
+//    slices over a filled tensor).
+// 5. Gathers (`embedding`, `gather`) are generics that `tensor.extract`
+//    their element; `embedding_grad` is an `scf.for` over the index
+//    positions adding rows into a zero table. Indices are clamped into
+//    range: the data loader rejects bad tokens, the clamp keeps a bad index
+//    from ever addressing memory outside the table.
+//
+// Composite ops (softmax, norms, attention, losses) are decomposed before
+// this pass (`anvil-decompose`); an op without a lowering is reported with
+// its location and the list of ops that have one.
+//
+//===----------------------------------------------------------------------===//
+
+#include "anvil/Conversion/Passes.h"
+#include "anvil/Dialect/Anvil/IR/AnvilDialect.h"
+#include "anvil/Dialect/Anvil/IR/AnvilOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+namespace mlir::anvil {
+#define GEN_PASS_DEF_ANVILCONVERTTOLINALGPASS
+#include "anvil/Conversion/Passes.h.inc"
+} // namespace mlir::anvil
+
+using namespace mlir;
+using namespace mlir::anvil;
+
+namespace {
+
+using utils::IteratorType;
+
+RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+Value emptyOf(OpBuilder &b, Location loc, RankedTensorType t) {
+  return tensor::EmptyOp::create(b, loc, t.getShape(), t.getElementType());
+}
+
+/// A scalar constant of `type` (float or integer) holding `value`.
+Value scalarConstant(OpBuilder &b, Location loc, Type type, double value) {
+  if (auto f = dyn_cast<FloatType>(type))
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(f, value));
+  return arith::ConstantOp::create(
+      b, loc, b.getIntegerAttr(type, static_cast<int64_t>(value)));
+}
+
+/// A tensor of type `t` filled with `value`.
+Value filled(OpBuilder &b, Location loc, RankedTensorType t, Value value) {
+  return linalg::FillOp::create(b, loc, ValueRange{value},
+                                ValueRange{emptyOf(b, loc, t)})
+      .getResult(0);
+}
+
+SmallVector<OpFoldResult> indexAttrs(OpBuilder &b, ArrayRef<int64_t> values) {
+  return llvm::map_to_vector(
+      values, [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); });
+}
+
+/// Converts `x` to `to`: floats round, floats to integers truncate toward
+/// zero, anything non-zero becomes true in i1 (the semantics of anvil.cast).
+Value convertScalar(OpBuilder &b, Location loc, Value x, Type to) {
+  Type from = x.getType();
+  if (from == to)
+    return x;
+  auto fromFloat = dyn_cast<FloatType>(from);
+  auto toFloat = dyn_cast<FloatType>(to);
+  if (to.isInteger(1)) {
+    Value zero = scalarConstant(b, loc, from, 0);
+    return fromFloat
+               ? Value(arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE,
+                                             x, zero))
+               : Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                             x, zero));
+  }
+  if (fromFloat && toFloat)
+    return fromFloat.getWidth() < toFloat.getWidth()
+               ? Value(arith::ExtFOp::create(b, loc, to, x))
+               : Value(arith::TruncFOp::create(b, loc, to, x));
+  if (fromFloat)
+    return arith::FPToSIOp::create(b, loc, to, x);
+  bool fromBool = from.isInteger(1);
+  if (toFloat)
+    return fromBool ? Value(arith::UIToFPOp::create(b, loc, to, x))
+                    : Value(arith::SIToFPOp::create(b, loc, to, x));
+  unsigned fromWidth = from.getIntOrFloatBitWidth();
+  unsigned toWidth = to.getIntOrFloatBitWidth();
+  if (fromWidth < toWidth)
+    return fromBool ? Value(arith::ExtUIOp::create(b, loc, to, x))
+                    : Value(arith::ExtSIOp::create(b, loc, to, x));
+  return arith::TruncIOp::create(b, loc, to, x);
+}
+
+Value sigmoidScalar(OpBuilder &b, Location loc, Value x) {
+  Value one = scalarConstant(b, loc, x.getType(), 1.0);
+  Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+  return arith::DivFOp::create(b, loc, one,
+                               arith::AddFOp::create(b, loc, one, e));
+}
+
+/// splitmix64 of `x` (i64), as the dropout op's description defines it.
+Value mix64(OpBuilder &b, Location loc, Value x) {
+  auto c = [&](uint64_t v) {
+    return arith::ConstantOp::create(
+        b, loc, b.getIntegerAttr(b.getI64Type(), static_cast<int64_t>(v)));
+  };
+  auto xorShift = [&](Value v, uint64_t s) {
+    return arith::XOrIOp::create(b, loc, v,
+                                 arith::ShRUIOp::create(b, loc, v, c(s)));
+  };
+  x = arith::AddIOp::create(b, loc, x, c(0x9E3779B97F4A7C15ull));
+  x = arith::MulIOp::create(b, loc, xorShift(x, 30), c(0xBF58476D1CE4E5B9ull));
+  x = arith::MulIOp::create(b, loc, xorShift(x, 27), c(0x94D049BB133111EBull));
+  return xorShift(x, 31);
+}
+
+/// The row-major linear index of the current point of a generic, as i64.
+Value linearIndex(OpBuilder &b, Location loc, ArrayRef<int64_t> shape) {
+  Value index = arith::ConstantIndexOp::create(b, loc, 0);
+  for (auto [d, size] : llvm::enumerate(shape)) {
+    Value scaled = arith::MulIOp::create(
+        b, loc, index, arith::ConstantIndexOp::create(b, loc, size));
+    index = arith::AddIOp::create(b, loc, scaled,
+                                  linalg::IndexOp::create(b, loc, d));
+  }
+  return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+}
+
+arith::CmpFPredicate floatPredicate(ComparisonDirection d) {
+  switch (d) {
+  case ComparisonDirection::eq:
+    return arith::CmpFPredicate::OEQ;
+  case ComparisonDirection::ne:
+    return arith::CmpFPredicate::UNE;
+  case ComparisonDirection::lt:
+    return arith::CmpFPredicate::OLT;
+  case ComparisonDirection::le:
+    return arith::CmpFPredicate::OLE;
+  case ComparisonDirection::gt:
+    return arith::CmpFPredicate::OGT;
+  case ComparisonDirection::ge:
+    return arith::CmpFPredicate::OGE;
+  }
+  llvm_unreachable("unknown comparison direction");
+}
+
+arith::CmpIPredicate intPredicate(ComparisonDirection d) {
+  switch (d) {
+  case ComparisonDirection::eq:
+    return arith::CmpIPredicate::eq;
+  case ComparisonDirection::ne:
+    return arith::CmpIPredicate::ne;
+  case ComparisonDirection::lt:
+    return arith::CmpIPredicate::slt;
+  case ComparisonDirection::le:
+    return arith::CmpIPredicate::sle;
+  case ComparisonDirection::gt:
+    return arith::CmpIPredicate::sgt;
+  case ComparisonDirection::ge:
+    return arith::CmpIPredicate::sge;
+  }
+  llvm_unreachable("unknown comparison direction");
+}
+
+/// The scalar function of elementwise op `op` applied to `args` (one per
+/// tensor operand), inside a generic whose iteration space is `shape`.
+/// Returns null for ops that are not elementwise.
+Value emitScalar(Operation *op, OpBuilder &b, Location loc, ValueRange args,
+                 ArrayRef<int64_t> shape) {
+  Type type = args.empty() ? Type() : args[0].getType();
+  bool isFloat = type && isa<FloatType>(type);
+  auto fi = [&](auto floatOp, auto intOp) -> Value {
+    using F = decltype(floatOp);
+    using I = decltype(intOp);
+    if (isFloat)
+      return F::create(b, loc, args[0], args[1]);
+    return I::create(b, loc, args[0], args[1]);
+  };
+  return llvm::TypeSwitch<Operation *, Value>(op)
+      .Case([&](AddOp) { return fi(arith::AddFOp(), arith::AddIOp()); })
+      .Case([&](SubOp) { return fi(arith::SubFOp(), arith::SubIOp()); })
+      .Case([&](MulOp) { return fi(arith::MulFOp(), arith::MulIOp()); })
+      .Case([&](DivOp) { return fi(arith::DivFOp(), arith::DivSIOp()); })
+      .Case([&](MaxOp) { return fi(arith::MaximumFOp(), arith::MaxSIOp()); })
+      .Case([&](MinOp) { return fi(arith::MinimumFOp(), arith::MinSIOp()); })
+      .Case(
+          [&](PowOp) { return math::PowFOp::create(b, loc, args[0], args[1]); })
+      .Case([&](NegOp) -> Value {
+        if (isFloat)
+          return arith::NegFOp::create(b, loc, args[0]);
+        return arith::SubIOp::create(b, loc, scalarConstant(b, loc, type, 0),
+                                     args[0]);
+      })
+      .Case([&](AbsOp) -> Value {
+        if (isFloat)
+          return math::AbsFOp::create(b, loc, args[0]);
+        return math::AbsIOp::create(b, loc, args[0]);
+      })
+      .Case([&](ExpOp) { return math::ExpOp::create(b, loc, args[0]); })
+      .Case([&](LogOp) { return math::LogOp::create(b, loc, args[0]); })
+      .Case([&](SqrtOp) { return math::SqrtOp::create(b, loc, args[0]); })
+      .Case([&](RsqrtOp) { return math::RsqrtOp::create(b, loc, args[0]); })
+      .Case([&](TanhOp) { return math::TanhOp::create(b, loc, args[0]); })
+      .Case([&](CosOp) { return math::CosOp::create(b, loc, args[0]); })
+      .Case([&](SinOp) { return math::SinOp::create(b, loc, args[0]); })
+      .Case([&](ErfOp) { return math::ErfOp::create(b, loc, args[0]); })
+      .Case([&](SigmoidOp) { return sigmoidScalar(b, loc, args[0]); })
+      .Case([&](SiluOp) {
+        return arith::MulFOp::create(b, loc, args[0],
+                                     sigmoidScalar(b, loc, args[0]));
+      })
+      .Case([&](ReluOp) {
+        // max(x, 0) propagating NaN, as the interpreter does.
+        return arith::MaximumFOp::create(b, loc, args[0],
+                                         scalarConstant(b, loc, type, 0.0));
+      })
+      .Case([&](GeluOp gelu) {
+        Value x = args[0];
+        auto c = [&](double v) { return scalarConstant(b, loc, type, v); };
+        Value inner;
+        if (gelu.getApproximation() == GeluApproximation::erf) {
+          // 0.5 x (1 + erf(x / sqrt 2))
+          inner = math::ErfOp::create(
+              b, loc, arith::MulFOp::create(b, loc, x, c(M_SQRT1_2)));
+        } else {
+          // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+          Value x3 = arith::MulFOp::create(b, loc, x,
+                                           arith::MulFOp::create(b, loc, x, x));
+          Value u = arith::AddFOp::create(
+              b, loc, x, arith::MulFOp::create(b, loc, x3, c(0.044715)));
+          inner = math::TanhOp::create(
+              b, loc,
+              arith::MulFOp::create(b, loc, u, c(std::sqrt(2.0 / M_PI))));
+        }
+        Value half = arith::MulFOp::create(b, loc, x, c(0.5));
+        return arith::MulFOp::create(
+            b, loc, half, arith::AddFOp::create(b, loc, c(1.0), inner));
+      })
+      .Case([&](CompareOp cmp) -> Value {
+        if (isFloat)
+          return arith::CmpFOp::create(
+              b, loc, floatPredicate(cmp.getDirection()), args[0], args[1]);
+        return arith::CmpIOp::create(b, loc, intPredicate(cmp.getDirection()),
+                                     args[0], args[1]);
+      })
+      .Case([&](SelectOp) {
+        return arith::SelectOp::create(b, loc, args[0], args[1], args[2]);
+      })
+      .Case([&](CastOp cast) {
+        return convertScalar(b, loc, args[0], cast.getType().getElementType());
+      })
+      .Case([&](DropoutOp dropout) -> Value {
+        // Kept iff u(seed, i) >= rate with u = (m(seed ^ m(i)) >> 11) 2^-53.
+        double rate = dropout.getRate().convertToDouble();
+        Value i = linearIndex(b, loc, shape);
+        Value bits = mix64(
+            b, loc, arith::XOrIOp::create(b, loc, args[1], mix64(b, loc, i)));
+        Value top = arith::ShRUIOp::create(
+            b, loc, bits,
+            arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(11)));
+        Value u = arith::MulFOp::create(
+            b, loc, arith::UIToFPOp::create(b, loc, b.getF64Type(), top),
+            scalarConstant(b, loc, b.getF64Type(), std::ldexp(1.0, -53)));
+        Value keep =
+            arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, u,
+                                  scalarConstant(b, loc, b.getF64Type(), rate));
+        Value scaled = arith::MulFOp::create(
+            b, loc, args[0], scalarConstant(b, loc, type, 1.0 / (1.0 - rate)));
+        return arith::SelectOp::create(b, loc, keep, scaled,
+                                       scalarConstant(b, loc, type, 0.0));
+      })
+      .Default([](Operation *) { return Value(); });
+}
+
+/// A `linalg.generic` over `resultType` whose inputs are read with `maps`
+/// and whose body is `body(args)`.
+Value buildGeneric(
+    OpBuilder &b, Location loc, RankedTensorType resultType, ValueRange inputs,
+    ArrayRef<AffineMap> inputMaps,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+  int64_t rank = resultType.getRank();
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.push_back(b.getMultiDimIdentityMap(rank));
+  SmallVector<IteratorType> iterators(rank, IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{resultType}, inputs,
+      ValueRange{emptyOf(b, loc, resultType)}, maps, iterators,
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        linalg::YieldOp::create(nb, nl, body(nb, nl, args.drop_back()));
+      });
+  return generic.getResult(0);
+}
+
+/// Elementwise ops: one generic with identity maps. Rank-0 operands (the
+/// dropout seed) are read through an empty map.
+struct LowerElementwise : RewritePattern {
+  LowerElementwise(MLIRContext *ctx, StringRef name)
+      : RewritePattern(name, /*benefit=*/1, ctx) {}
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+    int64_t rank = resultType.getRank();
+    SmallVector<AffineMap> maps;
+    for (Value operand : op->getOperands())
+      maps.push_back(tensorType(operand).getRank() == rank
+                         ? rewriter.getMultiDimIdentityMap(rank)
+                         : AffineMap::get(rank, 0, {}, getContext()));
+    bool ok = true;
+    Value result = buildGeneric(
+        rewriter, op->getLoc(), resultType, op->getOperands(), maps,
+        [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          Value v = emitScalar(op, b, loc, args, resultType.getShape());
+          if (!v) {
+            ok = false;
+            return args[0];
+          }
+          return v;
+        });
+    if (!ok)
+      return rewriter.notifyMatchFailure(op, "no scalar function");
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct LowerStopGradient : OpRewritePattern<StopGradientOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(StopGradientOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, op.getOperand());
+    return success();
+  }
+};
+
+struct LowerConstant : OpRewritePattern<ConstantOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConstantOp op,
+                                PatternRewriter &rewriter) const override {
+    auto value = dyn_cast<TypedAttr>(op.getValue());
+    if (!value)
+      return rewriter.notifyMatchFailure(op, "not a typed attribute");
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, value);
+    return success();
+  }
+};
+
+struct LowerBroadcast : OpRewritePattern<BroadcastOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BroadcastOp op,
+                                PatternRewriter &rewriter) const override {
+    auto in = op.getOperand().getType();
+    auto out = op.getType();
+    // Operand dimension i reads result dimension dims[i], or 0 when it
+    // stretches from size 1.
+    SmallVector<AffineExpr> exprs;
+    for (auto [i, d] : llvm::enumerate(op.getDimensions())) {
+      bool stretches = in.getDimSize(i) == 1 && out.getDimSize(d) != 1;
+      exprs.push_back(stretches ? rewriter.getAffineConstantExpr(0)
+                                : rewriter.getAffineDimExpr(d));
+    }
+    auto map = AffineMap::get(out.getRank(), 0, exprs, getContext());
+    rewriter.replaceOp(
+        op, buildGeneric(rewriter, op.getLoc(), out, {op.getOperand()}, {map},
+                         [](OpBuilder &, Location, ValueRange args) {
+                           return args[0];
+                         }));
+    return success();
+  }
+};
+
+/// `src` reshaped to `to` (same element count) through collapse/expand.
+Value reshapeTensor(OpBuilder &b, Location loc, Value src,
+                    RankedTensorType to) {
+  auto from = tensorType(src);
+  if (from == to)
+    return src;
+  if (from.getRank() == 0 || to.getRank() == 0) {
+    // Every dimension is 1: an empty reassociation in either direction.
+    if (from.getRank() == 0)
+      return tensor::ExpandShapeOp::create(b, loc, to, src,
+                                           ArrayRef<ReassociationIndices>{});
+    return tensor::CollapseShapeOp::create(b, loc, to, src,
+                                           ArrayRef<ReassociationIndices>{});
+  }
+  if (auto reassociation = getReassociationIndicesForReshape(from, to)) {
+    if (from.getRank() > to.getRank())
+      return tensor::CollapseShapeOp::create(b, loc, to, src, *reassociation);
+    return tensor::ExpandShapeOp::create(b, loc, to, src, *reassociation);
+  }
+  // Neither a pure collapse nor a pure expansion: go through one dimension.
+  auto flat =
+      RankedTensorType::get({from.getNumElements()}, from.getElementType());
+  ReassociationIndices all =
+      llvm::to_vector(llvm::seq<int64_t>(0, from.getRank()));
+  Value line = tensor::CollapseShapeOp::create(
+      b, loc, flat, src, ArrayRef<ReassociationIndices>{all});
+  ReassociationIndices allTo =
+      llvm::to_vector(llvm::seq<int64_t>(0, to.getRank()));
+  return tensor::ExpandShapeOp::create(b, loc, to, line,
+                                       ArrayRef<ReassociationIndices>{allTo});
+}
+
+struct LowerReshape : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReshapeOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, reshapeTensor(rewriter, op.getLoc(), op.getOperand(),
+                                         op.getType()));
+    return success();
+  }
+};
+
+struct LowerTranspose : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposeOp op,
+                                PatternRewriter &rewriter) const override {
+    Value init = emptyOf(rewriter, op.getLoc(), op.getType());
+    rewriter.replaceOp(op, linalg::TransposeOp::create(rewriter, op.getLoc(),
+                                                       op.getOperand(), init,
+                                                       op.getPermutation())
+                               .getResult()[0]);
+    return success();
+  }
+};
+
+struct LowerSlice : OpRewritePattern<SliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SliceOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+        op, op.getType(), op.getOperand(), indexAttrs(rewriter, op.getStart()),
+        indexAttrs(rewriter, op.getType().getShape()),
+        indexAttrs(rewriter, op.getStride()));
+    return success();
+  }
+};
+
+struct LowerSplit : OpRewritePattern<SplitOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SplitOp op,
+                                PatternRewriter &rewriter) const override {
+    auto in = op.getOperand().getType();
+    SmallVector<int64_t> offsets(in.getRank(), 0), strides(in.getRank(), 1);
+    SmallVector<Value> pieces;
+    for (Value result : op.getResults()) {
+      auto t = tensorType(result);
+      pieces.push_back(tensor::ExtractSliceOp::create(
+          rewriter, op.getLoc(), t, op.getOperand(),
+          indexAttrs(rewriter, offsets), indexAttrs(rewriter, t.getShape()),
+          indexAttrs(rewriter, strides)));
+      offsets[op.getDim()] += t.getDimSize(op.getDim());
+    }
+    rewriter.replaceOp(op, pieces);
+    return success();
+  }
+};
+
+/// Inserts `pieces` into `dest` one after another along `dim`, starting at
+/// `offsets`.
+Value insertAlong(OpBuilder &b, Location loc, Value dest, ValueRange pieces,
+                  int64_t dim, SmallVector<int64_t> offsets) {
+  SmallVector<int64_t> strides(offsets.size(), 1);
+  for (Value piece : pieces) {
+    auto t = tensorType(piece);
+    dest = tensor::InsertSliceOp::create(
+        b, loc, piece, dest, indexAttrs(b, offsets),
+        indexAttrs(b, t.getShape()), indexAttrs(b, strides));
+    if (dim >= 0)
+      offsets[dim] += t.getDimSize(dim);
+  }
+  return dest;
+}
+
+struct LowerConcat : OpRewritePattern<ConcatOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConcatOp op,
+                                PatternRewriter &rewriter) const override {
+    auto t = cast<RankedTensorType>(op.getType());
+    Value dest = emptyOf(rewriter, op.getLoc(), t);
+    rewriter.replaceOp(op, insertAlong(rewriter, op.getLoc(), dest,
+                                       op.getInputs(), op.getDim(),
+                                       SmallVector<int64_t>(t.getRank(), 0)));
+    return success();
+  }
+};
+
+struct LowerPad : OpRewritePattern<PadOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(PadOp op,
+                                PatternRewriter &rewriter) const override {
+    auto t = op.getType();
+    Value value = scalarConstant(rewriter, op.getLoc(), t.getElementType(),
+                                 op.getValue().convertToDouble());
+    Value dest = filled(rewriter, op.getLoc(), t, value);
+    rewriter.replaceOp(op, insertAlong(rewriter, op.getLoc(), dest,
+                                       {op.getOperand()}, -1,
+                                       llvm::to_vector(op.getLow())));
+    return success();
+  }
+};
+
+/// The identity of a reduction and its combining function.
+enum class Combine { Sum, Max, Min };
+
+Value identityOf(OpBuilder &b, Location loc, Type type, Combine c) {
+  if (c == Combine::Sum)
+    return scalarConstant(b, loc, type, 0.0);
+  bool max = c == Combine::Max;
+  if (auto f = dyn_cast<FloatType>(type))
+    return arith::ConstantOp::create(
+        b, loc, b.getFloatAttr(f, max ? -INFINITY : INFINITY));
+  unsigned width = type.getIntOrFloatBitWidth();
+  APInt v =
+      max ? APInt::getSignedMinValue(width) : APInt::getSignedMaxValue(width);
+  return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, v));
+}
+
+Value combine(OpBuilder &b, Location loc, Combine c, Value acc, Value x) {
+  bool isFloat = isa<FloatType>(x.getType());
+  switch (c) {
+  case Combine::Sum:
+    return isFloat ? Value(arith::AddFOp::create(b, loc, acc, x))
+                   : Value(arith::AddIOp::create(b, loc, acc, x));
+  case Combine::Max:
+    return isFloat ? Value(arith::MaximumFOp::create(b, loc, acc, x))
+                   : Value(arith::MaxSIOp::create(b, loc, acc, x));
+  case Combine::Min:
+    return isFloat ? Value(arith::MinimumFOp::create(b, loc, acc, x))
+                   : Value(arith::MinSIOp::create(b, loc, acc, x));
+  }
+  llvm_unreachable("unknown combine");
+}
+
+template <typename OpTy, Combine C, bool Mean = false>
+struct LowerReduce : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto in = op.getOperand().getType();
+    Type element = in.getElementType();
+    llvm::SmallDenseSet<int64_t> reduced(op.getDims().begin(),
+                                         op.getDims().end());
+    SmallVector<int64_t> kept;
+    SmallVector<AffineExpr> outExprs;
+    SmallVector<IteratorType> iterators;
+    for (int64_t d = 0; d < in.getRank(); ++d) {
+      bool r = reduced.contains(d);
+      iterators.push_back(r ? IteratorType::reduction : IteratorType::parallel);
+      if (!r) {
+        kept.push_back(in.getDimSize(d));
+        outExprs.push_back(rewriter.getAffineDimExpr(d));
+      }
+    }
+    auto outType = RankedTensorType::get(kept, element);
+    Value init =
+        filled(rewriter, loc, outType, identityOf(rewriter, loc, element, C));
+    SmallVector<AffineMap> maps = {
+        rewriter.getMultiDimIdentityMap(in.getRank()),
+        AffineMap::get(in.getRank(), 0, outExprs, rewriter.getContext())};
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{outType}, ValueRange{op.getOperand()},
+            ValueRange{init}, maps, iterators,
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              linalg::YieldOp::create(b, l, combine(b, l, C, args[1], args[0]));
+            })
+            .getResult(0);
+    if (Mean) {
+      int64_t count = 1;
+      for (int64_t d : op.getDims())
+        count *= in.getDimSize(d);
+      Value divisor =
+          scalarConstant(rewriter, loc, element, static_cast<double>(count));
+      auto id = rewriter.getMultiDimIdentityMap(outType.getRank());
+      result =
+          buildGeneric(rewriter, loc, outType, {result}, {id},
+                       [&](OpBuilder &b, Location l, ValueRange args) {
+                         return arith::DivFOp::create(b, l, args[0], divisor);
+                       });
+    }
+    rewriter.replaceOp(op, reshapeTensor(rewriter, loc, result, op.getType()));
+    return success();
+  }
+};
+
+struct LowerMatmul : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value lhs = op.getLhs(), rhs = op.getRhs();
+    auto lt = op.getLhs().getType(), rt = op.getRhs().getType();
+    auto out = op.getType();
+    bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
+    int64_t rank = out.getRank();
+    Type element = out.getElementType();
+    int64_t m = out.getDimSize(rank - 2), n = out.getDimSize(rank - 1);
+    Value zero = scalarConstant(rewriter, loc, element, 0.0);
+    MLIRContext *ctx = rewriter.getContext();
+
+    // Dimensions of the linalg op: (b,) m, n, k.
+    auto maps = [&](bool batched, bool sharedRhs) {
+      unsigned nd = batched ? 4 : 3, base = batched ? 1 : 0;
+      AffineExpr bd = getAffineDimExpr(0, ctx);
+      AffineExpr md = getAffineDimExpr(base, ctx),
+                 nd_ = getAffineDimExpr(base + 1, ctx),
+                 kd = getAffineDimExpr(base + 2, ctx);
+      auto mk = [&](SmallVector<AffineExpr> e, bool withBatch) {
+        if (withBatch)
+          e.insert(e.begin(), bd);
+        return AffineMap::get(nd, 0, e, ctx);
+      };
+      SmallVector<Attribute> attrs = {
+          AffineMapAttr::get(mk(ta ? SmallVector<AffineExpr>{kd, md}
+                                   : SmallVector<AffineExpr>{md, kd},
+                                batched)),
+          AffineMapAttr::get(mk(tb ? SmallVector<AffineExpr>{nd_, kd}
+                                   : SmallVector<AffineExpr>{kd, nd_},
+                                batched && !sharedRhs)),
+          AffineMapAttr::get(mk({md, nd_}, batched))};
+      return rewriter.getNamedAttr("indexing_maps",
+                                   rewriter.getArrayAttr(attrs));
+    };
+
+    if (rank == 2) {
+      auto t = RankedTensorType::get({m, n}, element);
+      Value init = filled(rewriter, loc, t, zero);
+      rewriter.replaceOp(
+          op, linalg::MatmulOp::create(rewriter, loc, TypeRange{t},
+                                       ValueRange{lhs, rhs}, ValueRange{init},
+                                       {maps(false, false)})
+                  .getResult(0));
+      return success();
+    }
+
+    // Batched: collapse the leading dimensions into one.
+    int64_t batch = 1;
+    for (int64_t d = 0; d < rank - 2; ++d)
+      batch *= out.getDimSize(d);
+    auto collapse = [&](Value v, RankedTensorType t) {
+      return reshapeTensor(
+          rewriter, loc, v,
+          RankedTensorType::get({batch, t.getDimSize(t.getRank() - 2),
+                                 t.getDimSize(t.getRank() - 1)},
+                                t.getElementType()));
+    };
+    bool shared = rt.getRank() == 2;
+    if (shared && !ta) {
+      // x @ W with W shared: one (batch * M, K) x (K, N) product.
+      int64_t k = lt.getDimSize(rank - 1);
+      Value lhs2 = reshapeTensor(
+          rewriter, loc, lhs, RankedTensorType::get({batch * m, k}, element));
+      auto t = RankedTensorType::get({batch * m, n}, element);
+      Value init = filled(rewriter, loc, t, zero);
+      Value r = linalg::MatmulOp::create(rewriter, loc, TypeRange{t},
+                                         ValueRange{lhs2, rhs},
+                                         ValueRange{init}, {maps(false, false)})
+                    .getResult(0);
+      rewriter.replaceOp(op, reshapeTensor(rewriter, loc, r, out));
+      return success();
+    }
+    Value lhs3 = collapse(lhs, lt);
+    Value rhs3 = shared ? rhs : collapse(rhs, rt);
+    auto t = RankedTensorType::get({batch, m, n}, element);
+    Value init = filled(rewriter, loc, t, zero);
+    Value r = linalg::BatchMatmulOp::create(
+                  rewriter, loc, TypeRange{t}, ValueRange{lhs3, rhs3},
+                  ValueRange{init}, {maps(true, shared)})
+                  .getResult(0);
+    rewriter.replaceOp(op, reshapeTensor(rewriter, loc, r, out));
+    return success();
+  }
+};
+
+/// `index` (any integer type) as an index clamped into [0, size).
+Value clampedIndex(OpBuilder &b, Location loc, Value index, int64_t size) {
+  Value i = arith::IndexCastOp::create(b, loc, b.getIndexType(), index);
+  Value lo = arith::ConstantIndexOp::create(b, loc, 0);
+  Value hi = arith::ConstantIndexOp::create(b, loc, size - 1);
+  return arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, i, lo),
+                                hi);
+}
+
+/// result[pre..., idx..., post...] = operand[pre..., clamp(indices[idx...]),
+/// post...]: `embedding` (axis 0 of a (V, C) table) and `gather`.
+Value buildTake(OpBuilder &b, Location loc, Value operand, Value indices,
+                int64_t axis, RankedTensorType out) {
+  auto opType = tensorType(operand);
+  int64_t ni = tensorType(indices).getRank(), rank = out.getRank();
+  SmallVector<AffineExpr> idxExprs;
+  for (int64_t d = axis; d < axis + ni; ++d)
+    idxExprs.push_back(b.getAffineDimExpr(d));
+  auto idxMap = AffineMap::get(rank, 0, idxExprs, b.getContext());
+  return buildGeneric(
+      b, loc, out, {indices}, {idxMap},
+      [&](OpBuilder &nb, Location nl, ValueRange args) -> Value {
+        SmallVector<Value> at;
+        for (int64_t d = 0; d < axis; ++d)
+          at.push_back(linalg::IndexOp::create(nb, nl, d));
+        at.push_back(clampedIndex(nb, nl, args[0], opType.getDimSize(axis)));
+        for (int64_t d = axis + ni; d < rank; ++d)
+          at.push_back(linalg::IndexOp::create(nb, nl, d));
+        return tensor::ExtractOp::create(nb, nl, operand, at);
+      });
+}
+
+struct LowerEmbedding : OpRewritePattern<EmbeddingOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(EmbeddingOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, buildTake(rewriter, op.getLoc(), op.getTable(),
+                                     op.getIndices(), 0, op.getType()));
+    return success();
+  }
+};
+
+struct LowerGather : OpRewritePattern<GatherOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GatherOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op,
+                       buildTake(rewriter, op.getLoc(), op.getOperand(),
+                                 op.getIndices(), op.getAxis(), op.getType()));
+    return success();
+  }
+};
+
+struct LowerEmbeddingGrad : OpRewritePattern<EmbeddingGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(EmbeddingGradOp op,
+                                PatternRewriter &rewriter) const override {
+    // table (R, C) = 0; for n in [0, N): table[idx[n]] += grad[n].
+    Location loc = op.getLoc();
+    auto out = op.getType();
+    Type element = out.getElementType();
+    int64_t rows = out.getDimSize(0), width = out.getDimSize(1);
+    auto idxType = op.getIndices().getType();
+    int64_t count = idxType.getNumElements();
+    Value grad = reshapeTensor(rewriter, loc, op.getGrad(),
+                               RankedTensorType::get({count, width}, element));
+    Value ids =
+        reshapeTensor(rewriter, loc, op.getIndices(),
+                      RankedTensorType::get({count}, idxType.getElementType()));
+    Value table =
+        filled(rewriter, loc, out, scalarConstant(rewriter, loc, element, 0.0));
+    auto rowType = RankedTensorType::get({1, width}, element);
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value end = arith::ConstantIndexOp::create(rewriter, loc, count);
+    auto loop = scf::ForOp::create(
+        rewriter, loc, zero, end, one, ValueRange{table},
+        [&](OpBuilder &b, Location l, Value n, ValueRange acc) {
+          Value id =
+              clampedIndex(b, l, tensor::ExtractOp::create(b, l, ids, n), rows);
+          SmallVector<OpFoldResult> sizes = indexAttrs(b, {1, width});
+          SmallVector<OpFoldResult> strides = indexAttrs(b, {1, 1});
+          SmallVector<OpFoldResult> at = {id, b.getIndexAttr(0)};
+          Value row = tensor::ExtractSliceOp::create(b, l, rowType, acc[0], at,
+                                                     sizes, strides);
+          Value g = tensor::ExtractSliceOp::create(
+              b, l, rowType, grad,
+              SmallVector<OpFoldResult>{n, b.getIndexAttr(0)}, sizes, strides);
+          auto id2 = b.getMultiDimIdentityMap(2);
+          Value sum =
+              linalg::GenericOp::create(
+                  b, l, TypeRange{rowType}, ValueRange{g}, ValueRange{row},
+                  SmallVector<AffineMap>{id2, id2},
+                  SmallVector<IteratorType>(2, IteratorType::parallel),
+                  [&](OpBuilder &nb, Location nl, ValueRange args) {
+                    linalg::YieldOp::create(
+                        nb, nl,
+                        combine(nb, nl, Combine::Sum, args[1], args[0]));
+                  })
+                  .getResult(0);
+          Value updated = tensor::InsertSliceOp::create(b, l, sum, acc[0], at,
+                                                        sizes, strides);
+          scf::YieldOp::create(b, l, updated);
+        });
+    rewriter.replaceOp(op, loop.getResult(0));
+    return success();
+  }
+};
+
+struct AnvilConvertToLinalgPass
+    : mlir::anvil::impl::AnvilConvertToLinalgPassBase<
+          AnvilConvertToLinalgPass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    RewritePatternSet patterns(ctx);
+    for (StringRef name :
+         {AddOp::getOperationName(),    SubOp::getOperationName(),
+          MulOp::getOperationName(),    DivOp::getOperationName(),
+          MaxOp::getOperationName(),    MinOp::getOperationName(),
+          PowOp::getOperationName(),    NegOp::getOperationName(),
+          AbsOp::getOperationName(),    ExpOp::getOperationName(),
+          LogOp::getOperationName(),    SqrtOp::getOperationName(),
+          RsqrtOp::getOperationName(),  TanhOp::getOperationName(),
+          CosOp::getOperationName(),    SinOp::getOperationName(),
+          ErfOp::getOperationName(),    SigmoidOp::getOperationName(),
+          SiluOp::getOperationName(),   ReluOp::getOperationName(),
+          GeluOp::getOperationName(),   CompareOp::getOperationName(),
+          SelectOp::getOperationName(), CastOp::getOperationName(),
+          DropoutOp::getOperationName()})
+      patterns.add<LowerElementwise>(ctx, name);
+    patterns.add<LowerBroadcast, LowerConcat, LowerConstant, LowerEmbedding,
+                 LowerEmbeddingGrad, LowerGather, LowerMatmul, LowerPad,
+                 LowerReshape, LowerSlice, LowerSplit, LowerStopGradient,
+                 LowerTranspose>(ctx);
+    patterns.add<LowerReduce<ReduceSumOp, Combine::Sum>,
+                 LowerReduce<ReduceMeanOp, Combine::Sum, /*Mean=*/true>,
+                 LowerReduce<ReduceMaxOp, Combine::Max>,
+                 LowerReduce<ReduceMinOp, Combine::Min>>(ctx);
+
+    // Report every op without a lowering up front, with the list of those
+    // that have one, rather than leaving a half-lowered function.
+    llvm::StringSet<> lowered;
+    for (const auto &pattern : patterns.getNativePatterns())
+      if (std::optional<OperationName> root = pattern->getRootKind())
+        lowered.insert(root->getStringRef());
+    auto *anvil = ctx->getLoadedDialect<AnvilDialect>();
+    bool missing = false;
+    getOperation().walk([&](Operation *op) {
+      if (op->getDialect() != anvil ||
+          lowered.contains(op->getName().getStringRef()))
+        return;
+      SmallVector<StringRef> names;
+      for (const auto &entry : lowered)
+        names.push_back(entry.getKey());
+      llvm::sort(names);
+      op->emitError("anvil-convert-to-linalg: no lowering for '")
+          << op->getName()
+          << "' (composite ops need anvil-decompose first; ops with a "
+             "lowering: "
+          << llvm::join(names, ", ") << ")";
+      missing = true;
+    });
+    if (missing)
+      return signalPassFailure();
+
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+    WalkResult left = getOperation().walk([&](Operation *op) {
+      if (op->getDialect() != anvil)
+        return WalkResult::advance();
+      op->emitError("anvil-convert-to-linalg: failed to lower '")
+          << op->getName() << "'";
+      return WalkResult::interrupt();
+    });
+    if (left.wasInterrupted())
+      signalPassFailure();
+  }
+};
+
+} // namespace

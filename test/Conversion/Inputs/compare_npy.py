@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""Compares the .npy files of two directories, name for name.
+
+usage: compare_npy.py EXPECTED_DIR ACTUAL_DIR [--rtol R] [--atol A]
+
+Each pair must have one shape, and |actual - expected| <= atol + rtol *
+max|expected| elementwise (the scale is the tensor's largest magnitude, so
+tiny elements of a large tensor are not judged on their own). Prints one
+line per file and fails naming the first element that does not agree.
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("expected")
+    parser.add_argument("actual")
+    parser.add_argument("--rtol", type=float, default=1e-6)
+    parser.add_argument("--atol", type=float, default=0.0)
+    args = parser.parse_args()
+    names = sorted(f for f in os.listdir(args.expected) if f.endswith(".npy"))
+    if not names:
+        sys.exit(f"compare_npy: no .npy files in {args.expected}")
+    worst = 0.0
+    for name in names:
+        e = np.load(os.path.join(args.expected, name)).astype(np.float64)
+        path = os.path.join(args.actual, name)
+        if not os.path.exists(path):
+            sys.exit(f"compare_npy: {path} is missing")
+        a = np.load(path).astype(np.float64)
+        if a.shape != e.shape:
+            sys.exit(f"compare_npy: {name}: shape {a.shape}, expected {e.shape}")
+        scale = float(np.max(np.abs(e))) if e.size else 0.0
+        err = np.abs(a - e)
+        bound = args.atol + args.rtol * scale
+        if e.size and not np.all(err <= bound):
+            i = np.unravel_index(np.argmax(err - bound), e.shape)
+            sys.exit(f"compare_npy: {name}{list(i)}: {a[i]!r} vs expected "
+                     f"{e[i]!r} (bound {bound:.3g})")
+        rel = float(np.max(err)) / scale if e.size and scale > 0 else 0.0
+        worst = max(worst, rel)
+    print(f"compare_npy: {len(names)} files agree (worst error / scale "
+          f"{worst:.2e})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+// RUN: anvil-opt %s --split-input-file --anvil-convert-to-linalg --mlir-print-local-scope | FileCheck %s
+
+// Tests that an elementwise op becomes one generic over identity maps.
+// CHECK-LABEL: func.func @add
+// CHECK: %[[E:.+]] = tensor.empty() : tensor<4x8xf32>
+// CHECK: linalg.generic {{.+}} iterator_types = ["parallel", "parallel"]} ins(%{{.+}}, %{{.+}} : tensor<4x8xf32>, tensor<4x8xf32>) outs(%[[E]] : tensor<4x8xf32>)
+// CHECK: arith.addf
+func.func @add(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %y = anvil.add %a, %b : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that a broadcast pins a stretched size-1 dimension to 0 and drops
+// the new ones.
+// CHECK-LABEL: func.func @broadcast
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (0, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>]
+func.func @broadcast(%x: tensor<1x8xf32>) -> tensor<2x4x8xf32> {
+  %y = anvil.broadcast %x, dims = [1, 2] : tensor<1x8xf32> -> tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}
+
+// -----
+
+// Tests that a plain matmul is linalg.matmul over a zero-filled init, and a
+// transposed one carries the transpose in its indexing maps.
+// CHECK-LABEL: func.func @matmul
+// CHECK: %[[Z:.+]] = linalg.fill
+// CHECK: linalg.matmul ins(%{{.+}}, %{{.+}} : tensor<4x3xf32>, tensor<3x5xf32>) outs(%[[Z]] : tensor<4x5xf32>)
+// CHECK: linalg.matmul indexing_maps = [affine_map<(d0, d1, d2) -> (d2, d0)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>] ins(%{{.+}}, %{{.+}} : tensor<3x4xf32>, tensor<5x3xf32>)
+func.func @matmul(%a: tensor<4x3xf32>, %b: tensor<3x5xf32>, %at: tensor<3x4xf32>, %bt: tensor<5x3xf32>) -> (tensor<4x5xf32>, tensor<4x5xf32>) {
+  %y = anvil.matmul %a, %b : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>
+  %z = anvil.matmul %at, %bt {transpose_lhs, transpose_rhs} : (tensor<3x4xf32>, tensor<5x3xf32>) -> tensor<4x5xf32>
+  return %y, %z : tensor<4x5xf32>, tensor<4x5xf32>
+}
+
+// -----
+
+// Tests that x @ W with a shared W is one 2-D matmul over the collapsed
+// rows, and that a batched matmul with two batch dimensions is one
+// batch_matmul over the collapsed batch.
+// CHECK-LABEL: func.func @batched
+// CHECK: tensor.collapse_shape %{{.+}} {{\[\[}}0, 1], [2]] : tensor<2x4x3xf32> into tensor<8x3xf32>
+// CHECK: linalg.matmul ins({{.+}} : tensor<8x3xf32>, tensor<3x5xf32>)
+// CHECK: tensor.expand_shape {{.+}} : tensor<8x5xf32> into tensor<2x4x5xf32>
+// CHECK: linalg.batch_matmul indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>] ins({{.+}} : tensor<6x4x3xf32>, tensor<6x5x3xf32>)
+func.func @batched(%x: tensor<2x4x3xf32>, %w: tensor<3x5xf32>, %q: tensor<2x3x4x3xf32>, %k: tensor<2x3x5x3xf32>) -> (tensor<2x4x5xf32>, tensor<2x3x4x5xf32>) {
+  %y = anvil.matmul %x, %w : (tensor<2x4x3xf32>, tensor<3x5xf32>) -> tensor<2x4x5xf32>
+  %s = anvil.matmul %q, %k {transpose_rhs} : (tensor<2x3x4x3xf32>, tensor<2x3x5x3xf32>) -> tensor<2x3x4x5xf32>
+  return %y, %s : tensor<2x4x5xf32>, tensor<2x3x4x5xf32>
+}
+
+// -----
+
+// Tests that a mean is a sum reduction followed by a division, re-expanded
+// for keep_dims.
+// CHECK-LABEL: func.func @mean
+// CHECK: linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<4xf32>)
+// CHECK: linalg.generic {{.+}} iterator_types = ["parallel", "reduction"]
+// CHECK: arith.addf
+// CHECK: arith.divf
+// CHECK: tensor.expand_shape {{.+}} : tensor<4xf32> into tensor<4x1xf32>
+func.func @mean(%x: tensor<4x8xf32>) -> tensor<4x1xf32> {
+  %y = anvil.reduce_mean %x dims [1] keep_dims : tensor<4x8xf32> -> tensor<4x1xf32>
+  return %y : tensor<4x1xf32>
+}
+
+// -----
+
+// Tests that an embedding extracts clamped rows, and its gradient
+// scatter-adds rows in a loop over the index positions.
+// CHECK-LABEL: func.func @embedding
+// CHECK: linalg.generic
+// CHECK: arith.maxsi
+// CHECK: arith.minsi
+// CHECK: tensor.extract %{{.+}}[%{{.+}}, %{{.+}}] : tensor<10x4xf32>
+// CHECK: scf.for
+// CHECK: tensor.extract_slice
+// CHECK: tensor.insert_slice
+func.func @embedding(%t: tensor<10x4xf32>, %i: tensor<2x3xi32>, %g: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<10x4xf32>) {
+  %e = anvil.embedding %t[%i] : (tensor<10x4xf32>, tensor<2x3xi32>) -> tensor<2x3x4xf32>
+  %d = anvil.embedding_grad %g[%i] rows = 10 : (tensor<2x3x4xf32>, tensor<2x3xi32>) -> tensor<10x4xf32>
+  return %e, %d : tensor<2x3x4xf32>, tensor<10x4xf32>
+}
