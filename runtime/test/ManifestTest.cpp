@@ -13,15 +13,17 @@ const char *kGood = R"({
   "buffers": [
     {"name": "fc.weight", "shape": [4, 3], "dtype": "f32", "role": "param",
      "index": 0, "init": {"kind": "kaiming_uniform", "args": {"gain": 1.0},
-                          "mode": "fan_out"}},
+                          "mode": "fan_out"}, "result": 1, "eval_index": 0},
     {"name": "fc.weight.adam_m", "shape": [4, 3], "dtype": "f32",
-     "role": "state", "index": 1, "init": {"kind": "zeros"}},
+     "role": "state", "index": 1, "init": {"kind": "zeros"}, "result": 2},
     {"name": "step", "shape": [], "dtype": "i64", "role": "state",
-     "index": 2, "init": {"kind": "zeros"}},
-    {"name": "x", "shape": [8, 3], "dtype": "f32", "role": "input",
-     "index": 3},
-    {"name": "loss", "shape": [], "dtype": "f32", "role": "loss"}
-  ]})";
+     "index": 2, "init": {"kind": "zeros"}, "result": 3},
+    {"name": "x", "shape": [8, 3], "dtype": "i32", "role": "input",
+     "index": 3, "eval_index": 1, "range": 10},
+    {"name": "loss", "shape": [], "dtype": "f32", "role": "loss", "index": 0}
+  ],
+  "train_step": {"args": 4, "results": 4},
+  "eval_step": {"args": 2, "results": [{"shape": [], "dtype": "f32"}]}})";
 
 std::string parseError(const std::string &text) {
   Expected<Manifest> m = Manifest::parse(text);
@@ -56,6 +58,26 @@ TEST(Manifest, ParsesAllFields) {
   std::vector<TensorSpec> state = m->stateSpecs();
   ASSERT_EQ(state.size(), 3u);
   EXPECT_EQ(state[2].name, "step");
+  EXPECT_EQ(w.result, 1);
+  EXPECT_EQ(w.evalIndex, 0);
+  EXPECT_EQ(m->buffers[3].range, 10);
+  EXPECT_FALSE(m->buffers[1].evalIndex);
+  ASSERT_TRUE(m->trainStep);
+  EXPECT_EQ(m->trainStep->args, 4);
+  EXPECT_EQ(m->trainStep->results, 4);
+  EXPECT_EQ(m->evalStep.args, 2);
+  ASSERT_EQ(m->evalResults.size(), 1u);
+  EXPECT_EQ(m->evalResults[0].name, "result0");
+  ASSERT_NE(m->find("x"), nullptr);
+  EXPECT_EQ(m->find("x")->spec.dtype, DType::I32);
+  EXPECT_EQ(m->find("y"), nullptr);
+}
+
+TEST(Manifest, EvalOnlyModulesHaveNoTrainStep) {
+  std::string text = edit("{\"args\": 4, \"results\": 4}", "null");
+  Expected<Manifest> m = Manifest::parse(text);
+  ASSERT_TRUE(m) << m.status().toString();
+  EXPECT_FALSE(m->trainStep);
 }
 
 TEST(Manifest, FingerprintTracksStateShapes) {
@@ -64,7 +86,9 @@ TEST(Manifest, FingerprintTracksStateShapes) {
   EXPECT_EQ(a.size(), 4u + 16u);
   EXPECT_EQ(a, Manifest::parse(kGood)->fingerprint());
   // An input's shape (the batch size) does not change the fingerprint...
-  EXPECT_EQ(a, Manifest::parse(edit("[8, 3]", "[16, 3]"))->fingerprint());
+  Expected<Manifest> wider = Manifest::parse(edit("[8, 3]", "[16, 3]"));
+  ASSERT_TRUE(wider) << wider.status().toString();
+  EXPECT_EQ(a, wider->fingerprint());
   // ...a parameter's does.
   EXPECT_NE(a, Manifest::parse(edit("[4, 3], \"dtype\": \"f32\", \"role\": "
                                     "\"param\"",
@@ -111,4 +135,16 @@ TEST(Manifest, ErrorsNameTheJsonPath) {
             "truncated_normal needs lower < upper");
   EXPECT_EQ(parseError(edit("\"model\": \"mlp\",", "")),
             "manifest: top level: missing 'model'");
+  EXPECT_EQ(parseError(edit("\"result\": 2", "\"result\": 1")),
+            "manifest: buffer 'fc.weight.adam_m': result 1 is out of range or "
+            "taken twice");
+  EXPECT_EQ(parseError(edit("\"range\": 10", "\"range\": -1")),
+            "manifest: buffers[3] ('x').range: expected a non-negative "
+            "integer");
+  EXPECT_EQ(parseError(edit("\"eval_index\": 1", "\"eval_index\": 2")),
+            "manifest: buffer 'x': eval_index 2 is out of range or taken "
+            "twice");
+  EXPECT_EQ(parseError(edit("{\"args\": 4, \"results\": 4}",
+                            "{\"args\": 5, \"results\": 4}")),
+            "manifest: train_step: not every argument is named by a buffer");
 }

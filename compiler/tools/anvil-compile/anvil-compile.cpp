@@ -1,30 +1,48 @@
-//===- anvil-compile.cpp - build a model's graph from the model zoo -------===//
+//===- anvil-compile.cpp - models to graphs, training steps, executables --===//
 //
-// The command-line entry to the frontends:
+// The command-line entry to the compiler:
 //
 //   anvil-compile --list-models
 //   anvil-compile --model gpt --config gpt2-124m --emit=forward -o gpt2.mlir
 //   anvil-compile --model gpt --config gpt3-175b --report=json
-//   anvil-compile --model gpt --config gpt-tiny --set layers=4,dropout=0.1
+//   anvil-compile --model gpt --config gpt-tiny --target=cpu -o gpt.train
+//   anvil-compile model.mlir --target=cpu -o model.train
+//   anvil-compile ops.mlir --entry=f --target=cpu -o f.run
 //
-// Later stages (training step, lowering, executables) extend --emit.
+// A model comes from the zoo (--model/--config) or from an .mlir file. For
+// an executable, the training step is built (autodiff and the optimizer)
+// unless the file already has @train_step; --entry compiles one function
+// for evaluation only. --emit=STAGE prints the IR after a stage instead.
 //
 //===----------------------------------------------------------------------===//
 
 #include "anvil/Frontend/Graph.h"
 #include "anvil/Frontend/Models/Registry.h"
 
+#include "anvil/Dialect/Anvil/IR/AnvilDialect.h"
+#include "anvil/Target/CPU/CPUBackend.h"
+#include "anvil/Target/Manifest.h"
 #include "anvil/Training/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Parser/Parser.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -33,11 +51,15 @@ using namespace llvm;
 using namespace anvil::frontend;
 
 namespace {
-enum class Emit { None, Forward, TrainStep };
+enum class Emit { None, Forward, TrainStep, Linalg, Fused, Bufferized, LLVM };
+enum class Target { None, CPU };
 enum class Report { None, Text, Json };
 
 cl::OptionCategory category("anvil-compile options");
 
+cl::opt<std::string> inputFile(cl::Positional,
+                               cl::desc("[model.mlir] (instead of --model)"),
+                               cl::init(""), cl::cat(category));
 cl::opt<bool> listModelsFlag("list-models",
                              cl::desc("List the models and their configs"),
                              cl::cat(category));
@@ -65,8 +87,37 @@ cl::opt<Emit>
                                "the forward graph (anvil dialect)"),
                     clEnumValN(Emit::TrainStep, "train-step",
                                "@forward and @train_step (forward, backward "
-                               "and the optimizer update)")),
+                               "and the optimizer update)"),
+                    clEnumValN(Emit::Linalg, "linalg",
+                               "after lowering to linalg/tensor/arith/math"),
+                    clEnumValN(Emit::Fused, "fused",
+                               "after elementwise fusion (one linalg op per "
+                               "dispatch region)"),
+                    clEnumValN(Emit::Bufferized, "bufferized",
+                               "after bufferization and deallocation"),
+                    clEnumValN(Emit::LLVM, "llvm", "the LLVM dialect")),
          cl::init(Emit::None), cl::cat(category));
+cl::opt<Target> target(
+    "target",
+    cl::desc("Compile a training executable for this target (-o names it)"),
+    cl::values(clEnumValN(Target::CPU, "cpu",
+                          "the host CPU (LLVM, vectorized for its ISA)")),
+    cl::init(Target::None), cl::cat(category));
+cl::opt<std::string>
+    entryName("entry",
+              cl::desc("Compile only this function, for evaluation (no "
+                       "training step): the executable's --call=eval runs it"),
+              cl::value_desc("function"), cl::init(""), cl::cat(category));
+cl::opt<std::string> runtimeDir(
+    "runtime-dir",
+    cl::desc("Where libanvil_runtime.a and libanvil_trainer.a are (default: "
+             "../lib beside anvil-compile)"),
+    cl::value_desc("dir"), cl::init(""), cl::cat(category));
+cl::opt<std::string> cxxDriver("cxx",
+                               cl::desc("C++ compiler driver that links the "
+                                        "executable (default: $CXX or c++)"),
+                               cl::value_desc("program"), cl::init(""),
+                               cl::cat(category));
 cl::opt<std::string> outputFile("o", cl::desc("Output file ('-' for stdout)"),
                                 cl::value_desc("file"), cl::init(""),
                                 cl::cat(category));
@@ -120,7 +171,9 @@ void printModels(raw_ostream &os) {
   }
 }
 
-void printReport(const ModelReport &r, raw_ostream &os) {
+/// `dispatches` is the number of dispatch regions of the compiled step, or
+/// -1 when nothing was compiled.
+void printReport(const ModelReport &r, int64_t dispatches, raw_ostream &os) {
   if (report == Report::Json) {
     json::Object o{{"model", r.model},
                    {"config", r.config},
@@ -131,6 +184,8 @@ void printReport(const ModelReport &r, raw_ostream &os) {
                    {"seq_len", r.seqLen},
                    {"tokens_per_step", r.tokensPerStep},
                    {"vocab", r.vocab}};
+    if (dispatches >= 0)
+      o["dispatches_per_step"] = dispatches;
     os << json::Value(std::move(o)) << "\n";
     return;
   }
@@ -140,8 +195,53 @@ void printReport(const ModelReport &r, raw_ostream &os) {
      << "batch x seq_len: " << r.batch << " x " << r.seqLen << " = "
      << r.tokensPerStep << " tokens per step\n"
      << "flops_per_step:  " << r.flopsPerStep << " (training, analytic)\n";
+  if (dispatches >= 0)
+    os << "dispatches:      " << dispatches << " per step (after fusion)\n";
 }
 } // namespace
+
+/// Builds @train_step into `module` with the optimizer options.
+LogicalResult buildTrainStep(mlir::ModuleOp module) {
+  mlir::anvil::registerAnvilTrainingPasses();
+  mlir::PassManager pm(module.getContext());
+  // Full precision: std::to_string would print 1e-7 as 0.000000.
+  auto num = [](double v) { return llvm::formatv("{0:e16}", v).str(); };
+  std::string pipeline =
+      "anvil-optimizer{optimizer=" + optimizerName +
+      " lr=" + num(learningRate) + " warmup=" + std::to_string(warmupSteps) +
+      " decay=" + decaySchedule + " total-steps=" + std::to_string(totalSteps) +
+      " clip=" + num(clipNorm) + " weight-decay=" + num(weightDecay) + " " +
+      optimizerOptions + "}";
+  if (failed(mlir::parsePassPipeline(pipeline, pm)) || failed(pm.run(module))) {
+    error("could not build the training step (" + pipeline + ")");
+    return mlir::failure();
+  }
+  return mlir::success();
+}
+
+/// The directory of the runtime libraries: --runtime-dir, else ../lib
+/// relative to this executable.
+std::string defaultRuntimeDir(const char *argv0) {
+  if (!runtimeDir.empty())
+    return runtimeDir;
+  std::string exe = llvm::sys::fs::getMainExecutable(
+      argv0, reinterpret_cast<void *>(&defaultRuntimeDir));
+  SmallString<256> dir(llvm::sys::path::parent_path(exe));
+  llvm::sys::path::append(dir, "..", "lib");
+  return std::string(dir);
+}
+
+/// Number of dispatch regions of `fn` after fusion: each remaining linalg
+/// op (and each scatter loop) is one kernel launch per step.
+int64_t countDispatches(mlir::func::FuncOp fn) {
+  int64_t n = 0;
+  fn.walk([&](mlir::Operation *op) {
+    if (isa<mlir::linalg::LinalgOp>(op) &&
+        !op->getParentOfType<mlir::linalg::LinalgOp>())
+      ++n;
+  });
+  return n;
+}
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
@@ -157,70 +257,159 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,
-      "anvil-compile: build a model from Anvil's model zoo\n\n"
+      "anvil-compile: compile a model into a training executable\n\n"
       "  anvil-compile --list-models\n"
       "  anvil-compile --model gpt --config gpt2-124m --emit=forward -o "
       "out.mlir\n"
-      "  anvil-compile --model gpt --config gpt2-124m --report=json\n");
+      "  anvil-compile --model gpt --config gpt2-124m --report=json\n"
+      "  anvil-compile --model gpt --config gpt-tiny --target=cpu -o "
+      "gpt.train\n"
+      "  anvil-compile model.mlir --target=cpu -o model.train\n"
+      "  anvil-compile model.mlir --emit=fused -o model.fused.mlir\n");
 
   if (listModelsFlag) {
     printModels(outs());
     return 0;
   }
-  if (modelName.empty() || configName.empty())
-    return error("--model and --config are required (see --list-models)");
+  bool fromFile = !inputFile.empty();
+  if (fromFile && (!modelName.empty() || !configName.empty()))
+    return error("give either an .mlir file or --model/--config, not both");
+  if (!fromFile && (modelName.empty() || configName.empty()))
+    return error("--model and --config are required (see --list-models), or "
+                 "an .mlir file");
 
-  std::vector<std::pair<std::string, std::string>> fields;
-  for (const std::string &o : overrides) {
-    size_t eq = o.find('=');
-    if (eq == std::string::npos || eq == 0)
-      return error("--set expects field=value, got '" + o + "'");
-    fields.emplace_back(o.substr(0, eq), o.substr(eq + 1));
-  }
-  if (batchSize.getNumOccurrences())
-    fields.emplace_back("batch", std::to_string(batchSize));
-  if (seqLen.getNumOccurrences())
-    fields.emplace_back("seq_len", std::to_string(seqLen));
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::anvil::AnvilDialect, mlir::func::FuncDialect>();
+  mlir::anvil::cpu::registerCPUBackendDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
 
-  mlir::MLIRContext context;
   BuiltModel built;
-  try {
-    built = buildModel(context, modelName, configName, fields);
-  } catch (const BuildError &e) {
-    return error(e.what());
+  std::string model;
+  if (fromFile) {
+    llvm::SourceMgr sourceMgr;
+    mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+    built.module =
+        mlir::parseSourceFile<mlir::ModuleOp>(inputFile, sourceMgr, &context);
+    if (!built.module)
+      return 1;
+    model = llvm::sys::path::stem(inputFile).str();
+    if (report != Report::None)
+      return error("--report describes zoo models; use anvil-opt "
+                   "--anvil-cost-report on a file");
+  } else {
+    std::vector<std::pair<std::string, std::string>> fields;
+    for (const std::string &o : overrides) {
+      size_t eq = o.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return error("--set expects field=value, got '" + o + "'");
+      fields.emplace_back(o.substr(0, eq), o.substr(eq + 1));
+    }
+    if (batchSize.getNumOccurrences())
+      fields.emplace_back("batch", std::to_string(batchSize));
+    if (seqLen.getNumOccurrences())
+      fields.emplace_back("seq_len", std::to_string(seqLen));
+    try {
+      built = buildModel(context, modelName, configName, fields);
+    } catch (const BuildError &e) {
+      return error(e.what());
+    }
+    model = configName;
   }
+  mlir::ModuleOp module = *built.module;
 
   Emit what = emit;
-  if (emit.getNumOccurrences() == 0 && !outputFile.empty())
+  if (emit.getNumOccurrences() == 0 && !outputFile.empty() &&
+      target == Target::None)
     what = Emit::Forward;
+  bool lowering = target != Target::None || what == Emit::Linalg ||
+                  what == Emit::Fused || what == Emit::Bufferized ||
+                  what == Emit::LLVM;
   bool irToStdout =
       what != Emit::None && (outputFile.empty() || outputFile == "-");
-  if (what == Emit::TrainStep) {
-    mlir::anvil::registerAnvilTrainingPasses();
-    mlir::PassManager pm(&context);
-    // Full precision: std::to_string would print 1e-7 as 0.000000.
-    auto num = [](double v) { return llvm::formatv("{0:e16}", v).str(); };
-    std::string pipeline =
-        "anvil-optimizer{optimizer=" + optimizerName +
-        " lr=" + num(learningRate) + " warmup=" + std::to_string(warmupSteps) +
-        " decay=" + decaySchedule +
-        " total-steps=" + std::to_string(totalSteps) +
-        " clip=" + num(clipNorm) + " weight-decay=" + num(weightDecay) + " " +
-        optimizerOptions + "}";
-    if (failed(mlir::parsePassPipeline(pipeline, pm)) ||
-        failed(pm.run(*built.module)))
-      return error("could not build the training step (" + pipeline + ")");
+
+  // The functions to compile: --entry alone, else @train_step (built from
+  // @forward when the module has none) and @forward for evaluation.
+  mlir::func::FuncOp train, eval;
+  if (!entryName.empty()) {
+    eval = module.lookupSymbol<mlir::func::FuncOp>(entryName);
+    if (!eval)
+      return error("--entry: the module has no function @" + entryName);
+  } else if (what == Emit::TrainStep || lowering) {
+    if (!module.lookupSymbol<mlir::func::FuncOp>("train_step") &&
+        failed(buildTrainStep(module)))
+      return 1;
+    train = module.lookupSymbol<mlir::func::FuncOp>("train_step");
+    eval = module.lookupSymbol<mlir::func::FuncOp>("forward");
+    if (!train)
+      return error("the module has no @train_step and no @forward to build "
+                   "one from");
   }
+
+  std::optional<mlir::anvil::ModuleABI> abi;
+  int64_t dispatches = -1;
+  if (lowering) {
+    // Drop every function the executable does not export.
+    for (auto fn :
+         llvm::make_early_inc_range(module.getOps<mlir::func::FuncOp>()))
+      if (fn != train && fn != eval)
+        fn.erase();
+    auto built = mlir::anvil::buildModuleABI(train, eval, model, 0);
+    if (failed(built))
+      return 1;
+    abi = std::move(*built);
+
+    using mlir::anvil::cpu::Stage;
+    Stage last = what == Emit::Linalg       ? Stage::Linalg
+                 : what == Emit::Fused      ? Stage::Fused
+                 : what == Emit::Bufferized ? Stage::Bufferized
+                                            : Stage::LLVM;
+    // Count the dispatch regions after fusion, then go on.
+    mlir::PassManager fusion(&context);
+    mlir::anvil::cpu::buildCPUPipeline(
+        fusion, last < Stage::Fused ? last : Stage::Fused);
+    if (failed(fusion.run(module)))
+      return error("lowering failed (see above)");
+    if (last >= Stage::Fused) {
+      auto step = module.lookupSymbol<mlir::func::FuncOp>(
+          abi->entries.front().function);
+      dispatches = countDispatches(step);
+    }
+    if (last > Stage::Fused) {
+      mlir::PassManager rest(&context);
+      mlir::anvil::cpu::buildCPUPipeline(rest, last, /*after=*/Stage::Fused);
+      if (failed(rest.run(module)))
+        return error("lowering failed (see above)");
+    }
+  }
+
   if (what != Emit::None) {
     std::string errorMessage;
     auto output = mlir::openOutputFile(
         outputFile.empty() ? std::string("-") : outputFile, &errorMessage);
     if (!output)
       return error(errorMessage);
-    built.module->print(output->os());
+    module.print(output->os());
     output->keep();
+  } else if (target == Target::CPU) {
+    if (outputFile.empty() || outputFile == "-")
+      return error("--target=cpu needs -o <executable>");
+    SmallString<128> object;
+    if (std::error_code ec =
+            llvm::sys::fs::createTemporaryFile("anvil-module", "o", object))
+      return error("cannot create a temporary object file: " + ec.message());
+    llvm::scope_exit removeObject([&] { llvm::sys::fs::remove(object); });
+    if (failed(mlir::anvil::cpu::emitObjectFile(module, *abi, object)))
+      return 1;
+    std::string cxx = cxxDriver;
+    if (cxx.empty())
+      cxx = llvm::sys::Process::GetEnv("CXX").value_or("c++");
+    std::string log;
+    if (failed(mlir::anvil::cpu::linkExecutable(
+            object, outputFile, defaultRuntimeDir(argv[0]), cxx, log)))
+      return error(log);
   }
   if (report != Report::None)
-    printReport(built.report, irToStdout ? errs() : outs());
+    printReport(built.report, dispatches, irToStdout ? errs() : outs());
   return 0;
 }

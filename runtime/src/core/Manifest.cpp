@@ -187,9 +187,116 @@ Expected<Manifest> Manifest::parse(std::string_view json) {
     } else if (isState) {
       return fail(where, "state needs 'init'");
     }
+    for (auto [key, field] : {std::pair{"result", &info.result},
+                              std::pair{"eval_index", &info.evalIndex},
+                              std::pair{"range", &info.range}}) {
+      const JsonValue *v = b.get(key);
+      if (!v)
+        continue;
+      Expected<int64_t> n = v->asInteger();
+      if (!n || *n < 0)
+        return fail(where + "." + key, "expected a non-negative integer");
+      *field = *n;
+    }
     m.buffers.push_back(std::move(info));
   }
+
+  // The entry points' arities, and that every position they imply is
+  // named by exactly one buffer.
+  auto entry = [&](const JsonValue &v, const std::string &where,
+                   bool resultList) -> Expected<EntryInfo> {
+    if (!v.isObject())
+      return fail(where, "expected an object");
+    EntryInfo e;
+    Expected<int64_t> args =
+        v.get("args") ? v.get("args")->asInteger()
+                      : Expected<int64_t>(fail(where, "missing 'args'"));
+    if (!args || *args < 0)
+      return fail(where + ".args", "expected a non-negative integer");
+    e.args = *args;
+    const JsonValue *results = v.get("results");
+    if (!results)
+      return fail(where, "missing 'results'");
+    if (resultList) {
+      if (!results->isArray())
+        return fail(where + ".results", "expected an array");
+      e.results = static_cast<int64_t>(results->items().size());
+      return e;
+    }
+    Expected<int64_t> n = results->asInteger();
+    if (!n || *n < 0)
+      return fail(where + ".results", "expected a non-negative integer");
+    e.results = *n;
+    return e;
+  };
+  if (const JsonValue *train = doc->get("train_step");
+      train && !train->isNull()) {
+    Expected<EntryInfo> e = entry(*train, "train_step", false);
+    if (!e)
+      return e.status();
+    m.trainStep = *e;
+  }
+  const JsonValue *eval = doc->get("eval_step");
+  if (!eval)
+    return fail("top level", "missing 'eval_step'");
+  Expected<EntryInfo> e = entry(*eval, "eval_step", true);
+  if (!e)
+    return e.status();
+  m.evalStep = *e;
+  const auto &results = eval->get("results")->items();
+  for (size_t r = 0; r < results.size(); ++r) {
+    std::string where = "eval_step.results[" + std::to_string(r) + "]";
+    TensorSpec spec;
+    spec.name = "result" + std::to_string(r);
+    const JsonValue *shape = results[r].get("shape");
+    const JsonValue *dtype = results[r].get("dtype");
+    if (!shape || !shape->isArray() || !dtype || !dtype->isString())
+      return fail(where, "expected {\"shape\": [...], \"dtype\": \"...\"}");
+    for (const JsonValue &d : shape->items()) {
+      Expected<int64_t> v = d.asInteger();
+      if (!v || *v < 0)
+        return fail(where + ".shape", "expected non-negative integers");
+      spec.shape.push_back(*v);
+    }
+    Expected<DType> dt = parseDType(dtype->asString());
+    if (!dt)
+      return fail(where + ".dtype", dt.status().message());
+    spec.dtype = *dt;
+    m.evalResults.push_back(std::move(spec));
+  }
+  std::set<int64_t> trainArgs, trainResults, evalArgs;
+  for (const BufferInfo &b : m.buffers) {
+    std::string where = "buffer '" + b.spec.name + "'";
+    bool isResult = b.role == BufferRole::Loss || b.role == BufferRole::Metric;
+    if (m.trainStep) {
+      int64_t limit = isResult ? m.trainStep->results : m.trainStep->args;
+      if (b.index >= limit ||
+          !(isResult ? trainResults : trainArgs).insert(b.index).second)
+        return fail(where, "index " + std::to_string(b.index) +
+                               " is out of range or taken twice");
+      if (b.result && (*b.result >= m.trainStep->results ||
+                       !trainResults.insert(*b.result).second))
+        return fail(where, "result " + std::to_string(*b.result) +
+                               " is out of range or taken twice");
+    }
+    if (b.evalIndex && (*b.evalIndex >= m.evalStep.args ||
+                        !evalArgs.insert(*b.evalIndex).second))
+      return fail(where, "eval_index " + std::to_string(*b.evalIndex) +
+                             " is out of range or taken twice");
+  }
+  if (m.trainStep &&
+      (static_cast<int64_t>(trainArgs.size()) != m.trainStep->args))
+    return fail("train_step", "not every argument is named by a buffer");
+  if (static_cast<int64_t>(evalArgs.size()) != m.evalStep.args)
+    return fail("eval_step", "not every argument is named by a buffer");
   return m;
+}
+
+const BufferInfo *Manifest::find(const std::string &name) const {
+  for (const BufferInfo &b : buffers)
+    if (b.spec.name == name)
+      return &b;
+  return nullptr;
 }
 
 std::vector<TensorSpec> Manifest::stateSpecs() const {

@@ -91,6 +91,15 @@ Expected<TrainOptions> parseTrainOptions(std::span<const char *const> args) {
       s = setInt(o.logEvery, 1);
     } else if (a == "--log") {
       s = setString(o.log);
+    } else if (a == "--batch-dir") {
+      s = setString(o.batchDir);
+    } else if (a == "--eval-inputs") {
+      s = setString(o.evalInputs);
+    } else if (a == "--eval-outputs") {
+      s = setString(o.evalOutputs);
+    } else if (a == "--print-manifest") {
+      s = flag();
+      o.printManifest = true;
     } else if (a == "--threads") {
       int64_t t = 0;
       s = setInt(t, 0);
@@ -105,6 +114,9 @@ Expected<TrainOptions> parseTrainOptions(std::span<const char *const> args) {
     if (!s)
       return s;
   }
+  if (!o.help && o.evalInputs.empty() != o.evalOutputs.empty())
+    return Status::error(ErrorCode::InvalidArgument,
+                         "--eval-inputs and --eval-outputs go together");
   if (!o.help && (o.resume || o.ckptEvery > 0) && o.ckptDir.empty())
     return Status::error(ErrorCode::InvalidArgument,
                          std::string(o.resume ? "--resume" : "--ckpt-every") +
@@ -129,7 +141,17 @@ Trains the model this executable was compiled for, on Anvil's runtime.
   --log-every K      print a progress line every K steps (10)
   --log FILE         append one JSON object per logged step to FILE
   --threads T        CPU threads (0: all cores)
+  --batch-dir DIR    feed every step the same batch: input NAME from
+                     DIR/NAME.npy (models whose inputs are not token ids)
+  --eval-inputs DIR  evaluate once: arguments from DIR/NAME.npy (parameters
+                     not there are initialized from --seed), results to
+  --eval-outputs DIR DIR/result<i>.npy; then exit
+  --print-manifest   print the embedded manifest (JSON) and exit
   -h, --help         print this and exit
+
+Token models read their inputs 'tokens' and 'targets' from --data, or
+from synthetic data (a learnable pattern) when --data is not given; an
+input 'dropout_seed' gets a fresh seed every step.
 )";
 }
 

@@ -72,4 +72,38 @@ def AnvilConvertToLinalgPass : Pass<"anvil-convert-to-linalg", "mlir::ModuleOp">
   ];
 }
 
+def AnvilBufferizePass : Pass<"anvil-bufferize", "mlir::ModuleOp"> {
+  let summary = "One-shot bufferization of a lowered module, across functions";
+  let description = [{
+    Runs upstream one-shot bufferization over the whole module with
+    function boundaries bufferized (identity layouts, so each argument and
+    result is a plain contiguous buffer the runtime can pass as a pointer)
+    and every copy it needs materialized as `linalg.copy`, which the
+    backends lower like any other linalg op rather than through a library
+    call. The `anvil.*` argument and result attributes are dropped first:
+    they describe tensors, and the manifest has recorded them.
+
+    Input:
+    ```mlir
+    func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %e = tensor.empty() : tensor<4xf32>
+      %y = linalg.generic ... ins(%x) outs(%e) ...
+      return %y : tensor<4xf32>
+    }
+    ```
+    Output:
+    ```mlir
+    func.func @f(%x: memref<4xf32>) -> memref<4xf32> {
+      %a = memref.alloc() {alignment = 64 : i64} : memref<4xf32>
+      linalg.generic ... ins(%x) outs(%a) ...
+      return %a : memref<4xf32>
+    }
+    ```
+  }];
+  let dependentDialects = [
+    "mlir::bufferization::BufferizationDialect", "mlir::linalg::LinalgDialect",
+    "mlir::memref::MemRefDialect"
+  ];
+}
+
 #endif // ANVIL_CONVERSION_PASSES_TD

@@ -36,6 +36,7 @@ public:
   bool isArray() const { return kind_ == Kind::Array; }
   bool isString() const { return kind_ == Kind::String; }
   bool isNumber() const { return kind_ == Kind::Number; }
+  bool isNull() const { return kind_ == Kind::Null; }
 
   double asNumber() const { return number_; }
   /// The number if it is an integer that fits int64; an error otherwise.

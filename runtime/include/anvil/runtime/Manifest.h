@@ -20,9 +20,16 @@
 //
 // Roles: param and state (the training state, checkpointed, initialized
 // from "init" with stream "index" = the @train_step argument position),
-// input (a batch input), loss and metric (results). Parse errors name the
-// JSON path: "manifest: buffers[3].shape[1]: expected a non-negative
-// integer".
+// input (a batch input), loss and metric (results, "index" = the result
+// position). Optional fields: "result" (the @train_step result that
+// carries a state buffer's next value; absent for frozen parameters),
+// "eval_index" (the buffer's argument position in the eval function) and
+// "range" (an integer input's values lie in [0, range): token ids, class
+// labels). "train_step" {"args", "results"} and "eval_step" {"args",
+// "results": [{"shape", "dtype"}...]} give the entry points' arities; a
+// module compiled for evaluation only has "train_step": null. Parse errors
+// name the JSON path: "manifest: buffers[3].shape[1]: expected a
+// non-negative integer".
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,6 +53,15 @@ struct BufferInfo {
   BufferRole role = BufferRole::Param;
   int64_t index = 0;            ///< Argument position in @train_step.
   std::optional<InitSpec> init; ///< For param and state.
+  std::optional<int64_t> result;    ///< Train-step result with its update.
+  std::optional<int64_t> evalIndex; ///< Argument position in eval_step.
+  std::optional<int64_t> range;     ///< Integer inputs lie in [0, range).
+};
+
+/// The arity of an exported step function.
+struct EntryInfo {
+  int64_t args = 0;
+  int64_t results = 0;
 };
 
 struct Manifest {
@@ -53,6 +69,9 @@ struct Manifest {
   double flopsPerStep = 0;
   int64_t plannedBytes = 0;
   std::vector<BufferInfo> buffers;
+  std::optional<EntryInfo> trainStep; ///< Absent for eval-only modules.
+  EntryInfo evalStep;
+  std::vector<TensorSpec> evalResults; ///< Named result<i>.
 
   static Expected<Manifest> parse(std::string_view json);
 
@@ -61,6 +80,8 @@ struct Manifest {
   /// "<model>:<16 hex digits>": the model name and a hash of every state
   /// buffer's name, dtype and shape; checkpoints carry it.
   std::string fingerprint() const;
+  /// The buffer named `name`, or nullptr.
+  const BufferInfo *find(const std::string &name) const;
 };
 
 } // namespace anvil::rt

@@ -33,6 +33,10 @@ struct TrainOptions {
   int64_t logEvery = 10;   ///< Steps between progress lines.
   std::string log;         ///< JSON Lines metrics file; empty: none.
   int threads = 0;         ///< CPU threads; 0: all cores.
+  std::string batchDir;    ///< Fixed inputs DIR/NAME.npy for every step.
+  std::string evalInputs;  ///< Run eval once on DIR/NAME.npy, then exit.
+  std::string evalOutputs; ///< Where that run writes result<i>.npy.
+  bool printManifest = false; ///< Print the embedded manifest and exit.
   bool help = false;       ///< --help was given.
 };
 

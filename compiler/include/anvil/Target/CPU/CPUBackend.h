@@ -1,0 +1,59 @@
+//===- CPUBackend.h - anvil graphs to a CPU training executable --*- C++ -*-===//
+//
+// The CPU backend in three steps, each usable alone:
+//
+// 1. `buildCPUPipeline`: anvil IR -> LLVM dialect (decompose, lower to
+//    linalg, fuse elementwise chains, bufferize, results to out-parameters,
+//    deallocation, loops, LLVM). Stages are named so a driver can stop
+//    after one (`linalg`, `fused`, `bufferized`, `llvm`).
+// 2. `emitObjectFile`: LLVM dialect -> LLVM IR for the host CPU, with the
+//    ABI entry points (`anvil_module_manifest`, `anvil_module_train_step`,
+//    `anvil_module_eval_step`) added, optimized at O3 (the loop vectorizer
+//    targets the host's AVX2 / AVX-512) and written as an object file,
+//    all in-process.
+// 3. `linkExecutable`: object + the runtime's training driver -> one
+//    executable, through the system C++ compiler driver.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ANVIL_TARGET_CPU_CPUBACKEND_H
+#define ANVIL_TARGET_CPU_CPUBACKEND_H
+
+#include "anvil/Target/Manifest.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <string>
+
+namespace mlir::anvil::cpu {
+
+/// The stages of the CPU pipeline, in order.
+enum class Stage { Linalg, Fused, Bufferized, LLVM };
+
+/// Adds the passes of the stages after `after` (from the start when not
+/// given) up to `last`, inclusive.
+void buildCPUPipeline(OpPassManager &pm, Stage last = Stage::LLVM,
+                      std::optional<Stage> after = std::nullopt);
+
+/// Registers the dialects and interfaces the pipeline needs (bufferization
+/// models, LLVM translations) in `registry`.
+void registerCPUBackendDialects(DialectRegistry &registry);
+
+/// Translates `module` (LLVM dialect) for the host CPU, adds the entry
+/// points of `abi`, optimizes it and writes an object file to `path`.
+/// Errors go to the diagnostic handler of `module`'s context.
+LogicalResult emitObjectFile(ModuleOp module, const ModuleABI &abi,
+                             StringRef path);
+
+/// Links `object` with the runtime's libraries in `runtimeDir`
+/// (libanvil_trainer.a, libanvil_runtime.a) into the executable `output`
+/// with the C++ compiler driver `cxx`. On failure `log` holds the driver's
+/// output.
+LogicalResult linkExecutable(StringRef object, StringRef output,
+                             StringRef runtimeDir, StringRef cxx,
+                             std::string &log);
+
+} // namespace mlir::anvil::cpu
+
+#endif // ANVIL_TARGET_CPU_CPUBACKEND_H

@@ -1,0 +1,66 @@
+//===- Linker.cpp - link a module object with the runtime -----------------===//
+//
+// Runs the system C++ compiler driver (the one the runtime was built with
+// is the safest choice; `c++` by default) on the module's object and the
+// runtime's static libraries. The driver brings the C++ standard library
+// and the platform's start files; Anvil adds nothing else, so a training
+// executable depends only on libc, libm, libstdc++ and pthreads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "anvil/Target/CPU/CPUBackend.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+
+using namespace mlir;
+
+LogicalResult mlir::anvil::cpu::linkExecutable(StringRef object,
+                                               StringRef output,
+                                               StringRef runtimeDir,
+                                               StringRef cxx,
+                                               std::string &log) {
+  llvm::ErrorOr<std::string> driver = llvm::sys::findProgramByName(cxx);
+  if (!driver) {
+    log = "cannot find the C++ compiler driver '" + cxx.str() +
+          "' on PATH (it links the executable; set --cxx)";
+    return failure();
+  }
+  SmallString<256> trainer(runtimeDir), runtime(runtimeDir);
+  llvm::sys::path::append(trainer, "libanvil_trainer.a");
+  llvm::sys::path::append(runtime, "libanvil_runtime.a");
+  for (StringRef lib : {StringRef(trainer), StringRef(runtime)})
+    if (!llvm::sys::fs::exists(lib)) {
+      log = "the runtime library '" + lib.str() +
+            "' does not exist (build Anvil's runtime, or set --runtime-dir)";
+      return failure();
+    }
+  SmallString<128> logFile;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("anvil-link", "log", logFile)) {
+    log = "cannot create a temporary file: " + ec.message();
+    return failure();
+  }
+  SmallVector<StringRef> args = {*driver, object,  "-o",  output,
+                                 trainer, runtime, "-lm", "-pthread"};
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logFile),
+                                          StringRef(logFile)};
+  std::string execError;
+  int rc = llvm::sys::ExecuteAndWait(*driver, args, std::nullopt, redirects, 0,
+                                     0, &execError);
+  if (auto text = llvm::MemoryBuffer::getFile(logFile))
+    log = (*text)->getBuffer().str();
+  llvm::sys::fs::remove(logFile);
+  if (rc != 0) {
+    if (!execError.empty())
+      log += execError;
+    std::string command;
+    for (StringRef a : args)
+      command += (command.empty() ? "" : " ") + a.str();
+    log = "link failed (" + command + "):\n" + log;
+    return failure();
+  }
+  return success();
+}

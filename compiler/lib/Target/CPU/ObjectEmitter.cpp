@@ -1,0 +1,161 @@
+//===- ObjectEmitter.cpp - LLVM dialect to a host object file -------------===//
+//
+// 1. Translate the LLVM-dialect module to LLVM IR.
+// 2. Add the executable's C ABI: `const char *anvil_module_manifest()`
+//    returns the embedded JSON; `void anvil_module_<entry>(void **args,
+//    void **results)` calls the lowered function with its arguments and
+//    then its out-parameters (bare pointers, see Pipeline.cpp).
+// 3. Target the host: its triple, CPU name and features (so the loop
+//    vectorizer uses AVX2 / AVX-512 where present), PIC.
+// 4. Run LLVM's O3 module pipeline and emit an object file in-process.
+//
+//===----------------------------------------------------------------------===//
+
+#include "anvil/Target/CPU/CPUBackend.h"
+
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+
+using namespace mlir;
+
+namespace {
+
+/// The host's TargetMachine, or null with `error` set.
+std::unique_ptr<llvm::TargetMachine> hostMachine(std::string &error) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return nullptr;
+  llvm::SubtargetFeatures features;
+  for (const auto &[name, enabled] : llvm::sys::getHostCPUFeatures())
+    features.AddFeature(name, enabled);
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+      triple, llvm::sys::getHostCPUName(), features.getString(),
+      llvm::TargetOptions(), llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+}
+
+/// Adds `const char *anvil_module_manifest(void)`.
+void addManifest(llvm::Module &m, StringRef json) {
+  llvm::LLVMContext &ctx = m.getContext();
+  auto *data = llvm::ConstantDataArray::getString(ctx, json, /*AddNull=*/true);
+  auto *global = new llvm::GlobalVariable(
+      m, data->getType(), /*isConstant=*/true,
+      llvm::GlobalValue::PrivateLinkage, data, "anvil_manifest_json");
+  auto *fnType = llvm::FunctionType::get(llvm::PointerType::get(ctx, 0), false);
+  auto *fn = llvm::Function::Create(fnType, llvm::GlobalValue::ExternalLinkage,
+                                    "anvil_module_manifest", m);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
+  b.CreateRet(global);
+}
+
+/// Adds `void anvil_module_<abiName>(void **args, void **results)`.
+LogicalResult addEntry(llvm::Module &m, const anvil::EntryPoint &entry,
+                       std::string &error) {
+  llvm::Function *impl = m.getFunction(entry.function);
+  if (!impl) {
+    error = "the lowered module has no function '" + entry.function + "'";
+    return failure();
+  }
+  if (impl->arg_size() != entry.numArgs + entry.numResults) {
+    error = "'" + entry.function + "' takes " +
+            std::to_string(impl->arg_size()) + " pointers, expected " +
+            std::to_string(entry.numArgs) + " arguments + " +
+            std::to_string(entry.numResults) + " results";
+    return failure();
+  }
+  llvm::LLVMContext &ctx = m.getContext();
+  auto *ptr = llvm::PointerType::get(ctx, 0);
+  auto *fnType =
+      llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr, ptr}, false);
+  auto *fn = llvm::Function::Create(fnType, llvm::GlobalValue::ExternalLinkage,
+                                    "anvil_module_" + entry.abiName, m);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
+  SmallVector<llvm::Value *> operands;
+  auto load = [&](llvm::Value *array, unsigned i) {
+    llvm::Value *slot = b.CreateConstInBoundsGEP1_64(ptr, array, i);
+    return b.CreateLoad(ptr, slot);
+  };
+  for (unsigned i = 0; i < entry.numArgs; ++i)
+    operands.push_back(load(fn->getArg(0), i));
+  for (unsigned i = 0; i < entry.numResults; ++i)
+    operands.push_back(load(fn->getArg(1), i));
+  b.CreateCall(impl, operands);
+  b.CreateRetVoid();
+  return success();
+}
+
+} // namespace
+
+LogicalResult mlir::anvil::cpu::emitObjectFile(ModuleOp module,
+                                               const ModuleABI &abi,
+                                               StringRef path) {
+  auto fail = [&](const Twine &message) {
+    return emitError(module.getLoc(), "anvil cpu backend: ") << message;
+  };
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> m =
+      translateModuleToLLVMIR(module, llvmContext, "anvil_module");
+  if (!m)
+    return fail("translation to LLVM IR failed");
+
+  std::string error;
+  addManifest(*m, abi.manifest);
+  for (const EntryPoint &entry : abi.entries)
+    if (failed(addEntry(*m, entry, error)))
+      return fail(error);
+
+  std::unique_ptr<llvm::TargetMachine> machine = hostMachine(error);
+  if (!machine)
+    return fail("no LLVM target for this host: " + error);
+  m->setTargetTriple(machine->getTargetTriple());
+  m->setDataLayout(machine->createDataLayout());
+  llvm::raw_string_ostream verifyErrors(error);
+  if (llvm::verifyModule(*m, &verifyErrors))
+    return fail("invalid LLVM IR: " + error);
+
+  // O3, as clang -O3 would run it for this machine.
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder passBuilder(machine.get());
+  passBuilder.registerModuleAnalyses(mam);
+  passBuilder.registerCGSCCAnalyses(cgam);
+  passBuilder.registerFunctionAnalyses(fam);
+  passBuilder.registerLoopAnalyses(lam);
+  passBuilder.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm =
+      passBuilder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(*m, mam);
+
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return fail("cannot write '" + path + "': " + ec.message());
+  llvm::legacy::PassManager codegen;
+  if (machine->addPassesToEmitFile(codegen, out, nullptr,
+                                   llvm::CodeGenFileType::ObjectFile))
+    return fail("the host target cannot emit object files");
+  codegen.run(*m);
+  out.close();
+  if (out.has_error())
+    return fail("cannot write '" + path + "': " + out.error().message());
+  return success();
+}

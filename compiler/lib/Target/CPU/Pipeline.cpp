@@ -1,0 +1,117 @@
+//===- Pipeline.cpp - the CPU backend's pass pipeline ---------------------===//
+//
+// anvil IR -> LLVM dialect:
+//
+// 1. linalg:     anvil-decompose, canonicalize, cse (at the graph level),
+//                anvil-convert-to-linalg. No cse after the conversion: it
+//                would merge the identical zero-filled inits of different
+//                matmuls and reductions, and bufferization would then copy
+//                them apart again.
+// 2. fused:      linalg elementwise fusion: producer generics merge into
+//                their consumers, so chains of elementwise ops, broadcasts
+//                and the epilogues of reductions become one loop nest (a
+//                dispatch region).
+// 3. bufferized: anvil-bufferize (one-shot, across functions), results
+//                turned into out-parameters written in place (public
+//                functions too: they are the ABI), ownership-based
+//                deallocation.
+// 4. llvm:       linalg to loops, affine and scf to cf, math to LLVM
+//                intrinsics or libm, memref/arith/index/func/cf to LLVM
+//                (bare pointers at function boundaries).
+//
+//===----------------------------------------------------------------------===//
+
+#include "anvil/Target/CPU/CPUBackend.h"
+
+#include "anvil/Conversion/Passes.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/BufferizationToMemRef/BufferizationToMemRef.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void mlir::anvil::cpu::registerCPUBackendDialects(DialectRegistry &registry) {
+  arith::registerBufferizableOpInterfaceExternalModels(registry);
+  bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+      registry);
+  linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  scf::registerBufferizableOpInterfaceExternalModels(registry);
+  tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+}
+
+void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
+                                        std::optional<Stage> after) {
+  auto wants = [&](Stage s) { return (!after || s > *after) && s <= last; };
+  // 1. linalg
+  if (wants(Stage::Linalg)) {
+    pm.addPass(createAnvilDecomposePass());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    pm.addPass(createAnvilConvertToLinalgPass());
+    pm.addPass(createCanonicalizerPass());
+  }
+
+  // 2. fused
+  if (wants(Stage::Fused)) {
+    pm.addPass(createLinalgElementwiseOpFusionPass());
+    pm.addPass(createCanonicalizerPass());
+  }
+
+  // 3. bufferized
+  if (wants(Stage::Bufferized)) {
+    pm.addPass(createAnvilBufferizePass());
+    pm.addPass(createCanonicalizerPass());
+    bufferization::BufferResultsToOutParamsPassOptions outParams;
+    outParams.hoistStaticAllocs = true;
+    outParams.modifyPublicFunctions = true;
+    pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+    bufferization::buildBufferDeallocationPipeline(pm);
+    pm.addPass(createConvertBufferizationToMemRefPass());
+    pm.addPass(createCanonicalizerPass());
+  }
+
+  // 4. llvm
+  if (!wants(Stage::LLVM))
+    return;
+  pm.addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(math::createMathExpandOpsPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  ConvertFuncToLLVMPassOptions func;
+  func.useBarePtrCallConv = true;
+  pm.addPass(createConvertFuncToLLVMPass(func));
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}

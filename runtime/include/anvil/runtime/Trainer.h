@@ -1,0 +1,43 @@
+//===- Trainer.h - the training loop of a compiled executable ------*- C++
+//-*-===//
+//
+// A training executable is the compiler's object file (the math) linked
+// with this driver (the loop). The object exports the C ABI of DESIGN.md's
+// contract 3:
+//
+//   const char *anvil_module_manifest(void);           // JSON, Manifest.h
+//   void anvil_module_train_step(void **args, void **results);
+//   void anvil_module_eval_step(void **args, void **results);
+//
+// `args[i]` points at argument i of the step (parameters, state, inputs)
+// and `results[j]` at the buffer result j is written to. The driver owns
+// every buffer: it initializes the state from the manifest's initializers
+// (bit-identical to anvil-interp for the same seed), feeds batches,
+// double-buffers the state (a step reads generation k and writes k + 1,
+// then the two swap, so no state is copied), checkpoints, resumes, logs and
+// evaluates. A module compiled for evaluation only (--entry) has no
+// train_step; its executable supports --eval-inputs only.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ANVIL_RUNTIME_TRAINER_H
+#define ANVIL_RUNTIME_TRAINER_H
+
+extern "C" {
+const char *anvil_module_manifest(void);
+// Weak: an eval-only module defines only eval_step.
+__attribute__((weak)) void anvil_module_train_step(void **args, void **results);
+__attribute__((weak)) void anvil_module_eval_step(void **args, void **results);
+}
+
+namespace anvil::rt {
+
+/// The executable's main: parses the options (TrainOptions.h), runs, and
+/// returns the exit code. Errors are printed as "<program>: error: ..." and
+/// give exit code 1; nothing already written (checkpoints, metrics) is
+/// damaged by a failure.
+int trainerMain(int argc, char **argv);
+
+} // namespace anvil::rt
+
+#endif // ANVIL_RUNTIME_TRAINER_H

@@ -1,0 +1,559 @@
+//===- Trainer.cpp - the training loop of a compiled executable -----------===//
+//
+// 1. Read the embedded manifest and the options.
+// 2. Allocate every buffer (64-byte aligned); state that a step updates
+//    gets two generations that swap after each step.
+// 3. Initialize the state from --seed, or load it from the newest
+//    checkpoint with --resume (the step and data position come with it).
+// 4. Each step: fill the inputs for batch number `step` (token shards,
+//    synthetic tokens or a fixed --batch-dir batch), call train_step, swap
+//    the generations, report, evaluate and checkpoint on schedule.
+// 5. At the end, checkpoint and say where the checkpoint and the metrics
+//    went.
+//
+//===----------------------------------------------------------------------===//
+
+#include "anvil/runtime/Trainer.h"
+
+#include "anvil/runtime/Checkpoint.h"
+#include "anvil/runtime/Init.h"
+#include "anvil/runtime/Manifest.h"
+#include "anvil/runtime/Metrics.h"
+#include "anvil/runtime/Npy.h"
+#include "anvil/runtime/TokenData.h"
+#include "anvil/runtime/TrainOptions.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace anvil::rt {
+namespace {
+
+/// A 64-byte aligned, zero-initialized allocation.
+class Storage {
+public:
+  static Expected<Storage> allocate(size_t bytes) {
+    size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+    void *p = std::aligned_alloc(64, rounded);
+    if (!p)
+      return Status::error(ErrorCode::OutOfMemory, "cannot allocate " +
+                                                       std::to_string(bytes) +
+                                                       " bytes");
+    std::memset(p, 0, rounded);
+    Storage s;
+    s.data_.reset(static_cast<std::byte *>(p));
+    s.size_ = bytes;
+    return s;
+  }
+  std::byte *data() const { return data_.get(); }
+  size_t size() const { return size_; }
+  std::span<std::byte> bytes() const { return {data_.get(), size_}; }
+
+private:
+  struct Free {
+    void operator()(std::byte *p) const { std::free(p); }
+  };
+  std::unique_ptr<std::byte, Free> data_;
+  size_t size_ = 0;
+};
+
+/// One manifest buffer: its current generation and, for updated state, the
+/// next one.
+struct Slot {
+  const BufferInfo *info = nullptr;
+  Storage current;
+  std::optional<Storage> next;
+};
+
+Status error(const std::string &message) {
+  return Status::error(ErrorCode::InvalidArgument, message);
+}
+
+/// Reads DIR/NAME.npy into `slot`, which must match its dtype and shape.
+Status readInput(const std::string &dir, Slot &slot) {
+  const TensorSpec &spec = slot.info->spec;
+  std::string path = dir + "/" + spec.name + ".npy";
+  Expected<NpyArray> a = readNpy(path);
+  if (!a)
+    return a.status();
+  if (a->dtype != spec.dtype || a->shape != spec.shape)
+    return error("'" + path + "' holds " + std::string(dtypeName(a->dtype)) +
+                 formatShape(a->shape) + ", the model's '" + spec.name +
+                 "' is " + std::string(dtypeName(spec.dtype)) +
+                 formatShape(spec.shape));
+  std::memcpy(slot.current.data(), a->data.data(), slot.current.size());
+  return Status::ok();
+}
+
+/// Stores int32 token ids into an i32 or i64 buffer.
+void storeTokens(const std::vector<int32_t> &ids, Slot &slot) {
+  if (slot.info->spec.dtype == DType::I32) {
+    std::memcpy(slot.current.data(), ids.data(), ids.size() * 4);
+    return;
+  }
+  auto *out = reinterpret_cast<int64_t *>(slot.current.data());
+  for (size_t i = 0; i < ids.size(); ++i)
+    out[i] = ids[i];
+}
+
+double readScalar(const Slot &slot) {
+  switch (slot.info->spec.dtype) {
+  case DType::F32: {
+    float v;
+    std::memcpy(&v, slot.current.data(), 4);
+    return v;
+  }
+  case DType::F64: {
+    double v;
+    std::memcpy(&v, slot.current.data(), 8);
+    return v;
+  }
+  default:
+    return NAN;
+  }
+}
+
+class Trainer {
+public:
+  Trainer(Manifest manifest, TrainOptions options, std::string program)
+      : m_(std::move(manifest)), o_(std::move(options)),
+        program_(std::move(program)) {}
+
+  Status setUp();
+  Status run();
+  Status evalOnce();
+
+private:
+  Slot *slot(const std::string &name);
+  Status fillBatch(uint64_t position, bool validation);
+  double evaluate();
+  Status checkpoint(int64_t step);
+  Status resume(int64_t &step);
+
+  Manifest m_;
+  TrainOptions o_;
+  std::string program_;
+  std::vector<Slot> slots_;
+  std::vector<Storage> evalResults_;
+  Slot *tokens_ = nullptr, *targets_ = nullptr, *dropoutSeed_ = nullptr;
+  std::optional<TokenDataset> train_, val_;
+  int64_t tokensPerStep_ = 0;
+  bool batchLoaded_ = false;
+};
+
+Slot *Trainer::slot(const std::string &name) {
+  for (Slot &s : slots_)
+    if (s.info->spec.name == name)
+      return &s;
+  return nullptr;
+}
+
+Status Trainer::setUp() {
+  for (const BufferInfo &b : m_.buffers) {
+    Expected<int64_t> bytes = numBytes(b.spec.shape, b.spec.dtype);
+    if (!bytes)
+      return bytes.status().withContext("buffer '" + b.spec.name + "'");
+    Slot s;
+    s.info = &b;
+    Expected<Storage> st = Storage::allocate(static_cast<size_t>(*bytes));
+    if (!st)
+      return st.status().withContext("buffer '" + b.spec.name + "'");
+    s.current = std::move(*st);
+    if (b.result) {
+      Expected<Storage> next = Storage::allocate(static_cast<size_t>(*bytes));
+      if (!next)
+        return next.status().withContext("buffer '" + b.spec.name + "'");
+      s.next = std::move(*next);
+    }
+    slots_.push_back(std::move(s));
+  }
+  for (const TensorSpec &r : m_.evalResults) {
+    Expected<int64_t> bytes = numBytes(r.shape, r.dtype);
+    if (!bytes)
+      return bytes.status();
+    Expected<Storage> st = Storage::allocate(static_cast<size_t>(*bytes));
+    if (!st)
+      return st.status();
+    evalResults_.push_back(std::move(*st));
+  }
+
+  // Where each input comes from.
+  tokens_ = slot("tokens");
+  targets_ = slot("targets");
+  dropoutSeed_ = slot("dropout_seed");
+  auto isTokenSlot = [](Slot *s) {
+    return s && s->info->role == BufferRole::Input &&
+           (s->info->spec.dtype == DType::I32 ||
+            s->info->spec.dtype == DType::I64) &&
+           s->info->spec.shape.size() == 2;
+  };
+  bool lm = isTokenSlot(tokens_) && isTokenSlot(targets_) &&
+            tokens_->info->spec.shape == targets_->info->spec.shape;
+  if (!lm)
+    tokens_ = targets_ = nullptr;
+  if (dropoutSeed_ && !(dropoutSeed_->info->role == BufferRole::Input &&
+                        dropoutSeed_->info->spec.dtype == DType::I64 &&
+                        dropoutSeed_->info->spec.shape.empty()))
+    dropoutSeed_ = nullptr;
+  for (Slot &s : slots_) {
+    if (s.info->role != BufferRole::Input || &s == tokens_ || &s == targets_ ||
+        &s == dropoutSeed_ || !o_.batchDir.empty() || !o_.evalInputs.empty())
+      continue;
+    return error("input '" + s.info->spec.name +
+                 "' has no data source: the runtime feeds 'tokens' and "
+                 "'targets' from --data or synthetic data, and "
+                 "'dropout_seed'; give --batch-dir DIR with " +
+                 s.info->spec.name + ".npy");
+  }
+  if (tokens_) {
+    const auto &shape = tokens_->info->spec.shape;
+    tokensPerStep_ = shape[0] * shape[1];
+    if (!o_.data.empty()) {
+      Expected<TokenDataset> d = TokenDataset::load(o_.data, "train");
+      if (!d)
+        return d.status();
+      train_ = std::move(*d);
+      if (o_.evalEvery > 0) {
+        Expected<TokenDataset> v = TokenDataset::load(o_.data, "val");
+        if (!v)
+          return v.status().withContext("--eval-every needs a val split");
+        val_ = std::move(*v);
+      }
+      if (tokens_->info->range && train_->maxToken() >= *tokens_->info->range)
+        return error("'" + o_.data + "': token " +
+                     std::to_string(train_->maxToken()) +
+                     " is outside the model's vocabulary of " +
+                     std::to_string(*tokens_->info->range));
+    } else if (!tokens_->info->range) {
+      return error("synthetic data needs the vocabulary size, and the "
+                   "manifest gives 'tokens' no range; give --data DIR");
+    }
+  } else {
+    for (const Slot &s : slots_)
+      if (s.info->role == BufferRole::Input && &s != dropoutSeed_ &&
+          !s.info->spec.shape.empty()) {
+        tokensPerStep_ = s.info->spec.shape[0]; // samples
+        break;
+      }
+  }
+  return Status::ok();
+}
+
+Status Trainer::fillBatch(uint64_t position, bool validation) {
+  if (dropoutSeed_) {
+    // Call site k of the graph uses seed * 2^16 + k: steps never share a
+    // dropout mask.
+    int64_t v = static_cast<int64_t>((o_.seed << 32) + position);
+    std::memcpy(dropoutSeed_->current.data(), &v, 8);
+  }
+  if (!o_.batchDir.empty()) {
+    if (batchLoaded_)
+      return Status::ok();
+    for (Slot &s : slots_)
+      if (s.info->role == BufferRole::Input && &s != dropoutSeed_)
+        if (Status st = readInput(o_.batchDir, s); !st)
+          return st;
+    batchLoaded_ = true;
+    return Status::ok();
+  }
+  if (!tokens_)
+    return Status::ok();
+  const auto &shape = tokens_->info->spec.shape;
+  std::vector<int32_t> in(static_cast<size_t>(tokensPerStep_)),
+      out(static_cast<size_t>(tokensPerStep_));
+  // Validation batches come from their own stream (the val split, or
+  // synthetic rows keyed by a different seed).
+  uint64_t seed = validation ? o_.seed ^ 0x5EEDFA11C0FFEEull : o_.seed;
+  Status st;
+  const TokenDataset *data = validation ? &*val_ : &*train_;
+  if (!o_.data.empty())
+    st = data->sampleBatch(seed, position, shape[0], shape[1], in, out);
+  else
+    st = sampleSyntheticBatch(seed, position, *tokens_->info->range, shape[0],
+                              shape[1], in, out);
+  if (!st)
+    return st;
+  storeTokens(in, *tokens_);
+  storeTokens(out, *targets_);
+  return Status::ok();
+}
+
+double Trainer::evaluate() {
+  std::vector<void *> args(static_cast<size_t>(m_.evalStep.args), nullptr);
+  for (Slot &s : slots_)
+    if (s.info->evalIndex)
+      args[static_cast<size_t>(*s.info->evalIndex)] = s.current.data();
+  std::vector<void *> results;
+  for (Storage &r : evalResults_)
+    results.push_back(r.data());
+  double total = 0;
+  for (int64_t b = 0; b < o_.evalBatches; ++b) {
+    if (!fillBatch(static_cast<uint64_t>(b), /*validation=*/true))
+      return NAN;
+    anvil_module_eval_step(args.data(), results.data());
+    float loss;
+    std::memcpy(&loss, evalResults_[0].data(), 4);
+    total += loss;
+  }
+  return total / static_cast<double>(o_.evalBatches);
+}
+
+Status Trainer::checkpoint(int64_t step) {
+  std::vector<TensorRef> tensors;
+  for (const Slot &s : slots_)
+    if (s.info->role == BufferRole::Param || s.info->role == BufferRole::State)
+      tensors.push_back({s.info->spec, s.current.bytes()});
+  CheckpointInfo info{m_.fingerprint(), static_cast<uint64_t>(step), o_.seed,
+                      static_cast<uint64_t>(step)};
+  Expected<std::string> path = saveCheckpoint(o_.ckptDir, info, tensors);
+  if (!path)
+    return path.status();
+  std::printf("checkpoint: %s\n", path->c_str());
+  return Status::ok();
+}
+
+Status Trainer::resume(int64_t &step) {
+  Expected<std::string> path = latestCheckpoint(o_.ckptDir);
+  if (!path) {
+    if (path.status().code() != ErrorCode::NotFound)
+      return path.status();
+    std::printf("--resume: no checkpoint in '%s' yet; starting at step 0\n",
+                o_.ckptDir.c_str());
+    step = 0;
+    return Status::ok();
+  }
+  Expected<LoadedCheckpoint> ckpt =
+      loadCheckpoint(*path, m_.fingerprint(), m_.stateSpecs());
+  if (!ckpt)
+    return ckpt.status();
+  if (ckpt->info.seed != o_.seed)
+    return error(
+        "checkpoint '" + *path + "' was written by a run with --seed " +
+        std::to_string(ckpt->info.seed) + ", not " + std::to_string(o_.seed) +
+        " (a resumed run keeps its seed: data order and dropout "
+        "depend on it)");
+  for (Slot &s : slots_) {
+    if (s.info->role != BufferRole::Param && s.info->role != BufferRole::State)
+      continue;
+    const TensorRef *t = ckpt->file.find(s.info->spec.name);
+    std::memcpy(s.current.data(), t->data.data(), s.current.size());
+  }
+  step = static_cast<int64_t>(ckpt->info.step);
+  std::printf("resumed from %s at step %lld\n", path->c_str(),
+              static_cast<long long>(step));
+  return Status::ok();
+}
+
+Status Trainer::run() {
+  if (!anvil_module_train_step)
+    return error("this executable was compiled for evaluation only "
+                 "(anvil-compile --entry); use --eval-inputs");
+  int64_t step = 0;
+  if (o_.resume) {
+    if (Status s = resume(step); !s)
+      return s;
+  }
+  if (step == 0)
+    for (Slot &s : slots_)
+      if (s.info->init)
+        if (Status st = initialize(
+                *s.info->init, o_.seed, static_cast<uint64_t>(s.info->index),
+                s.info->spec.shape, s.info->spec.dtype, s.current.bytes());
+            !st)
+          return st.withContext("initializing '" + s.info->spec.name + "'");
+
+  std::optional<MetricsLog> log;
+  if (!o_.log.empty()) {
+    Expected<MetricsLog> l = MetricsLog::open(
+        o_.log, o_.resume ? std::optional<int64_t>(step) : std::nullopt);
+    if (!l)
+      return l.status();
+    log.emplace(std::move(*l));
+  }
+
+  // The argument and result tables of train_step; state entries are
+  // re-pointed after every swap.
+  std::vector<void *> args(static_cast<size_t>(m_.trainStep->args), nullptr);
+  std::vector<void *> results(static_cast<size_t>(m_.trainStep->results),
+                              nullptr);
+  Slot *loss = nullptr, *lr = nullptr;
+  for (Slot &s : slots_) {
+    bool isResult =
+        s.info->role == BufferRole::Loss || s.info->role == BufferRole::Metric;
+    (isResult ? results : args)[static_cast<size_t>(s.info->index)] =
+        s.current.data();
+    if (s.info->role == BufferRole::Loss)
+      loss = &s;
+    if (s.info->role == BufferRole::Metric && s.info->spec.name == "lr")
+      lr = &s;
+  }
+  for (size_t r = 0; r < results.size(); ++r)
+    if (!results[r] && !std::any_of(slots_.begin(), slots_.end(), [&](auto &s) {
+          return s.info->result && *s.info->result == static_cast<int64_t>(r);
+        }))
+      return error("manifest: train_step result " + std::to_string(r) +
+                   " has no buffer");
+  if (!loss)
+    return error("manifest: no loss buffer");
+
+  bool tty = isatty(STDOUT_FILENO);
+  std::printf("%s: %s, %lld steps, %.3g GFLOP per step, seed %llu%s\n",
+              program_.c_str(), m_.model.c_str(),
+              static_cast<long long>(o_.steps), m_.flopsPerStep / 1e9,
+              static_cast<unsigned long long>(o_.seed),
+              o_.data.empty() && o_.batchDir.empty() ? ", synthetic data" : "");
+  double windowSeconds = 0;
+  int64_t windowSteps = 0;
+  for (; step < o_.steps;) {
+    if (Status s = fillBatch(static_cast<uint64_t>(step), false); !s)
+      return s;
+    for (Slot &s : slots_) {
+      if (s.info->role == BufferRole::Param ||
+          s.info->role == BufferRole::State ||
+          s.info->role == BufferRole::Input)
+        args[static_cast<size_t>(s.info->index)] = s.current.data();
+      if (s.next)
+        results[static_cast<size_t>(*s.info->result)] = s.next->data();
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    anvil_module_train_step(args.data(), results.data());
+    auto t1 = std::chrono::steady_clock::now();
+    for (Slot &s : slots_)
+      if (s.next)
+        std::swap(s.current, *s.next);
+    ++step;
+    windowSeconds += std::chrono::duration<double>(t1 - t0).count();
+    ++windowSteps;
+
+    double lossValue = readScalar(*loss);
+    if (!std::isfinite(lossValue))
+      return Status::error(ErrorCode::Internal,
+                           "step " + std::to_string(step) + ": the loss is " +
+                               std::to_string(lossValue) +
+                               " (diverged); the last checkpoint is intact");
+    bool report = step % o_.logEvery == 0 || step == o_.steps;
+    bool evalNow = o_.evalEvery > 0 && anvil_module_eval_step &&
+                   (step % o_.evalEvery == 0 || step == o_.steps);
+    if (tty && !report) {
+      int width = 30, done = static_cast<int>(width * step / o_.steps);
+      std::printf("\r[%.*s%*s] %lld/%lld loss %.4f", done,
+                  "##############################", width - done, "",
+                  static_cast<long long>(step),
+                  static_cast<long long>(o_.steps), lossValue);
+      std::fflush(stdout);
+    }
+    if (report || evalNow) {
+      StepMetrics metrics;
+      metrics.step = step;
+      metrics.totalSteps = o_.steps;
+      metrics.loss = lossValue;
+      metrics.lr = lr ? readScalar(*lr) : NAN;
+      double perStep = windowSeconds / static_cast<double>(windowSteps);
+      metrics.msPerStep = perStep * 1e3;
+      metrics.tokensPerSecond = static_cast<double>(tokensPerStep_) / perStep;
+      metrics.gflops = m_.flopsPerStep / perStep / 1e9;
+      if (evalNow)
+        metrics.evalLoss = evaluate();
+      std::printf("%s%s\n", tty ? "\r\033[K" : "",
+                  formatProgressLine(metrics).c_str());
+      std::fflush(stdout);
+      if (log)
+        if (Status s = log->write(metrics); !s)
+          return s;
+      windowSeconds = 0;
+      windowSteps = 0;
+    }
+    if (!o_.ckptDir.empty() &&
+        ((o_.ckptEvery > 0 && step % o_.ckptEvery == 0) || step == o_.steps))
+      if (Status s = checkpoint(step); !s)
+        return s;
+  }
+  if (!o_.ckptDir.empty())
+    std::printf("checkpoints: %s (latest: step %lld)\n", o_.ckptDir.c_str(),
+                static_cast<long long>(step));
+  if (!o_.log.empty())
+    std::printf("metrics: %s\n", o_.log.c_str());
+  return Status::ok();
+}
+
+Status Trainer::evalOnce() {
+  if (!anvil_module_eval_step)
+    return error("this executable has no eval_step");
+  std::vector<void *> args(static_cast<size_t>(m_.evalStep.args), nullptr);
+  for (Slot &s : slots_) {
+    if (!s.info->evalIndex)
+      continue;
+    args[static_cast<size_t>(*s.info->evalIndex)] = s.current.data();
+    std::string path = o_.evalInputs + "/" + s.info->spec.name + ".npy";
+    if (access(path.c_str(), F_OK) != 0 && s.info->init) {
+      if (Status st = initialize(
+              *s.info->init, o_.seed, static_cast<uint64_t>(s.info->index),
+              s.info->spec.shape, s.info->spec.dtype, s.current.bytes());
+          !st)
+        return st;
+      continue;
+    }
+    if (Status st = readInput(o_.evalInputs, s); !st)
+      return st;
+  }
+  std::vector<void *> results;
+  for (Storage &r : evalResults_)
+    results.push_back(r.data());
+  anvil_module_eval_step(args.data(), results.data());
+  for (size_t r = 0; r < evalResults_.size(); ++r) {
+    const TensorSpec &spec = m_.evalResults[r];
+    std::string path = o_.evalOutputs + "/" + spec.name + ".npy";
+    if (Status s =
+            writeNpy(path, spec.dtype, spec.shape, evalResults_[r].bytes());
+        !s)
+      return s;
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+int trainerMain(int argc, char **argv) {
+  std::string program = argc > 0 ? argv[0] : "anvil-train";
+  if (size_t slash = program.rfind('/'); slash != std::string::npos)
+    program = program.substr(slash + 1);
+  auto fail = [&](const Status &s) {
+    std::fprintf(stderr, "%s: error: %s\n", program.c_str(),
+                 s.message().c_str());
+    return 1;
+  };
+  Expected<Manifest> manifest = Manifest::parse(anvil_module_manifest());
+  if (!manifest)
+    return fail(manifest.status().withContext("the embedded manifest"));
+  Expected<TrainOptions> options = parseTrainOptions(
+      std::span<const char *const>(argv + 1, static_cast<size_t>(argc - 1)));
+  if (!options)
+    return fail(options.status());
+  if (options->help) {
+    std::printf("%s\nModel: %s, %zu buffers, %.3g GFLOP per step.\n",
+                trainUsage(program).c_str(), manifest->model.c_str(),
+                manifest->buffers.size(), manifest->flopsPerStep / 1e9);
+    return 0;
+  }
+  if (options->printManifest) {
+    std::printf("%s\n", anvil_module_manifest());
+    return 0;
+  }
+  Trainer trainer(std::move(*manifest), *options, program);
+  if (Status s = trainer.setUp(); !s)
+    return fail(s);
+  Status s = options->evalInputs.empty() ? trainer.run() : trainer.evalOnce();
+  return s ? 0 : fail(s);
+}
+
+} // namespace anvil::rt
