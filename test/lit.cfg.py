@@ -27,6 +27,7 @@ llvm_config.add_tool_substitutions(
     ["anvil-opt", "anvil-compile", "anvil-interp", "anvil-make-shard", "anvil-inspect"],
     [config.anvil_tools_dir, config.llvm_tools_dir])
 config.substitutions.append(("%anvil_src_root", config.anvil_src_root))
+config.substitutions.append(("%anvil_tools_dir", config.anvil_tools_dir))
 # The Python that scripts/setup.sh installed NumPy into: the first python3 on
 # PATH (lit itself may run under another one).
 import shutil

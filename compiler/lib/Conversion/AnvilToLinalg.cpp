@@ -675,7 +675,21 @@ struct LowerMatmul : OpRewritePattern<MatmulOp> {
                                 t.getElementType()));
     };
     bool shared = rt.getRank() == 2;
-    if (shared && !ta) {
+    if (shared && ta) {
+      // batch_matmul cannot broadcast B and transpose A at once: transpose
+      // A's last two dimensions first, then take the shared-weight path.
+      SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+      std::swap(perm[rank - 1], perm[rank - 2]);
+      SmallVector<int64_t> shape(lt.getShape());
+      std::swap(shape[rank - 1], shape[rank - 2]);
+      auto tt = RankedTensorType::get(shape, element);
+      lhs = linalg::TransposeOp::create(rewriter, loc, lhs,
+                                        emptyOf(rewriter, loc, tt), perm)
+                .getResult()[0];
+      lt = tt;
+      ta = false;
+    }
+    if (shared) {
       // x @ W with W shared: one (batch * M, K) x (K, N) product.
       int64_t k = lt.getDimSize(rank - 1);
       Value lhs2 = reshapeTensor(

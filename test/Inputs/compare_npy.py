@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Compares the .npy files of two directories, name for name.
 
-usage: compare_npy.py EXPECTED_DIR ACTUAL_DIR [--rtol R] [--atol A]
+usage: compare_npy.py EXPECTED_DIR ACTUAL_DIR [--tolerance KEY]
+                      [--rtol R] [--atol A]
 
 Each pair must have one shape, and |actual - expected| <= atol + rtol *
 max|expected| elementwise (the scale is the tensor's largest magnitude, so
-tiny elements of a large tensor are not judged on their own). Prints one
-line per file and fails naming the first element that does not agree.
+tiny elements of a large tensor are not judged on their own), with rtol and
+atol from tolerances.py (--tolerance) or given directly. Prints a summary
+and fails naming the first element that does not agree.
 """
 import argparse
 import os
@@ -14,14 +16,21 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tolerances import TOLERANCES  # noqa: E402
+
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("expected")
     parser.add_argument("actual")
-    parser.add_argument("--rtol", type=float, default=1e-6)
-    parser.add_argument("--atol", type=float, default=0.0)
+    parser.add_argument("--tolerance", choices=sorted(TOLERANCES))
+    parser.add_argument("--rtol", type=float)
+    parser.add_argument("--atol", type=float)
     args = parser.parse_args()
+    tol = TOLERANCES[args.tolerance] if args.tolerance else {"rtol": 0.0, "atol": 0.0}
+    args.rtol = tol["rtol"] if args.rtol is None else args.rtol
+    args.atol = tol["atol"] if args.atol is None else args.atol
     names = sorted(f for f in os.listdir(args.expected) if f.endswith(".npy"))
     if not names:
         sys.exit(f"compare_npy: no .npy files in {args.expected}")

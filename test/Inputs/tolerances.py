@@ -1,0 +1,30 @@
+"""Anvil's numerical tolerances, in one place (DESIGN.md, "Numerics").
+
+Compiled code is compared with the reference interpreter, which computes
+every op in float64 from the same inputs. A result agrees when, elementwise,
+
+    |actual - expected| <= atol + rtol * max|expected|
+
+(the scale is the tensor's largest magnitude, so the tiny elements of a
+large tensor are judged against the tensor, not against themselves).
+
+Keys are "<dtype>" for single ops, "<dtype>-<what>" for longer
+computations; compare_npy.py --tolerance KEY applies one.
+"""
+
+TOLERANCES = {
+    # One op in f32: a few roundings of the result (elementwise math,
+    # data movement, reductions and contractions over the small, odd shapes
+    # of the op tests; the error of a K-term sum grows like sqrt(K) ulps).
+    "f32": {"rtol": 2e-6, "atol": 0.0},
+    # Composite ops decomposed into several f32 ops (softmax, norms,
+    # attention, cross-entropy): each intermediate rounds once more.
+    "f32-composite": {"rtol": 1e-5, "atol": 0.0},
+    # Whole training runs in f32 (forward, backward, AdamW) against the
+    # float64 interpreter: rounding differences compound over steps; the
+    # losses of 50 steps agree to this (seen: 1.6e-6 for gpt-tiny, 4e-5
+    # for the MLP, whose loss ends near 1e-3).
+    "f32-training": {"rtol": 2e-4, "atol": 0.0},
+    # The float64 interpreter against itself after an exact rewrite.
+    "f64": {"rtol": 1e-12, "atol": 0.0},
+}

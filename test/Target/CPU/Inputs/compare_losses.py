@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Compares the losses of a compiled training run with anvil-interp's.
+
+usage: compare_losses.py RUN.jsonl INTERP.txt --tolerance KEY [--falls F]
+
+RUN.jsonl is the executable's --log (one record per step, --log-every 1);
+INTERP.txt is `anvil-interp --steps N` output ("step k: loss x"). Every
+step's loss must agree within the tolerance (test/Inputs/tolerances.py,
+relative to the interpreter's loss), and the final loss must be below F
+times the first (default 1: it fell).
+"""
+import argparse
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "Inputs"))
+from tolerances import TOLERANCES  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("run")
+    ap.add_argument("interp")
+    ap.add_argument("--tolerance", required=True, choices=sorted(TOLERANCES))
+    ap.add_argument("--falls", type=float, default=1.0)
+    a = ap.parse_args()
+    run = {}
+    for line in open(a.run):
+        r = json.loads(line)
+        run[r["step"]] = r["loss"]
+    ref = {}
+    for line in open(a.interp):
+        m = re.match(r"step (\d+): loss (\S+)", line)
+        if m:
+            ref[int(m.group(1))] = float(m.group(2))
+    if sorted(run) != sorted(ref):
+        sys.exit(f"compare_losses: steps differ: run {sorted(run)[:5]}..., "
+                 f"interpreter {sorted(ref)[:5]}...")
+    tol = TOLERANCES[a.tolerance]
+    worst = 0.0
+    for step in sorted(ref):
+        err = abs(run[step] - ref[step])
+        bound = tol["atol"] + tol["rtol"] * abs(ref[step])
+        if err > bound:
+            sys.exit(f"compare_losses: step {step}: loss {run[step]!r}, "
+                     f"interpreter {ref[step]!r} (bound {bound:.3g})")
+        worst = max(worst, err / abs(ref[step]))
+    steps = sorted(ref)
+    first, last = run[steps[0]], run[steps[-1]]
+    if not last < a.falls * first:
+        sys.exit(f"compare_losses: the loss went {first} -> {last}, "
+                 f"expected below {a.falls} x {first}")
+    print(f"compare_losses: {len(steps)} steps agree (worst relative error "
+          f"{worst:.1e}); loss {first:.4f} -> {last:.4f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+// Ops compiled for the CPU and compared with the interpreter by
+// ../ops-cpu.test (run_ops.py). Shapes are odd on purpose; comments before
+// a function set its tolerance and input ranges (see run_ops.py).
+
+func.func @arith(%a: tensor<3x7xf32>, %b: tensor<3x7xf32>) -> (tensor<3x7xf32>, tensor<3x7xf32>, tensor<3x7xf32>, tensor<3x7xf32>, tensor<3x7xf32>, tensor<3x7xf32>, tensor<3x7xf32>) {
+  %0 = anvil.add %a, %b : tensor<3x7xf32>
+  %1 = anvil.sub %a, %b : tensor<3x7xf32>
+  %2 = anvil.mul %a, %b : tensor<3x7xf32>
+  %3 = anvil.div %a, %b : tensor<3x7xf32>
+  %4 = anvil.max %a, %b : tensor<3x7xf32>
+  %5 = anvil.min %a, %b : tensor<3x7xf32>
+  %6 = anvil.neg %a : tensor<3x7xf32>
+  return %0, %1, %2, %3, %4, %5, %6 : tensor<3x7xf32>, tensor<3x7xf32>, tensor<3x7xf32>, tensor<3x7xf32>, tensor<3x7xf32>, tensor<3x7xf32>, tensor<3x7xf32>
+}
+
+// positive
+func.func @math_positive(%a: tensor<5x3xf32>, %b: tensor<5x3xf32>) -> (tensor<5x3xf32>, tensor<5x3xf32>, tensor<5x3xf32>, tensor<5x3xf32>) {
+  %0 = anvil.log %a : tensor<5x3xf32>
+  %1 = anvil.sqrt %a : tensor<5x3xf32>
+  %2 = anvil.rsqrt %a : tensor<5x3xf32>
+  %3 = anvil.pow %a, %b : tensor<5x3xf32>
+  return %0, %1, %2, %3 : tensor<5x3xf32>, tensor<5x3xf32>, tensor<5x3xf32>, tensor<5x3xf32>
+}
+
+func.func @math(%a: tensor<11xf32>) -> (tensor<11xf32>, tensor<11xf32>, tensor<11xf32>, tensor<11xf32>, tensor<11xf32>, tensor<11xf32>, tensor<11xf32>, tensor<11xf32>, tensor<11xf32>, tensor<11xf32>, tensor<11xf32>, tensor<11xf32>) {
+  %0 = anvil.exp %a : tensor<11xf32>
+  %1 = anvil.tanh %a : tensor<11xf32>
+  %2 = anvil.cos %a : tensor<11xf32>
+  %3 = anvil.sin %a : tensor<11xf32>
+  %4 = anvil.erf %a : tensor<11xf32>
+  %5 = anvil.sigmoid %a : tensor<11xf32>
+  %6 = anvil.silu %a : tensor<11xf32>
+  %7 = anvil.relu %a : tensor<11xf32>
+  %8 = anvil.gelu erf %a : tensor<11xf32>
+  %9 = anvil.gelu tanh %a : tensor<11xf32>
+  %10 = anvil.abs %a : tensor<11xf32>
+  %11 = anvil.stop_gradient %a : tensor<11xf32>
+  return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11 : tensor<11xf32>, tensor<11xf32>, tensor<11xf32>, tensor<11xf32>, tensor<11xf32>, tensor<11xf32>, tensor<11xf32>, tensor<11xf32>, tensor<11xf32>, tensor<11xf32>, tensor<11xf32>, tensor<11xf32>
+}
+
+// int-high: 9
+func.func @compare_select_cast(%a: tensor<4x5xf32>, %b: tensor<4x5xf32>, %i: tensor<4x5xi32>, %j: tensor<4x5xi32>) -> (tensor<4x5xf32>, tensor<4x5xf32>, tensor<4x5xi32>, tensor<4x5xf32>, tensor<4x5xi32>, tensor<4x5xi32>) {
+  %m = anvil.compare lt, %a, %b : tensor<4x5xf32>
+  %0 = anvil.select %m, %a, %b : tensor<4x5xf32>
+  %n = anvil.compare ge, %i, %j : tensor<4x5xi32>
+  %1 = anvil.cast %n : tensor<4x5xi1> to tensor<4x5xf32>
+  %2 = anvil.cast %a : tensor<4x5xf32> to tensor<4x5xi32>
+  %3 = anvil.cast %i : tensor<4x5xi32> to tensor<4x5xf32>
+  %4 = anvil.div %i, %j : tensor<4x5xi32>
+  %5 = anvil.mul %i, %j : tensor<4x5xi32>
+  return %0, %1, %2, %3, %4, %5 : tensor<4x5xf32>, tensor<4x5xf32>, tensor<4x5xi32>, tensor<4x5xf32>, tensor<4x5xi32>, tensor<4x5xi32>
+}
+
+func.func @movement(%a: tensor<2x3x5xf32>, %b: tensor<2x4x5xf32>, %c: tensor<1x5xf32>) -> (tensor<5x2x3xf32>, tensor<6x5xf32>, tensor<3x10xf32>, tensor<2x7x5xf32>, tensor<1x2x3xf32>, tensor<2x1x5xf32>, tensor<2x2x5xf32>, tensor<4x6x5xf32>, tensor<3x2x5xf32>) {
+  %0 = anvil.transpose %a, [2, 0, 1] : tensor<2x3x5xf32> -> tensor<5x2x3xf32>
+  %1 = anvil.reshape %a : tensor<2x3x5xf32> -> tensor<6x5xf32>
+  %2 = anvil.reshape %a : tensor<2x3x5xf32> -> tensor<3x10xf32>
+  %3 = anvil.concat %a, %b dim = 1 : (tensor<2x3x5xf32>, tensor<2x4x5xf32>) -> tensor<2x7x5xf32>
+  %4 = anvil.slice %a [1:2:1, 0:3:1, 0:5:2] : tensor<2x3x5xf32> -> tensor<1x3x3xf32>
+  %5 = anvil.reshape %4 : tensor<1x3x3xf32> -> tensor<1x9xf32>
+  %6 = anvil.slice %5 [0:1:1, 1:7:3] : tensor<1x9xf32> -> tensor<1x2xf32>
+  %7 = anvil.broadcast %6, dims = [0, 1] : tensor<1x2xf32> -> tensor<1x2xf32>
+  %8 = anvil.broadcast %c, dims = [1, 2] : tensor<1x5xf32> -> tensor<2x1x5xf32>
+  %s:2 = anvil.split %b dim = 1 sizes [2, 2] : tensor<2x4x5xf32> -> tensor<2x2x5xf32>, tensor<2x2x5xf32>
+  %9 = anvil.sub %s#0, %s#1 : tensor<2x2x5xf32>
+  %10 = anvil.pad %b low [1, 1, 0] high [1, 1, 0] {value = -2.5 : f64} : tensor<2x4x5xf32> -> tensor<4x6x5xf32>
+  %11 = anvil.broadcast %c, dims = [1, 2] : tensor<1x5xf32> -> tensor<3x2x5xf32>
+  %12 = anvil.reshape %7 : tensor<1x2xf32> -> tensor<1x2xf32>
+  %13 = anvil.broadcast %12, dims = [1, 2] : tensor<1x2xf32> -> tensor<1x1x2xf32>
+  %14 = anvil.concat %13, %13, %13 dim = 2 : (tensor<1x1x2xf32>, tensor<1x1x2xf32>, tensor<1x1x2xf32>) -> tensor<1x1x6xf32>
+  %15 = anvil.reshape %14 : tensor<1x1x6xf32> -> tensor<1x2x3xf32>
+  return %0, %1, %2, %3, %15, %8, %9, %10, %11 : tensor<5x2x3xf32>, tensor<6x5xf32>, tensor<3x10xf32>, tensor<2x7x5xf32>, tensor<1x2x3xf32>, tensor<2x1x5xf32>, tensor<2x2x5xf32>, tensor<4x6x5xf32>, tensor<3x2x5xf32>
+}
+
+func.func @reductions(%a: tensor<3x4x5xf32>) -> (tensor<3x5xf32>, tensor<3x1x1xf32>, tensor<f32>, tensor<4xf32>) {
+  %0 = anvil.reduce_sum %a dims [1] : tensor<3x4x5xf32> -> tensor<3x5xf32>
+  %1 = anvil.reduce_mean %a dims [1, 2] keep_dims : tensor<3x4x5xf32> -> tensor<3x1x1xf32>
+  %2 = anvil.reduce_max %a dims [0, 1, 2] : tensor<3x4x5xf32> -> tensor<f32>
+  %3 = anvil.reduce_min %a dims [0, 2] : tensor<3x4x5xf32> -> tensor<4xf32>
+  return %0, %1, %2, %3 : tensor<3x5xf32>, tensor<3x1x1xf32>, tensor<f32>, tensor<4xf32>
+}
+
+func.func @matmuls(%a: tensor<5x3xf32>, %b: tensor<3x7xf32>, %at: tensor<3x5xf32>, %bt: tensor<7x3xf32>, %x: tensor<2x5x3xf32>, %q: tensor<2x3x5x3xf32>, %k: tensor<2x3x7x3xf32>, %xt: tensor<2x3x5xf32>) -> (tensor<5x7xf32>, tensor<5x7xf32>, tensor<5x7xf32>, tensor<2x5x7xf32>, tensor<2x3x5x7xf32>, tensor<2x5x7xf32>) {
+  %0 = anvil.matmul %a, %b : (tensor<5x3xf32>, tensor<3x7xf32>) -> tensor<5x7xf32>
+  %1 = anvil.matmul %at, %b {transpose_lhs} : (tensor<3x5xf32>, tensor<3x7xf32>) -> tensor<5x7xf32>
+  %2 = anvil.matmul %at, %bt {transpose_lhs, transpose_rhs} : (tensor<3x5xf32>, tensor<7x3xf32>) -> tensor<5x7xf32>
+  %3 = anvil.matmul %x, %b : (tensor<2x5x3xf32>, tensor<3x7xf32>) -> tensor<2x5x7xf32>
+  %4 = anvil.matmul %q, %k {transpose_rhs} : (tensor<2x3x5x3xf32>, tensor<2x3x7x3xf32>) -> tensor<2x3x5x7xf32>
+  %5 = anvil.matmul %xt, %bt {transpose_lhs, transpose_rhs} : (tensor<2x3x5xf32>, tensor<7x3xf32>) -> tensor<2x5x7xf32>
+  return %0, %1, %2, %3, %4, %5 : tensor<5x7xf32>, tensor<5x7xf32>, tensor<5x7xf32>, tensor<2x5x7xf32>, tensor<2x3x5x7xf32>, tensor<2x5x7xf32>
+}
+
+// int-high: 7
+func.func @gathers(%t: tensor<7x3xf32>, %i: tensor<2x5xi32>, %g: tensor<2x5x3xf32>, %x: tensor<4x7x2xf32>, %j: tensor<3xi64>) -> (tensor<2x5x3xf32>, tensor<7x3xf32>, tensor<4x3x2xf32>) {
+  %0 = anvil.embedding %t[%i] : (tensor<7x3xf32>, tensor<2x5xi32>) -> tensor<2x5x3xf32>
+  %1 = anvil.embedding_grad %g[%i] rows = 7 : (tensor<2x5x3xf32>, tensor<2x5xi32>) -> tensor<7x3xf32>
+  %2 = anvil.gather %x[%j] axis = 1 : (tensor<4x7x2xf32>, tensor<3xi64>) -> tensor<4x3x2xf32>
+  return %0, %1, %2 : tensor<2x5x3xf32>, tensor<7x3xf32>, tensor<4x3x2xf32>
+}
+
+// tolerance: f32-composite
+func.func @normalizations(%x: tensor<3x5x7xf32>, %g: tensor<5x7xf32>, %b: tensor<5x7xf32>, %h: tensor<7xf32>) -> (tensor<3x5x7xf32>, tensor<3x5x7xf32>, tensor<3x5x7xf32>, tensor<3x5x7xf32>) {
+  %0 = anvil.softmax %x dim = 0 : tensor<3x5x7xf32>
+  %1 = anvil.log_softmax %x dim = 2 : tensor<3x5x7xf32>
+  %2 = anvil.layer_norm %x scale(%g) bias(%b) axis = 1 {epsilon = 1.0e-03} : (tensor<3x5x7xf32>, tensor<5x7xf32>, tensor<5x7xf32>) -> tensor<3x5x7xf32>
+  %3 = anvil.rms_norm %x scale(%h) axis = 2 : (tensor<3x5x7xf32>, tensor<7xf32>) -> tensor<3x5x7xf32>
+  return %0, %1, %2, %3 : tensor<3x5x7xf32>, tensor<3x5x7xf32>, tensor<3x5x7xf32>, tensor<3x5x7xf32>
+}
+
+// tolerance: f32-composite
+func.func @attention(%q: tensor<2x4x5x3xf32>, %k: tensor<2x2x6x3xf32>, %v: tensor<2x2x6x2xf32>, %m: tensor<5x6xf32>) -> (tensor<2x4x5x2xf32>, tensor<2x4x5x2xf32>) {
+  %0 = anvil.attention %q, %k, %v mask(%m) {causal} : (tensor<2x4x5x3xf32>, tensor<2x2x6x3xf32>, tensor<2x2x6x2xf32>, tensor<5x6xf32>) -> tensor<2x4x5x2xf32>
+  %1 = anvil.attention %q, %k, %v {scale = 0.25 : f64} : (tensor<2x4x5x3xf32>, tensor<2x2x6x3xf32>, tensor<2x2x6x2xf32>) -> tensor<2x4x5x2xf32>
+  return %0, %1 : tensor<2x4x5x2xf32>, tensor<2x4x5x2xf32>
+}
+
+// tolerance: f32-composite
+// int-high: 7
+func.func @cross_entropy(%z: tensor<3x5x7xf32>, %t: tensor<3x5xi64>) -> (tensor<f32>, tensor<3x5xf32>, tensor<f32>) {
+  %0 = anvil.cross_entropy mean %z, %t {ignore_index = 3 : i64, label_smoothing = 0.1 : f64} : (tensor<3x5x7xf32>, tensor<3x5xi64>) -> tensor<f32>
+  %1 = anvil.cross_entropy none %z, %t : (tensor<3x5x7xf32>, tensor<3x5xi64>) -> tensor<3x5xf32>
+  %2 = anvil.cross_entropy sum %z, %t : (tensor<3x5x7xf32>, tensor<3x5xi64>) -> tensor<f32>
+  return %0, %1, %2 : tensor<f32>, tensor<3x5xf32>, tensor<f32>
+}
+
+// int-high: 1000
+func.func @dropout(%x: tensor<3x40xf32>, %s: tensor<i64>) -> tensor<3x40xf32> {
+  %0 = anvil.dropout %x, %s rate = 3.0e-01 : tensor<3x40xf32>
+  return %0 : tensor<3x40xf32>
+}

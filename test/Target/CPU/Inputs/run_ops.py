@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Compiles each function of an .mlir file for the CPU and compares it with
+the reference interpreter.
+
+usage: run_ops.py OPS.mlir WORKDIR --bin BIN_DIR
+
+For every `func.func @name(...)`: random inputs (seeded by the function's
+position) are written as WORKDIR/name/in/arg<i>.npy, `anvil-compile
+--entry=name --target=cpu` builds an executable, which runs once with
+--eval-inputs; anvil-interp runs the same function on the same inputs, and
+the results must agree within the tolerance the comment lines before the
+function name (`// tolerance: f32-composite`; default "f32", see
+test/Inputs/tolerances.py). `// int-high: N` bounds integer inputs to
+[0, N); `// positive` makes float inputs positive.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "Inputs"))
+from tolerances import TOLERANCES  # noqa: E402
+
+FUNC = re.compile(r"func\.func @(\w+)\((.*?)\)\s*->", re.S)
+ARG = re.compile(r"%\w+: tensor<([0-9x]*?)x?(f32|f64|i32|i64|i1)>")
+DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32,
+          "i64": np.int64, "i1": np.bool_}
+
+
+def parse(text):
+    funcs = []
+    for m in FUNC.finditer(text):
+        before = text[:m.start()].rsplit("\n\n", 1)[-1]
+        opts = dict(re.findall(r"//\s*([\w-]+)(?::\s*(\S+))?", before))
+        args = []
+        for shape, dtype in ARG.findall(m.group(2)):
+            dims = [int(d) for d in shape.split("x") if d]
+            args.append((dims, dtype))
+        funcs.append((m.group(1), args, opts))
+    return funcs
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode:
+        sys.exit(f"run_ops: {' '.join(cmd)} failed:\n{p.stdout}{p.stderr}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("ops")
+    ap.add_argument("workdir")
+    ap.add_argument("--bin", required=True)
+    a = ap.parse_args()
+    funcs = parse(open(a.ops).read())
+    for seed, (name, args, opts) in enumerate(funcs):
+        d = os.path.join(a.workdir, name)
+        for sub in ("in", "cpu", "ref"):
+            os.makedirs(os.path.join(d, sub), exist_ok=True)
+        rng = np.random.default_rng(seed)
+        for i, (dims, dtype) in enumerate(args):
+            if dtype.startswith("f"):
+                x = rng.standard_normal(dims)
+                if "positive" in opts:
+                    x = np.abs(x) + 0.1
+            elif dtype == "i1":
+                x = rng.random(dims) < 0.5
+            else:
+                x = rng.integers(0, int(opts.get("int-high", 8)), dims)
+            np.save(os.path.join(d, "in", f"arg{i}.npy"),
+                    np.asarray(x, dtype=DTYPES[dtype]))
+        exe = os.path.join(d, name + ".run")
+        run([os.path.join(a.bin, "anvil-compile"), a.ops, "--entry=" + name,
+             "--target=cpu", "-o", exe])
+        run([exe, "--eval-inputs", os.path.join(d, "in"), "--eval-outputs",
+             os.path.join(d, "cpu")])
+        run([os.path.join(a.bin, "anvil-interp"), a.ops, "--function=" + name,
+             "--inputs-dir=" + os.path.join(d, "in"),
+             "--output-dir=" + os.path.join(d, "ref")])
+        tol = TOLERANCES[opts.get("tolerance", "f32")]
+        worst = 0.0
+        for f in sorted(os.listdir(os.path.join(d, "ref"))):
+            e = np.load(os.path.join(d, "ref", f)).astype(np.float64)
+            c = np.load(os.path.join(d, "cpu", f)).astype(np.float64)
+            if e.shape != c.shape:
+                sys.exit(f"run_ops: @{name} {f}: shape {c.shape}, "
+                         f"expected {e.shape}")
+            scale = float(np.max(np.abs(e))) if e.size else 0.0
+            err = np.abs(c - e)
+            bound = tol["atol"] + tol["rtol"] * scale
+            if e.size and not np.all(err <= bound):
+                i = np.unravel_index(np.argmax(err - bound), e.shape)
+                sys.exit(f"run_ops: @{name} {f}{list(i)}: cpu {c[i]!r}, "
+                         f"interpreter {e[i]!r} (bound {bound:.3g})")
+            if scale:
+                worst = max(worst, float(np.max(err)) / scale)
+        print(f"@{name}: agrees (worst error / scale {worst:.1e})")
+    print(f"run_ops: {len(funcs)} functions agree")
+
+
+if __name__ == "__main__":
+    main()
