@@ -113,6 +113,10 @@ cl::opt<std::string> runtimeDir(
     cl::desc("Where libanvil_runtime.a and libanvil_trainer.a are (default: "
              "../lib beside anvil-compile)"),
     cl::value_desc("dir"), cl::init(""), cl::cat(category));
+cl::opt<unsigned> optLevel("O",
+                           cl::desc("LLVM optimization level of the "
+                                    "generated code, 0-3 (default 2)"),
+                           cl::Prefix, cl::init(2), cl::cat(category));
 cl::opt<std::string> cxxDriver("cxx",
                                cl::desc("C++ compiler driver that links the "
                                         "executable (default: $CXX or c++)"),
@@ -399,7 +403,10 @@ int main(int argc, char **argv) {
             llvm::sys::fs::createTemporaryFile("anvil-module", "o", object))
       return error("cannot create a temporary object file: " + ec.message());
     llvm::scope_exit removeObject([&] { llvm::sys::fs::remove(object); });
-    if (failed(mlir::anvil::cpu::emitObjectFile(module, *abi, object)))
+    if (optLevel > 3)
+      return error("-O expects 0, 1, 2 or 3");
+    if (failed(
+            mlir::anvil::cpu::emitObjectFile(module, *abi, object, optLevel)))
       return 1;
     std::string cxx = cxxDriver;
     if (cxx.empty())

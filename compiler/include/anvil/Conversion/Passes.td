@@ -106,4 +106,38 @@ def AnvilBufferizePass : Pass<"anvil-bufferize", "mlir::ModuleOp"> {
   ];
 }
 
+def AnvilOutlineDispatchesPass : Pass<"anvil-outline-dispatches", "mlir::ModuleOp"> {
+  let summary = "Outlines each dispatch region of a bufferized function";
+  let description = [{
+    After fusion and bufferization, every top-level linalg op of a function
+    (and every loop that contains linalg ops, such as a scatter-add) is one
+    dispatch region: one kernel of the step. This pass moves each into a
+    private function `<function>__dispatch_<n>` and calls it, so a backend
+    compiles, schedules and profiles kernels one by one (LLVM optimizes
+    many small functions far faster than one function holding the whole
+    step). Constants the region uses are cloned into it; the buffers it
+    reads and writes become the outlined function's arguments.
+
+    Input:
+    ```mlir
+    func.func @step(%a: memref<4xf32>, %b: memref<4xf32>) {
+      linalg.generic ... ins(%a) outs(%b) ...
+      return
+    }
+    ```
+    Output:
+    ```mlir
+    func.func @step(%a: memref<4xf32>, %b: memref<4xf32>) {
+      call @step__dispatch_0(%a, %b) : (memref<4xf32>, memref<4xf32>) -> ()
+      return
+    }
+    func.func private @step__dispatch_0(%a: memref<4xf32>, %b: memref<4xf32>) {
+      linalg.generic ... ins(%a) outs(%b) ...
+      return
+    }
+    ```
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect", "mlir::scf::SCFDialect"];
+}
+
 #endif // ANVIL_CONVERSION_PASSES_TD

@@ -5,6 +5,7 @@
 //    returns the embedded JSON; `void anvil_module_<entry>(void **args,
 //    void **results)` calls the lowered function with its arguments and
 //    then its out-parameters (bare pointers, see Pipeline.cpp).
+//    Outlined dispatch regions are marked noinline.
 // 3. Target the host: its triple, CPU name and features (so the loop
 //    vectorizer uses AVX2 / AVX-512 where present), PIC.
 // 4. Run LLVM's O3 module pipeline and emit an object file in-process.
@@ -105,7 +106,8 @@ LogicalResult addEntry(llvm::Module &m, const anvil::EntryPoint &entry,
 
 LogicalResult mlir::anvil::cpu::emitObjectFile(ModuleOp module,
                                                const ModuleABI &abi,
-                                               StringRef path) {
+                                               StringRef path,
+                                               unsigned optLevel) {
   auto fail = [&](const Twine &message) {
     return emitError(module.getLoc(), "anvil cpu backend: ") << message;
   };
@@ -114,6 +116,12 @@ LogicalResult mlir::anvil::cpu::emitObjectFile(ModuleOp module,
       translateModuleToLLVMIR(module, llvmContext, "anvil_module");
   if (!m)
     return fail("translation to LLVM IR failed");
+
+  // Kernels stay functions: inlining them back would rebuild the one huge
+  // function that makes LLVM slow, and keeps them visible to profilers.
+  for (llvm::Function &f : *m)
+    if (f.getName().contains("__dispatch_"))
+      f.addFnAttr(llvm::Attribute::NoInline);
 
   std::string error;
   addManifest(*m, abi.manifest);
@@ -130,7 +138,7 @@ LogicalResult mlir::anvil::cpu::emitObjectFile(ModuleOp module,
   if (llvm::verifyModule(*m, &verifyErrors))
     return fail("invalid LLVM IR: " + error);
 
-  // O3, as clang -O3 would run it for this machine.
+  // The -O<n> pipeline, as clang would run it for this machine.
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -141,8 +149,11 @@ LogicalResult mlir::anvil::cpu::emitObjectFile(ModuleOp module,
   passBuilder.registerFunctionAnalyses(fam);
   passBuilder.registerLoopAnalyses(lam);
   passBuilder.crossRegisterProxies(lam, fam, cgam, mam);
+  const llvm::OptimizationLevel levels[] = {
+      llvm::OptimizationLevel::O0, llvm::OptimizationLevel::O1,
+      llvm::OptimizationLevel::O2, llvm::OptimizationLevel::O3};
   llvm::ModulePassManager mpm =
-      passBuilder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+      passBuilder.buildPerModuleDefaultPipeline(levels[std::min(optLevel, 3u)]);
   mpm.run(*m, mam);
 
   std::error_code ec;

@@ -14,7 +14,8 @@
 // 3. bufferized: anvil-bufferize (one-shot, across functions), results
 //                turned into out-parameters written in place (public
 //                functions too: they are the ABI), ownership-based
-//                deallocation.
+//                deallocation, then each dispatch region outlined into
+//                its own function.
 // 4. llvm:       linalg to loops, affine and scf to cf, math to LLVM
 //                intrinsics or libm, memref/arith/index/func/cf to LLVM
 //                (bare pointers at function boundaries).
@@ -92,6 +93,7 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     bufferization::buildBufferDeallocationPipeline(pm);
     pm.addPass(createConvertBufferizationToMemRefPass());
     pm.addPass(createCanonicalizerPass());
+    pm.addPass(createAnvilOutlineDispatchesPass());
   }
 
   // 4. llvm

@@ -41,10 +41,11 @@ void buildCPUPipeline(OpPassManager &pm, Stage last = Stage::LLVM,
 void registerCPUBackendDialects(DialectRegistry &registry);
 
 /// Translates `module` (LLVM dialect) for the host CPU, adds the entry
-/// points of `abi`, optimizes it and writes an object file to `path`.
-/// Errors go to the diagnostic handler of `module`'s context.
+/// points of `abi`, optimizes it with LLVM's -O`optLevel` pipeline (0-3)
+/// and writes an object file to `path`. Errors go to the diagnostic
+/// handler of `module`'s context.
 LogicalResult emitObjectFile(ModuleOp module, const ModuleABI &abi,
-                             StringRef path);
+                             StringRef path, unsigned optLevel = 3);
 
 /// Links `object` with the runtime's libraries in `runtimeDir`
 /// (libanvil_trainer.a, libanvil_runtime.a) into the executable `output`

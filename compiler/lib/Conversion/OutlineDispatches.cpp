@@ -1,0 +1,102 @@
+//===- OutlineDispatches.cpp - one function per dispatch region -----------===//
+//
+// 1. In every function with a body, collect the top-level ops that are
+//    dispatch regions: linalg ops, and loops or regions containing linalg
+//    ops (the scatter-add of embedding_grad). Only ops without results
+//    qualify: after bufferization, kernels write buffers.
+// 2. Wrap each in an `scf.execute_region`, clone the constants it uses
+//    into that region, and outline the region into a private function
+//    `<function>__dispatch_<n>` (upstream outlineSingleBlockRegion); the
+//    remaining operands become arguments.
+// 3. Inline the now trivial execute_region, leaving the call.
+//
+//===----------------------------------------------------------------------===//
+
+#include "anvil/Conversion/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::anvil {
+#define GEN_PASS_DEF_ANVILOUTLINEDISPATCHESPASS
+#include "anvil/Conversion/Passes.h.inc"
+} // namespace mlir::anvil
+
+using namespace mlir;
+
+namespace {
+
+bool isDispatch(Operation *op) {
+  if (op->getNumResults() != 0 || isa<func::ReturnOp>(op))
+    return false;
+  if (isa<linalg::LinalgOp>(op))
+    return true;
+  if (op->getNumRegions() == 0)
+    return false;
+  bool hasLinalg = false;
+  op->walk([&](linalg::LinalgOp) { hasLinalg = true; });
+  return hasLinalg;
+}
+
+struct AnvilOutlineDispatchesPass
+    : mlir::anvil::impl::AnvilOutlineDispatchesPassBase<
+          AnvilOutlineDispatchesPass> {
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    SmallVector<func::FuncOp> functions(getOperation().getOps<func::FuncOp>());
+    for (func::FuncOp fn : functions) {
+      if (fn.isExternal())
+        continue;
+      SmallVector<Operation *> regions;
+      for (Operation &op : fn.getBody().getOps())
+        if (isDispatch(&op))
+          regions.push_back(&op);
+      for (auto [n, op] : llvm::enumerate(regions)) {
+        rewriter.setInsertionPoint(op);
+        auto wrapper =
+            scf::ExecuteRegionOp::create(rewriter, op->getLoc(), TypeRange{});
+        Block *body = rewriter.createBlock(&wrapper.getRegion());
+        rewriter.setInsertionPointToEnd(body);
+        auto yield = scf::YieldOp::create(rewriter, op->getLoc());
+        op->moveBefore(yield);
+        // Constants stay constants inside the kernel.
+        IRMapping map;
+        rewriter.setInsertionPointToStart(body);
+        op->walk([&](Operation *inner) {
+          for (OpOperand &use : inner->getOpOperands()) {
+            Operation *def = use.get().getDefiningOp();
+            if (!def || !isa<arith::ConstantOp>(def) ||
+                wrapper->isAncestor(def))
+              continue;
+            if (!map.contains(use.get()))
+              map.map(use.get(), rewriter.clone(*def)->getResult(0));
+            use.set(map.lookup(use.get()));
+          }
+        });
+        std::string name = (fn.getName() + "__dispatch_" + Twine(n)).str();
+        func::CallOp call;
+        FailureOr<func::FuncOp> outlined = outlineSingleBlockRegion(
+            rewriter, op->getLoc(), wrapper.getRegion(), name, &call);
+        if (failed(outlined)) {
+          op->emitError("anvil-outline-dispatches: cannot outline this "
+                        "dispatch region");
+          return signalPassFailure();
+        }
+        outlined->setPrivate();
+        // The execute_region now holds only the call: inline it.
+        Block &inner = wrapper.getRegion().front();
+        Operation *terminator = inner.getTerminator();
+        rewriter.inlineBlockBefore(&inner, wrapper);
+        rewriter.eraseOp(terminator);
+        rewriter.eraseOp(wrapper);
+      }
+    }
+  }
+};
+
+} // namespace
