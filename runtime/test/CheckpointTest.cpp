@@ -72,6 +72,23 @@ TEST_F(CheckpointTest, FailedSaveKeepsThePreviousCheckpoint) {
   EXPECT_FALSE(fs::exists(ck + "/step_00000040.safetensors"));
 }
 
+TEST_F(CheckpointTest, CorruptedTensorDataFailsTheChecksum) {
+  Expected<std::string> p = saveCheckpoint(ck, info, state());
+  ASSERT_TRUE(p);
+  // Flip one bit of the last tensor byte (the header stays valid).
+  Expected<std::vector<std::byte>> bytes = readFile(*p);
+  ASSERT_TRUE(bytes);
+  bytes->back() ^= std::byte{1};
+  std::span<const std::byte> pieces[] = {*bytes};
+  ASSERT_TRUE(writeFileAtomic(*p, pieces));
+  Expected<LoadedCheckpoint> c = loadCheckpoint(*p, "gpt-tiny:abc", specs());
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.status().message(),
+            "checkpoint '" + *p +
+                "': the tensor data does not match the checkpoint's checksum "
+                "(the file is corrupted)");
+}
+
 TEST_F(CheckpointTest, OtherModelIsAClearError) {
   Expected<std::string> p = saveCheckpoint(ck, info, state());
   ASSERT_TRUE(p);

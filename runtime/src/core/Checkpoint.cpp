@@ -3,6 +3,7 @@
 #include "anvil/runtime/Checkpoint.h"
 
 #include "anvil/runtime/File.h"
+#include "anvil/runtime/TokenData.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -16,6 +17,37 @@ static const char *const kModel = "anvil.model";
 static const char *const kStep = "anvil.step";
 static const char *const kSeed = "anvil.seed";
 static const char *const kDataPosition = "anvil.data_position";
+static const char *const kChecksum = "anvil.checksum";
+
+/// A 64-bit checksum of the tensors' names and bytes, in order: four
+/// independent splitmix64 lanes over 8-byte words (fast enough that
+/// multi-gigabyte checkpoints pay well under a second), then folded.
+static std::string checksum(std::span<const TensorRef> tensors) {
+  uint64_t lanes[4] = {1, 2, 3, 4};
+  auto absorb = [&](std::span<const std::byte> bytes) {
+    size_t words = bytes.size() / 8, i = 0;
+    for (; i + 4 <= words; i += 4)
+      for (size_t l = 0; l < 4; ++l) {
+        uint64_t w;
+        std::memcpy(&w, bytes.data() + 8 * (i + l), 8);
+        lanes[l] = mix64(lanes[l] ^ w);
+      }
+    uint64_t tail = bytes.size();
+    for (size_t b = 8 * i; b < bytes.size(); ++b)
+      tail = mix64(tail ^ static_cast<uint64_t>(bytes[b]));
+    lanes[0] = mix64(lanes[0] ^ tail);
+  };
+  for (const TensorRef &t : tensors) {
+    absorb(std::as_bytes(std::span(t.spec.name)));
+    absorb(t.data);
+  }
+  uint64_t h = 0;
+  for (uint64_t lane : lanes)
+    h = mix64(h ^ lane);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
 
 Expected<std::string> saveCheckpoint(const std::string &dir,
                                      const CheckpointInfo &info,
@@ -38,6 +70,7 @@ Expected<std::string> saveCheckpoint(const std::string &dir,
       {kStep, std::to_string(info.step)},
       {kSeed, std::to_string(info.seed)},
       {kDataPosition, std::to_string(info.dataPosition)},
+      {kChecksum, checksum(tensors)},
   };
   if (Status s = writeSafetensors(path, tensors, meta); !s)
     return s;
@@ -114,6 +147,13 @@ loadCheckpoint(const std::string &path, const std::string &model,
   }
   if (Status s = file->matches(expected); !s)
     return s;
+  // Checkpoints written before the checksum existed have none.
+  if (auto sum = file->metadata().find(kChecksum);
+      sum != file->metadata().end() && sum->second != checksum(file->tensors()))
+    return Status::error(ErrorCode::InvalidArgument,
+                         "checkpoint '" + path +
+                             "': the tensor data does not match the "
+                             "checkpoint's checksum (the file is corrupted)");
   c.file = std::move(*file);
   return c;
 }

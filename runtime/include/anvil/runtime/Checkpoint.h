@@ -5,7 +5,7 @@
 // file naming the newest one. Each checkpoint stores every tensor of the
 // training state under its model name (parameters, optimizer moments, ...)
 // and, in the safetensors metadata, the model fingerprint, the step, the
-// seed and the data position ("anvil.*" keys).
+// seed, the data position and a checksum of the tensors ("anvil.*" keys).
 //
 // Saving writes the new step file atomically, then replaces `latest`
 // atomically; a failure at any point leaves the previous checkpoint and the
@@ -48,8 +48,9 @@ struct LoadedCheckpoint {
   SafetensorsFile file;
 };
 
-/// Reads `path` and checks that it was written for `model` and holds
-/// exactly `expected`; errors name the file and the first difference.
+/// Reads `path` and checks that it was written for `model`, holds exactly
+/// `expected` and matches its checksum; errors name the file and the first
+/// difference.
 Expected<LoadedCheckpoint> loadCheckpoint(const std::string &path,
                                           const std::string &model,
                                           std::span<const TensorSpec> expected);
