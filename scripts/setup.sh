@@ -23,7 +23,7 @@ BUILD_TYPE="${ANVIL_BUILD_TYPE:-Release}"
 PACKAGES=(
   cmake ninja-build g++ ccache python3
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
-  libgtest-dev
+  libgtest-dev libopenblas-dev
 )
 
 log() { printf '[setup] %s\n' "$*"; }

@@ -20,6 +20,7 @@
 #include "anvil/runtime/Manifest.h"
 #include "anvil/runtime/Metrics.h"
 #include "anvil/runtime/Npy.h"
+#include "anvil/runtime/RuntimeABI.h"
 #include "anvil/runtime/TokenData.h"
 #include "anvil/runtime/TrainOptions.h"
 
@@ -549,6 +550,7 @@ int trainerMain(int argc, char **argv) {
     std::printf("%s\n", anvil_module_manifest());
     return 0;
   }
+  anvil_rt_set_num_threads(options->threads);
   Trainer trainer(std::move(*manifest), *options, program);
   if (Status s = trainer.setUp(); !s)
     return fail(s);

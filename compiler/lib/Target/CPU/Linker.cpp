@@ -3,8 +3,9 @@
 // Runs the system C++ compiler driver (the one the runtime was built with
 // is the safest choice; `c++` by default) on the module's object and the
 // runtime's static libraries. The driver brings the C++ standard library
-// and the platform's start files; Anvil adds nothing else, so a training
-// executable depends only on libc, libm, libstdc++ and pthreads.
+// and the platform's start files; Anvil adds OpenBLAS (the GEMMs), so a
+// training executable depends only on libc, libm, libstdc++, pthreads and
+// libopenblas.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,10 +29,11 @@ LogicalResult mlir::anvil::cpu::linkExecutable(StringRef object,
           "' on PATH (it links the executable; set --cxx)";
     return failure();
   }
-  SmallString<256> trainer(runtimeDir), runtime(runtimeDir);
+  SmallString<256> trainer(runtimeDir), cpu(runtimeDir), runtime(runtimeDir);
   llvm::sys::path::append(trainer, "libanvil_trainer.a");
+  llvm::sys::path::append(cpu, "libanvil_cpu.a");
   llvm::sys::path::append(runtime, "libanvil_runtime.a");
-  for (StringRef lib : {StringRef(trainer), StringRef(runtime)})
+  for (StringRef lib : {StringRef(trainer), StringRef(cpu), StringRef(runtime)})
     if (!llvm::sys::fs::exists(lib)) {
       log = "the runtime library '" + lib.str() +
             "' does not exist (build Anvil's runtime, or set --runtime-dir)";
@@ -43,8 +45,9 @@ LogicalResult mlir::anvil::cpu::linkExecutable(StringRef object,
     log = "cannot create a temporary file: " + ec.message();
     return failure();
   }
-  SmallVector<StringRef> args = {*driver, object,  "-o",  output,
-                                 trainer, runtime, "-lm", "-pthread"};
+  SmallVector<StringRef> args = {*driver, object,  "-o",         output,
+                                 trainer, cpu,     runtime,      "-lopenblas",
+                                 "-lm",   "-pthread"};
   std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logFile),
                                           StringRef(logFile)};
   std::string execError;

@@ -14,8 +14,9 @@
 // 3. bufferized: anvil-bufferize (one-shot, across functions), results
 //                turned into out-parameters written in place (public
 //                functions too: they are the ABI), ownership-based
-//                deallocation, then each dispatch region outlined into
-//                its own function.
+//                deallocation; f32 matmuls become calls of the runtime's
+//                BLAS (anvil_rt_sgemm), and each remaining dispatch region
+//                is outlined into its own function.
 // 4. llvm:       linalg to loops, affine and scf to cf, math to LLVM
 //                intrinsics or libm, memref/arith/index/func/cf to LLVM
 //                (bare pointers at function boundaries).
@@ -25,6 +26,7 @@
 #include "anvil/Target/CPU/CPUBackend.h"
 
 #include "anvil/Conversion/Passes.h"
+#include "anvil/Target/CPU/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -93,6 +95,7 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     bufferization::buildBufferDeallocationPipeline(pm);
     pm.addPass(createConvertBufferizationToMemRefPass());
     pm.addPass(createCanonicalizerPass());
+    pm.addPass(createAnvilCPUGemmToBlasPass());
     pm.addPass(createAnvilOutlineDispatchesPass());
   }
 

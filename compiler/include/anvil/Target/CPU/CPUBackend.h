@@ -48,7 +48,8 @@ LogicalResult emitObjectFile(ModuleOp module, const ModuleABI &abi,
                              StringRef path, unsigned optLevel = 3);
 
 /// Links `object` with the runtime's libraries in `runtimeDir`
-/// (libanvil_trainer.a, libanvil_runtime.a) into the executable `output`
+/// (libanvil_trainer.a, libanvil_cpu.a, libanvil_runtime.a) and OpenBLAS
+/// into the executable `output`
 /// with the C++ compiler driver `cxx`. On failure `log` holds the driver's
 /// output.
 LogicalResult linkExecutable(StringRef object, StringRef output,

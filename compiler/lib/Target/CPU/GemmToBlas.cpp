@@ -1,0 +1,208 @@
+//===- GemmToBlas.cpp - f32 contractions on buffers as anvil_rt_sgemm -----===//
+//
+// 1. Match a bufferized f32 contraction (linalg.matmul, batch_matmul, or a
+//    generic that fusion made of them by folding reshapes in) whose
+//    buffers have static layouts: upstream `inferContractionDims` splits
+//    its loops into batch, m, n and k groups.
+// 2. Check that every operand stores its groups as row-major blocks: C as
+//    (batch, m, n); A as (batch, m, k) or, transposed, (batch, k, m); B as
+//    (batch, k, n) or (batch, n, k), or without batch when one B is shared
+//    by the whole batch. A group of several loops must be contiguous in
+//    memory (it then acts as one dimension), the innermost with unit
+//    stride; k's loops appear in one order in A and B, m's and n's in C's.
+// 3. Compute each buffer's address as an LLVM pointer, the row strides
+//    (ld) and batch strides, and call anvil_rt_sgemm (declared once per
+//    module). The call keeps linalg's semantics, C += A B.
+//
+//===----------------------------------------------------------------------===//
+
+#include "anvil/Target/CPU/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::anvil {
+#define GEN_PASS_DEF_ANVILCPUGEMMTOBLASPASS
+#include "anvil/Target/CPU/Passes.h.inc"
+} // namespace mlir::anvil
+
+using namespace mlir;
+
+namespace {
+
+constexpr StringLiteral kSgemm = "anvil_rt_sgemm";
+
+/// An operand of the contraction as BLAS sees it.
+struct Matrix {
+  bool transposed = false;
+  int64_t ld = 0;          ///< Row stride of the stored matrix.
+  int64_t batchStride = 0; ///< 0: shared by the whole batch.
+  int64_t offset = 0;      ///< Elements from the aligned base.
+};
+
+/// Describes buffer `v`, read through `map`, as a (possibly batched)
+/// matrix whose logical rows are the loops `rows` and columns `cols`:
+/// stored as (batch, rows, cols), or transposed as (batch, cols, rows);
+/// `batch` may be absent from a shared operand (`allowShared`).
+std::optional<Matrix> asMatrix(Value v, AffineMap map, ArrayRef<unsigned> batch,
+                               ArrayRef<unsigned> rows, ArrayRef<unsigned> cols,
+                               bool allowShared, bool allowTranspose) {
+  auto t = dyn_cast<MemRefType>(v.getType());
+  if (!t || !t.getElementType().isF32() || !t.hasStaticShape() ||
+      !map.isProjectedPermutation())
+    return std::nullopt;
+  SmallVector<int64_t> strides;
+  Matrix m;
+  if (failed(t.getStridesAndOffset(strides, m.offset)) ||
+      ShapedType::isDynamic(m.offset) ||
+      llvm::any_of(strides, ShapedType::isDynamic))
+    return std::nullopt;
+  SmallVector<unsigned> dims;
+  for (AffineExpr e : map.getResults())
+    dims.push_back(cast<AffineDimExpr>(e).getPosition());
+  ArrayRef<int64_t> shape = t.getShape();
+
+  auto concat = [](std::initializer_list<ArrayRef<unsigned>> parts) {
+    SmallVector<unsigned> out;
+    for (ArrayRef<unsigned> p : parts)
+      out.append(p.begin(), p.end());
+    return out;
+  };
+  bool hasBatch = true;
+  if (ArrayRef<unsigned>(dims) ==
+      ArrayRef<unsigned>(concat({batch, rows, cols}))) {
+  } else if (allowTranspose &&
+             ArrayRef<unsigned>(dims) ==
+                 ArrayRef<unsigned>(concat({batch, cols, rows}))) {
+    m.transposed = true;
+  } else if (allowShared && !batch.empty() &&
+             ArrayRef<unsigned>(dims) ==
+                 ArrayRef<unsigned>(concat({rows, cols}))) {
+    hasBatch = false;
+  } else if (allowShared && allowTranspose && !batch.empty() &&
+             ArrayRef<unsigned>(dims) ==
+                 ArrayRef<unsigned>(concat({cols, rows}))) {
+    hasBatch = false;
+    m.transposed = true;
+  } else {
+    return std::nullopt;
+  }
+  // Groups as stored: [batch], outer, inner. Each must be contiguous.
+  size_t nb = hasBatch ? batch.size() : 0;
+  size_t nOuter = m.transposed ? cols.size() : rows.size();
+  auto contiguous = [&](size_t from, size_t to) {
+    for (size_t i = from; i + 1 < to; ++i)
+      if (strides[i] != strides[i + 1] * shape[i + 1])
+        return false;
+    return true;
+  };
+  size_t rank = dims.size();
+  if (!contiguous(0, nb) || !contiguous(nb, nb + nOuter) ||
+      !contiguous(nb + nOuter, rank) || strides[rank - 1] != 1)
+    return std::nullopt;
+  m.ld = strides[nb + nOuter - 1];
+  m.batchStride = nb ? strides[nb - 1] : 0;
+  return m;
+}
+
+struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
+  using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
+  LogicalResult matchAndRewrite(linalg::LinalgOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
+        op.getNumDpsInits() != 1 || !linalg::isaContractionOpInterface(op))
+      return rewriter.notifyMatchFailure(op, "not a bufferized contraction");
+    FailureOr<linalg::ContractionDimensions> dims =
+        linalg::inferContractionDims(op);
+    if (failed(dims) || dims->m.empty() || dims->n.empty() || dims->k.empty())
+      return rewriter.notifyMatchFailure(op, "no m, n and k loops");
+    Value a = op.getDpsInputs()[0], b = op.getDpsInputs()[1],
+          c = op.getDpsInits()[0];
+    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+
+    // The loop groups in the order C and A store them.
+    auto ordered = [](AffineMap map, ArrayRef<unsigned> group) {
+      SmallVector<unsigned> out;
+      for (AffineExpr e : map.getResults())
+        if (auto d = dyn_cast<AffineDimExpr>(e);
+            d && llvm::is_contained(group, d.getPosition()))
+          out.push_back(d.getPosition());
+      return out;
+    };
+    SmallVector<unsigned> batch = ordered(maps[2], dims->batch),
+                          mDims = ordered(maps[2], dims->m),
+                          nDims = ordered(maps[2], dims->n),
+                          kDims = ordered(maps[0], dims->k);
+    std::optional<Matrix> mc =
+        asMatrix(c, maps[2], batch, mDims, nDims, false, false);
+    std::optional<Matrix> ma =
+        asMatrix(a, maps[0], batch, mDims, kDims, false, true);
+    std::optional<Matrix> mb =
+        asMatrix(b, maps[1], batch, kDims, nDims, true, true);
+    if (!ma || !mb || !mc)
+      return rewriter.notifyMatchFailure(
+          op, "operands are not row-major (batched) f32 matrices");
+
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    auto product = [&](ArrayRef<unsigned> group) {
+      int64_t p = 1;
+      for (unsigned d : group)
+        p *= ranges[d];
+      return p;
+    };
+
+    Location loc = op.getLoc();
+    auto i64 = [&](int64_t v) -> Value {
+      return arith::ConstantIntOp::create(rewriter, loc, v, 64);
+    };
+    auto i32 = [&](bool v) -> Value {
+      return arith::ConstantIntOp::create(rewriter, loc, v ? 1 : 0, 32);
+    };
+    auto ptrType = LLVM::LLVMPointerType::get(getContext());
+    auto address = [&](Value buffer, const Matrix &m) -> Value {
+      Value base =
+          memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, buffer);
+      Value asInt = arith::IndexCastOp::create(rewriter, loc,
+                                               rewriter.getI64Type(), base);
+      Value withOffset =
+          arith::AddIOp::create(rewriter, loc, asInt, i64(m.offset * 4));
+      return LLVM::IntToPtrOp::create(rewriter, loc, ptrType, withOffset);
+    };
+    SmallVector<Value> args = {
+        i32(ma->transposed), i32(mb->transposed),  i64(product(mDims)),
+        i64(product(nDims)), i64(product(kDims)),  address(a, *ma),
+        i64(ma->ld),         i64(ma->batchStride), address(b, *mb),
+        i64(mb->ld),         i64(mb->batchStride), address(c, *mc),
+        i64(mc->ld),         i64(mc->batchStride), i64(product(batch))};
+
+    auto module = op->getParentOfType<ModuleOp>();
+    auto callee = module.lookupSymbol<func::FuncOp>(kSgemm);
+    if (!callee) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(module.getBody());
+      callee = func::FuncOp::create(
+          rewriter, module.getLoc(), kSgemm,
+          rewriter.getFunctionType(ValueRange(args).getTypes(), {}));
+      callee.setPrivate();
+    }
+    rewriter.replaceOpWithNewOp<func::CallOp>(op, callee, args);
+    return success();
+  }
+};
+
+struct AnvilCPUGemmToBlasPass
+    : mlir::anvil::impl::AnvilCPUGemmToBlasPassBase<AnvilCPUGemmToBlasPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<GemmToBlas>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,36 @@
+//===- RuntimeABI.h - the C functions generated code calls ---------*- C++
+//-*-===//
+//
+// DESIGN.md, contract 4: generated code reaches the runtime only through
+// these `anvil_rt_*` C functions. They are plain C (no exceptions cross
+// them), take raw pointers and 64-bit integers, and live in the CPU device
+// library (runtime/src/cpu, libanvil_cpu.a) that every CPU executable
+// links.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ANVIL_RUNTIME_RUNTIMEABI_H
+#define ANVIL_RUNTIME_RUNTIMEABI_H
+
+#include <cstdint>
+
+extern "C" {
+
+/// Batched single-precision GEMM through the system BLAS (OpenBLAS):
+/// for i in [0, batch): C_i += op(A_i) op(B_i), row-major, where op
+/// transposes when trans* is non-zero, op(A_i) is (m, k), op(B_i) is
+/// (k, n) and C_i is (m, n). X_i starts at x + i * strideX (elements); a
+/// stride of 0 shares one matrix across the batch. ld* are the row strides
+/// of the matrices as stored.
+void anvil_rt_sgemm(int32_t transA, int32_t transB, int64_t m, int64_t n,
+                    int64_t k, const float *a, int64_t lda, int64_t strideA,
+                    const float *b, int64_t ldb, int64_t strideB, float *c,
+                    int64_t ldc, int64_t strideC, int64_t batch);
+
+/// Sets the number of threads the runtime's CPU kernels (and BLAS) use;
+/// 0 means one per core.
+void anvil_rt_set_num_threads(int32_t threads);
+
+} // extern "C"
+
+#endif // ANVIL_RUNTIME_RUNTIMEABI_H
