@@ -247,3 +247,15 @@ FailureOr<ModuleABI> mlir::anvil::buildModuleABI(FunctionOpInterface train,
   os << json::Value(std::move(doc));
   return abi;
 }
+
+void mlir::anvil::setPlannedBytes(ModuleABI &abi, int64_t bytes) {
+  llvm::Expected<json::Value> doc = json::parse(abi.manifest);
+  if (!doc) {
+    llvm::consumeError(doc.takeError());
+    return;
+  }
+  (*doc->getAsObject())["planned_bytes"] = bytes;
+  abi.manifest.clear();
+  llvm::raw_string_ostream os(abi.manifest);
+  os << *doc;
+}

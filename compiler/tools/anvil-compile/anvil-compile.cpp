@@ -175,9 +175,10 @@ void printModels(raw_ostream &os) {
   }
 }
 
-/// `dispatches` is the number of dispatch regions of the compiled step, or
-/// -1 when nothing was compiled.
-void printReport(const ModelReport &r, int64_t dispatches, raw_ostream &os) {
+/// `dispatches` is the number of dispatch regions of the compiled step and
+/// `plannedBytes` its workspace, or -1 when not compiled that far.
+void printReport(const ModelReport &r, int64_t dispatches, int64_t plannedBytes,
+                 raw_ostream &os) {
   if (report == Report::Json) {
     json::Object o{{"model", r.model},
                    {"config", r.config},
@@ -190,6 +191,8 @@ void printReport(const ModelReport &r, int64_t dispatches, raw_ostream &os) {
                    {"vocab", r.vocab}};
     if (dispatches >= 0)
       o["dispatches_per_step"] = dispatches;
+    if (plannedBytes >= 0)
+      o["planned_bytes"] = plannedBytes;
     os << json::Value(std::move(o)) << "\n";
     return;
   }
@@ -201,6 +204,9 @@ void printReport(const ModelReport &r, int64_t dispatches, raw_ostream &os) {
      << "flops_per_step:  " << r.flopsPerStep << " (training, analytic)\n";
   if (dispatches >= 0)
     os << "dispatches:      " << dispatches << " per step (after fusion)\n";
+  if (plannedBytes >= 0)
+    os << "planned_bytes:   " << plannedBytes
+       << " (the step's workspace, static memory plan)\n";
 }
 } // namespace
 
@@ -351,7 +357,7 @@ int main(int argc, char **argv) {
   }
 
   std::optional<mlir::anvil::ModuleABI> abi;
-  int64_t dispatches = -1;
+  int64_t dispatches = -1, plannedBytes = -1;
   if (lowering) {
     // Drop every function the executable does not export.
     for (auto fn :
@@ -380,8 +386,25 @@ int main(int argc, char **argv) {
       dispatches = countDispatches(step);
     }
     if (last > Stage::Fused) {
+      mlir::PassManager bufferize(&context);
+      mlir::anvil::cpu::buildCPUPipeline(bufferize, Stage::Bufferized,
+                                         /*after=*/Stage::Fused);
+      if (failed(bufferize.run(module)))
+        return error("lowering failed (see above)");
+      // The memory plan: each entry point's last argument is its
+      // workspace; the runtime allocates the largest once.
+      for (const mlir::anvil::EntryPoint &entry : abi->entries) {
+        auto fn = module.lookupSymbol<mlir::func::FuncOp>(entry.function);
+        auto ws = dyn_cast<mlir::MemRefType>(fn.getArgumentTypes().back());
+        if (ws)
+          plannedBytes = std::max(plannedBytes, ws.getNumElements());
+      }
+      mlir::anvil::setPlannedBytes(*abi, plannedBytes);
+    }
+    if (last > Stage::Bufferized) {
       mlir::PassManager rest(&context);
-      mlir::anvil::cpu::buildCPUPipeline(rest, last, /*after=*/Stage::Fused);
+      mlir::anvil::cpu::buildCPUPipeline(rest, last,
+                                         /*after=*/Stage::Bufferized);
       if (failed(rest.run(module)))
         return error("lowering failed (see above)");
     }
@@ -417,6 +440,7 @@ int main(int argc, char **argv) {
       return error(log);
   }
   if (report != Report::None)
-    printReport(built.report, dispatches, irToStdout ? errs() : outs());
+    printReport(built.report, dispatches, plannedBytes,
+                irToStdout ? errs() : outs());
   return 0;
 }

@@ -146,6 +146,8 @@ private:
   std::string program_;
   std::vector<Slot> slots_;
   std::vector<Storage> evalResults_;
+  Storage workspace_;        ///< The static memory plan's arena.
+  int64_t measuredPeak_ = 0; ///< Workspace + what steps allocated besides.
   Slot *tokens_ = nullptr, *targets_ = nullptr, *dropoutSeed_ = nullptr;
   std::optional<TokenDataset> train_, val_;
   int64_t tokensPerStep_ = 0;
@@ -178,6 +180,11 @@ Status Trainer::setUp() {
     }
     slots_.push_back(std::move(s));
   }
+  Expected<Storage> ws = Storage::allocate(
+      static_cast<size_t>(std::max<int64_t>(m_.plannedBytes, 64)));
+  if (!ws)
+    return ws.status().withContext("the workspace (planned_bytes)");
+  workspace_ = std::move(*ws);
   for (const TensorSpec &r : m_.evalResults) {
     Expected<int64_t> bytes = numBytes(r.shape, r.dtype);
     if (!bytes)
@@ -301,7 +308,7 @@ double Trainer::evaluate() {
   for (int64_t b = 0; b < o_.evalBatches; ++b) {
     if (!fillBatch(static_cast<uint64_t>(b), /*validation=*/true))
       return NAN;
-    anvil_module_eval_step(args.data(), results.data());
+    anvil_module_eval_step(args.data(), results.data(), workspace_.data());
     float loss;
     std::memcpy(&loss, evalResults_[0].data(), 4);
     total += loss;
@@ -415,6 +422,7 @@ Status Trainer::run() {
               o_.data.empty() && o_.batchDir.empty() ? ", synthetic data" : "");
   double windowSeconds = 0;
   int64_t windowSteps = 0;
+  const int64_t firstStep = step + 1; // reported too: where the loss starts
   for (; step < o_.steps;) {
     if (Status s = fillBatch(static_cast<uint64_t>(step), false); !s)
       return s;
@@ -426,9 +434,13 @@ Status Trainer::run() {
       if (s.next)
         results[static_cast<size_t>(*s.info->result)] = s.next->data();
     }
+    anvil_rt_reset_peak_bytes();
+    int64_t before = anvil_rt_allocated_bytes();
     auto t0 = std::chrono::steady_clock::now();
-    anvil_module_train_step(args.data(), results.data());
+    anvil_module_train_step(args.data(), results.data(), workspace_.data());
     auto t1 = std::chrono::steady_clock::now();
+    measuredPeak_ = std::max(measuredPeak_,
+                             m_.plannedBytes + anvil_rt_peak_bytes() - before);
     for (Slot &s : slots_)
       if (s.next)
         std::swap(s.current, *s.next);
@@ -442,7 +454,8 @@ Status Trainer::run() {
                            "step " + std::to_string(step) + ": the loss is " +
                                std::to_string(lossValue) +
                                " (diverged); the last checkpoint is intact");
-    bool report = step % o_.logEvery == 0 || step == o_.steps;
+    bool report =
+        step % o_.logEvery == 0 || step == o_.steps || step == firstStep;
     bool evalNow = o_.evalEvery > 0 && anvil_module_eval_step &&
                    (step % o_.evalEvery == 0 || step == o_.steps);
     if (tty && !report) {
@@ -479,6 +492,9 @@ Status Trainer::run() {
       if (Status s = checkpoint(step); !s)
         return s;
   }
+  std::printf("step memory: planned %lld bytes, measured peak %lld bytes\n",
+              static_cast<long long>(m_.plannedBytes),
+              static_cast<long long>(measuredPeak_));
   if (!o_.ckptDir.empty())
     std::printf("checkpoints: %s (latest: step %lld)\n", o_.ckptDir.c_str(),
                 static_cast<long long>(step));
@@ -510,7 +526,7 @@ Status Trainer::evalOnce() {
   std::vector<void *> results;
   for (Storage &r : evalResults_)
     results.push_back(r.data());
-  anvil_module_eval_step(args.data(), results.data());
+  anvil_module_eval_step(args.data(), results.data(), workspace_.data());
   for (size_t r = 0; r < evalResults_.size(); ++r) {
     const TensorSpec &spec = m_.evalResults[r];
     std::string path = o_.evalOutputs + "/" + spec.name + ".npy";

@@ -140,4 +140,44 @@ def AnvilOutlineDispatchesPass : Pass<"anvil-outline-dispatches", "mlir::ModuleO
   let dependentDialects = ["mlir::func::FuncDialect", "mlir::scf::SCFDialect"];
 }
 
+def AnvilPlanMemoryPass : Pass<"anvil-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Places a step's temporary buffers in one workspace";
+  let description = [{
+    The static memory plan: in every public function (an entry point of the
+    executable), each statically shaped `memref.alloc` of the body becomes a
+    `memref.view` into one workspace buffer, a new last argument
+    `memref<Nxi8>` that the runtime allocates once and passes to every
+    step. Buffers whose lifetimes do not overlap share bytes.
+
+    1. Number the ops of the body; a buffer lives from its allocation to
+       the last op that uses it or anything aliasing it (views, and results
+       of ops that take it, such as loops carrying it).
+    2. Place buffers largest first, each at the lowest 64-byte aligned
+       offset that overlaps no placed buffer live at the same time.
+    3. The workspace size N is the highest end offset: the planned bytes of
+       the step.
+
+    Buffers that escape (returned) or live in nested regions keep their
+    allocation; the runtime measures any such allocation, so a step's
+    measured peak equals N only when everything was planned.
+
+    Input:
+    ```mlir
+    func.func @step(%x: memref<4xf32>, %out: memref<4xf32>) {
+      %a = memref.alloc() : memref<4xf32>
+      ...
+    }
+    ```
+    Output:
+    ```mlir
+    func.func @step(%x: memref<4xf32>, %out: memref<4xf32>, %ws: memref<64xi8>) {
+      %c0 = arith.constant 0 : index
+      %a = memref.view %ws[%c0][] : memref<64xi8> to memref<4xf32>
+      ...
+    }
+    ```
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
+}
+
 #endif // ANVIL_CONVERSION_PASSES_TD

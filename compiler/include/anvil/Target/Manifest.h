@@ -19,8 +19,9 @@
 namespace mlir::anvil {
 
 /// The functions an executable exports and their calling shapes: the ABI
-/// entry `anvil_module_<abiName>(void **args, void **results)` calls the
-/// lowered function with args[0..numArgs) then results[0..numResults).
+/// entry `anvil_module_<abiName>(void **args, void **results, void
+/// *workspace)` calls the lowered function with args[0..numArgs), then
+/// results[0..numResults), then the workspace (the static memory plan).
 struct EntryPoint {
   std::string function; ///< Symbol of the lowered function.
   std::string abiName;  ///< "train_step" or "eval_step".
@@ -40,6 +41,10 @@ struct ModuleABI {
 FailureOr<ModuleABI> buildModuleABI(FunctionOpInterface train,
                                     FunctionOpInterface eval, StringRef model,
                                     int64_t plannedBytes);
+
+/// Sets the manifest's "planned_bytes": the workspace the runtime
+/// allocates once and passes to every step.
+void setPlannedBytes(ModuleABI &abi, int64_t bytes);
 
 } // namespace mlir::anvil
 

@@ -45,8 +45,8 @@ LogicalResult mlir::anvil::cpu::linkExecutable(StringRef object,
     log = "cannot create a temporary file: " + ec.message();
     return failure();
   }
-  SmallVector<StringRef> args = {*driver, object,  "-o",         output,
-                                 trainer, cpu,     runtime,      "-lopenblas",
+  SmallVector<StringRef> args = {*driver, object,    "-o",    output,
+                                 trainer, cpu,       runtime, "-lopenblas",
                                  "-lm",   "-pthread"};
   std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logFile),
                                           StringRef(logFile)};

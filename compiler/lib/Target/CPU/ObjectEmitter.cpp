@@ -3,8 +3,9 @@
 // 1. Translate the LLVM-dialect module to LLVM IR.
 // 2. Add the executable's C ABI: `const char *anvil_module_manifest()`
 //    returns the embedded JSON; `void anvil_module_<entry>(void **args,
-//    void **results)` calls the lowered function with its arguments and
-//    then its out-parameters (bare pointers, see Pipeline.cpp).
+//    void **results, void *workspace)` calls the lowered function with its
+//    arguments, its out-parameters and the workspace of the memory plan
+//    (bare pointers, see Pipeline.cpp).
 //    Outlined dispatch regions are marked noinline.
 // 3. Target the host: its triple, CPU name and features (so the loop
 //    vectorizer uses AVX2 / AVX-512 where present), PIC.
@@ -66,7 +67,8 @@ void addManifest(llvm::Module &m, StringRef json) {
   b.CreateRet(global);
 }
 
-/// Adds `void anvil_module_<abiName>(void **args, void **results)`.
+/// Adds `void anvil_module_<abiName>(void **args, void **results, void
+/// *workspace)`.
 LogicalResult addEntry(llvm::Module &m, const anvil::EntryPoint &entry,
                        std::string &error) {
   llvm::Function *impl = m.getFunction(entry.function);
@@ -74,17 +76,17 @@ LogicalResult addEntry(llvm::Module &m, const anvil::EntryPoint &entry,
     error = "the lowered module has no function '" + entry.function + "'";
     return failure();
   }
-  if (impl->arg_size() != entry.numArgs + entry.numResults) {
+  if (impl->arg_size() != entry.numArgs + entry.numResults + 1) {
     error = "'" + entry.function + "' takes " +
             std::to_string(impl->arg_size()) + " pointers, expected " +
             std::to_string(entry.numArgs) + " arguments + " +
-            std::to_string(entry.numResults) + " results";
+            std::to_string(entry.numResults) + " results + the workspace";
     return failure();
   }
   llvm::LLVMContext &ctx = m.getContext();
   auto *ptr = llvm::PointerType::get(ctx, 0);
-  auto *fnType =
-      llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr, ptr}, false);
+  auto *fnType = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx),
+                                         {ptr, ptr, ptr}, false);
   auto *fn = llvm::Function::Create(fnType, llvm::GlobalValue::ExternalLinkage,
                                     "anvil_module_" + entry.abiName, m);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
@@ -97,6 +99,7 @@ LogicalResult addEntry(llvm::Module &m, const anvil::EntryPoint &entry,
     operands.push_back(load(fn->getArg(0), i));
   for (unsigned i = 0; i < entry.numResults; ++i)
     operands.push_back(load(fn->getArg(1), i));
+  operands.push_back(fn->getArg(2));
   b.CreateCall(impl, operands);
   b.CreateRetVoid();
   return success();

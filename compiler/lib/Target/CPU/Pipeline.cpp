@@ -13,13 +13,15 @@
 //                dispatch region).
 // 3. bufferized: anvil-bufferize (one-shot, across functions), results
 //                turned into out-parameters written in place (public
-//                functions too: they are the ABI), ownership-based
-//                deallocation; f32 matmuls become calls of the runtime's
-//                BLAS (anvil_rt_sgemm), and each remaining dispatch region
-//                is outlined into its own function.
+//                functions too: they are the ABI), the static memory plan
+//                (one workspace argument per entry point), ownership-based
+//                deallocation of anything left; f32 matmuls become calls of the
+//                runtime's BLAS (anvil_rt_sgemm), and each remaining dispatch
+//                region is outlined into its own function.
 // 4. llvm:       linalg to loops, affine and scf to cf, math to LLVM
 //                intrinsics or libm, memref/arith/index/func/cf to LLVM
-//                (bare pointers at function boundaries).
+//                (bare pointers at function boundaries; allocations through
+//                the runtime's counting allocator).
 //
 //===----------------------------------------------------------------------===//
 
@@ -92,6 +94,7 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     outParams.hoistStaticAllocs = true;
     outParams.modifyPublicFunctions = true;
     pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+    pm.addPass(createAnvilPlanMemoryPass());
     bufferization::buildBufferDeallocationPipeline(pm);
     pm.addPass(createConvertBufferizationToMemRefPass());
     pm.addPass(createCanonicalizerPass());

@@ -1,4 +1,5 @@
-//===- Endian.h - little-endian integers in file formats ----------*- C++ -*-===//
+//===- Endian.h - little-endian integers in file formats ----------*- C++
+//-*-===//
 //
 // safetensors, .npy and llm.c token shards store their lengths, headers and
 // tokens little-endian; these read and write them byte by byte, so the

@@ -51,8 +51,8 @@ enum class BufferRole { Param, State, Input, Loss, Metric };
 struct BufferInfo {
   TensorSpec spec;
   BufferRole role = BufferRole::Param;
-  int64_t index = 0;            ///< Argument position in @train_step.
-  std::optional<InitSpec> init; ///< For param and state.
+  int64_t index = 0;                ///< Argument position in @train_step.
+  std::optional<InitSpec> init;     ///< For param and state.
   std::optional<int64_t> result;    ///< Train-step result with its update.
   std::optional<int64_t> evalIndex; ///< Argument position in eval_step.
   std::optional<int64_t> range;     ///< Integer inputs lie in [0, range).

@@ -31,6 +31,20 @@ void anvil_rt_sgemm(int32_t transA, int32_t transB, int64_t m, int64_t n,
 /// 0 means one per core.
 void anvil_rt_set_num_threads(int32_t threads);
 
+/// Allocation of generated code (whatever the static memory plan did not
+/// place in the workspace): malloc/free that count the bytes outstanding.
+/// These are the names MLIR's memref lowering calls with
+/// use-generic-functions.
+void *_mlir_memref_to_llvm_alloc(uint64_t bytes);
+void *_mlir_memref_to_llvm_aligned_alloc(uint64_t alignment, uint64_t bytes);
+void _mlir_memref_to_llvm_free(void *ptr);
+
+/// Bytes generated code has allocated and not freed, and the most it ever
+/// had at once since the last anvil_rt_reset_peak_bytes().
+int64_t anvil_rt_allocated_bytes(void);
+int64_t anvil_rt_peak_bytes(void);
+void anvil_rt_reset_peak_bytes(void);
+
 } // extern "C"
 
 #endif // ANVIL_RUNTIME_RUNTIMEABI_H

@@ -6,11 +6,16 @@
 // contract 3:
 //
 //   const char *anvil_module_manifest(void);           // JSON, Manifest.h
-//   void anvil_module_train_step(void **args, void **results);
-//   void anvil_module_eval_step(void **args, void **results);
+//   void anvil_module_train_step(void **args, void **results, void *ws);
+//   void anvil_module_eval_step(void **args, void **results, void *ws);
 //
-// `args[i]` points at argument i of the step (parameters, state, inputs)
-// and `results[j]` at the buffer result j is written to. The driver owns
+// `args[i]` points at argument i of the step (parameters, state, inputs),
+// `results[j]` at the buffer result j is written to, and `ws` at the
+// workspace of the compiler's static memory plan (the manifest's
+// planned_bytes, allocated once; every temporary of a step lives in it;
+// the driver measures anything generated code allocates besides, so the
+// measured peak of a step is planned_bytes when the plan is complete). The
+// driver owns
 // every buffer: it initializes the state from the manifest's initializers
 // (bit-identical to anvil-interp for the same seed), feeds batches,
 // double-buffers the state (a step reads generation k and writes k + 1,
@@ -26,8 +31,10 @@
 extern "C" {
 const char *anvil_module_manifest(void);
 // Weak: an eval-only module defines only eval_step.
-__attribute__((weak)) void anvil_module_train_step(void **args, void **results);
-__attribute__((weak)) void anvil_module_eval_step(void **args, void **results);
+__attribute__((weak)) void anvil_module_train_step(void **args, void **results,
+                                                   void *workspace);
+__attribute__((weak)) void anvil_module_eval_step(void **args, void **results,
+                                                  void *workspace);
 }
 
 namespace anvil::rt {
