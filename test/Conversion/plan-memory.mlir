@@ -4,7 +4,7 @@
 // that overlap do not: %a dies when %b is filled, so %c reuses its bytes;
 // the workspace is two buffers (128 bytes), not three.
 // CHECK-LABEL: func.func @step
-// CHECK-SAME: %[[WS:.+]]: memref<128xi8>)
+// CHECK-SAME: %[[WS:[a-z0-9]+]]: memref<128xi8>)
 // CHECK: %[[O1:.+]] = arith.constant 0 : index
 // CHECK: memref.view %[[WS]][%[[O1]]][] : memref<128xi8> to memref<16xf32>
 // CHECK: %[[O2:.+]] = arith.constant 64 : index
