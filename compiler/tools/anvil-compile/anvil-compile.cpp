@@ -113,6 +113,10 @@ cl::opt<std::string> runtimeDir(
     cl::desc("Where libanvil_runtime.a and libanvil_trainer.a are (default: "
              "../lib beside anvil-compile)"),
     cl::value_desc("dir"), cl::init(""), cl::cat(category));
+cl::opt<bool> noFusion("no-fusion",
+                       cl::desc("Skip anvil-fuse: one dispatch per linalg op "
+                                "(to measure what fusion gains)"),
+                       cl::init(false), cl::cat(category));
 cl::opt<unsigned> optLevel("O",
                            cl::desc("LLVM optimization level of the "
                                     "generated code, 0-3 (default 2)"),
@@ -375,9 +379,12 @@ int main(int argc, char **argv) {
                  : what == Emit::Bufferized ? Stage::Bufferized
                                             : Stage::LLVM;
     // Count the dispatch regions after fusion, then go on.
+    mlir::anvil::cpu::CPUPipelineOptions pipelineOptions;
+    pipelineOptions.fuse = !noFusion;
     mlir::PassManager fusion(&context);
     mlir::anvil::cpu::buildCPUPipeline(
-        fusion, last < Stage::Fused ? last : Stage::Fused);
+        fusion, last < Stage::Fused ? last : Stage::Fused, std::nullopt,
+        pipelineOptions);
     if (failed(fusion.run(module)))
       return error("lowering failed (see above)");
     if (last >= Stage::Fused) {

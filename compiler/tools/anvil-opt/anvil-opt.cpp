@@ -8,6 +8,7 @@
 
 #include "anvil/Conversion/Passes.h"
 #include "anvil/Dialect/Anvil/IR/AnvilDialect.h"
+#include "anvil/Fusion/Passes.h"
 #include "anvil/Target/CPU/Passes.h"
 #include "anvil/Training/Passes.h"
 #include "anvil/Transforms/Passes.h"
@@ -64,6 +65,7 @@ int main(int argc, char **argv) {
   mlir::shard::registerShardPasses();
   mlir::anvil::registerAnvilConversionPasses();
   mlir::anvil::registerAnvilCPUPasses();
+  mlir::anvil::registerAnvilFusionPasses();
   mlir::anvil::registerAnvilTrainingPasses();
   mlir::anvil::registerAnvilTransformsPasses();
 

@@ -7,10 +7,10 @@
 //                would merge the identical zero-filled inits of different
 //                matmuls and reductions, and bufferization would then copy
 //                them apart again.
-// 2. fused:      linalg elementwise fusion: producer generics merge into
-//                their consumers, so chains of elementwise ops, broadcasts
-//                and the epilogues of reductions become one loop nest (a
-//                dispatch region).
+// 2. fused:      anvil-fuse: producer generics merge into their consumers
+//                where nothing is recomputed, so chains of elementwise ops,
+//                broadcasts and the producers of reductions become one loop
+//                nest (a dispatch region).
 // 3. bufferized: anvil-bufferize (one-shot, across functions), results
 //                turned into out-parameters written in place (public
 //                functions too: they are the ABI), the static memory plan
@@ -28,6 +28,7 @@
 #include "anvil/Target/CPU/CPUBackend.h"
 
 #include "anvil/Conversion/Passes.h"
+#include "anvil/Fusion/Passes.h"
 #include "anvil/Target/CPU/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
@@ -69,7 +70,8 @@ void mlir::anvil::cpu::registerCPUBackendDialects(DialectRegistry &registry) {
 }
 
 void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
-                                        std::optional<Stage> after) {
+                                        std::optional<Stage> after,
+                                        const CPUPipelineOptions &options) {
   auto wants = [&](Stage s) { return (!after || s > *after) && s <= last; };
   // 1. linalg
   if (wants(Stage::Linalg)) {
@@ -82,7 +84,8 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
 
   // 2. fused
   if (wants(Stage::Fused)) {
-    pm.addPass(createLinalgElementwiseOpFusionPass());
+    if (options.fuse)
+      pm.addPass(createAnvilFusePass());
     pm.addPass(createCanonicalizerPass());
   }
 

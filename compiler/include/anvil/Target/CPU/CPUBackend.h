@@ -31,10 +31,16 @@ namespace mlir::anvil::cpu {
 /// The stages of the CPU pipeline, in order.
 enum class Stage { Linalg, Fused, Bufferized, LLVM };
 
+/// Choices of the pipeline.
+struct CPUPipelineOptions {
+  bool fuse = true; ///< Run anvil-fuse (off: one dispatch per linalg op).
+};
+
 /// Adds the passes of the stages after `after` (from the start when not
 /// given) up to `last`, inclusive.
 void buildCPUPipeline(OpPassManager &pm, Stage last = Stage::LLVM,
-                      std::optional<Stage> after = std::nullopt);
+                      std::optional<Stage> after = std::nullopt,
+                      const CPUPipelineOptions &options = {});
 
 /// Registers the dialects and interfaces the pipeline needs (bufferization
 /// models, LLVM translations) in `registry`.
