@@ -1,10 +1,11 @@
 //===- Manifest.cpp - the manifest a training executable embeds -----------===//
 //
 // 1. Walk the training step's arguments: `anvil.param` and `anvil.state`
-//    are training state (initializer, and the result tied to them), the
-//    rest are batch inputs (`anvil.input` names them, else `arg<i>`).
-// 2. Its untied results are the loss (result 0) and metrics (named by
-//    `anvil.metric`, else `metric<i>`).
+//    are training state (with their initializer; the step updates them in
+//    place), the rest are batch inputs (`anvil.input` names them, else
+//    `arg<i>`).
+// 2. Its untied results are what the lowered function returns: the loss
+//    (the first) and metrics (named by `anvil.metric`, else `metric<i>`).
 // 3. The eval function's arguments are matched to those buffers by name
 //    (`eval_index`), and its results become `eval_results`.
 // 4. FLOPs per step are the cost interface's sum over the training step.
@@ -142,11 +143,6 @@ FailureOr<ModuleABI> mlir::anvil::buildModuleABI(FunctionOpInterface train,
   ModuleABI abi;
   FunctionOpInterface main = train ? train : eval;
   // 1-2. The step's arguments and results.
-  DenseMap<unsigned, unsigned> resultOfArg;
-  for (unsigned r = 0, e = main.getNumResults(); r < e; ++r)
-    if (auto tied = main.getResultAttrOfType<IntegerAttr>(
-            r, AnvilDialect::kTiedAttrName))
-      resultOfArg[tied.getInt()] = r;
   for (unsigned i = 0, e = main.getNumArguments(); i < e; ++i) {
     std::string name = argName(main, i);
     InitializerAttr init;
@@ -168,33 +164,35 @@ FailureOr<ModuleABI> mlir::anvil::buildModuleABI(FunctionOpInterface train,
       (*o)["init"] = initJson(init);
     if (std::optional<int64_t> range = indexRange(main, i))
       (*o)["range"] = *range;
-    if (train) {
-      if (auto it = resultOfArg.find(i); it != resultOfArg.end())
-        (*o)["result"] = static_cast<int64_t>(it->second);
-    } else {
+    // State with a tied result is updated in place (anvil-bufferize
+    // drops those results), so it has no "result" of its own.
+    if (!train) {
       (*o)["eval_index"] = static_cast<int64_t>(i);
     }
     if (failed(add(std::move(*o))))
       return duplicate(main, name);
   }
-  json::Array results;
+  // The untied results, numbered as the lowered function returns them.
+  int64_t untied = 0;
   for (unsigned r = 0, e = main.getNumResults(); r < e; ++r) {
     if (main.getResultAttr(r, AnvilDialect::kTiedAttrName))
       continue;
+    int64_t position = untied++;
     std::string name = r == 0 ? "loss" : "metric" + std::to_string(r);
     if (auto m = main.getResultAttrOfType<StringAttr>(
             r, AnvilDialect::kMetricAttrName))
       name = m.getValue().str();
-    FailureOr<json::Object> o = bufferJson(main, main.getResultTypes()[r], name,
-                                           r == 0 ? "loss" : "metric", r);
+    FailureOr<json::Object> o =
+        bufferJson(main, main.getResultTypes()[r], name,
+                   position == 0 ? "loss" : "metric", position);
     if (failed(o))
       return failure();
     if (failed(add(std::move(*o))))
       return duplicate(main, name);
   }
-  abi.entries.push_back({main.getName().str(),
-                         train ? "train_step" : "eval_step",
-                         main.getNumArguments(), main.getNumResults()});
+  abi.entries.push_back(
+      {main.getName().str(), train ? "train_step" : "eval_step",
+       main.getNumArguments(), static_cast<unsigned>(untied)});
 
   // 3. The eval function reads the step's buffers by name.
   json::Array evalResults;
@@ -237,7 +235,7 @@ FailureOr<ModuleABI> mlir::anvil::buildModuleABI(FunctionOpInterface train,
       {"planned_bytes", plannedBytes},
       {"train_step",
        train ? json::Value(json::Object{{"args", train.getNumArguments()},
-                                        {"results", train.getNumResults()}})
+                                        {"results", untied}})
              : json::Value(nullptr)},
       {"eval_step",
        json::Object{{"args", (train && eval ? eval : main).getNumArguments()},

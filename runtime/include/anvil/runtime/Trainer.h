@@ -15,12 +15,11 @@
 // planned_bytes, allocated once; every temporary of a step lives in it;
 // the driver measures anything generated code allocates besides, so the
 // measured peak of a step is planned_bytes when the plan is complete). The
-// driver owns
-// every buffer: it initializes the state from the manifest's initializers
-// (bit-identical to anvil-interp for the same seed), feeds batches,
-// double-buffers the state (a step reads generation k and writes k + 1,
-// then the two swap, so no state is copied), checkpoints, resumes, logs and
-// evaluates. A module compiled for evaluation only (--entry) has no
+// driver owns every buffer: it initializes the state from the manifest's
+// initializers (bit-identical to anvil-interp for the same seed), feeds
+// batches, checkpoints, resumes, logs and evaluates. The step updates the
+// state in place; a manifest that gives a state buffer a "result" of its
+// own gets two generations of it instead, read and written alternately. A module compiled for evaluation only (--entry) has no
 // train_step; its executable supports --eval-inputs only.
 //
 //===----------------------------------------------------------------------===//
