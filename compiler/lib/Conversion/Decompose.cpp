@@ -11,6 +11,15 @@
 // 4. cross_entropy: log-softmax; the per-row loss
 //    -((1 - s) logp[label] + s/C sum(logp)) masked by the kept labels;
 //    mean divides by max(kept, 1).
+// 5. The other losses (MSE, BCE on logits, focal, Dice) per element or per
+//    (n, c), then reduced; group, instance and batch norm as statistics over
+//    an (N, groups, rest) or per-channel view; embedding bags as an
+//    embedding and a reduction over the bag; RoPE as slices, products and
+//    a concatenation.
+// 6. conv_transpose as the convolution it is the adjoint of: the input
+//    with stride - 1 zeros between elements and the edges padded (or
+//    cropped), the filter flipped and its channel roles exchanged per
+//    group, then a stride-1 convolution.
 //
 //===----------------------------------------------------------------------===//
 
@@ -163,12 +172,356 @@ struct DecomposeCrossEntropy : OpRewritePattern<CrossEntropyOp> {
   }
 };
 
+/// `values` reduced as a loss: mean or sum over every element, or as is.
+Value reduceLoss(Emit &e, Reduction reduction, Value values) {
+  auto t = e.typeOf(values);
+  if (reduction == Reduction::none || t.getRank() == 0)
+    return values;
+  SmallVector<int64_t> all = range(0, t.getRank());
+  return reduction == Reduction::mean ? e.mean(values, all, false)
+                                      : e.sum(values, all, false);
+}
+
+/// max(x, 0) - x t + log(1 + exp(-|x|)): BCE on logits, stable.
+Value bceWithLogits(Emit &e, Value x, Value t) {
+  Value relu = MaxOp::create(e.b, e.loc, x, e.like(x, 0.0));
+  Value soft = LogOp::create(
+      e.b, e.loc,
+      e.add(e.like(x, 1.0),
+            ExpOp::create(e.b, e.loc,
+                          e.neg(AbsOp::create(e.b, e.loc, x).getResult()))));
+  return e.add(e.sub(relu, e.mul(x, t)), soft);
+}
+
+struct DecomposeMSE : OpRewritePattern<MSELossOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MSELossOp op,
+                                PatternRewriter &rewriter) const override {
+    Emit e{rewriter, op.getLoc()};
+    Value d = e.sub(op.getInput(), op.getTarget());
+    rewriter.replaceOp(op, reduceLoss(e, op.getReduction(), e.mul(d, d)));
+    return success();
+  }
+};
+
+struct DecomposeBCE : OpRewritePattern<BCEWithLogitsLossOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BCEWithLogitsLossOp op,
+                                PatternRewriter &rewriter) const override {
+    Emit e{rewriter, op.getLoc()};
+    rewriter.replaceOp(
+        op, reduceLoss(e, op.getReduction(),
+                       bceWithLogits(e, op.getInput(), op.getTarget())));
+    return success();
+  }
+};
+
+struct DecomposeFocal : OpRewritePattern<FocalLossOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(FocalLossOp op,
+                                PatternRewriter &rewriter) const override {
+    // alpha_t (1 - p_t)^gamma bce(x, t), p_t = p t + (1 - p)(1 - t).
+    Emit e{rewriter, op.getLoc()};
+    Value x = op.getInput(), t = op.getTarget();
+    Value p = SigmoidOp::create(rewriter, op.getLoc(), x);
+    Value one = e.like(x, 1.0);
+    Value pt = e.add(e.mul(p, t), e.mul(e.sub(one, p), e.sub(one, t)));
+    Value w = PowOp::create(rewriter, op.getLoc(), e.sub(one, pt),
+                            e.like(x, op.getGamma().convertToDouble()));
+    Value l = e.mul(bceWithLogits(e, x, t), w);
+    double alpha = op.getAlpha().convertToDouble();
+    if (alpha >= 0.0)
+      l = e.mul(l, e.add(e.scale(t, alpha), e.scale(e.sub(one, t), 1 - alpha)));
+    rewriter.replaceOp(op, reduceLoss(e, op.getReduction(), l));
+    return success();
+  }
+};
+
+struct DecomposeDice : OpRewritePattern<DiceLossOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(DiceLossOp op,
+                                PatternRewriter &rewriter) const override {
+    // Per (n, c): 1 - (2 sum(p t) + s) / (sum p + sum t + s).
+    Emit e{rewriter, op.getLoc()};
+    Value p = op.getInput(), t = op.getTarget();
+    SmallVector<int64_t> spatial = range(2, e.typeOf(p).getRank());
+    double smooth = op.getSmooth().convertToDouble();
+    Value inter = e.sum(e.mul(p, t), spatial, false);
+    Value num = e.add(e.scale(inter, 2.0), e.like(inter, smooth));
+    Value den = e.add(e.add(e.sum(p, spatial, false), e.sum(t, spatial, false)),
+                      e.like(inter, smooth));
+    Value d = e.sub(e.like(inter, 1.0), e.div(num, den));
+    rewriter.replaceOp(op, reduceLoss(e, op.getReduction(), d));
+    return success();
+  }
+};
+
+/// (x - mean) rsqrt(var + eps) with the statistics of `view`'s dimensions
+/// `dims` (biased variance), computed on `x` reshaped to `view`.
+Value normalizeOver(Emit &e, Value x, RankedTensorType view,
+                    ArrayRef<int64_t> dims, double epsilon) {
+  auto type = e.typeOf(x);
+  Value v = e.reshape(x, view);
+  Value xc = e.sub(v, e.unreduce(e.mean(v, dims, true), view));
+  Value var = e.mean(e.mul(xc, xc), dims, true);
+  Value r = RsqrtOp::create(e.b, e.loc, e.add(var, e.like(var, epsilon)));
+  return e.reshape(e.mul(xc, e.unreduce(r, view)), type);
+}
+
+/// `y * scale + bias` with (C) operands broadcast along dimension 1.
+Value channelAffine(Emit &e, Value y, Value scale, Value bias) {
+  auto type = e.typeOf(y);
+  if (scale)
+    y = e.mul(y, e.broadcast(scale, type, {1}));
+  if (bias)
+    y = e.add(y, e.broadcast(bias, type, {1}));
+  return y;
+}
+
+template <typename OpTy>
+struct DecomposeGroupedNorm : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    // (N, C, S...) as (N, G, C/G * S): statistics over the last dimension.
+    Emit e{rewriter, op.getLoc()};
+    auto type = op.getType();
+    int64_t n = type.getDimSize(0), c = type.getDimSize(1);
+    int64_t groups = c;
+    if constexpr (std::is_same_v<OpTy, GroupNormOp>)
+      groups = op.getGroups();
+    auto view = type.clone({n, groups, type.getNumElements() / (n * groups)});
+    Value y = normalizeOver(e, op.getOperand(), view, {2},
+                            op.getEpsilon().convertToDouble());
+    rewriter.replaceOp(op, channelAffine(e, y, op.getScale(), op.getBias()));
+    return success();
+  }
+};
+
+struct DecomposeBatchNormTrain : OpRewritePattern<BatchNormTrainOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BatchNormTrainOp op,
+                                PatternRewriter &rewriter) const override {
+    // Per channel over N and the spatial positions; also (mean, var).
+    Emit e{rewriter, op.getLoc()};
+    Value x = op.getOperand();
+    auto type = e.typeOf(x);
+    SmallVector<int64_t> dims = {0};
+    for (int64_t d = 2; d < type.getRank(); ++d)
+      dims.push_back(d);
+    Value mean = e.mean(x, dims, false);
+    Value xc = e.sub(x, e.broadcast(mean, type, {1}));
+    Value var = e.mean(e.mul(xc, xc), dims, false);
+    Value r = RsqrtOp::create(
+        rewriter, op.getLoc(),
+        e.add(var, e.like(var, op.getEpsilon().convertToDouble())));
+    Value y = e.mul(xc, e.broadcast(r, type, {1}));
+    rewriter.replaceOp(
+        op, {channelAffine(e, y, op.getScale(), op.getBias()), mean, var});
+    return success();
+  }
+};
+
+struct DecomposeBatchNormInference : OpRewritePattern<BatchNormInferenceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BatchNormInferenceOp op,
+                                PatternRewriter &rewriter) const override {
+    Emit e{rewriter, op.getLoc()};
+    Value x = op.getOperand();
+    auto type = e.typeOf(x);
+    Value r = RsqrtOp::create(
+        rewriter, op.getLoc(),
+        e.add(op.getVariance(),
+              e.like(op.getVariance(), op.getEpsilon().convertToDouble())));
+    Value y = e.mul(e.sub(x, e.broadcast(op.getMean(), type, {1})),
+                    e.broadcast(r, type, {1}));
+    rewriter.replaceOp(op, channelAffine(e, y, op.getScale(), op.getBias()));
+    return success();
+  }
+};
+
+struct DecomposeEmbeddingBag : OpRewritePattern<EmbeddingBagOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(EmbeddingBagOp op,
+                                PatternRewriter &rewriter) const override {
+    // (B, L) rows of (V, C) -> (B, L, C) -> sum or mean over L.
+    Emit e{rewriter, op.getLoc()};
+    Value rows =
+        EmbeddingOp::create(rewriter, op.getLoc(), op.getTable(), op.getIndices());
+    rewriter.replaceOp(op, op.getMode() == BagMode::sum
+                               ? e.sum(rows, {1}, false)
+                               : e.mean(rows, {1}, false));
+    return success();
+  }
+};
+
+struct DecomposeRope : OpRewritePattern<RopeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(RopeOp op,
+                                PatternRewriter &rewriter) const override {
+    // Pairs (a, b) -> (a cos - b sin, a sin + b cos); a, b are the halves
+    // of the last dimension, or its even and odd elements (interleaved).
+    Emit e{rewriter, op.getLoc()};
+    Value x = op.getOperand();
+    auto type = op.getType();
+    int64_t rank = type.getRank(), d = type.getDimSize(rank - 1);
+    SmallVector<int64_t> halfShape(type.getShape());
+    halfShape.back() = d / 2;
+    auto half = type.clone(halfShape);
+    Value cos = e.broadcast(op.getCos(), half, {rank - 2, rank - 1});
+    Value sin = e.broadcast(op.getSin(), half, {rank - 2, rank - 1});
+    auto slice = [&](Value v, int64_t last, int64_t lastStart,
+                     int64_t lastLimit, int64_t lastStride,
+                     RankedTensorType to) -> Value {
+      auto vt = e.typeOf(v);
+      SmallVector<int64_t> start(vt.getRank(), 0), limit(vt.getShape()),
+          stride(vt.getRank(), 1);
+      start[last] = lastStart;
+      limit[last] = lastLimit;
+      stride[last] = lastStride;
+      return SliceOp::create(rewriter, op.getLoc(), v, start, limit, stride)
+          .getResult();
+      (void)to;
+    };
+    Value a, b;
+    if (op.getInterleaved()) {
+      a = slice(x, rank - 1, 0, d, 2, half);
+      b = slice(x, rank - 1, 1, d, 2, half);
+    } else {
+      a = slice(x, rank - 1, 0, d / 2, 1, half);
+      b = slice(x, rank - 1, d / 2, d, 1, half);
+    }
+    Value ra = e.sub(e.mul(a, cos), e.mul(b, sin));
+    Value rb = e.add(e.mul(a, sin), e.mul(b, cos));
+    Value out;
+    if (op.getInterleaved()) {
+      // Back to (..., D/2, 2) pairs, then (..., D).
+      SmallVector<int64_t> pairShape(halfShape);
+      pairShape.push_back(1);
+      auto pair = type.clone(pairShape);
+      Value cat = ConcatOp::create(
+          rewriter, op.getLoc(),
+          ValueRange{e.reshape(ra, pair), e.reshape(rb, pair)}, rank);
+      out = e.reshape(cat, type);
+    } else {
+      out = ConcatOp::create(rewriter, op.getLoc(), ValueRange{ra, rb},
+                             rank - 1);
+    }
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+struct DecomposeConvTranspose : OpRewritePattern<ConvTransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConvTransposeOp op,
+                                PatternRewriter &rewriter) const override {
+    Emit e{rewriter, op.getLoc()};
+    Location loc = op.getLoc();
+    Value x = op.getInput(), w = op.getFilter();
+    auto xt = op.getInput().getType();
+    auto wt = op.getFilter().getType();
+    int64_t spatial = xt.getRank() - 2, groups = op.getGroups();
+    int64_t cin = wt.getDimSize(0), cog = wt.getDimSize(1), cig = cin / groups;
+
+    // 1. Zeros between input elements: (..., I) -> (..., I, s) with the
+    //    new entries zero -> (..., I * s) -> the first (I - 1) s + 1.
+    for (int64_t i = 0; i < spatial; ++i) {
+      int64_t s = op.getStride()[i], dim = 2 + i;
+      if (s == 1)
+        continue;
+      auto t = e.typeOf(x);
+      SmallVector<int64_t> expanded(t.getShape());
+      expanded.insert(expanded.begin() + dim + 1, 1);
+      Value x1 = e.reshape(x, t.clone(expanded));
+      SmallVector<int64_t> zerosShape(expanded);
+      zerosShape[dim + 1] = s - 1;
+      Value zeros = e.splat(t.clone(zerosShape), 0.0);
+      Value spread = ConcatOp::create(rewriter, loc, ValueRange{x1, zeros},
+                                      dim + 1);
+      SmallVector<int64_t> flat(t.getShape());
+      flat[dim] *= s;
+      Value x2 = e.reshape(spread, t.clone(flat));
+      SmallVector<int64_t> start(t.getRank(), 0), limit(flat),
+          stride(t.getRank(), 1);
+      limit[dim] = (t.getDimSize(dim) - 1) * s + 1;
+      x = SliceOp::create(rewriter, loc, x2, start, limit, stride);
+    }
+    // 2. Edges: d (k - 1) - pad_low before, d (k - 1) - pad_high +
+    //    output_padding after; negative amounts crop.
+    {
+      auto t = e.typeOf(x);
+      SmallVector<int64_t> low(t.getRank(), 0), high(t.getRank(), 0);
+      SmallVector<int64_t> cropLow(t.getRank(), 0), cropHigh(t.getRank(), 0);
+      bool pad = false, crop = false;
+      for (int64_t i = 0; i < spatial; ++i) {
+        int64_t k = wt.getDimSize(2 + i), d = op.getDilation()[i];
+        int64_t lo = d * (k - 1) - op.getPadLow()[i];
+        int64_t hi = d * (k - 1) - op.getPadHigh()[i] + op.getOutputPadding()[i];
+        (lo >= 0 ? low : cropLow)[2 + i] = std::abs(lo);
+        (hi >= 0 ? high : cropHigh)[2 + i] = std::abs(hi);
+        pad |= lo > 0 || hi > 0;
+        crop |= lo < 0 || hi < 0;
+      }
+      if (pad)
+        x = PadOp::create(rewriter, loc, x, rewriter.getDenseI64ArrayAttr(low),
+                          rewriter.getDenseI64ArrayAttr(high),
+                          rewriter.getF64FloatAttr(0.0));
+      if (crop) {
+        auto pt = e.typeOf(x);
+        SmallVector<int64_t> start(cropLow), limit(pt.getShape()),
+            stride(pt.getRank(), 1);
+        for (int64_t d = 0; d < pt.getRank(); ++d)
+          limit[d] -= cropHigh[d];
+        x = SliceOp::create(rewriter, loc, x, start, limit, stride);
+      }
+    }
+    // 3. The filter: flipped spatially, (G * CIG, COG, k...) ->
+    //    (G * COG, CIG, k...).
+    for (int64_t i = 0; i < spatial; ++i) {
+      int64_t k = wt.getDimSize(2 + i);
+      if (k == 1)
+        continue;
+      auto it = RankedTensorType::get({k}, rewriter.getI64Type());
+      SmallVector<APInt> rev;
+      for (int64_t j = k - 1; j >= 0; --j)
+        rev.push_back(APInt(64, j));
+      Value idx = ConstantOp::create(rewriter, loc, it,
+                                     DenseElementsAttr::get(it, rev));
+      w = GatherOp::create(rewriter, loc, w, idx, 2 + i);
+    }
+    SmallVector<int64_t> kernel(wt.getShape().drop_front(2));
+    SmallVector<int64_t> grouped = {groups, cig, cog};
+    grouped.append(kernel);
+    w = e.reshape(w, wt.clone(grouped));
+    SmallVector<int64_t> perm = {0, 2, 1};
+    for (int64_t i = 0; i < spatial; ++i)
+      perm.push_back(3 + i);
+    w = e.transpose(w, perm);
+    SmallVector<int64_t> convFilter = {groups * cog, cig};
+    convFilter.append(kernel);
+    w = e.reshape(w, wt.clone(convFilter));
+    // 4. A stride-1 convolution with the same dilation.
+    SmallVector<int64_t> ones(spatial, 1), zeros(spatial, 0);
+    Value y = ConvOp::create(rewriter, loc, x, w, op.getBias(), ones, zeros,
+                             zeros, op.getDilation(),
+                             static_cast<uint64_t>(groups));
+    rewriter.replaceOp(op, y);
+    return success();
+  }
+};
+
 struct AnvilDecomposePass
     : mlir::anvil::impl::AnvilDecomposePassBase<AnvilDecomposePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<DecomposeAttention, DecomposeCrossEntropy, DecomposeLayerNorm,
-                 DecomposeLogSoftmax, DecomposeRMSNorm, DecomposeSoftmax>(
+                 DecomposeLogSoftmax, DecomposeRMSNorm, DecomposeSoftmax,
+                 DecomposeMSE, DecomposeBCE, DecomposeFocal, DecomposeDice,
+                 DecomposeGroupedNorm<GroupNormOp>,
+                 DecomposeGroupedNorm<InstanceNormOp>,
+                 DecomposeBatchNormTrain, DecomposeBatchNormInference,
+                 DecomposeEmbeddingBag, DecomposeRope, DecomposeConvTranspose>(
         &getContext());
     // No folding or region simplification: the pass rewrites only the ops
     // it names and leaves the rest of the graph as it found it.
