@@ -21,9 +21,18 @@
 //    range: the data loader rejects bad tokens, the clamp keeps a bad index
 //    from ever addressing memory outside the table.
 //
-// Composite ops (softmax, norms, attention, losses) are decomposed before
-// this pass (`anvil-decompose`); an op without a lowering is reported with
-// its location and the list of ops that have one.
+// 6. Convolutions and their filter gradients are generics over (batch,
+//    group, output channel, output position) with reductions over (input
+//    channel, kernel offset), on the input padded explicitly; pooling sweeps
+//    a window shape tensor over the padded input; max_pool_grad finds each
+//    window's first maximum, then gathers, per input position, the
+//    gradients of the windows whose maximum it is; argmax keeps the first
+//    maximum (the first NaN); nearest upsampling extracts at o / scale.
+//
+// Composite ops (softmax, norms, attention, losses, conv_transpose) are
+// decomposed before this pass (`anvil-decompose`); an op without a
+// lowering is reported with its location and the list of ops that have
+// one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -825,6 +834,433 @@ struct LowerEmbeddingGrad : OpRewritePattern<EmbeddingGradOp> {
   }
 };
 
+/// `x` padded with `value`: pad_low / pad_high per spatial dimension of an
+/// (N, C, spatial...) tensor.
+Value padSpatial(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> low,
+                 ArrayRef<int64_t> high, Value value) {
+  auto t = tensorType(x);
+  if (llvm::all_of(low, [](int64_t v) { return v == 0; }) &&
+      llvm::all_of(high, [](int64_t v) { return v == 0; }))
+    return x;
+  SmallVector<int64_t> shape(t.getShape()), offsets(t.getRank(), 0);
+  for (size_t i = 0; i < low.size(); ++i) {
+    shape[2 + i] += low[i] + high[i];
+    offsets[2 + i] = low[i];
+  }
+  Value dest = filled(b, loc, t.clone(shape), value);
+  return insertAlong(b, loc, dest, {x}, -1, offsets);
+}
+
+/// Splits dimension 1 of `v` (N, C, rest...) into (N, G, C / G, rest...).
+Value splitGroups(OpBuilder &b, Location loc, Value v, int64_t groups,
+                  int64_t dim = 1) {
+  auto t = tensorType(v);
+  SmallVector<int64_t> shape(t.getShape());
+  shape[dim] /= groups;
+  shape.insert(shape.begin() + dim, groups);
+  return reshapeTensor(b, loc, v, t.clone(shape));
+}
+
+/// A generic with `parallel` leading loops and `reduction` trailing ones,
+/// reading `inputs` through `maps`, accumulating into `init` (read and
+/// written through `outMap`) with `body(args..., acc)`.
+Value buildReduction(
+    OpBuilder &b, Location loc, ValueRange inputs, ArrayRef<AffineMap> maps,
+    Value init, AffineMap outMap, unsigned parallel, unsigned reduction,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+  SmallVector<AffineMap> all(maps);
+  all.push_back(outMap);
+  SmallVector<IteratorType> iterators(parallel, IteratorType::parallel);
+  iterators.append(reduction, IteratorType::reduction);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, all,
+             iterators,
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               linalg::YieldOp::create(nb, nl, body(nb, nl, args));
+             })
+      .getResult(0);
+}
+
+struct LowerConv : OpRewritePattern<ConvOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConvOp op,
+                                PatternRewriter &rewriter) const override {
+    // y[n, g, co, o] += xp[n, g, ci, o * stride + k * dilation] w[g, co, ci, k]
+    // Loops: n, g, co, o... (parallel), ci, k... (reduction).
+    Location loc = op.getLoc();
+    auto out = op.getType();
+    Type element = out.getElementType();
+    int64_t s = out.getRank() - 2, groups = op.getGroups();
+    Value zero = scalarConstant(rewriter, loc, element, 0.0);
+    Value xp = splitGroups(rewriter, loc,
+                           padSpatial(rewriter, loc, op.getInput(),
+                                      op.getPadLow(), op.getPadHigh(), zero),
+                           groups);
+    Value w = splitGroups(rewriter, loc, op.getFilter(), groups, 0);
+    unsigned nLoops = 3 + s + 1 + s;
+    auto d = [&](unsigned i) { return rewriter.getAffineDimExpr(i); };
+    SmallVector<AffineExpr> xe = {d(0), d(1), d(3 + s)},
+                            we = {d(1), d(2), d(3 + s)},
+                            ye = {d(0), d(1), d(2)};
+    for (int64_t i = 0; i < s; ++i) {
+      xe.push_back(d(3 + i) * op.getStride()[i] +
+                   d(4 + s + i) * op.getDilation()[i]);
+      we.push_back(d(4 + s + i));
+      ye.push_back(d(3 + i));
+    }
+    auto map = [&](ArrayRef<AffineExpr> e) {
+      return AffineMap::get(nLoops, 0, e, rewriter.getContext());
+    };
+    SmallVector<int64_t> grouped = {out.getDimSize(0), groups,
+                                    out.getDimSize(1) / groups};
+    grouped.append(out.getShape().drop_front(2).begin(),
+                   out.getShape().drop_front(2).end());
+    Value init = filled(rewriter, loc, out.clone(grouped), zero);
+    Value y = buildReduction(
+        rewriter, loc, {xp, w}, {map(xe), map(we)}, init, map(ye), 3 + s, 1 + s,
+        [](OpBuilder &b, Location l, ValueRange a) -> Value {
+          return combine(b, l, Combine::Sum, a[2],
+                         arith::MulFOp::create(b, l, a[0], a[1]));
+        });
+    y = reshapeTensor(rewriter, loc, y, out);
+    if (Value bias = op.getBias()) {
+      auto id = rewriter.getMultiDimIdentityMap(out.getRank());
+      auto bmap = AffineMap::get(out.getRank(), 0, {d(1)}, getContext());
+      y = buildGeneric(rewriter, loc, out, {y, bias}, {id, bmap},
+                       [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                         return arith::AddFOp::create(b, l, a[0], a[1]);
+                       });
+    }
+    rewriter.replaceOp(op, y);
+    return success();
+  }
+};
+
+struct LowerConvFilterGrad : OpRewritePattern<ConvFilterGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConvFilterGradOp op,
+                                PatternRewriter &rewriter) const override {
+    // dw[g, co, ci, k] += grad[n, g, co, o] xp[n, g, ci, o * stride + k * d]
+    // Loops: g, co, ci, k... (parallel), n, o... (reduction).
+    Location loc = op.getLoc();
+    auto out = op.getType();
+    Type element = out.getElementType();
+    int64_t s = out.getRank() - 2, groups = op.getGroups();
+    Value zero = scalarConstant(rewriter, loc, element, 0.0);
+    Value xp = splitGroups(rewriter, loc,
+                           padSpatial(rewriter, loc, op.getInput(),
+                                      op.getPadLow(), op.getPadHigh(), zero),
+                           groups);
+    Value g = splitGroups(rewriter, loc, op.getGrad(), groups);
+    unsigned nLoops = 3 + s + 1 + s;
+    auto d = [&](unsigned i) { return rewriter.getAffineDimExpr(i); };
+    unsigned n = 3 + s;
+    SmallVector<AffineExpr> ge = {d(n), d(0), d(1)}, xe = {d(n), d(0), d(2)},
+                            we = {d(0), d(1), d(2)};
+    for (int64_t i = 0; i < s; ++i) {
+      ge.push_back(d(n + 1 + i));
+      xe.push_back(d(n + 1 + i) * op.getStride()[i] +
+                   d(3 + i) * op.getDilation()[i]);
+      we.push_back(d(3 + i));
+    }
+    auto map = [&](ArrayRef<AffineExpr> e) {
+      return AffineMap::get(nLoops, 0, e, rewriter.getContext());
+    };
+    SmallVector<int64_t> grouped = {groups, out.getDimSize(0) / groups,
+                                    out.getDimSize(1)};
+    grouped.append(out.getShape().drop_front(2).begin(),
+                   out.getShape().drop_front(2).end());
+    Value init = filled(rewriter, loc, out.clone(grouped), zero);
+    Value dw = buildReduction(
+        rewriter, loc, {g, xp}, {map(ge), map(xe)}, init, map(we), 3 + s, 1 + s,
+        [](OpBuilder &b, Location l, ValueRange a) -> Value {
+          return combine(b, l, Combine::Sum, a[2],
+                         arith::MulFOp::create(b, l, a[0], a[1]));
+        });
+    rewriter.replaceOp(op, reshapeTensor(rewriter, loc, dw, out));
+    return success();
+  }
+};
+
+/// Maps of a window sweep over (n, c, o..., k...): the padded input at
+/// o * stride + k, the window shape tensor at k, the output at o.
+struct WindowMaps {
+  AffineMap input, window, output;
+};
+WindowMaps windowMaps(OpBuilder &b, int64_t s, ArrayRef<int64_t> stride) {
+  unsigned nLoops = 2 + 2 * s;
+  auto d = [&](unsigned i) { return b.getAffineDimExpr(i); };
+  SmallVector<AffineExpr> in = {d(0), d(1)}, win, outE = {d(0), d(1)};
+  for (int64_t i = 0; i < s; ++i) {
+    in.push_back(d(2 + i) * stride[i] + d(2 + s + i));
+    win.push_back(d(2 + s + i));
+    outE.push_back(d(2 + i));
+  }
+  MLIRContext *ctx = b.getContext();
+  return {AffineMap::get(nLoops, 0, in, ctx),
+          AffineMap::get(nLoops, 0, win, ctx),
+          AffineMap::get(nLoops, 0, outE, ctx)};
+}
+
+template <typename OpTy, bool Max> struct LowerPool : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto out = op.getType();
+    Type element = out.getElementType();
+    int64_t s = out.getRank() - 2;
+    Value padValue =
+        scalarConstant(rewriter, loc, element, Max ? -INFINITY : 0.0);
+    Value xp = padSpatial(rewriter, loc, op.getOperand(), op.getPadLow(),
+                          op.getPadHigh(), padValue);
+    Value window =
+        tensor::EmptyOp::create(rewriter, loc, op.getWindow(), element);
+    WindowMaps m = windowMaps(rewriter, s, op.getStride());
+    Combine c = Max ? Combine::Max : Combine::Sum;
+    Value init =
+        filled(rewriter, loc, out, identityOf(rewriter, loc, element, c));
+    Value y = buildReduction(
+        rewriter, loc, {xp, window}, {m.input, m.window}, init, m.output, 2 + s,
+        s, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          return combine(b, l, c, a[2], a[0]);
+        });
+    if constexpr (!Max) {
+      // Divide by the window size, or by the count of real elements.
+      Value count;
+      int64_t size = 1;
+      for (int64_t w : op.getWindow())
+        size *= w;
+      if (op.getCountIncludePad()) {
+        count = filled(rewriter, loc, out,
+                       scalarConstant(rewriter, loc, element, double(size)));
+      } else {
+        auto inType = op.getOperand().getType();
+        Value ones = filled(rewriter, loc, inType,
+                            scalarConstant(rewriter, loc, element, 1.0));
+        Value onesPadded =
+            padSpatial(rewriter, loc, ones, op.getPadLow(), op.getPadHigh(),
+                       scalarConstant(rewriter, loc, element, 0.0));
+        Value zeroInit = filled(rewriter, loc, out,
+                                scalarConstant(rewriter, loc, element, 0.0));
+        count = buildReduction(rewriter, loc, {onesPadded, window},
+                               {m.input, m.window}, zeroInit, m.output, 2 + s,
+                               s, [&](OpBuilder &b, Location l, ValueRange a) {
+                                 return combine(b, l, Combine::Sum, a[2], a[0]);
+                               });
+      }
+      auto id = rewriter.getMultiDimIdentityMap(out.getRank());
+      y = buildGeneric(rewriter, loc, out, {y, count}, {id, id},
+                       [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                         return arith::DivFOp::create(b, l, a[0], a[1]);
+                       });
+    }
+    rewriter.replaceOp(op, y);
+    return success();
+  }
+};
+
+struct LowerMaxPoolGrad : OpRewritePattern<MaxPoolGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MaxPoolGradOp op,
+                                PatternRewriter &rewriter) const override {
+    // 1. Per output window, the flat offset of its first maximum.
+    // 2. Per input position i and window offset k: the window o with
+    //    o * stride + k = i + pad_low (if any) sends grad[o] when its
+    //    maximum is at k.
+    Location loc = op.getLoc();
+    auto in = op.getType();
+    auto gt = op.getGrad().getType();
+    Type element = in.getElementType();
+    int64_t s = in.getRank() - 2;
+    ArrayRef<int64_t> win = op.getWindow(), stride = op.getStride(),
+                      low = op.getPadLow();
+    Value xp = padSpatial(rewriter, loc, op.getOperand(), low, op.getPadHigh(),
+                          scalarConstant(rewriter, loc, element, -INFINITY));
+    Value window = tensor::EmptyOp::create(rewriter, loc, win, element);
+    WindowMaps m = windowMaps(rewriter, s, stride);
+    Type i64 = rewriter.getI64Type();
+    auto flatK = [&](OpBuilder &b, Location l) -> Value {
+      Value k = arith::ConstantIndexOp::create(b, l, 0);
+      for (int64_t i = 0; i < s; ++i)
+        k = arith::AddIOp::create(
+            b, l,
+            arith::MulIOp::create(b, l, k,
+                                  arith::ConstantIndexOp::create(b, l, win[i])),
+            linalg::IndexOp::create(b, l, 2 + s + i));
+      return arith::IndexCastOp::create(b, l, i64, k);
+    };
+    SmallVector<AffineMap> maps = {m.input, m.window, m.output, m.output};
+    SmallVector<IteratorType> iterators(2 + s, IteratorType::parallel);
+    iterators.append(s, IteratorType::reduction);
+    Value bestInit = filled(rewriter, loc, gt,
+                            scalarConstant(rewriter, loc, element, -INFINITY));
+    Value idxInit = filled(rewriter, loc, gt.clone(i64),
+                           scalarConstant(rewriter, loc, i64, 0));
+    auto argmax = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{gt, gt.clone(i64)}, ValueRange{xp, window},
+        ValueRange{bestInit, idxInit}, maps, iterators,
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          Value take = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
+                                             a[0], a[2]);
+          linalg::YieldOp::create(
+              b, l,
+              ValueRange{
+                  arith::SelectOp::create(b, l, take, a[0], a[2]),
+                  arith::SelectOp::create(b, l, take, flatK(b, l), a[3])});
+        });
+    Value best = argmax.getResult(1);
+    Value grad = op.getGrad();
+
+    // 2. Loops (n, c, i..., k...) with a reduction over k.
+    unsigned nLoops = 2 + 2 * s;
+    auto d = [&](unsigned i) { return rewriter.getAffineDimExpr(i); };
+    SmallVector<AffineExpr> winE, outE = {d(0), d(1)};
+    for (int64_t i = 0; i < s; ++i) {
+      winE.push_back(d(2 + s + i));
+      outE.push_back(d(2 + i));
+    }
+    auto winMap = AffineMap::get(nLoops, 0, winE, getContext());
+    auto outMap = AffineMap::get(nLoops, 0, outE, getContext());
+    Value init =
+        filled(rewriter, loc, in, scalarConstant(rewriter, loc, element, 0.0));
+    Value dx = buildReduction(
+        rewriter, loc, {window}, {winMap}, init, outMap, 2 + s, s,
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Value valid = arith::ConstantIntOp::create(b, l, 1, 1);
+          SmallVector<Value> at = {linalg::IndexOp::create(b, l, 0),
+                                   linalg::IndexOp::create(b, l, 1)};
+          Value zeroI = arith::ConstantIndexOp::create(b, l, 0);
+          for (int64_t i = 0; i < s; ++i) {
+            // j = i + pad_low - k; a window o = j / stride when divisible.
+            Value j = arith::SubIOp::create(
+                b, l,
+                arith::AddIOp::create(
+                    b, l, linalg::IndexOp::create(b, l, 2 + i),
+                    arith::ConstantIndexOp::create(b, l, low[i])),
+                linalg::IndexOp::create(b, l, 2 + s + i));
+            Value st = arith::ConstantIndexOp::create(b, l, stride[i]);
+            Value nonNeg = arith::CmpIOp::create(
+                b, l, arith::CmpIPredicate::sge, j, zeroI);
+            Value jc = arith::SelectOp::create(b, l, nonNeg, j, zeroI);
+            Value o = arith::DivUIOp::create(b, l, jc, st);
+            Value exact = arith::CmpIOp::create(
+                b, l, arith::CmpIPredicate::eq,
+                arith::RemUIOp::create(b, l, jc, st), zeroI);
+            Value inRange = arith::CmpIOp::create(
+                b, l, arith::CmpIPredicate::slt, o,
+                arith::ConstantIndexOp::create(b, l, gt.getDimSize(2 + i)));
+            valid = arith::AndIOp::create(
+                b, l, valid,
+                arith::AndIOp::create(
+                    b, l, nonNeg, arith::AndIOp::create(b, l, exact, inRange)));
+            at.push_back(arith::SelectOp::create(b, l, inRange, o, zeroI));
+          }
+          Value winner = tensor::ExtractOp::create(b, l, best, at);
+          Value mine = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                             winner, flatK(b, l));
+          Value g = tensor::ExtractOp::create(b, l, grad, at);
+          Value use = arith::AndIOp::create(b, l, valid, mine);
+          Value contrib = arith::SelectOp::create(
+              b, l, use, g, scalarConstant(b, l, element, 0.0));
+          return arith::AddFOp::create(b, l, a[1], contrib);
+        });
+    rewriter.replaceOp(op, dx);
+    return success();
+  }
+};
+
+struct LowerArgmax : OpRewritePattern<ArgmaxOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ArgmaxOp op,
+                                PatternRewriter &rewriter) const override {
+    // The first maximum along `dim`; the first NaN wins, as in the
+    // interpreter.
+    Location loc = op.getLoc();
+    auto in = op.getOperand().getType();
+    Type element = in.getElementType();
+    int64_t dim = op.getDim(), rank = in.getRank();
+    SmallVector<int64_t> kept;
+    SmallVector<AffineExpr> outE;
+    SmallVector<IteratorType> iterators;
+    for (int64_t d = 0; d < rank; ++d) {
+      iterators.push_back(d == dim ? IteratorType::reduction
+                                   : IteratorType::parallel);
+      if (d != dim) {
+        kept.push_back(in.getDimSize(d));
+        outE.push_back(rewriter.getAffineDimExpr(d));
+      }
+    }
+    auto valueType = RankedTensorType::get(kept, element);
+    auto indexType = RankedTensorType::get(kept, rewriter.getI64Type());
+    Value bestInit = filled(rewriter, loc, valueType,
+                            identityOf(rewriter, loc, element, Combine::Max));
+    Value idxInit =
+        filled(rewriter, loc, indexType,
+               scalarConstant(rewriter, loc, rewriter.getI64Type(), 0));
+    auto outMap = AffineMap::get(rank, 0, outE, getContext());
+    SmallVector<AffineMap> maps = {rewriter.getMultiDimIdentityMap(rank),
+                                   outMap, outMap};
+    bool isFloat = isa<FloatType>(element);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{valueType, indexType},
+        ValueRange{op.getOperand()}, ValueRange{bestInit, idxInit}, maps,
+        iterators, [&](OpBuilder &b, Location l, ValueRange a) {
+          Value take;
+          if (isFloat) {
+            Value greater = arith::CmpFOp::create(
+                b, l, arith::CmpFPredicate::OGT, a[0], a[1]);
+            Value xNaN = arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO,
+                                               a[0], a[0]);
+            Value bestNaN = arith::CmpFOp::create(
+                b, l, arith::CmpFPredicate::UNO, a[1], a[1]);
+            Value notBestNaN = arith::XOrIOp::create(
+                b, l, bestNaN, arith::ConstantIntOp::create(b, l, 1, 1));
+            take = arith::OrIOp::create(
+                b, l, greater, arith::AndIOp::create(b, l, xNaN, notBestNaN));
+          } else {
+            take = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sgt, a[0],
+                                         a[1]);
+          }
+          Value k = arith::IndexCastOp::create(
+              b, l, b.getI64Type(), linalg::IndexOp::create(b, l, dim));
+          linalg::YieldOp::create(
+              b, l,
+              ValueRange{arith::SelectOp::create(b, l, take, a[0], a[1]),
+                         arith::SelectOp::create(b, l, take, k, a[2])});
+        });
+    rewriter.replaceOp(
+        op, reshapeTensor(rewriter, loc, generic.getResult(1), op.getType()));
+    return success();
+  }
+};
+
+struct LowerUpsample : OpRewritePattern<UpsampleNearestOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(UpsampleNearestOp op,
+                                PatternRewriter &rewriter) const override {
+    // y[n, c, o...] = x[n, c, o / scale...]
+    Value x = op.getOperand();
+    ArrayRef<int64_t> scale = op.getScale();
+    rewriter.replaceOp(
+        op, buildGeneric(
+                rewriter, op.getLoc(), op.getType(), {}, {},
+                [&](OpBuilder &b, Location l, ValueRange) -> Value {
+                  SmallVector<Value> at;
+                  for (int64_t d = 0; d < op.getType().getRank(); ++d) {
+                    Value i = linalg::IndexOp::create(b, l, d);
+                    if (d >= 2)
+                      i = arith::DivUIOp::create(
+                          b, l, i,
+                          arith::ConstantIndexOp::create(b, l, scale[d - 2]));
+                    at.push_back(i);
+                  }
+                  return tensor::ExtractOp::create(b, l, x, at);
+                }));
+    return success();
+  }
+};
+
 struct AnvilConvertToLinalgPass
     : mlir::anvil::impl::AnvilConvertToLinalgPassBase<
           AnvilConvertToLinalgPass> {
@@ -846,10 +1282,13 @@ struct AnvilConvertToLinalgPass
           SelectOp::getOperationName(), CastOp::getOperationName(),
           DropoutOp::getOperationName()})
       patterns.add<LowerElementwise>(ctx, name);
-    patterns.add<LowerBroadcast, LowerConcat, LowerConstant, LowerEmbedding,
-                 LowerEmbeddingGrad, LowerGather, LowerMatmul, LowerPad,
-                 LowerReshape, LowerSlice, LowerSplit, LowerStopGradient,
-                 LowerTranspose>(ctx);
+    patterns.add<LowerArgmax, LowerBroadcast, LowerConcat, LowerConstant,
+                 LowerConv, LowerConvFilterGrad, LowerEmbedding,
+                 LowerEmbeddingGrad, LowerGather, LowerMatmul, LowerMaxPoolGrad,
+                 LowerPad, LowerPool<AvgPoolOp, false>,
+                 LowerPool<MaxPoolOp, true>, LowerReshape, LowerSlice,
+                 LowerSplit, LowerStopGradient, LowerTranspose, LowerUpsample>(
+        ctx);
     patterns.add<LowerReduce<ReduceSumOp, Combine::Sum>,
                  LowerReduce<ReduceMeanOp, Combine::Sum, /*Mean=*/true>,
                  LowerReduce<ReduceMaxOp, Combine::Max>,

@@ -278,8 +278,7 @@ Value channelAffine(Emit &e, Value y, Value scale, Value bias) {
   return y;
 }
 
-template <typename OpTy>
-struct DecomposeGroupedNorm : OpRewritePattern<OpTy> {
+template <typename OpTy> struct DecomposeGroupedNorm : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
@@ -346,8 +345,8 @@ struct DecomposeEmbeddingBag : OpRewritePattern<EmbeddingBagOp> {
                                 PatternRewriter &rewriter) const override {
     // (B, L) rows of (V, C) -> (B, L, C) -> sum or mean over L.
     Emit e{rewriter, op.getLoc()};
-    Value rows =
-        EmbeddingOp::create(rewriter, op.getLoc(), op.getTable(), op.getIndices());
+    Value rows = EmbeddingOp::create(rewriter, op.getLoc(), op.getTable(),
+                                     op.getIndices());
     rewriter.replaceOp(op, op.getMode() == BagMode::sum
                                ? e.sum(rows, {1}, false)
                                : e.mean(rows, {1}, false));
@@ -404,8 +403,8 @@ struct DecomposeRope : OpRewritePattern<RopeOp> {
           ValueRange{e.reshape(ra, pair), e.reshape(rb, pair)}, rank);
       out = e.reshape(cat, type);
     } else {
-      out = ConcatOp::create(rewriter, op.getLoc(), ValueRange{ra, rb},
-                             rank - 1);
+      out =
+          ConcatOp::create(rewriter, op.getLoc(), ValueRange{ra, rb}, rank - 1);
     }
     rewriter.replaceOp(op, out);
     return success();
@@ -437,8 +436,8 @@ struct DecomposeConvTranspose : OpRewritePattern<ConvTransposeOp> {
       SmallVector<int64_t> zerosShape(expanded);
       zerosShape[dim + 1] = s - 1;
       Value zeros = e.splat(t.clone(zerosShape), 0.0);
-      Value spread = ConcatOp::create(rewriter, loc, ValueRange{x1, zeros},
-                                      dim + 1);
+      Value spread =
+          ConcatOp::create(rewriter, loc, ValueRange{x1, zeros}, dim + 1);
       SmallVector<int64_t> flat(t.getShape());
       flat[dim] *= s;
       Value x2 = e.reshape(spread, t.clone(flat));
@@ -457,7 +456,8 @@ struct DecomposeConvTranspose : OpRewritePattern<ConvTransposeOp> {
       for (int64_t i = 0; i < spatial; ++i) {
         int64_t k = wt.getDimSize(2 + i), d = op.getDilation()[i];
         int64_t lo = d * (k - 1) - op.getPadLow()[i];
-        int64_t hi = d * (k - 1) - op.getPadHigh()[i] + op.getOutputPadding()[i];
+        int64_t hi =
+            d * (k - 1) - op.getPadHigh()[i] + op.getOutputPadding()[i];
         (lo >= 0 ? low : cropLow)[2 + i] = std::abs(lo);
         (hi >= 0 ? high : cropHigh)[2 + i] = std::abs(hi);
         pad |= lo > 0 || hi > 0;
@@ -503,9 +503,9 @@ struct DecomposeConvTranspose : OpRewritePattern<ConvTransposeOp> {
     w = e.reshape(w, wt.clone(convFilter));
     // 4. A stride-1 convolution with the same dilation.
     SmallVector<int64_t> ones(spatial, 1), zeros(spatial, 0);
-    Value y = ConvOp::create(rewriter, loc, x, w, op.getBias(), ones, zeros,
-                             zeros, op.getDilation(),
-                             static_cast<uint64_t>(groups));
+    Value y =
+        ConvOp::create(rewriter, loc, x, w, op.getBias(), ones, zeros, zeros,
+                       op.getDilation(), static_cast<uint64_t>(groups));
     rewriter.replaceOp(op, y);
     return success();
   }
@@ -519,10 +519,9 @@ struct AnvilDecomposePass
                  DecomposeLogSoftmax, DecomposeRMSNorm, DecomposeSoftmax,
                  DecomposeMSE, DecomposeBCE, DecomposeFocal, DecomposeDice,
                  DecomposeGroupedNorm<GroupNormOp>,
-                 DecomposeGroupedNorm<InstanceNormOp>,
-                 DecomposeBatchNormTrain, DecomposeBatchNormInference,
-                 DecomposeEmbeddingBag, DecomposeRope, DecomposeConvTranspose>(
-        &getContext());
+                 DecomposeGroupedNorm<InstanceNormOp>, DecomposeBatchNormTrain,
+                 DecomposeBatchNormInference, DecomposeEmbeddingBag,
+                 DecomposeRope, DecomposeConvTranspose>(&getContext());
     // No folding or region simplification: the pass rewrites only the ops
     // it names and leaves the rest of the graph as it found it.
     GreedyRewriteConfig config;

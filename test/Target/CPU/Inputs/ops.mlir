@@ -128,3 +128,51 @@ func.func @dropout(%x: tensor<3x40xf32>, %s: tensor<i64>) -> tensor<3x40xf32> {
   %0 = anvil.dropout %x, %s rate = 3.0e-01 : tensor<3x40xf32>
   return %0 : tensor<3x40xf32>
 }
+
+func.func @convolutions(%x: tensor<2x4x9x8xf32>, %w: tensor<6x2x3x2xf32>, %b: tensor<6xf32>, %x1: tensor<1x3x11xf32>, %w1: tensor<2x3x4xf32>, %x3: tensor<1x2x5x4x6xf32>, %w3: tensor<2x2x2x3x2xf32>) -> (tensor<2x6x5x8xf32>, tensor<1x2x2xf32>, tensor<1x2x4x2x3xf32>) {
+  %0 = anvil.conv %x, %w, %b stride [2, 1] pad_low [1, 0] pad_high [1, 2] dilation [1, 2] {groups = 2 : i64} : (tensor<2x4x9x8xf32>, tensor<6x2x3x2xf32>, tensor<6xf32>) -> tensor<2x6x5x8xf32>
+  %1 = anvil.conv %x1, %w1 stride [3] pad_low [0] pad_high [0] dilation [2] : (tensor<1x3x11xf32>, tensor<2x3x4xf32>) -> tensor<1x2x2xf32>
+  %2 = anvil.conv %x3, %w3 stride [1, 2, 2] pad_low [0, 1, 0] pad_high [0, 0, 1] dilation [1, 1, 1] : (tensor<1x2x5x4x6xf32>, tensor<2x2x2x3x2xf32>) -> tensor<1x2x4x2x3xf32>
+  return %0, %1, %2 : tensor<2x6x5x8xf32>, tensor<1x2x2xf32>, tensor<1x2x4x2x3xf32>
+}
+
+func.func @convolution_gradients(%x: tensor<2x4x9x8xf32>, %g: tensor<2x6x5x8xf32>, %t: tensor<2x4x5x6xf32>, %tw: tensor<4x3x3x2xf32>, %tb: tensor<6xf32>) -> (tensor<6x2x3x2xf32>, tensor<2x6x11x12xf32>) {
+  %0 = anvil.conv_filter_grad %x, %g kernel [3, 2] stride [2, 1] pad_low [1, 0] pad_high [1, 2] dilation [1, 2] {groups = 2 : i64} : (tensor<2x4x9x8xf32>, tensor<2x6x5x8xf32>) -> tensor<6x2x3x2xf32>
+  %1 = anvil.conv_transpose %t, %tw, %tb stride [2, 2] pad_low [1, 0] pad_high [0, 1] dilation [1, 2] output_padding [1, 0] {groups = 2 : i64} : (tensor<2x4x5x6xf32>, tensor<4x3x3x2xf32>, tensor<6xf32>) -> tensor<2x6x11x12xf32>
+  return %0, %1 : tensor<6x2x3x2xf32>, tensor<2x6x11x12xf32>
+}
+
+func.func @pooling(%x: tensor<2x3x9x7xf32>, %g: tensor<2x3x5x4xf32>, %u: tensor<1x2x3x2xf32>) -> (tensor<2x3x5x4xf32>, tensor<2x3x5x4xf32>, tensor<2x3x5x4xf32>, tensor<2x3x9x7xf32>, tensor<1x2x6x6xf32>) {
+  %0 = anvil.max_pool %x window [3, 2] stride [2, 2] pad_low [1, 1] pad_high [1, 0] : tensor<2x3x9x7xf32> -> tensor<2x3x5x4xf32>
+  %1 = anvil.avg_pool %x window [3, 2] stride [2, 2] pad_low [1, 1] pad_high [1, 0] : tensor<2x3x9x7xf32> -> tensor<2x3x5x4xf32>
+  %2 = anvil.avg_pool %x window [3, 2] stride [2, 2] pad_low [1, 1] pad_high [1, 0] {count_include_pad} : tensor<2x3x9x7xf32> -> tensor<2x3x5x4xf32>
+  %3 = anvil.max_pool_grad %x, %g window [3, 2] stride [2, 2] pad_low [1, 1] pad_high [1, 0] : (tensor<2x3x9x7xf32>, tensor<2x3x5x4xf32>) -> tensor<2x3x9x7xf32>
+  %4 = anvil.upsample_nearest %u scale [2, 3] : tensor<1x2x3x2xf32> -> tensor<1x2x6x6xf32>
+  return %0, %1, %2, %3, %4 : tensor<2x3x5x4xf32>, tensor<2x3x5x4xf32>, tensor<2x3x5x4xf32>, tensor<2x3x9x7xf32>, tensor<1x2x6x6xf32>
+}
+
+// int-high: 9
+func.func @argmax(%x: tensor<3x5x4xf32>, %i: tensor<4x6xi32>) -> (tensor<3x4xi64>, tensor<3x1x4xi64>, tensor<4xi64>) {
+  %0 = anvil.argmax %x dim = 1 : tensor<3x5x4xf32> -> tensor<3x4xi64>
+  %1 = anvil.argmax %x dim = 1 keep_dims : tensor<3x5x4xf32> -> tensor<3x1x4xi64>
+  %2 = anvil.argmax %i dim = 1 : tensor<4x6xi32> -> tensor<4xi64>
+  return %0, %1, %2 : tensor<3x4xi64>, tensor<3x1x4xi64>, tensor<4xi64>
+}
+
+// tolerance: f32-composite
+// int-high: 9
+func.func @more_composites(%x: tensor<2x6x5x3xf32>, %t: tensor<2x6x5x3xf32>, %g: tensor<6xf32>, %b: tensor<6xf32>, %table: tensor<9x4xf32>, %ids: tensor<3x5xi64>, %q: tensor<2x3x7x8xf32>, %cos: tensor<7x4xf32>, %sin: tensor<7x4xf32>) -> (tensor<f32>, tensor<f32>, tensor<2x6x5x3xf32>, tensor<2x6xf32>, tensor<2x6x5x3xf32>, tensor<2x6x5x3xf32>, tensor<2x6x5x3xf32>, tensor<6xf32>, tensor<6xf32>, tensor<3x4xf32>, tensor<2x3x7x8xf32>, tensor<2x3x7x8xf32>) {
+  %0 = anvil.mse_loss mean %x, %t : (tensor<2x6x5x3xf32>, tensor<2x6x5x3xf32>) -> tensor<f32>
+  %p = anvil.sigmoid %t : tensor<2x6x5x3xf32>
+  %1 = anvil.bce_with_logits sum %x, %p : (tensor<2x6x5x3xf32>, tensor<2x6x5x3xf32>) -> tensor<f32>
+  %2 = anvil.focal_loss none %x, %p {alpha = 0.25 : f64, gamma = 2.0 : f64} : (tensor<2x6x5x3xf32>, tensor<2x6x5x3xf32>) -> tensor<2x6x5x3xf32>
+  %px = anvil.sigmoid %x : tensor<2x6x5x3xf32>
+  %3 = anvil.dice_loss none %px, %p : (tensor<2x6x5x3xf32>, tensor<2x6x5x3xf32>) -> tensor<2x6xf32>
+  %4 = anvil.group_norm %x scale(%g) bias(%b) groups = 3 : (tensor<2x6x5x3xf32>, tensor<6xf32>, tensor<6xf32>) -> tensor<2x6x5x3xf32>
+  %5 = anvil.instance_norm %x scale(%g) : (tensor<2x6x5x3xf32>, tensor<6xf32>) -> tensor<2x6x5x3xf32>
+  %6:3 = anvil.batch_norm_train %x, %g, %b : (tensor<2x6x5x3xf32>, tensor<6xf32>, tensor<6xf32>) -> (tensor<2x6x5x3xf32>, tensor<6xf32>, tensor<6xf32>)
+  %7 = anvil.embedding_bag mean %table[%ids] : (tensor<9x4xf32>, tensor<3x5xi64>) -> tensor<3x4xf32>
+  %8 = anvil.rope %q, %cos, %sin : (tensor<2x3x7x8xf32>, tensor<7x4xf32>, tensor<7x4xf32>) -> tensor<2x3x7x8xf32>
+  %9 = anvil.rope %q, %cos, %sin {interleaved} : (tensor<2x3x7x8xf32>, tensor<7x4xf32>, tensor<7x4xf32>) -> tensor<2x3x7x8xf32>
+  return %0, %1, %2, %3, %4, %5, %6#0, %6#1, %6#2, %7, %8, %9 : tensor<f32>, tensor<f32>, tensor<2x6x5x3xf32>, tensor<2x6xf32>, tensor<2x6x5x3xf32>, tensor<2x6x5x3xf32>, tensor<2x6x5x3xf32>, tensor<6xf32>, tensor<6xf32>, tensor<3x4xf32>, tensor<2x3x7x8xf32>, tensor<2x3x7x8xf32>
+}
