@@ -139,6 +139,7 @@ private:
   Status fillBatch(uint64_t position, bool validation);
   double evaluate();
   Status checkpoint(int64_t step);
+  Status initState(int64_t numArgs);
   Status resume(int64_t &step);
 
   Manifest m_;
@@ -316,6 +317,21 @@ double Trainer::evaluate() {
   return total / static_cast<double>(o_.evalBatches);
 }
 
+/// Fills the state from --seed through the module's anvil_module_init;
+/// `numArgs` is the arity of the step whose argument positions the
+/// manifest's "index" fields give.
+Status Trainer::initState(int64_t numArgs) {
+  std::vector<void *> args(static_cast<size_t>(numArgs), nullptr);
+  for (Slot &s : slots_)
+    if (s.info->init)
+      args[static_cast<size_t>(s.info->index)] = s.current.data();
+  if (anvil_module_init(o_.seed, args.data()) != 0)
+    return Status::error(ErrorCode::InvalidArgument,
+                         std::string("anvil_module_init: ") +
+                             anvil_rt_last_error());
+  return Status::ok();
+}
+
 Status Trainer::checkpoint(int64_t step) {
   std::vector<TensorRef> tensors;
   for (const Slot &s : slots_)
@@ -372,13 +388,8 @@ Status Trainer::run() {
       return s;
   }
   if (step == 0)
-    for (Slot &s : slots_)
-      if (s.info->init)
-        if (Status st = initialize(
-                *s.info->init, o_.seed, static_cast<uint64_t>(s.info->index),
-                s.info->spec.shape, s.info->spec.dtype, s.current.bytes());
-            !st)
-          return st.withContext("initializing '" + s.info->spec.name + "'");
+    if (Status st = initState(m_.trainStep->args); !st)
+      return st;
 
   std::optional<MetricsLog> log;
   if (!o_.log.empty()) {
@@ -506,20 +517,20 @@ Status Trainer::run() {
 Status Trainer::evalOnce() {
   if (!anvil_module_eval_step)
     return error("this executable has no eval_step");
+  // Parameters start from their initializers (--seed); a file
+  // DIR/NAME.npy replaces any argument's value.
+  if (Status st =
+          initState(m_.trainStep ? m_.trainStep->args : m_.evalStep.args);
+      !st)
+    return st;
   std::vector<void *> args(static_cast<size_t>(m_.evalStep.args), nullptr);
   for (Slot &s : slots_) {
     if (!s.info->evalIndex)
       continue;
     args[static_cast<size_t>(*s.info->evalIndex)] = s.current.data();
     std::string path = o_.evalInputs + "/" + s.info->spec.name + ".npy";
-    if (access(path.c_str(), F_OK) != 0 && s.info->init) {
-      if (Status st = initialize(
-              *s.info->init, o_.seed, static_cast<uint64_t>(s.info->index),
-              s.info->spec.shape, s.info->spec.dtype, s.current.bytes());
-          !st)
-        return st;
+    if (access(path.c_str(), F_OK) != 0 && s.info->init)
       continue;
-    }
     if (Status st = readInput(o_.evalInputs, s); !st)
       return st;
   }

@@ -2,11 +2,12 @@
 //
 // 1. Translate the LLVM-dialect module to LLVM IR.
 // 2. Add the executable's C ABI: `const char *anvil_module_manifest()`
-//    returns the embedded JSON; `void anvil_module_<entry>(void **args,
-//    void **results, void *workspace)` calls the lowered function with its
-//    arguments, its out-parameters and the workspace of the memory plan
-//    (bare pointers, see Pipeline.cpp).
-//    Outlined dispatch regions are marked noinline.
+//    returns the embedded JSON; `int32_t anvil_module_init(uint64_t seed,
+//    void **args)` initializes the state through the runtime; `void
+//    anvil_module_<entry>(void **args, void **results, void *workspace)` calls
+//    the lowered function with its arguments, its out-parameters and the
+//    workspace of the memory plan (bare pointers, see Pipeline.cpp). Outlined
+//    dispatch regions are marked noinline.
 // 3. Target the host: its triple, CPU name and features (so the loop
 //    vectorizer uses AVX2 / AVX-512 where present), PIC.
 // 4. Run LLVM's O3 module pipeline and emit an object file in-process.
@@ -53,8 +54,10 @@ std::unique_ptr<llvm::TargetMachine> hostMachine(std::string &error) {
       llvm::CodeGenOptLevel::Aggressive));
 }
 
-/// Adds `const char *anvil_module_manifest(void)`.
-void addManifest(llvm::Module &m, StringRef json) {
+/// Adds `const char *anvil_module_manifest(void)` and `int32_t
+/// anvil_module_init(uint64_t seed, void **args)`, which hands the manifest
+/// to the runtime's initializers (anvil_rt_init_state).
+void addManifestAndInit(llvm::Module &m, StringRef json) {
   llvm::LLVMContext &ctx = m.getContext();
   auto *data = llvm::ConstantDataArray::getString(ctx, json, /*AddNull=*/true);
   auto *global = new llvm::GlobalVariable(
@@ -65,6 +68,18 @@ void addManifest(llvm::Module &m, StringRef json) {
                                     "anvil_module_manifest", m);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
   b.CreateRet(global);
+
+  auto *ptr = llvm::PointerType::get(ctx, 0);
+  auto *i32 = llvm::Type::getInt32Ty(ctx), *i64 = llvm::Type::getInt64Ty(ctx);
+  llvm::FunctionCallee initState = m.getOrInsertFunction(
+      "anvil_rt_init_state",
+      llvm::FunctionType::get(i32, {ptr, i64, ptr}, false));
+  auto *init = llvm::Function::Create(
+      llvm::FunctionType::get(i32, {i64, ptr}, false),
+      llvm::GlobalValue::ExternalLinkage, "anvil_module_init", m);
+  llvm::IRBuilder<> ib(llvm::BasicBlock::Create(ctx, "entry", init));
+  ib.CreateRet(
+      ib.CreateCall(initState, {global, init->getArg(0), init->getArg(1)}));
 }
 
 /// Adds `void anvil_module_<abiName>(void **args, void **results, void
@@ -127,7 +142,7 @@ LogicalResult mlir::anvil::cpu::emitObjectFile(ModuleOp module,
       f.addFnAttr(llvm::Attribute::NoInline);
 
   std::string error;
-  addManifest(*m, abi.manifest);
+  addManifestAndInit(*m, abi.manifest);
   for (const EntryPoint &entry : abi.entries)
     if (failed(addEntry(*m, entry, error)))
       return fail(error);

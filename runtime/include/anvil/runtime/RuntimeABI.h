@@ -27,6 +27,17 @@ void anvil_rt_sgemm(int32_t transA, int32_t transB, int64_t m, int64_t n,
                     const float *b, int64_t ldb, int64_t strideB, float *c,
                     int64_t ldc, int64_t strideC, int64_t batch);
 
+/// Initializes the training state of a module: every buffer of the
+/// manifest `manifestJson` that has an initializer is filled, for run seed
+/// `seed`, at args[index] (the step's argument array), bit-identically to
+/// anvil-interp. Generated code calls it from anvil_module_init. Returns 0,
+/// or non-zero with the reason in anvil_rt_last_error().
+int32_t anvil_rt_init_state(const char *manifestJson, uint64_t seed,
+                            void **args);
+
+/// The message of the last failed anvil_rt_* call on this thread.
+const char *anvil_rt_last_error(void);
+
 /// Sets the number of threads the runtime's CPU kernels (and BLAS) use;
 /// 0 means one per core.
 void anvil_rt_set_num_threads(int32_t threads);

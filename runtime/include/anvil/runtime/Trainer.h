@@ -6,6 +6,7 @@
 // contract 3:
 //
 //   const char *anvil_module_manifest(void);           // JSON, Manifest.h
+//   int32_t anvil_module_init(uint64_t seed, void **args); // 0: success
 //   void anvil_module_train_step(void **args, void **results, void *ws);
 //   void anvil_module_eval_step(void **args, void **results, void *ws);
 //
@@ -19,16 +20,20 @@
 // initializers (bit-identical to anvil-interp for the same seed), feeds
 // batches, checkpoints, resumes, logs and evaluates. The step updates the
 // state in place; a manifest that gives a state buffer a "result" of its
-// own gets two generations of it instead, read and written alternately. A module compiled for evaluation only (--entry) has no
-// train_step; its executable supports --eval-inputs only.
+// own gets two generations of it instead, read and written alternately. A
+// module compiled for evaluation only (--entry) has no train_step; its
+// executable supports --eval-inputs only.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef ANVIL_RUNTIME_TRAINER_H
 #define ANVIL_RUNTIME_TRAINER_H
 
+#include <cstdint>
+
 extern "C" {
 const char *anvil_module_manifest(void);
+int32_t anvil_module_init(uint64_t seed, void **args);
 // Weak: an eval-only module defines only eval_step.
 __attribute__((weak)) void anvil_module_train_step(void **args, void **results,
                                                    void *workspace);
