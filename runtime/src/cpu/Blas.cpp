@@ -23,8 +23,3 @@ extern "C" void anvil_rt_sgemm(int32_t transA, int32_t transB, int64_t m,
                 static_cast<blasint>(ldb), 1.0f, c + i * strideC,
                 static_cast<blasint>(ldc));
 }
-
-extern "C" void anvil_rt_set_num_threads(int32_t threads) {
-  if (threads > 0)
-    openblas_set_num_threads(threads);
-}

@@ -82,6 +82,61 @@ void addManifestAndInit(llvm::Module &m, StringRef json) {
       ib.CreateCall(initState, {global, init->getArg(0), init->getArg(1)}));
 }
 
+/// Makes each dispatch function `D` that has a chunk function
+/// `D__chunk_of_<R>` (anvil-cpu-parallel-dispatches) run on the runtime's
+/// threads: a trampoline `void (void *ctx, i64 lo, i64 hi)` unpacks D's
+/// pointer arguments from `ctx` and calls the chunk, and D's body becomes
+/// `anvil_rt_parallel_for(R, trampoline, ctx)` with its arguments packed
+/// on the stack. Dispatches with non-pointer arguments stay sequential.
+void parallelizeDispatches(llvm::Module &m) {
+  llvm::LLVMContext &ctx = m.getContext();
+  auto *ptr = llvm::PointerType::get(ctx, 0);
+  auto *i64 = llvm::Type::getInt64Ty(ctx);
+  auto *voidTy = llvm::Type::getVoidTy(ctx);
+  auto *kernelType = llvm::FunctionType::get(voidTy, {ptr, i64, i64}, false);
+  llvm::FunctionCallee parallelFor = m.getOrInsertFunction(
+      "anvil_rt_parallel_for",
+      llvm::FunctionType::get(voidTy, {i64, ptr, ptr}, false));
+  SmallVector<llvm::Function *> chunks;
+  for (llvm::Function &f : m)
+    if (f.getName().contains("__chunk_of_") && !f.isDeclaration())
+      chunks.push_back(&f);
+  for (llvm::Function *chunk : chunks) {
+    auto [name, extent] = chunk->getName().rsplit("__chunk_of_");
+    llvm::Function *dispatch = m.getFunction(name);
+    int64_t range = 0;
+    if (!dispatch || extent.getAsInteger(10, range) ||
+        dispatch->arg_size() + 2 != chunk->arg_size() ||
+        llvm::any_of(dispatch->args(),
+                     [&](llvm::Argument &a) { return a.getType() != ptr; }))
+      continue;
+    unsigned n = dispatch->arg_size();
+    auto *trampoline =
+        llvm::Function::Create(kernelType, llvm::GlobalValue::InternalLinkage,
+                               chunk->getName() + "__trampoline", m);
+    {
+      llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", trampoline));
+      SmallVector<llvm::Value *> args;
+      for (unsigned i = 0; i < n; ++i)
+        args.push_back(b.CreateLoad(
+            ptr, b.CreateConstInBoundsGEP1_64(ptr, trampoline->getArg(0), i)));
+      args.push_back(trampoline->getArg(1));
+      args.push_back(trampoline->getArg(2));
+      b.CreateCall(chunk, args);
+      b.CreateRetVoid();
+    }
+    dispatch->deleteBody();
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", dispatch));
+    llvm::Value *packed =
+        b.CreateAlloca(ptr, b.getInt64(std::max(n, 1u)), "buffers");
+    for (unsigned i = 0; i < n; ++i)
+      b.CreateStore(dispatch->getArg(i),
+                    b.CreateConstInBoundsGEP1_64(ptr, packed, i));
+    b.CreateCall(parallelFor, {b.getInt64(range), trampoline, packed});
+    b.CreateRetVoid();
+  }
+}
+
 /// Adds `void anvil_module_<abiName>(void **args, void **results, void
 /// *workspace)`.
 LogicalResult addEntry(llvm::Module &m, const anvil::EntryPoint &entry,
@@ -140,6 +195,8 @@ LogicalResult mlir::anvil::cpu::emitObjectFile(ModuleOp module,
   for (llvm::Function &f : *m)
     if (f.getName().contains("__dispatch_"))
       f.addFnAttr(llvm::Attribute::NoInline);
+
+  parallelizeDispatches(*m);
 
   std::string error;
   addManifestAndInit(*m, abi.manifest);

@@ -103,6 +103,7 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createAnvilCPUGemmToBlasPass());
     pm.addPass(createAnvilOutlineDispatchesPass());
+    pm.addPass(createAnvilCPUParallelDispatchesPass());
   }
 
   // 4. llvm

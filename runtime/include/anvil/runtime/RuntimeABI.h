@@ -39,8 +39,15 @@ int32_t anvil_rt_init_state(const char *manifestJson, uint64_t seed,
 const char *anvil_rt_last_error(void);
 
 /// Sets the number of threads the runtime's CPU kernels (and BLAS) use;
-/// 0 means one per core.
+/// 0 means one per core. Call before the first kernel runs.
 void anvil_rt_set_num_threads(int32_t threads);
+
+/// Runs fn(ctx, lo, hi) over [0, n) split into one contiguous chunk per
+/// thread (the same split on every call: results never depend on timing).
+/// Generated code calls it for large dispatch regions whose outermost loop
+/// is parallel.
+void anvil_rt_parallel_for(int64_t n, void (*fn)(void *, int64_t, int64_t),
+                           void *ctx);
 
 /// Allocation of generated code (whatever the static memory plan did not
 /// place in the workspace): malloc/free that count the bytes outstanding.

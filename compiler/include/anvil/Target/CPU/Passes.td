@@ -38,4 +38,42 @@ def AnvilCPUGemmToBlasPass : Pass<"anvil-cpu-gemm-to-blas", "mlir::ModuleOp"> {
   ];
 }
 
+def AnvilCPUParallelDispatchesPass
+    : Pass<"anvil-cpu-parallel-dispatches", "mlir::ModuleOp"> {
+  let summary = "Prepares large dispatch regions to run on the runtime's threads";
+  let description = [{
+    For every outlined dispatch function (`<fn>__dispatch_<n>`, see
+    anvil-outline-dispatches) whose body is one linalg op with a parallel
+    outermost loop of extent `R` and at least `min-iterations` iterations
+    in all, adds a chunk function `<fn>__dispatch_<n>__chunk_of_<R>` taking
+    the same buffers and `(lo, hi)`: the op lowered to loops with the
+    outermost one running over `[lo, hi)` only. The object emitter then
+    makes the dispatch function hand its buffers and the chunk function to
+    `anvil_rt_parallel_for(R, ...)`, which runs one contiguous chunk per
+    thread, so results do not depend on timing. Small kernels stay
+    sequential: starting threads would cost more than they save.
+
+    Input:
+    ```mlir
+    func.func private @f__dispatch_3(%a: memref<64x128xf32>, %b: memref<64x128xf32>) {
+      linalg.generic ... ins(%a) outs(%b) ...
+      return
+    }
+    ```
+    Output (added):
+    ```mlir
+    func.func private @f__dispatch_3__chunk_of_64(%a: memref<64x128xf32>,
+        %b: memref<64x128xf32>, %lo: index, %hi: index) {
+      scf.for %i = %lo to %hi step %c1 { scf.for %j = ... }
+      return
+    }
+    ```
+  }];
+  let options = [
+    Option<"minIterations", "min-iterations", "int64_t", /*default=*/"16384",
+           "Parallelize dispatches with at least this many loop iterations">,
+  ];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::memref::MemRefDialect"];
+}
+
 #endif // ANVIL_TARGET_CPU_PASSES_TD
