@@ -44,3 +44,25 @@ func.func @views_and_escapes(%x: memref<2x8xf32>, %out: memref<16xf32>) -> memre
   %keep = memref.alloc() : memref<4xf32>
   return %keep : memref<4xf32>
 }
+
+// -----
+
+// Tests that a buffer yielded out of a region lives as long as the
+// region's result: %a is read through %r after %b is filled, so %b must
+// not take %a's bytes (two buffers, 128 bytes).
+// CHECK-LABEL: func.func @yielded
+// CHECK-SAME: %{{[a-z0-9]+}}: memref<128xi8>)
+func.func @yielded(%x: memref<16xf32>, %c: i1, %out: memref<16xf32>) {
+  %a = memref.alloc() : memref<16xf32>
+  linalg.copy ins(%x : memref<16xf32>) outs(%a : memref<16xf32>)
+  %r = scf.if %c -> memref<16xf32> {
+    scf.yield %a : memref<16xf32>
+  } else {
+    scf.yield %x : memref<16xf32>
+  }
+  %b = memref.alloc() : memref<16xf32>
+  linalg.copy ins(%x : memref<16xf32>) outs(%b : memref<16xf32>)
+  linalg.copy ins(%r : memref<16xf32>) outs(%out : memref<16xf32>)
+  linalg.copy ins(%b : memref<16xf32>) outs(%out : memref<16xf32>)
+  return
+}

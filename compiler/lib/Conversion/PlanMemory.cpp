@@ -33,7 +33,8 @@ struct Buffer {
 
 /// The byte size of a static, identity-layout memref, or -1.
 int64_t byteSize(MemRefType t) {
-  if (!t.hasStaticShape() || !t.getLayout().isIdentity())
+  if (!t.hasStaticShape() || !t.getLayout().isIdentity() ||
+      !t.getElementType().isIntOrFloat())
     return -1;
   int64_t bits = t.getElementTypeBitWidth();
   return t.getNumElements() * ((bits + 7) / 8);
@@ -55,10 +56,14 @@ int64_t lastUse(Value root, Block &body,
       if (!top)
         return -1;
       last = std::max(last, position.lookup(top));
-      // Views and ops that return memrefs may alias their operand.
-      for (Value r : user->getResults())
-        if (isa<BaseMemRefType>(r.getType()) && seen.insert(r).second)
-          worklist.push_back(r);
+      // Views and ops that return memrefs may alias their operand, and so
+      // may the results of every op enclosing a nested use (a value
+      // yielded out of a loop or a branch).
+      for (Operation *op = user; op;
+           op = op == top ? nullptr : op->getParentOp())
+        for (Value r : op->getResults())
+          if (isa<BaseMemRefType>(r.getType()) && seen.insert(r).second)
+            worklist.push_back(r);
     }
   }
   return last;

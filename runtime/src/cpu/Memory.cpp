@@ -2,8 +2,8 @@
 //
 // Generated code allocates through these functions only for buffers the
 // static memory plan could not place in the step's workspace. Each block
-// carries a 64-byte header holding its size (64 keeps the payload aligned
-// for vector loads), so frees can be counted; the counters are atomic
+// carries a header (at least 64 bytes, as large as the alignment asked
+// for) holding its size, so frees can be counted; the counters are atomic
 // because kernels may run on several threads.
 //
 //===----------------------------------------------------------------------===//
@@ -17,28 +17,36 @@
 
 namespace {
 
-constexpr uint64_t kHeader = 64;
 std::atomic<int64_t> allocated{0};
 std::atomic<int64_t> peak{0};
 
+// A block is [header][payload]: the header is `align` bytes (at least 64,
+// a power of two), so the payload keeps the requested alignment; the
+// payload size and the header size sit in the 16 bytes before it.
 void *allocate(uint64_t alignment, uint64_t bytes) {
-  uint64_t align = std::max<uint64_t>(alignment, kHeader);
-  uint64_t total = (kHeader + bytes + align - 1) / align * align;
+  uint64_t align = 64;
+  while (align < alignment)
+    align *= 2;
+  if (bytes > (uint64_t(1) << 62) - 2 * align)
+    return nullptr;
+  uint64_t total = (align + bytes + align - 1) / align * align;
   auto *block = static_cast<unsigned char *>(std::aligned_alloc(align, total));
   if (!block)
     return nullptr;
-  std::memcpy(block, &bytes, sizeof bytes);
+  unsigned char *payload = block + align;
+  std::memcpy(payload - 8, &bytes, sizeof bytes);
+  std::memcpy(payload - 16, &align, sizeof align);
   int64_t now = allocated += static_cast<int64_t>(bytes);
   int64_t seen = peak.load();
   while (now > seen && !peak.compare_exchange_weak(seen, now)) {
   }
-  return block + kHeader;
+  return payload;
 }
 
 } // namespace
 
 extern "C" void *_mlir_memref_to_llvm_alloc(uint64_t bytes) {
-  return allocate(kHeader, bytes);
+  return allocate(64, bytes);
 }
 
 extern "C" void *_mlir_memref_to_llvm_aligned_alloc(uint64_t alignment,
@@ -49,11 +57,12 @@ extern "C" void *_mlir_memref_to_llvm_aligned_alloc(uint64_t alignment,
 extern "C" void _mlir_memref_to_llvm_free(void *ptr) {
   if (!ptr)
     return;
-  auto *block = static_cast<unsigned char *>(ptr) - kHeader;
-  uint64_t bytes;
-  std::memcpy(&bytes, block, sizeof bytes);
+  auto *payload = static_cast<unsigned char *>(ptr);
+  uint64_t bytes, align;
+  std::memcpy(&bytes, payload - 8, sizeof bytes);
+  std::memcpy(&align, payload - 16, sizeof align);
   allocated -= static_cast<int64_t>(bytes);
-  std::free(block);
+  std::free(payload - align);
 }
 
 extern "C" int64_t anvil_rt_allocated_bytes(void) { return allocated.load(); }

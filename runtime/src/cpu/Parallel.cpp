@@ -12,9 +12,11 @@
 
 #include "anvil/runtime/RuntimeABI.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -27,8 +29,13 @@ using Kernel = void (*)(void *, int64_t, int64_t);
 class Pool {
 public:
   explicit Pool(int threads) : threads_(threads) {
-    for (int t = 1; t < threads_; ++t)
-      workers_.emplace_back([this, t] { work(t); });
+    // Fewer threads than asked if the system refuses more.
+    try {
+      for (int t = 1; t < threads_; ++t)
+        workers_.emplace_back([this, t] { work(t); });
+    } catch (const std::system_error &) {
+      threads_ = static_cast<int>(workers_.size()) + 1;
+    }
   }
   ~Pool() {
     {
@@ -68,7 +75,7 @@ private:
     uint64_t seen = 0;
     for (;;) {
       // Spin a little for the next kernel, then sleep.
-      for (int i = 0; i < 20000 && generation_.load() == seen; ++i)
+      for (int i = 0; i < 4000 && generation_.load() == seen; ++i)
         std::this_thread::yield();
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] { return generation_.load() != seen; });

@@ -137,7 +137,7 @@ public:
 private:
   Slot *slot(const std::string &name);
   Status fillBatch(uint64_t position, bool validation);
-  double evaluate();
+  Expected<double> evaluate();
   Status checkpoint(int64_t step);
   Status initState(int64_t numArgs);
   Status resume(int64_t &step);
@@ -196,6 +196,12 @@ Status Trainer::setUp() {
     evalResults_.push_back(std::move(*st));
   }
 
+  if (o_.evalEvery > 0 &&
+      (m_.evalResults.empty() || m_.evalResults[0].dtype != DType::F32 ||
+       !m_.evalResults[0].shape.empty()))
+    return error("--eval-every needs an eval function whose first result is "
+                 "an f32 scalar loss");
+
   // Where each input comes from.
   tokens_ = slot("tokens");
   targets_ = slot("targets");
@@ -238,11 +244,17 @@ Status Trainer::setUp() {
           return v.status().withContext("--eval-every needs a val split");
         val_ = std::move(*v);
       }
-      if (tokens_->info->range && train_->maxToken() >= *tokens_->info->range)
-        return error("'" + o_.data + "': token " +
-                     std::to_string(train_->maxToken()) +
-                     " is outside the model's vocabulary of " +
-                     std::to_string(*tokens_->info->range));
+      // Token ids index the embedding and label the loss: every split
+      // must stay inside both ranges.
+      for (const TokenDataset *d : {&*train_, val_ ? &*val_ : nullptr})
+        for (Slot *input : {tokens_, targets_})
+          if (d && input->info->range && d->maxToken() >= *input->info->range)
+            return error("'" + o_.data + "': token " +
+                         std::to_string(d->maxToken()) + " (" +
+                         (d == &*train_ ? "train" : "val") +
+                         " split) is outside the model's range of " +
+                         std::to_string(*input->info->range) + " for '" +
+                         input->info->spec.name + "'");
     } else if (!tokens_->info->range) {
       return error("synthetic data needs the vocabulary size, and the "
                    "manifest gives 'tokens' no range; give --data DIR");
@@ -260,9 +272,9 @@ Status Trainer::setUp() {
 
 Status Trainer::fillBatch(uint64_t position, bool validation) {
   if (dropoutSeed_) {
-    // Call site k of the graph uses seed * 2^16 + k: steps never share a
-    // dropout mask.
-    int64_t v = static_cast<int64_t>((o_.seed << 32) + position);
+    // Call site k of the graph uses seed * 2^16 + k: with mix64(seed) +
+    // step here, steps (and runs) never share a dropout mask.
+    int64_t v = static_cast<int64_t>(mix64(o_.seed) + position);
     std::memcpy(dropoutSeed_->current.data(), &v, 8);
   }
   if (!o_.batchDir.empty()) {
@@ -284,9 +296,9 @@ Status Trainer::fillBatch(uint64_t position, bool validation) {
   // synthetic rows keyed by a different seed).
   uint64_t seed = validation ? o_.seed ^ 0x5EEDFA11C0FFEEull : o_.seed;
   Status st;
-  const TokenDataset *data = validation ? &*val_ : &*train_;
   if (!o_.data.empty())
-    st = data->sampleBatch(seed, position, shape[0], shape[1], in, out);
+    st = (validation ? *val_ : *train_)
+             .sampleBatch(seed, position, shape[0], shape[1], in, out);
   else
     st = sampleSyntheticBatch(seed, position, *tokens_->info->range, shape[0],
                               shape[1], in, out);
@@ -297,7 +309,7 @@ Status Trainer::fillBatch(uint64_t position, bool validation) {
   return Status::ok();
 }
 
-double Trainer::evaluate() {
+Expected<double> Trainer::evaluate() {
   std::vector<void *> args(static_cast<size_t>(m_.evalStep.args), nullptr);
   for (Slot &s : slots_)
     if (s.info->evalIndex)
@@ -307,8 +319,8 @@ double Trainer::evaluate() {
     results.push_back(r.data());
   double total = 0;
   for (int64_t b = 0; b < o_.evalBatches; ++b) {
-    if (!fillBatch(static_cast<uint64_t>(b), /*validation=*/true))
-      return NAN;
+    if (Status s = fillBatch(static_cast<uint64_t>(b), /*validation=*/true); !s)
+      return s;
     anvil_module_eval_step(args.data(), results.data(), workspace_.data());
     float loss;
     std::memcpy(&loss, evalResults_[0].data(), 4);
@@ -487,8 +499,12 @@ Status Trainer::run() {
       metrics.msPerStep = perStep * 1e3;
       metrics.tokensPerSecond = static_cast<double>(tokensPerStep_) / perStep;
       metrics.gflops = m_.flopsPerStep / perStep / 1e9;
-      if (evalNow)
-        metrics.evalLoss = evaluate();
+      if (evalNow) {
+        Expected<double> evalLoss = evaluate();
+        if (!evalLoss)
+          return evalLoss.status().withContext("evaluation");
+        metrics.evalLoss = *evalLoss;
+      }
       std::printf("%s%s\n", tty ? "\r\033[K" : "",
                   formatProgressLine(metrics).c_str());
       std::fflush(stdout);

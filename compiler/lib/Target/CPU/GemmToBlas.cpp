@@ -117,6 +117,17 @@ struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
     if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
         op.getNumDpsInits() != 1 || !linalg::isaContractionOpInterface(op))
       return rewriter.notifyMatchFailure(op, "not a bufferized contraction");
+    // Exactly acc + a * b: the contraction interface would also accept
+    // bodies with unary ops (negations, casts) that a GEMM call drops.
+    Block *body = op.getBlock();
+    auto yield = cast<linalg::YieldOp>(body->getTerminator());
+    auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+    auto mul = add ? add.getRhs().getDefiningOp<arith::MulFOp>() : nullptr;
+    if (body->getOperations().size() != 3 || !add || !mul ||
+        add.getLhs() != body->getArgument(2) ||
+        mul.getLhs() != body->getArgument(0) ||
+        mul.getRhs() != body->getArgument(1))
+      return rewriter.notifyMatchFailure(op, "body is not acc + a * b");
     FailureOr<linalg::ContractionDimensions> dims =
         linalg::inferContractionDims(op);
     if (failed(dims) || dims->m.empty() || dims->n.empty() || dims->k.empty())

@@ -125,7 +125,9 @@ void parallelizeDispatches(llvm::Module &m) {
       b.CreateCall(chunk, args);
       b.CreateRetVoid();
     }
+    llvm::GlobalValue::LinkageTypes linkage = dispatch->getLinkage();
     dispatch->deleteBody();
+    dispatch->setLinkage(linkage);
     llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", dispatch));
     llvm::Value *packed =
         b.CreateAlloca(ptr, b.getInt64(std::max(n, 1u)), "buffers");
