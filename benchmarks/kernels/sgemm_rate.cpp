@@ -42,9 +42,9 @@ double rate(int64_t m, int64_t n, int64_t k, int *calls) {
   while (total < 1.0 || *calls < 3) {
     auto t0 = std::chrono::steady_clock::now();
     once();
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                             t0)
-                   .count();
+    double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
     best = std::min(best, s);
     total += s;
     ++*calls;

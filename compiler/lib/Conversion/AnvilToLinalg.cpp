@@ -881,6 +881,21 @@ Value buildReduction(
       .getResult(0);
 }
 
+/// The body of a convolution's multiply-accumulate: acc + x * w.
+Value multiplyAdd(OpBuilder &b, Location l, ValueRange a) {
+  return combine(b, l, Combine::Sum, a[2],
+                 arith::MulFOp::create(b, l, a[0], a[1]));
+}
+
+/// A convolution's input, zero-padded and viewed as (N, G, C / G, ...).
+Value paddedGroups(OpBuilder &b, Location loc, Value input,
+                   ArrayRef<int64_t> low, ArrayRef<int64_t> high,
+                   int64_t groups) {
+  Value zero = scalarConstant(b, loc, tensorType(input).getElementType(), 0.0);
+  return splitGroups(b, loc, padSpatial(b, loc, input, low, high, zero),
+                     groups);
+}
+
 struct LowerConv : OpRewritePattern<ConvOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ConvOp op,
@@ -892,10 +907,8 @@ struct LowerConv : OpRewritePattern<ConvOp> {
     Type element = out.getElementType();
     int64_t s = out.getRank() - 2, groups = op.getGroups();
     Value zero = scalarConstant(rewriter, loc, element, 0.0);
-    Value xp = splitGroups(rewriter, loc,
-                           padSpatial(rewriter, loc, op.getInput(),
-                                      op.getPadLow(), op.getPadHigh(), zero),
-                           groups);
+    Value xp = paddedGroups(rewriter, loc, op.getInput(), op.getPadLow(),
+                            op.getPadHigh(), groups);
     Value w = splitGroups(rewriter, loc, op.getFilter(), groups, 0);
     unsigned nLoops = 3 + s + 1 + s;
     auto d = [&](unsigned i) { return rewriter.getAffineDimExpr(i); };
@@ -916,12 +929,8 @@ struct LowerConv : OpRewritePattern<ConvOp> {
     grouped.append(out.getShape().drop_front(2).begin(),
                    out.getShape().drop_front(2).end());
     Value init = filled(rewriter, loc, out.clone(grouped), zero);
-    Value y = buildReduction(
-        rewriter, loc, {xp, w}, {map(xe), map(we)}, init, map(ye), 3 + s, 1 + s,
-        [](OpBuilder &b, Location l, ValueRange a) -> Value {
-          return combine(b, l, Combine::Sum, a[2],
-                         arith::MulFOp::create(b, l, a[0], a[1]));
-        });
+    Value y = buildReduction(rewriter, loc, {xp, w}, {map(xe), map(we)}, init,
+                             map(ye), 3 + s, 1 + s, multiplyAdd);
     y = reshapeTensor(rewriter, loc, y, out);
     if (Value bias = op.getBias()) {
       auto id = rewriter.getMultiDimIdentityMap(out.getRank());
@@ -947,10 +956,8 @@ struct LowerConvFilterGrad : OpRewritePattern<ConvFilterGradOp> {
     Type element = out.getElementType();
     int64_t s = out.getRank() - 2, groups = op.getGroups();
     Value zero = scalarConstant(rewriter, loc, element, 0.0);
-    Value xp = splitGroups(rewriter, loc,
-                           padSpatial(rewriter, loc, op.getInput(),
-                                      op.getPadLow(), op.getPadHigh(), zero),
-                           groups);
+    Value xp = paddedGroups(rewriter, loc, op.getInput(), op.getPadLow(),
+                            op.getPadHigh(), groups);
     Value g = splitGroups(rewriter, loc, op.getGrad(), groups);
     unsigned nLoops = 3 + s + 1 + s;
     auto d = [&](unsigned i) { return rewriter.getAffineDimExpr(i); };
@@ -971,12 +978,8 @@ struct LowerConvFilterGrad : OpRewritePattern<ConvFilterGradOp> {
     grouped.append(out.getShape().drop_front(2).begin(),
                    out.getShape().drop_front(2).end());
     Value init = filled(rewriter, loc, out.clone(grouped), zero);
-    Value dw = buildReduction(
-        rewriter, loc, {g, xp}, {map(ge), map(xe)}, init, map(we), 3 + s, 1 + s,
-        [](OpBuilder &b, Location l, ValueRange a) -> Value {
-          return combine(b, l, Combine::Sum, a[2],
-                         arith::MulFOp::create(b, l, a[0], a[1]));
-        });
+    Value dw = buildReduction(rewriter, loc, {g, xp}, {map(ge), map(xe)}, init,
+                              map(we), 3 + s, 1 + s, multiplyAdd);
     rewriter.replaceOp(op, reshapeTensor(rewriter, loc, dw, out));
     return success();
   }

@@ -1,4 +1,5 @@
-//===- Manifest.h - the manifest a training executable embeds ----*- C++ -*-===//
+//===- Manifest.h - the manifest a training executable embeds ----*- C++
+//-*-===//
 //
 // Builds the JSON manifest of DESIGN.md's contract 3 from the anvil-level
 // module, before it is lowered: every buffer of the step (parameters,

@@ -1,4 +1,5 @@
-//===- CPUBackend.h - anvil graphs to a CPU training executable --*- C++ -*-===//
+//===- CPUBackend.h - anvil graphs to a CPU training executable --*- C++
+//-*-===//
 //
 // The CPU backend in three steps, each usable alone:
 //
