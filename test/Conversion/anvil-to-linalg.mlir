@@ -83,3 +83,18 @@ func.func @embedding(%t: tensor<10x4xf32>, %i: tensor<2x3xi32>, %g: tensor<2x3x4
   %d = anvil.embedding_grad %g[%i] rows = 10 : (tensor<2x3x4xf32>, tensor<2x3xi32>) -> tensor<10x4xf32>
   return %e, %d : tensor<2x3x4xf32>, tensor<10x4xf32>
 }
+
+// -----
+
+// Tests that an add of a single-use matmul (a bias) becomes the matmul's
+// accumulator: the broadcast bias is the init, and no add is left.
+// CHECK-LABEL: func.func @bias_epilogue
+// CHECK: %[[B:.+]] = linalg.generic
+// CHECK: linalg.matmul ins(%{{.+}}, %{{.+}} : tensor<4x3xf32>, tensor<3x5xf32>) outs(%[[B]] : tensor<4x5xf32>)
+// CHECK-NOT: arith.addf
+func.func @bias_epilogue(%x: tensor<4x3xf32>, %w: tensor<3x5xf32>, %b: tensor<5xf32>) -> tensor<4x5xf32> {
+  %y = anvil.matmul %x, %w : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>
+  %bb = anvil.broadcast %b, dims = [1] : tensor<5xf32> -> tensor<4x5xf32>
+  %z = anvil.add %bb, %y : tensor<4x5xf32>
+  return %z : tensor<4x5xf32>
+}

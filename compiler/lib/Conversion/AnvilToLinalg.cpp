@@ -11,7 +11,8 @@
 //    a mean divides afterwards; `keep_dims` re-expands the shape.
 // 3. `matmul` becomes `linalg.matmul` / `linalg.batch_matmul`, transposes
 //    and shared (rank-2) weights expressed in their indexing maps, leading
-//    batch dimensions collapsed into one.
+//    batch dimensions collapsed into one. An add of a single-use matmul's
+//    result (a bias, a residual) becomes the matmul's accumulator.
 // 4. Data movement: `transpose` is `linalg.transpose`; reshape, slice,
 //    concat, split and pad are tensor ops (collapse/expand, extract/insert
 //    slices over a filled tensor).
@@ -622,10 +623,10 @@ struct LowerReduce : OpRewritePattern<OpTy> {
   }
 };
 
-struct LowerMatmul : OpRewritePattern<MatmulOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(MatmulOp op,
-                                PatternRewriter &rewriter) const override {
+/// `op` as linalg.matmul / batch_matmul accumulating into `acc` (a tensor
+/// of `op`'s type), or into zeros when `acc` is null.
+Value lowerMatmul(PatternRewriter &rewriter, MatmulOp op, Value acc) {
+  {
     Location loc = op.getLoc();
     Value lhs = op.getLhs(), rhs = op.getRhs();
     auto lt = op.getLhs().getType(), rt = op.getRhs().getType();
@@ -661,15 +662,17 @@ struct LowerMatmul : OpRewritePattern<MatmulOp> {
                                    rewriter.getArrayAttr(attrs));
     };
 
+    // The accumulator, in the shape of the linalg op's result.
+    auto initOf = [&](RankedTensorType t) {
+      return acc ? reshapeTensor(rewriter, loc, acc, t)
+                 : filled(rewriter, loc, t, zero);
+    };
     if (rank == 2) {
       auto t = RankedTensorType::get({m, n}, element);
-      Value init = filled(rewriter, loc, t, zero);
-      rewriter.replaceOp(
-          op, linalg::MatmulOp::create(rewriter, loc, TypeRange{t},
-                                       ValueRange{lhs, rhs}, ValueRange{init},
-                                       {maps(false, false)})
-                  .getResult(0));
-      return success();
+      return linalg::MatmulOp::create(
+                 rewriter, loc, TypeRange{t}, ValueRange{lhs, rhs},
+                 ValueRange{initOf(t)}, {maps(false, false)})
+          .getResult(0);
     }
 
     // Batched: collapse the leading dimensions into one.
@@ -704,24 +707,50 @@ struct LowerMatmul : OpRewritePattern<MatmulOp> {
       Value lhs2 = reshapeTensor(
           rewriter, loc, lhs, RankedTensorType::get({batch * m, k}, element));
       auto t = RankedTensorType::get({batch * m, n}, element);
-      Value init = filled(rewriter, loc, t, zero);
-      Value r = linalg::MatmulOp::create(rewriter, loc, TypeRange{t},
-                                         ValueRange{lhs2, rhs},
-                                         ValueRange{init}, {maps(false, false)})
+      Value r = linalg::MatmulOp::create(
+                    rewriter, loc, TypeRange{t}, ValueRange{lhs2, rhs},
+                    ValueRange{initOf(t)}, {maps(false, false)})
                     .getResult(0);
-      rewriter.replaceOp(op, reshapeTensor(rewriter, loc, r, out));
-      return success();
+      return reshapeTensor(rewriter, loc, r, out);
     }
     Value lhs3 = collapse(lhs, lt);
     Value rhs3 = shared ? rhs : collapse(rhs, rt);
     auto t = RankedTensorType::get({batch, m, n}, element);
-    Value init = filled(rewriter, loc, t, zero);
     Value r = linalg::BatchMatmulOp::create(
                   rewriter, loc, TypeRange{t}, ValueRange{lhs3, rhs3},
-                  ValueRange{init}, {maps(true, shared)})
+                  ValueRange{initOf(t)}, {maps(true, shared)})
                   .getResult(0);
-    rewriter.replaceOp(op, reshapeTensor(rewriter, loc, r, out));
+    return reshapeTensor(rewriter, loc, r, out);
+  }
+}
+
+struct LowerMatmul : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, lowerMatmul(rewriter, op, Value()));
     return success();
+  }
+};
+
+/// The additive epilogue of a GEMM: `matmul(a, b) + c` (either order), the
+/// matmul used only there, is one matmul accumulating into `c`. The BLAS
+/// call takes it as its C (beta = 1): the add costs no pass of its own, and
+/// a bias broadcast replaces the zero fill.
+struct LowerMatmulPlus : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AddOp op,
+                                PatternRewriter &rewriter) const override {
+    for (unsigned i = 0; i < 2; ++i) {
+      auto mm = op.getOperand(i).getDefiningOp<MatmulOp>();
+      if (!mm || !mm->hasOneUse() || mm.getType() != op.getType())
+        continue;
+      Value acc = op.getOperand(1 - i);
+      rewriter.replaceOp(op, lowerMatmul(rewriter, mm, acc));
+      rewriter.eraseOp(mm);
+      return success();
+    }
+    return rewriter.notifyMatchFailure(op, "no single-use matmul operand");
   }
 };
 
@@ -1323,6 +1352,11 @@ struct AnvilConvertToLinalgPass
     if (missing)
       return signalPassFailure();
 
+    // GEMM epilogues first, while each add still sees its matmul.
+    RewritePatternSet epilogues(ctx);
+    epilogues.add<LowerMatmulPlus>(ctx);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(epilogues))))
+      return signalPassFailure();
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     WalkResult left = getOperation().walk([&](Operation *op) {
