@@ -98,3 +98,24 @@ func.func @bias_epilogue(%x: tensor<4x3xf32>, %w: tensor<3x5xf32>, %b: tensor<5x
   %z = anvil.add %bb, %y : tensor<4x5xf32>
   return %z : tensor<4x5xf32>
 }
+
+// -----
+
+// Tests that convolutions and pooling use the named linalg ops where they
+// exist: 2-D without groups, 2-D grouped (filter as (F, G, C, kh, kw)),
+// NCHW max pooling; a 3-D average pooling has none and is a generic.
+// CHECK-LABEL: func.func @named_conv_and_pool
+// CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+// CHECK: linalg.transpose
+// CHECK: linalg.conv_2d_ngchw_fgchw
+// CHECK: linalg.pooling_nchw_max
+// CHECK-NOT: linalg.pooling
+// CHECK: iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]
+func.func @named_conv_and_pool(%x: tensor<1x4x8x8xf32>, %w: tensor<2x4x3x3xf32>, %wg: tensor<6x2x3x3xf32>, %v: tensor<1x2x4x4x4xf32>)
+    -> (tensor<1x2x3x3xf32>, tensor<1x6x6x6xf32>, tensor<1x4x4x4xf32>, tensor<1x2x2x2x2xf32>) {
+  %0 = anvil.conv %x, %w stride [2, 2] pad_low [0, 0] pad_high [0, 0] dilation [1, 1] : (tensor<1x4x8x8xf32>, tensor<2x4x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %1 = anvil.conv %x, %wg stride [1, 1] pad_low [0, 0] pad_high [0, 0] dilation [1, 1] {groups = 2 : i64} : (tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x6x6xf32>
+  %2 = anvil.max_pool %x window [2, 2] stride [2, 2] pad_low [0, 0] pad_high [0, 0] : tensor<1x4x8x8xf32> -> tensor<1x4x4x4xf32>
+  %3 = anvil.avg_pool %v window [2, 2, 2] stride [2, 2, 2] pad_low [0, 0, 0] pad_high [0, 0, 0] {count_include_pad} : tensor<1x2x4x4x4xf32> -> tensor<1x2x2x2x2xf32>
+  return %0, %1, %2, %3 : tensor<1x2x3x3xf32>, tensor<1x6x6x6xf32>, tensor<1x4x4x4xf32>, tensor<1x2x2x2x2xf32>
+}

@@ -22,13 +22,16 @@
 //    range: the data loader rejects bad tokens, the clamp keeps a bad index
 //    from ever addressing memory outside the table.
 //
-// 6. Convolutions and their filter gradients are generics over (batch,
+// 6. Convolutions become the named linalg convolutions where one exists
+//    (1-3 D NC* without groups, 2-D grouped NGCHW), generics over (batch,
 //    group, output channel, output position) with reductions over (input
-//    channel, kernel offset), on the input padded explicitly; pooling sweeps
-//    a window shape tensor over the padded input; max_pool_grad finds each
-//    window's first maximum, then gathers, per input position, the
-//    gradients of the windows whose maximum it is; argmax keeps the first
-//    maximum (the first NaN); nearest upsampling extracts at o / scale.
+//    channel, kernel offset) otherwise, on the input padded explicitly;
+//    filter gradients are such generics; pooling is the named NCW / NCHW
+//    pooling op, or a generic sweeping a window shape tensor (3-D);
+//    max_pool_grad finds each window's first maximum, then gathers, per input
+//    position, the gradients of the windows whose maximum it is; argmax keeps
+//    the first maximum (the first NaN); nearest upsampling extracts at o /
+//    scale.
 //
 // Composite ops (softmax, norms, attention, losses, conv_transpose) are
 // decomposed before this pass (`anvil-decompose`); an op without a
@@ -934,11 +937,96 @@ struct LowerConv : OpRewritePattern<ConvOp> {
     Location loc = op.getLoc();
     auto out = op.getType();
     Type element = out.getElementType();
-    int64_t s = out.getRank() - 2, groups = op.getGroups();
+    int64_t groups = op.getGroups();
     Value zero = scalarConstant(rewriter, loc, element, 0.0);
     Value xp = paddedGroups(rewriter, loc, op.getInput(), op.getPadLow(),
                             op.getPadHigh(), groups);
     Value w = splitGroups(rewriter, loc, op.getFilter(), groups, 0);
+    SmallVector<int64_t> grouped = {out.getDimSize(0), groups,
+                                    out.getDimSize(1) / groups};
+    grouped.append(out.getShape().drop_front(2).begin(),
+                   out.getShape().drop_front(2).end());
+    Value y = namedConv(rewriter, loc, op, xp, w, out, grouped, zero);
+    if (!y)
+      y = genericConv(rewriter, loc, op, xp, w, out.clone(grouped), zero);
+    y = reshapeTensor(rewriter, loc, y, out);
+    if (Value bias = op.getBias()) {
+      auto id = rewriter.getMultiDimIdentityMap(out.getRank());
+      auto bmap = AffineMap::get(out.getRank(), 0,
+                                 {rewriter.getAffineDimExpr(1)}, getContext());
+      y = buildGeneric(rewriter, loc, out, {y, bias}, {id, bmap},
+                       [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                         return arith::AddFOp::create(b, l, a[0], a[1]);
+                       });
+    }
+    rewriter.replaceOp(op, y);
+    return success();
+  }
+
+  /// The named linalg convolution for this case, or null: 1-3 D without
+  /// groups (conv_{1,2,3}d_nc*_fc*), 2-D with groups (conv_2d_ngchw_fgchw);
+  /// `xp` and `w` are padded and split into groups already.
+  static Value namedConv(PatternRewriter &rewriter, Location loc, ConvOp op,
+                         Value xp, Value w, RankedTensorType out,
+                         ArrayRef<int64_t> grouped, Value zero) {
+    int64_t s = out.getRank() - 2, groups = op.getGroups();
+    auto strides = rewriter.getNamedAttr(
+        "strides", rewriter.getI64TensorAttr(op.getStride()));
+    auto dilations = rewriter.getNamedAttr(
+        "dilations", rewriter.getI64TensorAttr(op.getDilation()));
+    if (groups > 1) {
+      if (s != 2)
+        return Value();
+      // The filter layout of conv_2d_ngchw_fgchw is (F, G, C, kh, kw).
+      auto wt = tensorType(w);
+      SmallVector<int64_t> fg = {wt.getDimSize(1), wt.getDimSize(0)};
+      fg.append(wt.getShape().drop_front(2).begin(), wt.getShape().end());
+      Value wf = linalg::TransposeOp::create(
+                     rewriter, loc, w, emptyOf(rewriter, loc, wt.clone(fg)),
+                     ArrayRef<int64_t>{1, 0, 2, 3, 4})
+                     .getResult()[0];
+      auto t = out.clone(grouped);
+      return linalg::Conv2DNgchwFgchwOp::create(
+                 rewriter, loc, TypeRange{t}, ValueRange{xp, wf},
+                 ValueRange{filled(rewriter, loc, t, zero)},
+                 {strides, dilations})
+          .getResult(0);
+    }
+    // Without groups the split is a unit dimension: drop it again.
+    auto drop = [&](Value v, int64_t dim) {
+      auto t = tensorType(v);
+      SmallVector<int64_t> shape(t.getShape());
+      shape.erase(shape.begin() + dim);
+      return reshapeTensor(rewriter, loc, v, t.clone(shape));
+    };
+    Value x = drop(xp, 1), f = drop(w, 0);
+    Value init = filled(rewriter, loc, out, zero);
+    switch (s) {
+    case 1:
+      return linalg::Conv1DNcwFcwOp::create(rewriter, loc, TypeRange{out},
+                                            ValueRange{x, f}, ValueRange{init},
+                                            {strides, dilations})
+          .getResult(0);
+    case 2:
+      return linalg::Conv2DNchwFchwOp::create(
+                 rewriter, loc, TypeRange{out}, ValueRange{x, f},
+                 ValueRange{init}, {strides, dilations})
+          .getResult(0);
+    case 3:
+      return linalg::Conv3DNcdhwFcdhwOp::create(
+                 rewriter, loc, TypeRange{out}, ValueRange{x, f},
+                 ValueRange{init}, {strides, dilations})
+          .getResult(0);
+    default:
+      return Value();
+    }
+  }
+
+  /// Any other convolution as a generic over the grouped layout.
+  static Value genericConv(PatternRewriter &rewriter, Location loc, ConvOp op,
+                           Value xp, Value w, RankedTensorType grouped,
+                           Value zero) {
+    int64_t s = grouped.getRank() - 3;
     unsigned nLoops = 3 + s + 1 + s;
     auto d = [&](unsigned i) { return rewriter.getAffineDimExpr(i); };
     SmallVector<AffineExpr> xe = {d(0), d(1), d(3 + s)},
@@ -953,24 +1041,9 @@ struct LowerConv : OpRewritePattern<ConvOp> {
     auto map = [&](ArrayRef<AffineExpr> e) {
       return AffineMap::get(nLoops, 0, e, rewriter.getContext());
     };
-    SmallVector<int64_t> grouped = {out.getDimSize(0), groups,
-                                    out.getDimSize(1) / groups};
-    grouped.append(out.getShape().drop_front(2).begin(),
-                   out.getShape().drop_front(2).end());
-    Value init = filled(rewriter, loc, out.clone(grouped), zero);
-    Value y = buildReduction(rewriter, loc, {xp, w}, {map(xe), map(we)}, init,
-                             map(ye), 3 + s, 1 + s, multiplyAdd);
-    y = reshapeTensor(rewriter, loc, y, out);
-    if (Value bias = op.getBias()) {
-      auto id = rewriter.getMultiDimIdentityMap(out.getRank());
-      auto bmap = AffineMap::get(out.getRank(), 0, {d(1)}, getContext());
-      y = buildGeneric(rewriter, loc, out, {y, bias}, {id, bmap},
-                       [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                         return arith::AddFOp::create(b, l, a[0], a[1]);
-                       });
-    }
-    rewriter.replaceOp(op, y);
-    return success();
+    Value init = filled(rewriter, loc, grouped, zero);
+    return buildReduction(rewriter, loc, {xp, w}, {map(xe), map(we)}, init,
+                          map(ye), 3 + s, 1 + s, multiplyAdd);
   }
 };
 
@@ -1052,11 +1125,36 @@ template <typename OpTy, bool Max> struct LowerPool : OpRewritePattern<OpTy> {
     Combine c = Max ? Combine::Max : Combine::Sum;
     Value init =
         filled(rewriter, loc, out, identityOf(rewriter, loc, element, c));
-    Value y = buildReduction(
-        rewriter, loc, {xp, window}, {m.input, m.window}, init, m.output, 2 + s,
-        s, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-          return combine(b, l, c, a[2], a[0]);
-        });
+    Value y;
+    if (s == 1 || s == 2) {
+      // The named pooling ops (NCW / NCHW); 3-D has none in that layout.
+      SmallVector<NamedAttribute> attrs = {
+          rewriter.getNamedAttr("strides",
+                                rewriter.getI64TensorAttr(op.getStride())),
+          rewriter.getNamedAttr("dilations", rewriter.getI64TensorAttr(
+                                                 SmallVector<int64_t>(s, 1)))};
+      SmallVector<Value> ins = {xp, window}, outs = {init};
+      Operation *pool =
+          s == 1 ? (Max ? linalg::PoolingNcwMaxOp::create(
+                              rewriter, loc, TypeRange{out}, ins, outs, attrs)
+                              .getOperation()
+                        : linalg::PoolingNcwSumOp::create(
+                              rewriter, loc, TypeRange{out}, ins, outs, attrs)
+                              .getOperation())
+                 : (Max ? linalg::PoolingNchwMaxOp::create(
+                              rewriter, loc, TypeRange{out}, ins, outs, attrs)
+                              .getOperation()
+                        : linalg::PoolingNchwSumOp::create(
+                              rewriter, loc, TypeRange{out}, ins, outs, attrs)
+                              .getOperation());
+      y = pool->getResult(0);
+    } else {
+      y = buildReduction(rewriter, loc, {xp, window}, {m.input, m.window}, init,
+                         m.output, 2 + s, s,
+                         [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                           return combine(b, l, c, a[2], a[0]);
+                         });
+    }
     if constexpr (!Max) {
       // Divide by the window size, or by the count of real elements.
       Value count;
