@@ -9,7 +9,7 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.anvil_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "Inputs", "gpt_numpy.py", "ops_numpy.py"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "Inputs", "gpt_numpy.py", "ops_numpy.py", "llama_numpy.py"]
 
 llvm_config.use_default_substitutions()
 # `REQUIRES: cuda` marks tests that need the CUDA toolkit (not a GPU).

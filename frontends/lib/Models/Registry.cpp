@@ -8,6 +8,7 @@
 #include "anvil/Frontend/Models/Registry.h"
 #include "anvil/Frontend/Graph.h"
 #include "anvil/Frontend/Models/GPT.h"
+#include "anvil/Frontend/Models/Llama.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -34,7 +35,15 @@ const std::vector<ModelInfo> &listModels() {
     for (const GPTConfig &c : gptConfigs())
       gpt.configs.push_back(c.name);
     gpt.fields = GPTConfig::fieldNames();
-    return std::vector<ModelInfo>{gpt};
+    ModelInfo llama;
+    llama.name = "llama";
+    llama.description = "Llama 2 / Llama 3.1: RMSNorm, rotary embeddings "
+                        "(Llama 3.1 scaling), grouped-query attention, "
+                        "SwiGLU, untied embeddings; LoRA configs";
+    for (const LlamaConfig &c : llamaConfigs())
+      llama.configs.push_back(c.name);
+    llama.fields = LlamaConfig::fieldNames();
+    return std::vector<ModelInfo>{gpt, llama};
   }();
   return models;
 }
@@ -54,26 +63,43 @@ buildModel(MLIRContext &context, const std::string &model,
     throw BuildError("unknown model '" + model +
                      "'; the models are: " + join(modelNames));
 
-  // The only family so far is GPT.
-  const GPTConfig *base = findGPTConfig(config);
-  if (!base)
-    throw BuildError("unknown config '" + config + "' of model '" + model +
-                     "'; the configs are: " + join(info->configs));
-  GPTConfig c = *base;
-  for (const auto &[field, value] : overrides)
-    c.set(field, value);
-  c.validate();
-
   BuiltModel built;
-  built.module = buildGPT(context, c);
   ModelReport &r = built.report;
   r.model = model;
   r.config = config;
-  r.flopsPerStep = gptFlopsPerStep(c);
-  r.batch = c.batch;
-  r.seqLen = c.sequenceLength();
-  r.tokensPerStep = c.tokensPerStep();
-  r.vocab = c.paddedVocab();
+  auto unknownConfig = [&]() -> BuildError {
+    return BuildError("unknown config '" + config + "' of model '" + model +
+                      "'; the configs are: " + join(info->configs));
+  };
+  if (model == "gpt") {
+    const GPTConfig *base = findGPTConfig(config);
+    if (!base)
+      throw unknownConfig();
+    GPTConfig c = *base;
+    for (const auto &[field, value] : overrides)
+      c.set(field, value);
+    c.validate();
+    built.module = buildGPT(context, c);
+    r.flopsPerStep = gptFlopsPerStep(c);
+    r.batch = c.batch;
+    r.seqLen = c.sequenceLength();
+    r.tokensPerStep = c.tokensPerStep();
+    r.vocab = c.paddedVocab();
+  } else {
+    const LlamaConfig *base = findLlamaConfig(config);
+    if (!base)
+      throw unknownConfig();
+    LlamaConfig c = *base;
+    for (const auto &[field, value] : overrides)
+      c.set(field, value);
+    c.validate();
+    built.module = buildLlama(context, c);
+    r.flopsPerStep = llamaFlopsPerStep(c);
+    r.batch = c.batch;
+    r.seqLen = c.sequenceLength();
+    r.tokensPerStep = c.tokensPerStep();
+    r.vocab = c.vocab;
+  }
   // Count what the graph holds, not what the formula says.
   auto fn = *built.module->getOps<FunctionOpInterface>().begin();
   for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
