@@ -208,7 +208,7 @@ TEST(GPT, BadConfigsNameTheField) {
             }).find("the configs are: gpt-tiny, gpt2-124m"),
             std::string::npos);
   EXPECT_EQ(buildError([&] { buildModel(context, "bert", "base", {}); }),
-            "unknown model 'bert'; the models are: gpt, llama");
+            "unknown model 'bert'; the models are: gpt, llama, resnet");
 }
 
 TEST(Builder, ShapeErrorsNameTheModulePath) {

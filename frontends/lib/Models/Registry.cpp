@@ -9,6 +9,7 @@
 #include "anvil/Frontend/Graph.h"
 #include "anvil/Frontend/Models/GPT.h"
 #include "anvil/Frontend/Models/Llama.h"
+#include "anvil/Frontend/Models/ResNet.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -43,7 +44,14 @@ const std::vector<ModelInfo> &listModels() {
     for (const LlamaConfig &c : llamaConfigs())
       llama.configs.push_back(c.name);
     llama.fields = LlamaConfig::fieldNames();
-    return std::vector<ModelInfo>{gpt, llama};
+    ModelInfo resnet;
+    resnet.name = "resnet";
+    resnet.description = "ResNet (torchvision v1.5): bottleneck blocks, batch "
+                         "norm, global average pooling, linear classifier";
+    for (const ResNetConfig &c : resnetConfigs())
+      resnet.configs.push_back(c.name);
+    resnet.fields = ResNetConfig::fieldNames();
+    return std::vector<ModelInfo>{gpt, llama, resnet};
   }();
   return models;
 }
@@ -85,6 +93,20 @@ buildModel(MLIRContext &context, const std::string &model,
     r.seqLen = c.sequenceLength();
     r.tokensPerStep = c.tokensPerStep();
     r.vocab = c.paddedVocab();
+  } else if (model == "resnet") {
+    const ResNetConfig *base = findResNetConfig(config);
+    if (!base)
+      throw unknownConfig();
+    ResNetConfig c = *base;
+    for (const auto &[field, value] : overrides)
+      c.set(field, value);
+    c.validate();
+    built.module = buildResNet(context, c);
+    r.flopsPerStep = resnetFlopsPerStep(c);
+    r.batch = c.batch;
+    r.seqLen = 0;
+    r.tokensPerStep = c.batch; // images
+    r.vocab = c.classes;
   } else {
     const LlamaConfig *base = findLlamaConfig(config);
     if (!base)
