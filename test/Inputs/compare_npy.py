@@ -20,6 +20,34 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tolerances import TOLERANCES  # noqa: E402
 
 
+def compare_dirs(expected, actual, rtol, atol, prog="compare_npy"):
+    """Compares every .npy of `expected` with its namesake in `actual`;
+    exits naming the first disagreement, else returns (files, worst error
+    / scale)."""
+    names = sorted(f for f in os.listdir(expected) if f.endswith(".npy"))
+    if not names:
+        sys.exit(f"{prog}: no .npy files in {expected}")
+    worst = 0.0
+    for name in names:
+        e = np.load(os.path.join(expected, name)).astype(np.float64)
+        path = os.path.join(actual, name)
+        if not os.path.exists(path):
+            sys.exit(f"{prog}: {path} is missing")
+        a = np.load(path).astype(np.float64)
+        if a.shape != e.shape:
+            sys.exit(f"{prog}: {name}: shape {a.shape}, expected {e.shape}")
+        scale = float(np.max(np.abs(e))) if e.size else 0.0
+        err = np.abs(a - e)
+        bound = atol + rtol * scale
+        if e.size and not np.all(err <= bound):
+            i = np.unravel_index(np.argmax(err - bound), e.shape)
+            sys.exit(f"{prog}: {name}{list(i)}: {a[i]!r} vs expected "
+                     f"{e[i]!r} (bound {bound:.3g})")
+        if e.size and scale > 0:
+            worst = max(worst, float(np.max(err)) / scale)
+    return len(names), worst
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("expected")
@@ -29,30 +57,10 @@ def main():
     parser.add_argument("--atol", type=float)
     args = parser.parse_args()
     tol = TOLERANCES[args.tolerance] if args.tolerance else {"rtol": 0.0, "atol": 0.0}
-    args.rtol = tol["rtol"] if args.rtol is None else args.rtol
-    args.atol = tol["atol"] if args.atol is None else args.atol
-    names = sorted(f for f in os.listdir(args.expected) if f.endswith(".npy"))
-    if not names:
-        sys.exit(f"compare_npy: no .npy files in {args.expected}")
-    worst = 0.0
-    for name in names:
-        e = np.load(os.path.join(args.expected, name)).astype(np.float64)
-        path = os.path.join(args.actual, name)
-        if not os.path.exists(path):
-            sys.exit(f"compare_npy: {path} is missing")
-        a = np.load(path).astype(np.float64)
-        if a.shape != e.shape:
-            sys.exit(f"compare_npy: {name}: shape {a.shape}, expected {e.shape}")
-        scale = float(np.max(np.abs(e))) if e.size else 0.0
-        err = np.abs(a - e)
-        bound = args.atol + args.rtol * scale
-        if e.size and not np.all(err <= bound):
-            i = np.unravel_index(np.argmax(err - bound), e.shape)
-            sys.exit(f"compare_npy: {name}{list(i)}: {a[i]!r} vs expected "
-                     f"{e[i]!r} (bound {bound:.3g})")
-        rel = float(np.max(err)) / scale if e.size and scale > 0 else 0.0
-        worst = max(worst, rel)
-    print(f"compare_npy: {len(names)} files agree (worst error / scale "
+    rtol = tol["rtol"] if args.rtol is None else args.rtol
+    atol = tol["atol"] if args.atol is None else args.atol
+    files, worst = compare_dirs(args.expected, args.actual, rtol, atol)
+    print(f"compare_npy: {files} files agree (worst error / scale "
           f"{worst:.2e})")
 
 

@@ -369,26 +369,25 @@ struct DecomposeRope : OpRewritePattern<RopeOp> {
     auto half = type.clone(halfShape);
     Value cos = e.broadcast(op.getCos(), half, {rank - 2, rank - 1});
     Value sin = e.broadcast(op.getSin(), half, {rank - 2, rank - 1});
-    auto slice = [&](Value v, int64_t last, int64_t lastStart,
-                     int64_t lastLimit, int64_t lastStride,
-                     RankedTensorType to) -> Value {
+    // `v` sliced along its last dimension: [start, limit) by stride.
+    auto slice = [&](Value v, int64_t lastStart, int64_t lastLimit,
+                     int64_t lastStride) -> Value {
       auto vt = e.typeOf(v);
       SmallVector<int64_t> start(vt.getRank(), 0), limit(vt.getShape()),
           stride(vt.getRank(), 1);
-      start[last] = lastStart;
-      limit[last] = lastLimit;
-      stride[last] = lastStride;
+      start.back() = lastStart;
+      limit.back() = lastLimit;
+      stride.back() = lastStride;
       return SliceOp::create(rewriter, op.getLoc(), v, start, limit, stride)
           .getResult();
-      (void)to;
     };
     Value a, b;
     if (op.getInterleaved()) {
-      a = slice(x, rank - 1, 0, d, 2, half);
-      b = slice(x, rank - 1, 1, d, 2, half);
+      a = slice(x, 0, d, 2);
+      b = slice(x, 1, d, 2);
     } else {
-      a = slice(x, rank - 1, 0, d / 2, 1, half);
-      b = slice(x, rank - 1, d / 2, d, 1, half);
+      a = slice(x, 0, d / 2, 1);
+      b = slice(x, d / 2, d, 1);
     }
     Value ra = e.sub(e.mul(a, cos), e.mul(b, sin));
     Value rb = e.add(e.mul(a, sin), e.mul(b, cos));

@@ -14,6 +14,8 @@
 #include "anvil/Frontend/Models/GPT.h"
 #include "anvil/Frontend/Modules.h"
 
+#include "ConfigFields.h"
+
 #include <charconv>
 #include <cmath>
 
@@ -39,7 +41,7 @@ GPTConfig make(const char *name, int64_t layers, int64_t width, int64_t heads,
 constexpr int64_t kMaxLayers = 10000;
 
 [[noreturn]] void badField(const GPTConfig &c, const std::string &message) {
-  throw BuildError("config '" + c.name + "': " + message);
+  config::fail(c.name, message);
 }
 } // namespace
 
@@ -80,14 +82,8 @@ const std::vector<std::string> &GPTConfig::fieldNames() {
 }
 
 void GPTConfig::set(const std::string &field, const std::string &value) {
-  auto parseInt = [&]() {
-    int64_t v = 0;
-    auto [end, ec] =
-        std::from_chars(value.data(), value.data() + value.size(), v);
-    if (ec != std::errc() || end != value.data() + value.size())
-      badField(*this, field + " = '" + value + "' is not an integer");
-    return v;
-  };
+  auto parseInt = [&] { return config::parseInt(name, field, value); };
+  auto parseDouble = [&] { return config::parseDouble(name, field, value); };
   if (field == "layers")
     layers = parseInt();
   else if (field == "width")
@@ -108,29 +104,17 @@ void GPTConfig::set(const std::string &field, const std::string &value) {
     loraRank = parseInt();
   else if (field == "lora_targets")
     loraTargets = value;
-  else if (field == "lora_alpha") {
-    char *end = nullptr;
-    loraAlpha = std::strtod(value.c_str(), &end);
-    if (value.empty() || *end != '\0')
-      badField(*this, "lora_alpha = '" + value + "' is not a number");
-  } else if (field == "dropout") {
-    char *end = nullptr;
-    dropout = std::strtod(value.c_str(), &end);
-    if (value.empty() || *end != '\0')
-      badField(*this, "dropout = '" + value + "' is not a number");
-  } else {
-    std::string known;
-    for (const std::string &f : fieldNames())
-      known += (known.empty() ? "" : ", ") + f;
-    badField(*this, "unknown field '" + field + "'; the fields are " + known);
-  }
+  else if (field == "lora_alpha")
+    loraAlpha = parseDouble();
+  else if (field == "dropout")
+    dropout = parseDouble();
+  else
+    config::unknownField(name, field, fieldNames());
 }
 
 void GPTConfig::validate() const {
   auto positive = [&](const char *field, int64_t v) {
-    if (v < 1)
-      badField(*this, std::string(field) + " = " + std::to_string(v) +
-                          " must be at least 1");
+    config::requirePositive(name, field, v);
   };
   positive("layers", layers);
   positive("width", width);

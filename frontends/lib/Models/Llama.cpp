@@ -13,7 +13,8 @@
 
 #include "anvil/Frontend/Modules.h"
 
-#include <charconv>
+#include "ConfigFields.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -41,7 +42,7 @@ LlamaConfig make(const char *name, int64_t layers, int64_t width, int64_t heads,
 }
 
 [[noreturn]] void badField(const LlamaConfig &c, const std::string &message) {
-  throw BuildError("config '" + c.name + "': " + message);
+  config::fail(c.name, message);
 }
 
 /// The rotary inverse frequencies theta^(-2i/D), i < D/2, with Llama 3.1's
@@ -226,21 +227,8 @@ const std::vector<std::string> &LlamaConfig::fieldNames() {
 }
 
 void LlamaConfig::set(const std::string &field, const std::string &value) {
-  auto parseInt = [&]() {
-    int64_t v = 0;
-    auto [end, ec] =
-        std::from_chars(value.data(), value.data() + value.size(), v);
-    if (ec != std::errc() || end != value.data() + value.size())
-      badField(*this, field + " = '" + value + "' is not an integer");
-    return v;
-  };
-  auto parseDouble = [&]() {
-    char *end = nullptr;
-    double v = std::strtod(value.c_str(), &end);
-    if (value.empty() || *end != '\0')
-      badField(*this, field + " = '" + value + "' is not a number");
-    return v;
-  };
+  auto parseInt = [&] { return config::parseInt(name, field, value); };
+  auto parseDouble = [&] { return config::parseDouble(name, field, value); };
   if (field == "layers")
     layers = parseInt();
   else if (field == "width")
@@ -267,19 +255,13 @@ void LlamaConfig::set(const std::string &field, const std::string &value) {
     loraRank = parseInt();
   else if (field == "lora_alpha")
     loraAlpha = parseDouble();
-  else {
-    std::string known;
-    for (const std::string &f : fieldNames())
-      known += (known.empty() ? "" : ", ") + f;
-    badField(*this, "unknown field '" + field + "'; the fields are " + known);
-  }
+  else
+    config::unknownField(name, field, fieldNames());
 }
 
 void LlamaConfig::validate() const {
   auto positive = [&](const char *field, int64_t v) {
-    if (v < 1)
-      badField(*this, std::string(field) + " = " + std::to_string(v) +
-                          " must be at least 1");
+    config::requirePositive(name, field, v);
   };
   positive("layers", layers);
   positive("width", width);

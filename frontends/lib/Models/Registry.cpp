@@ -19,6 +19,24 @@ namespace ad = mlir::anvil;
 namespace anvil::frontend {
 
 namespace {
+
+/// The named config of a family with `overrides` applied and checked;
+/// `unknown` builds the error for a name the family does not have.
+template <typename Config, typename Find, typename Unknown>
+Config
+configured(Find find, const std::string &name,
+           const std::vector<std::pair<std::string, std::string>> &overrides,
+           Unknown unknown) {
+  const Config *base = find(name);
+  if (!base)
+    throw unknown();
+  Config c = *base;
+  for (const auto &[field, value] : overrides)
+    c.set(field, value);
+  c.validate();
+  return c;
+}
+
 std::string join(const std::vector<std::string> &names) {
   std::string s;
   for (const std::string &n : names)
@@ -80,13 +98,8 @@ buildModel(MLIRContext &context, const std::string &model,
                       "'; the configs are: " + join(info->configs));
   };
   if (model == "gpt") {
-    const GPTConfig *base = findGPTConfig(config);
-    if (!base)
-      throw unknownConfig();
-    GPTConfig c = *base;
-    for (const auto &[field, value] : overrides)
-      c.set(field, value);
-    c.validate();
+    auto c =
+        configured<GPTConfig>(findGPTConfig, config, overrides, unknownConfig);
     built.module = buildGPT(context, c);
     r.flopsPerStep = gptFlopsPerStep(c);
     r.batch = c.batch;
@@ -94,13 +107,8 @@ buildModel(MLIRContext &context, const std::string &model,
     r.tokensPerStep = c.tokensPerStep();
     r.vocab = c.paddedVocab();
   } else if (model == "resnet") {
-    const ResNetConfig *base = findResNetConfig(config);
-    if (!base)
-      throw unknownConfig();
-    ResNetConfig c = *base;
-    for (const auto &[field, value] : overrides)
-      c.set(field, value);
-    c.validate();
+    auto c = configured<ResNetConfig>(findResNetConfig, config, overrides,
+                                      unknownConfig);
     built.module = buildResNet(context, c);
     r.flopsPerStep = resnetFlopsPerStep(c);
     r.batch = c.batch;
@@ -108,13 +116,8 @@ buildModel(MLIRContext &context, const std::string &model,
     r.tokensPerStep = c.batch; // images
     r.vocab = c.classes;
   } else {
-    const LlamaConfig *base = findLlamaConfig(config);
-    if (!base)
-      throw unknownConfig();
-    LlamaConfig c = *base;
-    for (const auto &[field, value] : overrides)
-      c.set(field, value);
-    c.validate();
+    auto c = configured<LlamaConfig>(findLlamaConfig, config, overrides,
+                                     unknownConfig);
     built.module = buildLlama(context, c);
     r.flopsPerStep = llamaFlopsPerStep(c);
     r.batch = c.batch;

@@ -9,7 +9,8 @@
 
 #include "anvil/Frontend/Modules.h"
 
-#include <charconv>
+#include "ConfigFields.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -20,7 +21,7 @@ namespace anvil::frontend {
 namespace {
 
 [[noreturn]] void badField(const ResNetConfig &c, const std::string &message) {
-  throw BuildError("config '" + c.name + "': " + message);
+  config::fail(c.name, message);
 }
 
 /// A convolution without bias, Kaiming-normal (fan_out, ReLU gain) as
@@ -138,22 +139,14 @@ const std::vector<std::string> &ResNetConfig::fieldNames() {
 }
 
 void ResNetConfig::set(const std::string &field, const std::string &value) {
-  int64_t v = 0;
-  auto [end, ec] =
-      std::from_chars(value.data(), value.data() + value.size(), v);
-  if (ec != std::errc() || end != value.data() + value.size())
-    badField(*this, field + " = '" + value + "' is not an integer");
-  if (field == "width")
-    width = v;
-  else if (field == "classes")
-    classes = v;
-  else if (field == "image")
-    image = v;
-  else if (field == "batch")
-    batch = v;
-  else
-    badField(*this, "unknown field '" + field +
-                        "'; the fields are width, classes, image, batch");
+  int64_t *target = field == "width"     ? &width
+                    : field == "classes" ? &classes
+                    : field == "image"   ? &image
+                    : field == "batch"   ? &batch
+                                         : nullptr;
+  if (!target)
+    config::unknownField(name, field, fieldNames());
+  *target = config::parseInt(name, field, value);
 }
 
 void ResNetConfig::validate() const {
@@ -161,9 +154,7 @@ void ResNetConfig::validate() const {
                           {"classes", classes},
                           {"image", image},
                           {"batch", batch}})
-    if (v < 1)
-      badField(*this, std::string(field) + " = " + std::to_string(v) +
-                          " must be at least 1");
+    config::requirePositive(name, field, v);
   if (image < 32)
     badField(*this, "image = " + std::to_string(image) +
                         " must be at least 32 (five halvings)");

@@ -23,6 +23,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "..", "Inputs"))
+from compare_npy import compare_dirs  # noqa: E402
 from tolerances import TOLERANCES  # noqa: E402
 
 FUNC = re.compile(r"func\.func @(\w+)\((.*?)\)\s*->", re.S)
@@ -82,22 +83,8 @@ def main():
              "--inputs-dir=" + os.path.join(d, "in"),
              "--output-dir=" + os.path.join(d, "ref")])
         tol = TOLERANCES[opts.get("tolerance", "f32")]
-        worst = 0.0
-        for f in sorted(os.listdir(os.path.join(d, "ref"))):
-            e = np.load(os.path.join(d, "ref", f)).astype(np.float64)
-            c = np.load(os.path.join(d, "cpu", f)).astype(np.float64)
-            if e.shape != c.shape:
-                sys.exit(f"run_ops: @{name} {f}: shape {c.shape}, "
-                         f"expected {e.shape}")
-            scale = float(np.max(np.abs(e))) if e.size else 0.0
-            err = np.abs(c - e)
-            bound = tol["atol"] + tol["rtol"] * scale
-            if e.size and not np.all(err <= bound):
-                i = np.unravel_index(np.argmax(err - bound), e.shape)
-                sys.exit(f"run_ops: @{name} {f}{list(i)}: cpu {c[i]!r}, "
-                         f"interpreter {e[i]!r} (bound {bound:.3g})")
-            if scale:
-                worst = max(worst, float(np.max(err)) / scale)
+        _, worst = compare_dirs(os.path.join(d, "ref"), os.path.join(d, "cpu"),
+                                tol["rtol"], tol["atol"], prog=f"run_ops: @{name}")
         print(f"@{name}: agrees (worst error / scale {worst:.1e})")
     print(f"run_ops: {len(funcs)} functions agree")
 
