@@ -207,8 +207,9 @@ TEST(GPT, BadConfigsNameTheField) {
               buildModel(context, "gpt", "gpt2-125m", {});
             }).find("the configs are: gpt-tiny, gpt2-124m"),
             std::string::npos);
-  EXPECT_EQ(buildError([&] { buildModel(context, "bert", "base", {}); }),
-            "unknown model 'bert'; the models are: gpt, llama, resnet");
+  EXPECT_EQ(buildError([&] { buildModel(context, "bart", "base", {}); }),
+            "unknown model 'bart'; the models are: gpt, llama, bert, resnet, "
+            "unet3d, dlrm");
 }
 
 TEST(Builder, ShapeErrorsNameTheModulePath) {

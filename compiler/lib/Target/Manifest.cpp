@@ -84,13 +84,20 @@ FailureOr<json::Object> bufferJson(FunctionOpInterface fn, Type type,
                       {"index", index}};
 }
 
-/// The values an integer argument may take, [0, range), when the function
-/// uses it as embedding indices (the table's rows) or class labels (the
-/// logits' last dimension); the runtime draws synthetic data from it.
+/// The values an input may take, [0, range): the range its #anvil.input
+/// states, else, for an integer argument the function uses as embedding
+/// indices (the table's rows) or class labels (the logits' last dimension),
+/// the range that use implies. The runtime draws synthetic data from it.
 std::optional<int64_t> indexRange(FunctionOpInterface fn, unsigned i) {
+  if (auto in = fn.getArgAttrOfType<InputAttr>(i, AnvilDialect::kInputAttrName);
+      in && in.getRange())
+    return in.getRange();
   std::optional<int64_t> range;
   for (Operation *user : fn.getArgument(i).getUsers()) {
     if (auto e = dyn_cast<EmbeddingOp>(user);
+        e && e.getIndices() == fn.getArgument(i))
+      range = e.getTable().getType().getDimSize(0);
+    if (auto e = dyn_cast<EmbeddingBagOp>(user);
         e && e.getIndices() == fn.getArgument(i))
       range = e.getTable().getType().getDimSize(0);
     if (auto ce = dyn_cast<CrossEntropyOp>(user);

@@ -131,8 +131,9 @@ cl::opt<std::string> outputFile("o", cl::desc("Output file ('-' for stdout)"),
                                 cl::cat(category));
 cl::opt<std::string>
     optimizerName("optimizer",
-                  cl::desc("With --emit=train-step: sgd, adam, adamw, lamb, "
-                           "adagrad (default adamw)"),
+                  cl::desc("sgd, adam, adamw, lamb, adagrad (default: the "
+                           "one the model's reference trains with: lamb for "
+                           "bert, adagrad for dlrm, else adamw)"),
                   cl::init("adamw"), cl::cat(category));
 cl::opt<double> learningRate("lr", cl::desc("Peak learning rate"),
                              cl::init(1e-3), cl::cat(category));
@@ -220,12 +221,15 @@ LogicalResult buildTrainStep(mlir::ModuleOp module) {
   mlir::PassManager pm(module.getContext());
   // Full precision: std::to_string would print 1e-7 as 0.000000.
   auto num = [](double v) { return llvm::formatv("{0:e16}", v).str(); };
+  std::string optimizer = optimizerName;
+  if (optimizerName.getNumOccurrences() == 0 && !modelName.empty())
+    if (const ModelInfo *info = findModel(modelName))
+      optimizer = info->optimizer;
   std::string pipeline =
-      "anvil-optimizer{optimizer=" + optimizerName +
-      " lr=" + num(learningRate) + " warmup=" + std::to_string(warmupSteps) +
-      " decay=" + decaySchedule + " total-steps=" + std::to_string(totalSteps) +
-      " clip=" + num(clipNorm) + " weight-decay=" + num(weightDecay) + " " +
-      optimizerOptions + "}";
+      "anvil-optimizer{optimizer=" + optimizer + " lr=" + num(learningRate) +
+      " warmup=" + std::to_string(warmupSteps) + " decay=" + decaySchedule +
+      " total-steps=" + std::to_string(totalSteps) + " clip=" + num(clipNorm) +
+      " weight-decay=" + num(weightDecay) + " " + optimizerOptions + "}";
   if (failed(mlir::parsePassPipeline(pipeline, pm)) || failed(pm.run(module))) {
     error("could not build the training step (" + pipeline + ")");
     return mlir::failure();

@@ -94,15 +94,20 @@ Value Graph::addArgument(Type type, NamedAttribute attr) {
   return arg;
 }
 
-Tensor Graph::input(StringRef name, ArrayRef<int64_t> shape, Type elementType) {
+Tensor Graph::input(StringRef name, ArrayRef<int64_t> shape, Type elementType,
+                    std::optional<int64_t> range) {
   for (int64_t d : shape)
     if (d < 0)
       fail("input '" + name + "' has a negative dimension");
   if (!names_.insert(name).second)
     fail("input name '" + name + "' is already used");
+  if (range && *range < 1)
+    fail("input '" + name + "' has range " + std::to_string(*range) +
+         "; a range holds at least one value");
   auto type = RankedTensorType::get(shape, elementType);
-  Value arg = addArgument(type, attr(ad::AnvilDialect::kInputAttrName,
-                                     ad::InputAttr::get(&context_, name)));
+  Value arg =
+      addArgument(type, attr(ad::AnvilDialect::kInputAttrName,
+                             ad::InputAttr::get(&context_, name, range)));
   return Tensor(this, arg);
 }
 

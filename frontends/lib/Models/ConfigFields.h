@@ -15,6 +15,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace anvil::frontend::config {
@@ -57,6 +58,39 @@ inline void requirePositive(const std::string &config, const char *field,
   if (v < 1)
     fail(config, std::string(field) + " = " + std::to_string(v) +
                      " must be at least 1");
+}
+
+/// A config's integer fields by name, for families whose fields are all
+/// integers: `set`, `fieldNames` and `validate` read one table, so they
+/// agree. `Ptr` is `int64_t *` or `const int64_t *`; a config builds its
+/// table in a template `static auto fields(Self &c)`.
+template <typename Ptr>
+using IntFields = std::vector<std::pair<const char *, Ptr>>;
+
+template <typename Ptr>
+std::vector<std::string> fieldNames(const IntFields<Ptr> &fields) {
+  std::vector<std::string> names;
+  for (const auto &field : fields)
+    names.push_back(field.first);
+  return names;
+}
+
+inline void setIntField(const std::string &config,
+                        const IntFields<int64_t *> &fields,
+                        const std::string &field, const std::string &value) {
+  for (const auto &[name, target] : fields)
+    if (field == name) {
+      *target = parseInt(config, field, value);
+      return;
+    }
+  unknownField(config, field, fieldNames(fields));
+}
+
+/// Every field of the table is at least 1.
+inline void requirePositive(const std::string &config,
+                            const IntFields<const int64_t *> &fields) {
+  for (const auto &[name, value] : fields)
+    requirePositive(config, name, *value);
 }
 
 } // namespace anvil::frontend::config

@@ -7,9 +7,12 @@
 
 #include "anvil/Frontend/Models/Registry.h"
 #include "anvil/Frontend/Graph.h"
+#include "anvil/Frontend/Models/BERT.h"
+#include "anvil/Frontend/Models/DLRM.h"
 #include "anvil/Frontend/Models/GPT.h"
 #include "anvil/Frontend/Models/Llama.h"
 #include "anvil/Frontend/Models/ResNet.h"
+#include "anvil/Frontend/Models/UNet3D.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -43,35 +46,59 @@ std::string join(const std::vector<std::string> &names) {
     s += (s.empty() ? "" : ", ") + n;
   return s;
 }
+
+/// One family's entry: its configs' names and fields.
+template <typename Config>
+ModelInfo family(const char *name, const char *description,
+                 const std::vector<Config> &configs,
+                 const char *optimizer = "adamw") {
+  ModelInfo info;
+  info.name = name;
+  info.description = description;
+  for (const Config &c : configs)
+    info.configs.push_back(c.name);
+  info.fields = Config::fieldNames();
+  info.optimizer = optimizer;
+  return info;
+}
 } // namespace
 
 const std::vector<ModelInfo> &listModels() {
-  static const std::vector<ModelInfo> models = [] {
-    ModelInfo gpt;
-    gpt.name = "gpt";
-    gpt.description = "GPT-2 / GPT-3: pre-norm decoder, learned positions, "
-                      "GELU, tied embeddings, causal attention";
-    for (const GPTConfig &c : gptConfigs())
-      gpt.configs.push_back(c.name);
-    gpt.fields = GPTConfig::fieldNames();
-    ModelInfo llama;
-    llama.name = "llama";
-    llama.description = "Llama 2 / Llama 3.1: RMSNorm, rotary embeddings "
-                        "(Llama 3.1 scaling), grouped-query attention, "
-                        "SwiGLU, untied embeddings; LoRA configs";
-    for (const LlamaConfig &c : llamaConfigs())
-      llama.configs.push_back(c.name);
-    llama.fields = LlamaConfig::fieldNames();
-    ModelInfo resnet;
-    resnet.name = "resnet";
-    resnet.description = "ResNet (torchvision v1.5): bottleneck blocks, batch "
-                         "norm, global average pooling, linear classifier";
-    for (const ResNetConfig &c : resnetConfigs())
-      resnet.configs.push_back(c.name);
-    resnet.fields = ResNetConfig::fieldNames();
-    return std::vector<ModelInfo>{gpt, llama, resnet};
-  }();
+  static const std::vector<ModelInfo> models = {
+      family("gpt",
+             "GPT-2 / GPT-3: pre-norm decoder, learned positions, GELU, tied "
+             "embeddings, causal attention",
+             gptConfigs()),
+      family("llama",
+             "Llama 2 / Llama 3.1: RMSNorm, rotary embeddings (Llama 3.1 "
+             "scaling), grouped-query attention, SwiGLU, untied embeddings; "
+             "LoRA configs",
+             llamaConfigs()),
+      family("bert",
+             "BERT pre-training (Hugging Face BertForPreTraining): post-norm "
+             "encoder, masked-LM and next-sentence heads; LAMB",
+             bertConfigs(), "lamb"),
+      family("resnet",
+             "ResNet (torchvision v1.5): bottleneck blocks, batch norm, "
+             "global average pooling, linear classifier",
+             resnetConfigs()),
+      family("unet3d",
+             "3D U-Net (MLPerf KiTS19): instance norm, transposed 3-D "
+             "convolutions, skip concatenations, Dice + cross-entropy",
+             unet3dConfigs()),
+      family("dlrm",
+             "DLRM-DCNv2 (TorchRec): multi-hot embedding bags, bottom MLP, "
+             "low-rank cross network, top MLP, BCE; Adagrad",
+             dlrmConfigs(), "adagrad"),
+  };
   return models;
+}
+
+const ModelInfo *findModel(const std::string &name) {
+  for (const ModelInfo &m : listModels())
+    if (m.name == name)
+      return &m;
+  return nullptr;
 }
 
 BuiltModel
@@ -106,6 +133,30 @@ buildModel(MLIRContext &context, const std::string &model,
     r.seqLen = c.sequenceLength();
     r.tokensPerStep = c.tokensPerStep();
     r.vocab = c.paddedVocab();
+  } else if (model == "bert") {
+    auto c = configured<BERTConfig>(findBERTConfig, config, overrides,
+                                    unknownConfig);
+    built.module = buildBERT(context, c);
+    r.flopsPerStep = bertFlopsPerStep(c);
+    r.batch = c.batch;
+    r.seqLen = c.sequenceLength();
+    r.tokensPerStep = c.tokensPerStep();
+    r.vocab = c.vocab;
+  } else if (model == "dlrm") {
+    auto c = configured<DLRMConfig>(findDLRMConfig, config, overrides,
+                                    unknownConfig);
+    built.module = buildDLRM(context, c);
+    r.flopsPerStep = dlrmFlopsPerStep(c);
+    r.batch = c.batch;
+    r.tokensPerStep = c.batch; // samples
+  } else if (model == "unet3d") {
+    auto c = configured<UNet3DConfig>(findUNet3DConfig, config, overrides,
+                                      unknownConfig);
+    built.module = buildUNet3D(context, c);
+    r.flopsPerStep = unet3dFlopsPerStep(c);
+    r.batch = c.batch;
+    r.tokensPerStep = c.batch; // samples
+    r.vocab = c.classes;
   } else if (model == "resnet") {
     auto c = configured<ResNetConfig>(findResNetConfig, config, overrides,
                                       unknownConfig);

@@ -92,6 +92,42 @@ Status readInput(const std::string &dir, Slot &slot) {
                  formatShape(a->shape) + ", the model's '" + spec.name +
                  "' is " + std::string(dtypeName(spec.dtype)) +
                  formatShape(spec.shape));
+  if (slot.info->range) {
+    // Values outside [0, range) would index past a table or a class.
+    int64_t range = *slot.info->range;
+    const std::byte *p = a->data.data();
+    size_t n = a->data.size() / dtypeSize(spec.dtype);
+    for (size_t i = 0; i < n; ++i) {
+      double v = 0;
+      switch (spec.dtype) {
+      case DType::I32: {
+        int32_t x;
+        std::memcpy(&x, p + 4 * i, 4);
+        v = x;
+        break;
+      }
+      case DType::I64: {
+        int64_t x;
+        std::memcpy(&x, p + 8 * i, 8);
+        v = static_cast<double>(x);
+        break;
+      }
+      case DType::F32: {
+        float x;
+        std::memcpy(&x, p + 4 * i, 4);
+        v = x;
+        break;
+      }
+      default:
+        continue;
+      }
+      if (!(v >= 0 && v < static_cast<double>(range)) || v != std::floor(v))
+        return error("'" + path + "' holds " + std::to_string(v) +
+                     " at flat index " + std::to_string(i) + "; '" + spec.name +
+                     "' takes whole numbers in [0, " + std::to_string(range) +
+                     ")");
+    }
+  }
   std::memcpy(slot.current.data(), a->data.data(), slot.current.size());
   return Status::ok();
 }

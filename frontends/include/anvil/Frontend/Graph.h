@@ -83,9 +83,11 @@ public:
   /// The default element type of parameters and activations (f32).
   mlir::Type floatType() { return builder_.getF32Type(); }
 
-  /// A batch input named `name`.
+  /// A batch input named `name`. `range`, when given, says it holds whole
+  /// numbers in [0, range) (see #anvil.input).
   Tensor input(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
-               mlir::Type elementType);
+               mlir::Type elementType,
+               std::optional<int64_t> range = std::nullopt);
 
   /// A parameter named `<current scope>.<name>` (or `name` at top level).
   /// `trainable` defaults to the graph's default (see setDefaultTrainable).
@@ -210,6 +212,9 @@ mlir::Operation *Graph::create(mlir::ValueRange operands,
   state.addAttributes(attributes);
   mlir::DictionaryAttr dict = state.attributes.getDictionary(&context_);
   auto &properties = state.getOrAddProperties<typename OpTy::Properties>();
+  // Attributes left out take their declared defaults, as the parser gives
+  // them: type inference reads them.
+  OpTy::populateDefaultProperties(state.name, properties);
   check(OpTy::setPropertiesFromAttr(properties, dict,
                                     [&] { return mlir::emitError(location); }),
         OpTy::getOperationName(), capture.text());

@@ -239,8 +239,11 @@ LogicalResult ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 LogicalResult InputAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                StringRef name) {
+                                StringRef name, std::optional<int64_t> range) {
   if (name.empty())
     return emitError() << "input name must not be empty";
+  if (range && *range < 1)
+    return emitError() << "input '" << name << "' has range " << *range
+                       << "; a range holds at least one value";
   return success();
 }

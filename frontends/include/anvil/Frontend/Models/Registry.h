@@ -23,6 +23,9 @@ struct ModelInfo {
   std::string description;
   std::vector<std::string> configs;
   std::vector<std::string> fields; ///< Overridable with --set.
+  /// The optimizer the reference trains with, anvil-compile's default for
+  /// this family (LAMB for BERT, Adagrad for DLRM, else AdamW).
+  std::string optimizer = "adamw";
 };
 
 /// What `anvil-compile --report` prints.
@@ -41,6 +44,8 @@ struct BuiltModel {
 };
 
 const std::vector<ModelInfo> &listModels();
+/// The family named `name`, or nullptr.
+const ModelInfo *findModel(const std::string &name);
 
 /// Builds `model` in `config` with `overrides` (field, value) applied.
 /// Throws BuildError for unknown names, bad fields and shape errors.

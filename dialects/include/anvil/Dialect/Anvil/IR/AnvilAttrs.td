@@ -101,12 +101,27 @@ def Anvil_StateAttr : Anvil_Attr<"State", "state"> {
 def Anvil_InputAttr : Anvil_Attr<"Input", "input"> {
   let summary = "Marks a function argument as a batch input";
   let description = [{
+    `range`, when given, says the input holds whole numbers in `[0, range)`
+    (in any element type: class labels, masked positions, 0/1 click labels
+    stored as floats). The manifest passes it on so that runtimes and data
+    tools can check real data and draw synthetic batches; without it the
+    manifest infers a range from the input's use as embedding indices or
+    class labels.
+
     ```mlir
     func.func @forward(%tokens: tensor<8x1024xi32>
-                         {anvil.input = #anvil.input<name = "tokens">})
+                         {anvil.input = #anvil.input<name = "tokens">},
+                       %clicks: tensor<8xf32>
+                         {anvil.input = #anvil.input<name = "labels", range = 2>})
     ```
   }];
-  let parameters = (ins StringRefParameter<"name of the input">:$name);
+  let parameters = (ins StringRefParameter<"name of the input">:$name,
+                        OptionalParameter<"std::optional<int64_t>">:$range);
+  let builders = [
+    AttrBuilder<(ins "::llvm::StringRef":$name), [{
+      return $_get($_ctxt, name, std::nullopt);
+    }]>
+  ];
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -1,0 +1,242 @@
+//===- ZooTest.cpp - BERT, DLRM-DCNv2 and 3D U-Net ------------------------===//
+//
+// Parameter counts and names against the reference implementations, the
+// FLOPs formulas against the cost of each graph's own contractions, and
+// the messages of configs that cannot be built.
+//
+//===----------------------------------------------------------------------===//
+
+#include "anvil/Dialect/Anvil/IR/AnvilDialect.h"
+#include "anvil/Dialect/Anvil/IR/AnvilOps.h"
+#include "anvil/Frontend/Graph.h"
+#include "anvil/Frontend/Models/BERT.h"
+#include "anvil/Frontend/Models/DLRM.h"
+#include "anvil/Frontend/Models/Registry.h"
+#include "anvil/Frontend/Models/UNet3D.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+#include <gtest/gtest.h>
+
+using namespace mlir;
+using namespace ::anvil::frontend;
+namespace ad = mlir::anvil;
+
+namespace {
+
+std::vector<std::string> parameterNames(ModuleOp module) {
+  auto fn = *module.getOps<FunctionOpInterface>().begin();
+  std::vector<std::string> names;
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+    if (auto p = fn.getArgAttrOfType<ad::ParamAttr>(
+            i, ad::AnvilDialect::kParamAttrName))
+      names.push_back(p.getName().str());
+  return names;
+}
+
+std::string buildError(const std::string &model, const std::string &config,
+                       std::vector<std::pair<std::string, std::string>> set) {
+  MLIRContext context;
+  try {
+    buildModel(context, model, config, set);
+  } catch (const BuildError &e) {
+    return e.what();
+  }
+  return "";
+}
+
+/// Sum of getFlops over the ops of the given kinds.
+template <typename... Ops> int64_t flopsOf(ModuleOp module) {
+  int64_t flops = 0;
+  module.walk([&](ad::CostOpInterface op) {
+    if (isa<Ops...>(op))
+      flops += op.getFlops();
+  });
+  return flops;
+}
+
+} // namespace
+
+TEST(BERT, CountsAndNamesAreBertForPreTrainings) {
+  MLIRContext context;
+  // sum(p.numel() for p in BertForPreTraining(config).parameters()) with the
+  // configs of bert-base-uncased and bert-large-uncased; the decoder's
+  // weight and bias are tied to the word embeddings and cls.predictions.bias.
+  BuiltModel base = buildModel(context, "bert", "bert-base", {});
+  EXPECT_EQ(base.report.parameters, 110106428);
+  BuiltModel large = buildModel(context, "bert", "bert-large", {});
+  EXPECT_EQ(large.report.parameters, 336226108);
+  EXPECT_EQ(large.report.parameterTensors, 5 + 24 * 16 + 2 + 1 + 4 + 2);
+  std::vector<std::string> names = parameterNames(*large.module);
+  ASSERT_EQ(names.size(), 398u);
+  EXPECT_EQ(names[0], "bert.embeddings.word_embeddings.weight");
+  EXPECT_EQ(names[4], "bert.embeddings.LayerNorm.bias");
+  std::vector<std::string> layer0(names.begin() + 5, names.begin() + 21);
+  std::vector<std::string> expected = {
+      "bert.encoder.layer.0.attention.self.query.weight",
+      "bert.encoder.layer.0.attention.self.query.bias",
+      "bert.encoder.layer.0.attention.self.key.weight",
+      "bert.encoder.layer.0.attention.self.key.bias",
+      "bert.encoder.layer.0.attention.self.value.weight",
+      "bert.encoder.layer.0.attention.self.value.bias",
+      "bert.encoder.layer.0.attention.output.dense.weight",
+      "bert.encoder.layer.0.attention.output.dense.bias",
+      "bert.encoder.layer.0.attention.output.LayerNorm.weight",
+      "bert.encoder.layer.0.attention.output.LayerNorm.bias",
+      "bert.encoder.layer.0.intermediate.dense.weight",
+      "bert.encoder.layer.0.intermediate.dense.bias",
+      "bert.encoder.layer.0.output.dense.weight",
+      "bert.encoder.layer.0.output.dense.bias",
+      "bert.encoder.layer.0.output.LayerNorm.weight",
+      "bert.encoder.layer.0.output.LayerNorm.bias"};
+  EXPECT_EQ(layer0, expected);
+  std::vector<std::string> tail(names.end() - 9, names.end());
+  expected = {"bert.pooler.dense.weight",
+              "bert.pooler.dense.bias",
+              "cls.predictions.bias",
+              "cls.predictions.transform.dense.weight",
+              "cls.predictions.transform.dense.bias",
+              "cls.predictions.transform.LayerNorm.weight",
+              "cls.predictions.transform.LayerNorm.bias",
+              "cls.seq_relationship.weight",
+              "cls.seq_relationship.bias"};
+  EXPECT_EQ(tail, expected);
+  for (const char *name : {"bert-tiny", "bert-base", "bert-large"})
+    EXPECT_EQ(buildModel(context, "bert", name, {}).report.parameters,
+              bertParameterCount(*findBERTConfig(name)))
+        << name;
+}
+
+TEST(BERT, FlopsFormulaIsTheGraphsMatmulsAndAttention) {
+  for (const char *name : {"bert-tiny", "bert-large"})
+    for (int64_t predictions : {int64_t(0), int64_t(5)}) {
+      BERTConfig c = *findBERTConfig(name);
+      c.predictions = predictions;
+      MLIRContext context;
+      OwningOpRef<ModuleOp> module = buildBERT(context, c);
+      int64_t forward = flopsOf<ad::MatmulOp, ad::AttentionOp>(*module);
+      EXPECT_EQ(bertFlopsPerStep(c), 3 * forward) << name << " " << predictions;
+    }
+  // BERT-Large at MLPerf's shape: 6 N per token for the encoder dominates.
+  const BERTConfig &large = *findBERTConfig("bert-large");
+  EXPECT_EQ(large.predictedPositions(), 76);
+}
+
+TEST(BERT, BadConfigsNameTheField) {
+  EXPECT_EQ(buildError("bert", "bert-tiny", {{"heads", "3"}}),
+            "config 'bert-tiny': heads = 3 must divide width = 64");
+  EXPECT_EQ(buildError("bert", "bert-tiny", {{"predictions", "40"}}),
+            "config 'bert-tiny': predictions = 40 must not exceed the "
+            "sequence length 32 (0 means every position)");
+  EXPECT_EQ(buildError("bert", "bert-tiny", {{"seq_len", "-1"}}),
+            "config 'bert-tiny': seq_len = -1 must be at least 0");
+  EXPECT_EQ(buildError("bert", "bert-tiny", {{"dropout", "1"}}),
+            "config 'bert-tiny': dropout = 1.000000 must lie in [0, 1)");
+}
+
+TEST(DLRM, CountsAndNamesAreTorchRecs) {
+  MLIRContext context;
+  BuiltModel built = buildModel(context, "dlrm", "dlrm-dcnv2", {});
+  // The 26 tables of MLPerf's --num_embeddings_per_feature hold 204,184,588
+  // rows of 128; the dense part (bottom MLP 171,392, cross network
+  // 10,627,200, top MLP 5,245,953) adds 16,044,545.
+  EXPECT_EQ(built.report.parameters, 204184588LL * 128 + 16044545);
+  EXPECT_EQ(built.report.parameterTensors, 26 + 6 + 9 + 8 + 2);
+  std::vector<std::string> names = parameterNames(*built.module);
+  EXPECT_EQ(names[0],
+            "sparse_arch.embedding_bag_collection.embedding_bags.t_cat_0."
+            "weight");
+  EXPECT_EQ(names[25],
+            "sparse_arch.embedding_bag_collection.embedding_bags.t_cat_25."
+            "weight");
+  EXPECT_EQ(names[26], "dense_arch.model._mlp.0._linear.weight");
+  EXPECT_EQ(names[31], "dense_arch.model._mlp.2._linear.bias");
+  EXPECT_EQ(names[32], "inter_arch.crossnet.W_kernels.0");
+  EXPECT_EQ(names[35], "inter_arch.crossnet.V_kernels.0");
+  EXPECT_EQ(names[40], "inter_arch.crossnet.bias.2");
+  EXPECT_EQ(names[41], "over_arch.model.0._mlp.0._linear.weight");
+  EXPECT_EQ(names[48], "over_arch.model.0._mlp.3._linear.bias");
+  EXPECT_EQ(names[49], "over_arch.model.1.weight");
+  EXPECT_EQ(names[50], "over_arch.model.1.bias");
+  for (const char *name : {"dlrm-tiny", "dlrm-dcnv2"})
+    EXPECT_EQ(buildModel(context, "dlrm", name, {}).report.parameters,
+              dlrmParameterCount(*findDLRMConfig(name)))
+        << name;
+}
+
+TEST(DLRM, FlopsFormulaIsTheGraphsMatmuls) {
+  for (const char *name : {"dlrm-tiny", "dlrm-dcnv2"}) {
+    const DLRMConfig &c = *findDLRMConfig(name);
+    MLIRContext context;
+    OwningOpRef<ModuleOp> module = buildDLRM(context, c);
+    EXPECT_EQ(dlrmFlopsPerStep(c), 3 * flopsOf<ad::MatmulOp>(*module)) << name;
+  }
+}
+
+TEST(DLRM, BadConfigsNameTheField) {
+  EXPECT_EQ(buildError("dlrm", "dlrm-tiny", {{"embedding_dim", "8"}}),
+            "config 'dlrm-tiny': embedding_dim = 8 must equal the bottom "
+            "MLP's last width 16 (the interaction stacks them)");
+  EXPECT_EQ(buildError("dlrm", "dlrm-tiny", {{"low_rank", "0"}}),
+            "config 'dlrm-tiny': low_rank = 0 must be at least 1");
+  EXPECT_EQ(buildError("dlrm", "dlrm-tiny", {{"rank", "8"}})
+                .find("config 'dlrm-tiny': unknown field 'rank'; the fields "
+                      "are embedding_dim, dense_features,"),
+            0u);
+}
+
+TEST(UNet3D, CountsAndNamesAreMLPerfsReference) {
+  MLIRContext context;
+  BuiltModel built = buildModel(context, "unet3d", "unet3d-kits19", {});
+  // Unet3D(1, 3, "instancenorm", "relu") of mlcommons/training: bias-free
+  // 3x3x3 convolutions with affine instance norm, transposed convolutions
+  // with bias, a 1x1x1 output convolution with bias.
+  EXPECT_EQ(built.report.parameters, 31190243);
+  EXPECT_EQ(built.report.parameterTensors, 78);
+  std::vector<std::string> names = parameterNames(*built.module);
+  std::vector<std::string> head(names.begin(), names.begin() + 6);
+  std::vector<std::string> expected = {
+      "input_block.conv1.0.weight", "input_block.conv1.1.weight",
+      "input_block.conv1.1.bias",   "input_block.conv2.0.weight",
+      "input_block.conv2.1.weight", "input_block.conv2.1.bias"};
+  EXPECT_EQ(head, expected);
+  EXPECT_EQ(names[6], "downsample.0.conv1.0.weight");
+  EXPECT_EQ(names[30], "bottleneck.conv1.0.weight");
+  EXPECT_EQ(names[36], "upsample.0.upsample_conv.0.weight");
+  EXPECT_EQ(names[37], "upsample.0.upsample_conv.0.bias");
+  EXPECT_EQ(names[38], "upsample.0.conv1.0.weight");
+  EXPECT_EQ(names[76], "output.conv.weight");
+  EXPECT_EQ(names[77], "output.conv.bias");
+}
+
+TEST(UNet3D, FlopsFormulaIsTheGraphsConvolutions) {
+  for (const char *name : {"unet3d-tiny", "unet3d-kits19"}) {
+    const UNet3DConfig &c = *findUNet3DConfig(name);
+    MLIRContext context;
+    OwningOpRef<ModuleOp> module = buildUNet3D(context, c);
+    // The cost interface adds one flop per output for a bias; the formula
+    // counts multiply-accumulates only.
+    int64_t biasAdds = 0;
+    module->walk([&](Operation *op) {
+      if (auto conv = dyn_cast<ad::ConvOp>(op); conv && conv.getBias())
+        biasAdds += cast<RankedTensorType>(conv.getType()).getNumElements();
+      if (auto up = dyn_cast<ad::ConvTransposeOp>(op); up && up.getBias())
+        biasAdds += cast<RankedTensorType>(up.getType()).getNumElements();
+    });
+    int64_t convs = flopsOf<ad::ConvOp, ad::ConvTransposeOp>(*module);
+    EXPECT_EQ(unet3dForwardFlopsPerSample(c) * c.batch, convs - biasAdds)
+        << name;
+    EXPECT_EQ(unet3dFlopsPerStep(c), 3 * (convs - biasAdds)) << name;
+  }
+}
+
+TEST(UNet3D, BadConfigsNameTheField) {
+  EXPECT_EQ(buildError("unet3d", "unet3d-tiny", {{"image", "48"}}),
+            "config 'unet3d-tiny': image = 48 must be divisible by 32 (four "
+            "downsamplings and the bottleneck halve it)");
+  EXPECT_EQ(buildError("unet3d", "unet3d-tiny", {{"classes", "1"}}),
+            "config 'unet3d-tiny': classes = 1 must be at least 2 (Dice "
+            "excludes the background class)");
+  EXPECT_EQ(buildError("unet3d", "unet3d-tiny", {{"max_width", "2"}}),
+            "config 'unet3d-tiny': max_width = 2 must be at least width = 4");
+}
