@@ -1,4 +1,4 @@
-//===- ZooTest.cpp - BERT, DLRM-DCNv2 and 3D U-Net ------------------------===//
+//===- ZooTest.cpp - BERT, DLRM-DCNv2, 3D U-Net, Stable Diffusion's UNet -===//
 //
 // Parameter counts and names against the reference implementations, the
 // FLOPs formulas against the cost of each graph's own contractions, and
@@ -12,11 +12,14 @@
 #include "anvil/Frontend/Models/BERT.h"
 #include "anvil/Frontend/Models/DLRM.h"
 #include "anvil/Frontend/Models/Registry.h"
+#include "anvil/Frontend/Models/SDUNet.h"
 #include "anvil/Frontend/Models/UNet3D.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 using namespace mlir;
 using namespace ::anvil::frontend;
@@ -239,4 +242,84 @@ TEST(UNet3D, BadConfigsNameTheField) {
             "excludes the background class)");
   EXPECT_EQ(buildError("unet3d", "unet3d-tiny", {{"max_width", "2"}}),
             "config 'unet3d-tiny': max_width = 2 must be at least width = 4");
+}
+
+TEST(SDUNet, CountsAndNamesAreDiffusers) {
+  MLIRContext context;
+  BuiltModel built = buildModel(context, "sd-unet", "sd2-unet", {});
+  // UNet2DConditionModel with stabilityai/stable-diffusion-2-base's config:
+  // 865,910,724 parameters (MLPerf's "865M"; Stable Diffusion 1.x's UNet,
+  // 859,520,964, plus 2 x 256 x 12,480 for the wider text embeddings in
+  // every attn2.to_k and to_v).
+  EXPECT_EQ(built.report.parameters, 865910724);
+  EXPECT_EQ(built.report.parameters, 859520964 + 2 * 256 * 12480);
+  EXPECT_EQ(built.report.parameterTensors, 686);
+  std::vector<std::string> names = parameterNames(*built.module);
+  std::vector<std::string> head(names.begin(), names.begin() + 8);
+  std::vector<std::string> expected = {"conv_in.weight",
+                                       "conv_in.bias",
+                                       "time_embedding.linear_1.weight",
+                                       "time_embedding.linear_1.bias",
+                                       "time_embedding.linear_2.weight",
+                                       "time_embedding.linear_2.bias",
+                                       "down_blocks.0.attentions.0.norm.weight",
+                                       "down_blocks.0.attentions.0.norm.bias"};
+  EXPECT_EQ(head, expected);
+  auto has = [&](const std::string &name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  for (const char *name :
+       {"down_blocks.0.attentions.1.transformer_blocks.0.attn2.to_k.weight",
+        "down_blocks.0.attentions.0.transformer_blocks.0.ff.net.0.proj.weight",
+        "down_blocks.0.attentions.0.transformer_blocks.0.attn1.to_out.0.bias",
+        "down_blocks.1.resnets.0.conv_shortcut.weight",
+        "down_blocks.2.downsamplers.0.conv.weight",
+        "down_blocks.3.resnets.1.time_emb_proj.weight",
+        "up_blocks.0.resnets.2.conv_shortcut.bias",
+        "up_blocks.2.upsamplers.0.conv.weight",
+        "up_blocks.3.attentions.2.proj_out.weight",
+        "mid_block.attentions.0.transformer_blocks.0.norm3.weight",
+        "mid_block.resnets.1.norm2.bias"})
+    EXPECT_TRUE(has(name)) << name;
+  EXPECT_FALSE(has("down_blocks.3.attentions.0.norm.weight"));
+  EXPECT_FALSE(has("up_blocks.3.upsamplers.0.conv.weight"));
+  EXPECT_FALSE(has("down_blocks.0.attentions.0.transformer_blocks.0.attn1."
+                   "to_q.bias"));
+  // diffusers registers up_blocks before mid_block.
+  auto at = [&](const std::string &name) {
+    return std::find(names.begin(), names.end(), name) - names.begin();
+  };
+  EXPECT_LT(at("up_blocks.3.resnets.2.conv2.bias"),
+            at("mid_block.attentions.0.norm.weight"));
+  EXPECT_EQ(names[names.size() - 4], "conv_norm_out.weight");
+  EXPECT_EQ(names.back(), "conv_out.bias");
+}
+
+TEST(SDUNet, FlopsFormulaIsTheGraphsContractions) {
+  for (const char *name : {"sd-unet-tiny", "sd2-unet"}) {
+    const SDUNetConfig &c = *findSDUNetConfig(name);
+    MLIRContext context;
+    OwningOpRef<ModuleOp> module = buildSDUNet(context, c);
+    int64_t biasAdds = 0;
+    module->walk([&](ad::ConvOp conv) {
+      if (conv.getBias())
+        biasAdds += cast<RankedTensorType>(conv.getType()).getNumElements();
+    });
+    int64_t forward =
+        flopsOf<ad::ConvOp, ad::MatmulOp, ad::AttentionOp>(*module) - biasAdds;
+    EXPECT_EQ(sdUNetForwardFlopsPerSample(c) * c.batch, forward) << name;
+    EXPECT_EQ(sdUNetFlopsPerStep(c), 3 * forward) << name;
+  }
+}
+
+TEST(SDUNet, BadConfigsNameTheField) {
+  EXPECT_EQ(buildError("sd-unet", "sd2-unet", {{"latent", "60"}}),
+            "config 'sd2-unet': latent = 60 must be divisible by 8 (the UNet "
+            "halves it 3 times)");
+  EXPECT_EQ(buildError("sd-unet", "sd2-unet", {{"width", "300"}}),
+            "config 'sd2-unet': groups = 32 must divide every block's "
+            "channels (width = 300 gives 300)");
+  EXPECT_EQ(buildError("sd-unet", "sd2-unet", {{"head_dim", "48"}}),
+            "config 'sd2-unet': head_dim = 48 must divide every block's "
+            "channels (width = 320 gives 320)");
 }

@@ -12,6 +12,7 @@
 #include "anvil/Frontend/Models/GPT.h"
 #include "anvil/Frontend/Models/Llama.h"
 #include "anvil/Frontend/Models/ResNet.h"
+#include "anvil/Frontend/Models/SDUNet.h"
 #include "anvil/Frontend/Models/UNet3D.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -82,6 +83,12 @@ const std::vector<ModelInfo> &listModels() {
              "ResNet (torchvision v1.5): bottleneck blocks, batch norm, "
              "global average pooling, linear classifier",
              resnetConfigs()),
+      family("sd-unet",
+             "Stable Diffusion 2's denoising UNet (diffusers "
+             "UNet2DConditionModel): ResNet blocks with GroupNorm and SiLU, "
+             "spatial transformers with cross-attention and GEGLU, noise "
+             "regression",
+             sdUNetConfigs()),
       family("unet3d",
              "3D U-Net (MLPerf KiTS19): instance norm, transposed 3-D "
              "convolutions, skip concatenations, Dice + cross-entropy",
@@ -147,6 +154,13 @@ buildModel(MLIRContext &context, const std::string &model,
                                     unknownConfig);
     built.module = buildDLRM(context, c);
     r.flopsPerStep = dlrmFlopsPerStep(c);
+    r.batch = c.batch;
+    r.tokensPerStep = c.batch; // samples
+  } else if (model == "sd-unet") {
+    auto c = configured<SDUNetConfig>(findSDUNetConfig, config, overrides,
+                                      unknownConfig);
+    built.module = buildSDUNet(context, c);
+    r.flopsPerStep = sdUNetFlopsPerStep(c);
     r.batch = c.batch;
     r.tokensPerStep = c.batch; // samples
   } else if (model == "unet3d") {
