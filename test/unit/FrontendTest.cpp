@@ -209,8 +209,7 @@ TEST(GPT, BadConfigsNameTheField) {
             std::string::npos);
   EXPECT_EQ(buildError([&] { buildModel(context, "bart", "base", {}); }),
             "unknown model 'bart'; the models are: gpt, llama, bert, resnet, "
-            "sd-unet, "
-            "unet3d, dlrm");
+            "retinanet, sd-unet, unet3d, dlrm");
 }
 
 TEST(Builder, ShapeErrorsNameTheModulePath) {

@@ -1,4 +1,4 @@
-//===- ZooTest.cpp - BERT, DLRM-DCNv2, 3D U-Net, Stable Diffusion's UNet -===//
+//===- ZooTest.cpp - BERT, DLRM, 3D U-Net, SD UNet, RetinaNet ------------===//
 //
 // Parameter counts and names against the reference implementations, the
 // FLOPs formulas against the cost of each graph's own contractions, and
@@ -12,6 +12,7 @@
 #include "anvil/Frontend/Models/BERT.h"
 #include "anvil/Frontend/Models/DLRM.h"
 #include "anvil/Frontend/Models/Registry.h"
+#include "anvil/Frontend/Models/RetinaNet.h"
 #include "anvil/Frontend/Models/SDUNet.h"
 #include "anvil/Frontend/Models/UNet3D.h"
 
@@ -20,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 using namespace mlir;
 using namespace ::anvil::frontend;
@@ -322,4 +324,82 @@ TEST(SDUNet, BadConfigsNameTheField) {
   EXPECT_EQ(buildError("sd-unet", "sd2-unet", {{"head_dim", "48"}}),
             "config 'sd2-unet': head_dim = 48 must divide every block's "
             "channels (width = 320 gives 320)");
+}
+
+TEST(RetinaNet, CountsNamesAndFreezingAreTheReferences) {
+  MLIRContext context;
+  BuiltModel built = buildModel(context, "retinanet", "retinanet-mlperf", {});
+  // retinanet_resnext50_32x4d_fpn(264 classes) of MLPerf's reference:
+  // ResNeXt-50 32x4d convolutions 22,911,680 (torchvision's 25,028,904
+  // less 68,224 batch-norm affine terms, buffers here, and the 2,049,000
+  // of fc), pyramid 3,868,672, classification head 7,837,000, box head
+  // 2,443,300.
+  EXPECT_EQ(built.report.parameters, 22911680 + 3868672 + 7837000 + 2443300);
+  EXPECT_EQ(built.report.parameters, 37060652);
+  EXPECT_EQ(built.report.parameterTensors, 89);
+  auto fn = *built.module->getOps<FunctionOpInterface>().begin();
+  std::map<std::string, ad::ParamAttr> params;
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+    if (auto p = fn.getArgAttrOfType<ad::ParamAttr>(
+            i, ad::AnvilDialect::kParamAttrName))
+      params[p.getName().str()] = p;
+  auto frozen = [&](const std::string &name) {
+    auto it = params.find(name);
+    EXPECT_NE(it, params.end()) << name;
+    return it != params.end() && !it->second.getTrainable();
+  };
+  // trainable_backbone_layers = 3: conv1 and layer1 frozen.
+  EXPECT_TRUE(frozen("backbone.body.conv1.weight"));
+  EXPECT_TRUE(frozen("backbone.body.layer1.2.conv3.weight"));
+  EXPECT_FALSE(frozen("backbone.body.layer2.0.conv2.weight"));
+  EXPECT_FALSE(frozen("backbone.fpn.inner_blocks.0.weight"));
+  EXPECT_FALSE(frozen("head.classification_head.conv.6.weight"));
+  EXPECT_FALSE(frozen("head.classification_head.cls_logits.bias"));
+  EXPECT_FALSE(frozen("head.regression_head.bbox_reg.weight"));
+  EXPECT_FALSE(frozen("backbone.fpn.extra_blocks.p7.bias"));
+  // Frozen batch norm: four buffers per norm, none counted.
+  for (const char *name : {"backbone.body.bn1.running_var",
+                           "backbone.body.layer3.0.downsample.1.weight"}) {
+    ASSERT_TRUE(params.count(name)) << name;
+    EXPECT_TRUE(params[name].getBuffer()) << name;
+    EXPECT_FALSE(params[name].getTrainable()) << name;
+  }
+  EXPECT_FALSE(params["backbone.body.layer3.0.conv2.weight"].getBuffer());
+  // The grouped 3x3 convolution of layer2 has 32 groups of 8 channels.
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+    if (auto p = fn.getArgAttrOfType<ad::ParamAttr>(
+            i, ad::AnvilDialect::kParamAttrName);
+        p && p.getName() == "backbone.body.layer2.0.conv2.weight")
+      EXPECT_EQ(cast<RankedTensorType>(fn.getArgumentTypes()[i]).getShape(),
+                ArrayRef<int64_t>({256, 8, 3, 3}));
+  // 800 x 800: P3-P7 of 100, 50, 25, 13 and 7, nine anchors each.
+  EXPECT_EQ(findRetinaNetConfig("retinanet-mlperf")->anchorsPerImage(),
+            9 * (100 * 100 + 50 * 50 + 25 * 25 + 13 * 13 + 7 * 7));
+}
+
+TEST(RetinaNet, FlopsFormulaIsTheGraphsConvolutions) {
+  for (const char *name : {"retinanet-tiny", "retinanet-mlperf"}) {
+    const RetinaNetConfig &c = *findRetinaNetConfig(name);
+    MLIRContext context;
+    OwningOpRef<ModuleOp> module = buildRetinaNet(context, c);
+    int64_t biasAdds = 0;
+    module->walk([&](ad::ConvOp conv) {
+      if (conv.getBias())
+        biasAdds += cast<RankedTensorType>(conv.getType()).getNumElements();
+    });
+    int64_t forward = flopsOf<ad::ConvOp>(*module) - biasAdds;
+    EXPECT_EQ(retinanetForwardFlopsPerImage(c) * c.batch, forward) << name;
+    EXPECT_EQ(retinanetFlopsPerStep(c), 3 * forward) << name;
+  }
+}
+
+TEST(RetinaNet, BadConfigsNameTheField) {
+  EXPECT_EQ(buildError("retinanet", "retinanet-mlperf", {{"image", "816"}}),
+            "config 'retinanet-mlperf': image = 816 must be divisible by 32 "
+            "(the pyramid's top-down path doubles C5 back to C3)");
+  EXPECT_EQ(buildError("retinanet", "retinanet-mlperf",
+                       {{"stem", "16"}, {"width_per_group", "2"}}),
+            "config 'retinanet-mlperf': stem = 16 x width_per_group = 2 must "
+            "be at least 64 (layer1's width, int(stem x width_per_group / 64) "
+            "x groups, would be 0)");
 }

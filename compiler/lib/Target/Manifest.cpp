@@ -169,6 +169,10 @@ FailureOr<ModuleABI> mlir::anvil::buildModuleABI(FunctionOpInterface train,
       return failure();
     if (init)
       (*o)["init"] = initJson(init);
+    if (auto p =
+            main.getArgAttrOfType<ParamAttr>(i, AnvilDialect::kParamAttrName);
+        p && p.getBuffer())
+      (*o)["buffer"] = true;
     if (std::optional<int64_t> range = indexRange(main, i))
       (*o)["range"] = *range;
     // State with a tied result is updated in place (anvil-bufferize

@@ -48,7 +48,9 @@ struct AnvilCostReportPass
                        << op.getBytesMoved() << " bytes\n";
       });
       for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
-        if (!fn.getArgAttr(i, AnvilDialect::kParamAttrName))
+        auto p =
+            fn.getArgAttrOfType<ParamAttr>(i, AnvilDialect::kParamAttrName);
+        if (!p || p.getBuffer())
           continue;
         ++cost.paramTensors;
         cost.params += getNumElements(fn.getArgumentTypes()[i]);

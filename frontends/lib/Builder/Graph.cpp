@@ -114,7 +114,20 @@ Tensor Graph::input(StringRef name, ArrayRef<int64_t> shape, Type elementType,
 Tensor Graph::parameter(StringRef name, ArrayRef<int64_t> shape,
                         ad::InitializerAttr init,
                         std::optional<bool> trainableOr) {
-  bool trainable = trainableOr.value_or(defaultTrainable_);
+  return addParameter(name, shape, init,
+                      trainableOr.value_or(defaultTrainable_),
+                      /*buffer=*/false);
+}
+
+Tensor Graph::buffer(StringRef name, ArrayRef<int64_t> shape,
+                     ad::InitializerAttr init) {
+  return addParameter(name, shape, init, /*trainable=*/false,
+                      /*buffer=*/true);
+}
+
+Tensor Graph::addParameter(StringRef name, ArrayRef<int64_t> shape,
+                           ad::InitializerAttr init, bool trainable,
+                           bool buffer) {
   std::string full = qualify(name);
   if (!names_.insert(full).second)
     fail("parameter name '" + full + "' is already used");
@@ -124,9 +137,11 @@ Tensor Graph::parameter(StringRef name, ArrayRef<int64_t> shape,
   auto type = RankedTensorType::get(shape, floatType());
   Value arg = addArgument(
       type, attr(ad::AnvilDialect::kParamAttrName,
-                 ad::ParamAttr::get(&context_, full, init, trainable)));
-  ++numParams_;
-  paramElements_ += type.getNumElements();
+                 ad::ParamAttr::get(&context_, full, init, trainable, buffer)));
+  if (!buffer) {
+    ++numParams_;
+    paramElements_ += type.getNumElements();
+  }
   return Tensor(this, arg);
 }
 

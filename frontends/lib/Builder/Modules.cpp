@@ -29,6 +29,12 @@ Tensor Module::param(StringRef name, ArrayRef<int64_t> shape,
   return graph_.parameter(name, shape, init, trainable);
 }
 
+Tensor Module::buffer(StringRef name, ArrayRef<int64_t> shape,
+                      ad::InitializerAttr init) {
+  Graph::Scope scope = enter();
+  return graph_.buffer(name, shape, init);
+}
+
 void Module::fail(const llvm::Twine &message) const {
   Graph::Scope scope = enter();
   graph_.fail(message);

@@ -12,6 +12,7 @@
 #include "anvil/Frontend/Models/GPT.h"
 #include "anvil/Frontend/Models/Llama.h"
 #include "anvil/Frontend/Models/ResNet.h"
+#include "anvil/Frontend/Models/RetinaNet.h"
 #include "anvil/Frontend/Models/SDUNet.h"
 #include "anvil/Frontend/Models/UNet3D.h"
 
@@ -83,6 +84,11 @@ const std::vector<ModelInfo> &listModels() {
              "ResNet (torchvision v1.5): bottleneck blocks, batch norm, "
              "global average pooling, linear classifier",
              resnetConfigs()),
+      family("retinanet",
+             "RetinaNet (MLPerf): ResNeXt-50 32x4d with frozen batch norm, "
+             "feature pyramid P3-P7, shared classification and box heads, "
+             "focal + L1 losses on dense anchor targets",
+             retinanetConfigs()),
       family("sd-unet",
              "Stable Diffusion 2's denoising UNet (diffusers "
              "UNet2DConditionModel): ResNet blocks with GroupNorm and SiLU, "
@@ -156,6 +162,14 @@ buildModel(MLIRContext &context, const std::string &model,
     r.flopsPerStep = dlrmFlopsPerStep(c);
     r.batch = c.batch;
     r.tokensPerStep = c.batch; // samples
+  } else if (model == "retinanet") {
+    auto c = configured<RetinaNetConfig>(findRetinaNetConfig, config, overrides,
+                                         unknownConfig);
+    built.module = buildRetinaNet(context, c);
+    r.flopsPerStep = retinanetFlopsPerStep(c);
+    r.batch = c.batch;
+    r.tokensPerStep = c.batch; // images
+    r.vocab = c.classes;
   } else if (model == "sd-unet") {
     auto c = configured<SDUNetConfig>(findSDUNetConfig, config, overrides,
                                       unknownConfig);
@@ -193,7 +207,9 @@ buildModel(MLIRContext &context, const std::string &model,
   // Count what the graph holds, not what the formula says.
   auto fn = *built.module->getOps<FunctionOpInterface>().begin();
   for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
-    if (!fn.getArgAttr(i, mlir::anvil::AnvilDialect::kParamAttrName))
+    auto p = fn.getArgAttrOfType<ad::ParamAttr>(
+        i, mlir::anvil::AnvilDialect::kParamAttrName);
+    if (!p || p.getBuffer())
       continue;
     ++r.parameterTensors;
     r.parameters +=

@@ -46,3 +46,18 @@ func.func private @external(tensor<4xf32> {anvil.param = #anvil.param<name = "w"
 // CHECK-SAME: anvil.state = #anvil.state<name = "step", init = <zeros>>
 // CHECK-SAME: -> (tensor<f32> {anvil.tied_to = 0 : i64})
 func.func private @state(tensor<f32> {anvil.state = #anvil.state<name = "step", init = #anvil.init<zeros>>}) -> (tensor<f32> {anvil.tied_to = 0 : i64})
+
+// -----
+
+// Tests that an input's range and a parameter's buffer flag round-trip, and
+// that their defaults (no range, not a buffer) print nothing.
+// CHECK-LABEL: func.func private @ranges_and_buffers
+// CHECK-SAME: anvil.input = #anvil.input<name = "labels", range = 2>
+// CHECK-SAME: anvil.input = #anvil.input<name = "images">
+// CHECK-SAME: anvil.param = #anvil.param<name = "bn.running_mean", init = <zeros>, trainable = false, buffer = true>
+// CHECK-SAME: anvil.param = #anvil.param<name = "bn.weight", init = <ones>>
+func.func private @ranges_and_buffers(
+    tensor<4xf32> {anvil.input = #anvil.input<name = "labels", range = 2>},
+    tensor<4x3xf32> {anvil.input = #anvil.input<name = "images">},
+    tensor<3xf32> {anvil.param = #anvil.param<name = "bn.running_mean", init = #anvil.init<zeros>, trainable = false, buffer = true>},
+    tensor<3xf32> {anvil.param = #anvil.param<name = "bn.weight", init = #anvil.init<ones>, buffer = false>})

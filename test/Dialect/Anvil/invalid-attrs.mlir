@@ -62,6 +62,16 @@ func.func private @f(tensor<4xi32> {anvil.input = #anvil.input<name = "">})
 
 // -----
 
+// expected-error@+1 {{input 'labels' has range 0; a range holds at least one value}}
+func.func private @f(tensor<4xi32> {anvil.input = #anvil.input<name = "labels", range = 0>})
+
+// -----
+
+// expected-error@+1 {{buffer 'bn.running_var' must not be trainable (trainable = false)}}
+func.func private @f(tensor<4xf32> {anvil.param = #anvil.param<name = "bn.running_var", init = #anvil.init<ones>, buffer = true>})
+
+// -----
+
 // expected-error@+1 {{struct is missing required parameter: init}}
 func.func private @f(tensor<4xf32> {anvil.param = #anvil.param<name = "w">})
 

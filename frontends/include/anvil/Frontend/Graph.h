@@ -95,6 +95,11 @@ public:
                    mlir::anvil::InitializerAttr init,
                    std::optional<bool> trainable = std::nullopt);
 
+  /// A buffer named `<current scope>.<name>`: checkpointed like a parameter,
+  /// never trained, not counted as one (PyTorch's register_buffer).
+  Tensor buffer(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                mlir::anvil::InitializerAttr init);
+
   /// Whether parameters are trainable unless said otherwise; false freezes
   /// a base model whose adapters are created with trainable = true.
   void setDefaultTrainable(bool trainable) { defaultTrainable_ = trainable; }
@@ -157,11 +162,15 @@ public:
   /// verified. The Graph cannot be used afterwards.
   mlir::OwningOpRef<mlir::ModuleOp> finish(llvm::ArrayRef<Tensor> results);
 
-  /// Number of parameters created so far, and their total elements.
+  /// Number of parameters created so far (buffers not counted), and their
+  /// total elements.
   size_t numParameterTensors() const { return numParams_; }
   int64_t numParameterElements() const { return paramElements_; }
 
 private:
+  Tensor addParameter(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                      mlir::anvil::InitializerAttr init, bool trainable,
+                      bool buffer);
   /// Adds a function argument with one attribute; returns it.
   mlir::Value addArgument(mlir::Type type, mlir::NamedAttribute attr);
   /// Fails with the captured diagnostics if `result` failed.

@@ -49,6 +49,9 @@ protected:
   Tensor param(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
                mlir::anvil::InitializerAttr init,
                std::optional<bool> trainable = std::nullopt);
+  /// A buffer `<path>.<name>` (see Graph::buffer).
+  Tensor buffer(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                mlir::anvil::InitializerAttr init);
   /// Enters this module's scope: ops get its path as location, child modules
   /// constructed meanwhile are named below it.
   Graph::Scope enter() const {

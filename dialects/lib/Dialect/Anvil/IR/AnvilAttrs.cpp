@@ -230,11 +230,14 @@ bool InitializerAttr::usesFanOut() const {
 
 LogicalResult ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 StringRef name, InitializerAttr init,
-                                bool trainable) {
+                                bool trainable, bool buffer) {
   if (name.empty())
     return emitError() << "parameter name must not be empty";
   if (!init)
     return emitError() << "parameter '" << name << "' needs an initializer";
+  if (buffer && trainable)
+    return emitError() << "buffer '" << name
+                       << "' must not be trainable (trainable = false)";
   return success();
 }
 

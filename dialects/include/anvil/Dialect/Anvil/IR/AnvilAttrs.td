@@ -60,6 +60,11 @@ def Anvil_ParamAttr : Anvil_Attr<"Param", "param"> {
     Placed on arguments of a forward function under the name `anvil.param`.
     `name` is the checkpoint name (`h.0.attn.c_attn.weight`), unique within
     the function; `trainable = false` freezes the parameter (no gradient).
+    `buffer = true` marks what PyTorch registers as a buffer rather than a
+    parameter (the statistics of a frozen batch norm): it is initialized,
+    checkpointed and loaded under its name like a parameter, is never
+    trained (`trainable` must be false), and is not counted among the
+    model's parameters.
 
     ```mlir
     func.func @forward(
@@ -74,7 +79,15 @@ def Anvil_ParamAttr : Anvil_Attr<"Param", "param"> {
   let parameters = (ins
       StringRefParameter<"checkpoint name of the parameter">:$name,
       "::mlir::anvil::InitializerAttr":$init,
-      DefaultValuedParameter<"bool", "true">:$trainable);
+      DefaultValuedParameter<"bool", "true">:$trainable,
+      DefaultValuedParameter<"bool", "false">:$buffer);
+  let builders = [
+    AttrBuilder<(ins "::llvm::StringRef":$name,
+                     "::mlir::anvil::InitializerAttr":$init,
+                     CArg<"bool", "true">:$trainable), [{
+      return $_get($_ctxt, name, init, trainable, false);
+    }]>
+  ];
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
