@@ -9,7 +9,10 @@
 // 4. Return (loss, metrics, lr, new params, new state, t): the forward
 //    function's results, the learning rate of this step (f32, marked
 //    `anvil.metric = "lr"`), then each state result tied to the argument it
-//    replaces.
+//    replaces. The forward function's own tied results (buffer updates such
+//    as batch norm's running statistics) join the state results.
+// 5. @forward stays the evaluation function: its tied results are dropped,
+//    so evaluating never updates a buffer.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +23,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
@@ -170,6 +174,20 @@ void AnvilOptimizerPass::runOnOperation() {
   b.setInsertionPointAfter(forward);
   auto step = cast<func::FuncOp>(b.clone(*forward));
   step.setSymName("train_step");
+  // The forward function's tied results: buffers it updates.
+  llvm::MapVector<unsigned, BlockArgument> bufferUpdates; // in result order
+  for (unsigned r = 0, e = forward.getNumResults(); r < e; ++r)
+    if (auto tied = forward.getResultAttrOfType<IntegerAttr>(
+            r, AnvilDialect::kTiedAttrName))
+      bufferUpdates[r] = step.getArgument(tied.getInt());
+  if (accumulate > 1 && !bufferUpdates.empty()) {
+    step.erase();
+    return fail("accumulate = " + Twine(accumulate) + ": @" + function +
+                " updates buffers (result #" +
+                Twine(bufferUpdates.begin()->first) +
+                " is tied to an argument), and micro-batches would each "
+                "update them; use accumulate = 1");
+  }
   if (accumulate > 1 && failed(unrollMicroBatches(step, accumulate))) {
     step.erase();
     return signalPassFailure();
@@ -331,10 +349,12 @@ void AnvilOptimizerPass::runOnOperation() {
   // 4. Updates. `full(s)` broadcasts an f64 scalar to a parameter's
   // compute type. Results: the loss, the forward function's other results
   // (metrics), then every state value tied to its argument.
-  SmallVector<Value> results(ret.getOperands().begin(),
-                             ret.getOperands().end());
+  SmallVector<Value> results;
   SmallVector<Value> stateOut;
   SmallVector<BlockArgument> tiedTo;
+  for (auto [r, value] : llvm::enumerate(ret.getOperands()))
+    if (!bufferUpdates.count(r))
+      results.push_back(value);
   SmallVector<std::pair<Value, BlockArgument>> stateResults;
   Value b1t = PowOp::create(b, e.loc, scalar(beta1), t);
   Value b2t = PowOp::create(b, e.loc, scalar(beta2), t);
@@ -411,6 +431,10 @@ void AnvilOptimizerPass::runOnOperation() {
     stateOut.push_back(value);
     tiedTo.push_back(arg);
   }
+  for (auto [r, arg] : bufferUpdates) {
+    stateOut.push_back(ret.getOperand(r));
+    tiedTo.push_back(arg);
+  }
   stateOut.push_back(nextStep);
   tiedTo.push_back(stepArg);
   if (scaling) {
@@ -449,6 +473,23 @@ void AnvilOptimizerPass::runOnOperation() {
         AnvilDialect::kTiedAttrName, b.getI64IntegerAttr(arg.getArgNumber()))));
   step.setAllResultAttrs(resultAttrs);
   eraseDeadOps(step);
+
+  // 5. Evaluation reads buffers and never updates them.
+  if (!bufferUpdates.empty()) {
+    auto fret = cast<func::ReturnOp>(forward.getBody().front().getTerminator());
+    llvm::BitVector drop(forward.getNumResults());
+    SmallVector<Value> kept;
+    for (unsigned r = 0, e = forward.getNumResults(); r < e; ++r) {
+      if (bufferUpdates.count(r))
+        drop.set(r);
+      else
+        kept.push_back(fret.getOperand(r));
+    }
+    fret->setOperands(kept);
+    if (failed(forward.eraseResults(drop)))
+      return fail("could not drop the buffer updates of @" + function);
+    eraseDeadOps(forward);
+  }
 }
 
 } // namespace

@@ -86,8 +86,9 @@ void Graph::check(LogicalResult result, StringRef what,
 Value Graph::addArgument(Type type, NamedAttribute attr) {
   Block &entry = func_.getBody().front();
   bool isParam = attr.getName() == ad::AnvilDialect::kParamAttrName;
-  // Parameters go before the inputs, inputs at the end.
-  unsigned index = isParam ? numParams_ : entry.getNumArguments();
+  // Parameters and buffers go before the inputs, in creation order; inputs
+  // at the end.
+  unsigned index = isParam ? paramArgs_++ : entry.getNumArguments();
   Value arg = entry.insertArgument(index, type, loc());
   argAttrs_.insert(argAttrs_.begin() + index,
                    DictionaryAttr::get(&context_, {attr}));
@@ -116,25 +117,48 @@ Tensor Graph::parameter(StringRef name, ArrayRef<int64_t> shape,
                         std::optional<bool> trainableOr) {
   return addParameter(name, shape, init,
                       trainableOr.value_or(defaultTrainable_),
-                      /*buffer=*/false);
+                      /*buffer=*/false, Type());
 }
 
 Tensor Graph::buffer(StringRef name, ArrayRef<int64_t> shape,
-                     ad::InitializerAttr init) {
+                     ad::InitializerAttr init, Type elementType) {
   return addParameter(name, shape, init, /*trainable=*/false,
-                      /*buffer=*/true);
+                      /*buffer=*/true, elementType);
+}
+
+void Graph::update(Tensor buffer, Tensor value) {
+  auto arg = dyn_cast_or_null<BlockArgument>(buffer.value());
+  auto p =
+      arg ? dyn_cast_or_null<ad::ParamAttr>(argAttrs_[arg.getArgNumber()].get(
+                ad::AnvilDialect::kParamAttrName))
+          : ad::ParamAttr();
+  if (!p || !p.getBuffer())
+    fail("update: the first operand is not a buffer of this graph");
+  if (value.value().getType() != arg.getType()) {
+    std::string types;
+    llvm::raw_string_ostream os(types);
+    os << value.value().getType() << " differs from the buffer's "
+       << arg.getType();
+    fail("update of buffer '" + p.getName() + "': the new value's type " +
+         types);
+  }
+  for (auto &[b, v] : updates_)
+    if (b == arg)
+      fail("buffer '" + p.getName() + "' is updated twice");
+  updates_.push_back({arg, value.value()});
 }
 
 Tensor Graph::addParameter(StringRef name, ArrayRef<int64_t> shape,
                            ad::InitializerAttr init, bool trainable,
-                           bool buffer) {
+                           bool buffer, Type elementType) {
   std::string full = qualify(name);
   if (!names_.insert(full).second)
     fail("parameter name '" + full + "' is already used");
   for (int64_t d : shape)
     if (d < 1)
       fail("parameter '" + full + "' has an empty or negative dimension");
-  auto type = RankedTensorType::get(shape, floatType());
+  auto type =
+      RankedTensorType::get(shape, elementType ? elementType : floatType());
   Value arg = addArgument(
       type, attr(ad::AnvilDialect::kParamAttrName,
                  ad::ParamAttr::get(&context_, full, init, trainable, buffer)));
@@ -166,11 +190,23 @@ OwningOpRef<ModuleOp> Graph::finish(ArrayRef<Tensor> results) {
     values.push_back(t.value());
     types.push_back(t.value().getType());
   }
+  // Buffer updates follow the results, each tied to its buffer.
+  SmallVector<DictionaryAttr> resultAttrs(values.size(),
+                                          builder_.getDictionaryAttr({}));
+  for (auto [buffer, value] : updates_) {
+    values.push_back(value);
+    types.push_back(value.getType());
+    resultAttrs.push_back(builder_.getDictionaryAttr(
+        attr(ad::AnvilDialect::kTiedAttrName,
+             builder_.getI64IntegerAttr(
+                 cast<BlockArgument>(buffer).getArgNumber()))));
+  }
   func::ReturnOp::create(builder_, builder_.getUnknownLoc(), values);
   Block &entry = func_.getBody().front();
   func_.setFunctionType(
       builder_.getFunctionType(entry.getArgumentTypes(), types));
   func_.setAllArgAttrs(argAttrs_);
+  func_.setAllResultAttrs(resultAttrs);
   detail::DiagnosticCapture capture(context_);
   if (failed(verify(*module_)))
     fail("the finished graph does not verify:\n" + capture.text());

@@ -30,9 +30,9 @@ Tensor Module::param(StringRef name, ArrayRef<int64_t> shape,
 }
 
 Tensor Module::buffer(StringRef name, ArrayRef<int64_t> shape,
-                      ad::InitializerAttr init) {
+                      ad::InitializerAttr init, Type elementType) {
   Graph::Scope scope = enter();
-  return graph_.buffer(name, shape, init);
+  return graph_.buffer(name, shape, init, elementType);
 }
 
 void Module::fail(const llvm::Twine &message) const {

@@ -49,21 +49,44 @@ public:
   int64_t stride, padding;
 };
 
-/// Batch normalization with batch statistics: weight 1, bias 0.
+/// torch.nn.BatchNorm2d in training mode: normalizes with the batch
+/// statistics (weight 1, bias 0 at first) and updates the running
+/// statistics, buffers as in PyTorch: running_mean and running_var move 10%
+/// (momentum 0.1) toward the batch mean and unbiased batch variance, and
+/// num_batches_tracked (i64) counts the steps.
 class BatchNorm : public Module {
 public:
+  static constexpr double kMomentum = 0.1;
+
   BatchNorm(Within at, llvm::StringRef name, int64_t channels)
       : Module(at, name) {
-    weight = param("weight", {channels}, graph().init(ad::InitKind::ones));
-    bias = param("bias", {channels}, graph().init(ad::InitKind::zeros));
+    Graph &g = graph();
+    weight = param("weight", {channels}, g.init(ad::InitKind::ones));
+    bias = param("bias", {channels}, g.init(ad::InitKind::zeros));
+    runningMean =
+        buffer("running_mean", {channels}, g.init(ad::InitKind::zeros));
+    runningVar = buffer("running_var", {channels}, g.init(ad::InitKind::ones));
+    batchesTracked =
+        buffer("num_batches_tracked", {}, g.init(ad::InitKind::zeros),
+               g.builder().getI64Type());
   }
+  /// Called once per module: a buffer takes one update per step.
   Tensor operator()(Tensor x) const {
     Graph::Scope scope = enter();
-    Operation *bn = graph().create<ad::BatchNormTrainOp>(
+    Graph &g = graph();
+    Operation *bn = g.create<ad::BatchNormTrainOp>(
         {x.value(), weight.value(), bias.value()});
-    return Tensor(&graph(), bn->getResult(0));
+    Tensor mean(&g, bn->getResult(1)), var(&g, bn->getResult(2));
+    double n = static_cast<double>(x.type().getNumElements() / x.dim(1));
+    auto f = [&](double v) { return full(g, {}, v, g.floatType()); };
+    g.update(runningMean, runningMean * f(1 - kMomentum) + mean * f(kMomentum));
+    g.update(runningVar,
+             runningVar * f(1 - kMomentum) + var * f(kMomentum * n / (n - 1)));
+    g.update(batchesTracked,
+             batchesTracked + full(g, {}, 1.0, g.builder().getI64Type()));
+    return Tensor(&g, bn->getResult(0));
   }
-  Tensor weight, bias;
+  Tensor weight, bias, runningMean, runningVar, batchesTracked;
 };
 
 class Bottleneck : public Module {
@@ -158,6 +181,14 @@ void ResNetConfig::validate() const {
   if (image < 32)
     badField(*this, "image = " + std::to_string(image) +
                         " must be at least 32 (five halvings)");
+  int64_t last = image;
+  for (int i = 0; i < 5; ++i)
+    last = (last - 1) / 2 + 1; // stem, max pool, layer2-4 (stride 2, pad)
+  if (batch * last * last < 2)
+    badField(*this, "batch = " + std::to_string(batch) +
+                        " with image = " + std::to_string(image) +
+                        " leaves one value per channel at layer4; batch norm "
+                        "needs at least two");
   if (width > (int64_t(1) << 16) || image > (int64_t(1) << 14) ||
       batch > (int64_t(1) << 20))
     badField(*this, "the model is too large for 64-bit counts");

@@ -100,9 +100,15 @@ def AnvilOptimizerPass : Pass<"anvil-optimizer", "mlir::ModuleOp"> {
     6. Return the loss, the forward function's other results (metrics),
        and every updated state value, each with
        `anvil.tied_to = <argument index>` so that it is updated in place.
+       Results of the forward function that are already tied (the updates
+       of buffers, such as batch norm's running statistics) join the state
+       values; the forward function then loses them, so that evaluating it
+       reads buffers and never updates them.
     7. With `accumulate = K`, every input gets a leading dimension K and the
        forward pass is unrolled over the K micro-batches; the loss is their
        mean, so the gradients are the mean of the micro-batch gradients.
+       A forward function that updates buffers cannot be unrolled (each
+       micro-batch would update them): that is an error.
     8. With `loss-scale=dynamic`, state `loss_scale` (scale-init) and
        `loss_scale.good_steps` are added; backward starts from dL/dL =
        scale, the gradients are divided by it, and a step whose gradients

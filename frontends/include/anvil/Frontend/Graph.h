@@ -96,9 +96,14 @@ public:
                    std::optional<bool> trainable = std::nullopt);
 
   /// A buffer named `<current scope>.<name>`: checkpointed like a parameter,
-  /// never trained, not counted as one (PyTorch's register_buffer).
+  /// never trained, not counted as one (PyTorch's register_buffer). Its
+  /// element type defaults to floatType().
   Tensor buffer(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
-                mlir::anvil::InitializerAttr init);
+                mlir::anvil::InitializerAttr init, mlir::Type elementType = {});
+  /// Gives `buffer` the value `value` after the step (batch norm's running
+  /// statistics): finish() returns it after the results, tied to the
+  /// buffer's argument (`anvil.tied_to`). At most one update per buffer.
+  void update(Tensor buffer, Tensor value);
 
   /// Whether parameters are trainable unless said otherwise; false freezes
   /// a base model whose adapters are created with trainable = true.
@@ -170,7 +175,7 @@ public:
 private:
   Tensor addParameter(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
                       mlir::anvil::InitializerAttr init, bool trainable,
-                      bool buffer);
+                      bool buffer, mlir::Type elementType);
   /// Adds a function argument with one attribute; returns it.
   mlir::Value addArgument(mlir::Type type, mlir::NamedAttribute attr);
   /// Fails with the captured diagnostics if `result` failed.
@@ -183,8 +188,10 @@ private:
   mlir::func::FuncOp func_;
   std::vector<std::string> path_{""};
   std::vector<mlir::DictionaryAttr> argAttrs_;
+  std::vector<std::pair<mlir::Value, mlir::Value>> updates_; ///< buffer, new
   llvm::StringSet<> names_;
-  size_t numParams_ = 0;
+  size_t numParams_ = 0;   ///< Parameters, buffers not counted.
+  unsigned paramArgs_ = 0; ///< Parameter and buffer arguments.
   bool defaultTrainable_ = true;
   int64_t paramElements_ = 0;
 };

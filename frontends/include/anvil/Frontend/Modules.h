@@ -51,7 +51,7 @@ protected:
                std::optional<bool> trainable = std::nullopt);
   /// A buffer `<path>.<name>` (see Graph::buffer).
   Tensor buffer(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
-                mlir::anvil::InitializerAttr init);
+                mlir::anvil::InitializerAttr init, mlir::Type elementType = {});
   /// Enters this module's scope: ops get its path as location, child modules
   /// constructed meanwhile are named below it.
   Graph::Scope enter() const {

@@ -97,11 +97,17 @@ LogicalResult AnvilDialect::verifyRegionArgAttribute(Operation *op,
   if (!isParam)
     return success();
   auto type = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[argIndex]);
-  if (!type || !type.hasStaticShape() || !isa<FloatType>(type.getElementType()))
-    return error() << "parameter '" << name
-                   << "' must be a statically shaped float tensor, got "
-                   << fn.getArgumentTypes()[argIndex];
-  InitKind kind = cast<ParamAttr>(attr.getValue()).getInit().getKind();
+  auto param = cast<ParamAttr>(attr.getValue());
+  // Buffers may also count (batch norm's num_batches_tracked is an i64).
+  bool elementOk =
+      type &&
+      (isa<FloatType>(type.getElementType()) ||
+       (param.getBuffer() && type.getElementType().isSignlessInteger()));
+  if (!type || !type.hasStaticShape() || !elementOk)
+    return error() << "parameter '" << name << "' must be a statically shaped "
+                   << (param.getBuffer() ? "float or integer" : "float")
+                   << " tensor, got " << fn.getArgumentTypes()[argIndex];
+  InitKind kind = param.getInit().getKind();
   bool needsFans =
       kind == InitKind::xavier_uniform || kind == InitKind::xavier_normal ||
       kind == InitKind::kaiming_uniform || kind == InitKind::kaiming_normal;
