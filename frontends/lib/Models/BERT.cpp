@@ -134,10 +134,7 @@ const std::vector<BERTConfig> &bertConfigs() {
 }
 
 const BERTConfig *findBERTConfig(const std::string &name) {
-  for (const BERTConfig &c : bertConfigs())
-    if (c.name == name)
-      return &c;
-  return nullptr;
+  return config::findByName(bertConfigs(), name);
 }
 
 const std::vector<std::string> &BERTConfig::fieldNames() {

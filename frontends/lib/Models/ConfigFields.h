@@ -60,6 +60,16 @@ inline void requirePositive(const std::string &config, const char *field,
                      " must be at least 1");
 }
 
+/// The config of `configs` named `name`, or nullptr.
+template <typename Config>
+const Config *findByName(const std::vector<Config> &configs,
+                         const std::string &name) {
+  for (const Config &c : configs)
+    if (c.name == name)
+      return &c;
+  return nullptr;
+}
+
 /// A config's integer fields by name, for families whose fields are all
 /// integers: `set`, `fieldNames` and `validate` read one table, so they
 /// agree. `Ptr` is `int64_t *` or `const int64_t *`; a config builds its

@@ -118,10 +118,7 @@ const std::vector<DLRMConfig> &dlrmConfigs() {
 }
 
 const DLRMConfig *findDLRMConfig(const std::string &name) {
-  for (const DLRMConfig &c : dlrmConfigs())
-    if (c.name == name)
-      return &c;
-  return nullptr;
+  return config::findByName(dlrmConfigs(), name);
 }
 
 const std::vector<std::string> &DLRMConfig::fieldNames() {

@@ -168,10 +168,7 @@ void GPTConfig::validate() const {
 }
 
 const GPTConfig *findGPTConfig(const std::string &name) {
-  for (const GPTConfig &c : gptConfigs())
-    if (c.name == name)
-      return &c;
-  return nullptr;
+  return config::findByName(gptConfigs(), name);
 }
 
 int64_t gptParameterCount(const GPTConfig &c) {

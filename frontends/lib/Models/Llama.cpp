@@ -203,10 +203,7 @@ const std::vector<LlamaConfig> &llamaConfigs() {
 }
 
 const LlamaConfig *findLlamaConfig(const std::string &name) {
-  for (const LlamaConfig &c : llamaConfigs())
-    if (c.name == name)
-      return &c;
-  return nullptr;
+  return config::findByName(llamaConfigs(), name);
 }
 
 const std::vector<std::string> &LlamaConfig::fieldNames() {

@@ -16,6 +16,8 @@
 #include "anvil/Frontend/Models/SDUNet.h"
 #include "anvil/Frontend/Models/UNet3D.h"
 
+#include "ConfigFields.h"
+
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
@@ -25,21 +27,33 @@ namespace anvil::frontend {
 
 namespace {
 
-/// The named config of a family with `overrides` applied and checked;
-/// `unknown` builds the error for a name the family does not have.
-template <typename Config, typename Find, typename Unknown>
-Config
-configured(Find find, const std::string &name,
-           const std::vector<std::pair<std::string, std::string>> &overrides,
-           Unknown unknown) {
-  const Config *base = find(name);
+/// Builds config `name` of a family (`configs`) with `overrides` applied
+/// and checked: the module, the analytic FLOPs and the batch; `shape` fills
+/// the family's other report fields (tokens per step defaults to the batch:
+/// images or samples). `unknown` builds the error for a name the family does
+/// not have.
+template <typename Config, typename Unknown, typename Shape>
+BuiltModel
+buildFamily(MLIRContext &context, const std::vector<Config> &configs,
+            const std::string &name,
+            const std::vector<std::pair<std::string, std::string>> &overrides,
+            Unknown unknown,
+            OwningOpRef<ModuleOp> (*build)(MLIRContext &, const Config &),
+            int64_t (*flops)(const Config &), Shape shape) {
+  const Config *base = config::findByName(configs, name);
   if (!base)
     throw unknown();
   Config c = *base;
   for (const auto &[field, value] : overrides)
     c.set(field, value);
   c.validate();
-  return c;
+  BuiltModel built;
+  built.module = build(context, c);
+  built.report.flopsPerStep = flops(c);
+  built.report.batch = c.batch;
+  built.report.tokensPerStep = c.batch;
+  shape(c, built.report);
+  return built;
 }
 
 std::string join(const std::vector<std::string> &names) {
@@ -129,81 +143,53 @@ buildModel(MLIRContext &context, const std::string &model,
     throw BuildError("unknown model '" + model +
                      "'; the models are: " + join(modelNames));
 
-  BuiltModel built;
-  ModelReport &r = built.report;
-  r.model = model;
-  r.config = config;
   auto unknownConfig = [&]() -> BuildError {
     return BuildError("unknown config '" + config + "' of model '" + model +
                       "'; the configs are: " + join(info->configs));
   };
-  if (model == "gpt") {
-    auto c =
-        configured<GPTConfig>(findGPTConfig, config, overrides, unknownConfig);
-    built.module = buildGPT(context, c);
-    r.flopsPerStep = gptFlopsPerStep(c);
-    r.batch = c.batch;
+  auto build = [&](const auto &configs, auto builder, auto flops, auto shape) {
+    return buildFamily(context, configs, config, overrides, unknownConfig,
+                       builder, flops, shape);
+  };
+  auto tokens = [](const auto &c, ModelReport &r) {
     r.seqLen = c.sequenceLength();
     r.tokensPerStep = c.tokensPerStep();
-    r.vocab = c.paddedVocab();
-  } else if (model == "bert") {
-    auto c = configured<BERTConfig>(findBERTConfig, config, overrides,
-                                    unknownConfig);
-    built.module = buildBERT(context, c);
-    r.flopsPerStep = bertFlopsPerStep(c);
-    r.batch = c.batch;
-    r.seqLen = c.sequenceLength();
-    r.tokensPerStep = c.tokensPerStep();
-    r.vocab = c.vocab;
-  } else if (model == "dlrm") {
-    auto c = configured<DLRMConfig>(findDLRMConfig, config, overrides,
-                                    unknownConfig);
-    built.module = buildDLRM(context, c);
-    r.flopsPerStep = dlrmFlopsPerStep(c);
-    r.batch = c.batch;
-    r.tokensPerStep = c.batch; // samples
-  } else if (model == "retinanet") {
-    auto c = configured<RetinaNetConfig>(findRetinaNetConfig, config, overrides,
-                                         unknownConfig);
-    built.module = buildRetinaNet(context, c);
-    r.flopsPerStep = retinanetFlopsPerStep(c);
-    r.batch = c.batch;
-    r.tokensPerStep = c.batch; // images
-    r.vocab = c.classes;
-  } else if (model == "sd-unet") {
-    auto c = configured<SDUNetConfig>(findSDUNetConfig, config, overrides,
-                                      unknownConfig);
-    built.module = buildSDUNet(context, c);
-    r.flopsPerStep = sdUNetFlopsPerStep(c);
-    r.batch = c.batch;
-    r.tokensPerStep = c.batch; // samples
-  } else if (model == "unet3d") {
-    auto c = configured<UNet3DConfig>(findUNet3DConfig, config, overrides,
-                                      unknownConfig);
-    built.module = buildUNet3D(context, c);
-    r.flopsPerStep = unet3dFlopsPerStep(c);
-    r.batch = c.batch;
-    r.tokensPerStep = c.batch; // samples
-    r.vocab = c.classes;
-  } else if (model == "resnet") {
-    auto c = configured<ResNetConfig>(findResNetConfig, config, overrides,
-                                      unknownConfig);
-    built.module = buildResNet(context, c);
-    r.flopsPerStep = resnetFlopsPerStep(c);
-    r.batch = c.batch;
-    r.seqLen = 0;
-    r.tokensPerStep = c.batch; // images
-    r.vocab = c.classes;
-  } else {
-    auto c = configured<LlamaConfig>(findLlamaConfig, config, overrides,
-                                     unknownConfig);
-    built.module = buildLlama(context, c);
-    r.flopsPerStep = llamaFlopsPerStep(c);
-    r.batch = c.batch;
-    r.seqLen = c.sequenceLength();
-    r.tokensPerStep = c.tokensPerStep();
-    r.vocab = c.vocab;
-  }
+  };
+  auto classes = [](const auto &c, ModelReport &r) { r.vocab = c.classes; };
+  auto none = [](const auto &, ModelReport &) {};
+  BuiltModel built;
+  if (model == "gpt")
+    built = build(gptConfigs(), buildGPT, gptFlopsPerStep,
+                  [&](const GPTConfig &c, ModelReport &r) {
+                    tokens(c, r);
+                    r.vocab = c.paddedVocab();
+                  });
+  else if (model == "llama")
+    built = build(llamaConfigs(), buildLlama, llamaFlopsPerStep,
+                  [&](const LlamaConfig &c, ModelReport &r) {
+                    tokens(c, r);
+                    r.vocab = c.vocab;
+                  });
+  else if (model == "bert")
+    built = build(bertConfigs(), buildBERT, bertFlopsPerStep,
+                  [&](const BERTConfig &c, ModelReport &r) {
+                    tokens(c, r);
+                    r.vocab = c.vocab;
+                  });
+  else if (model == "resnet")
+    built = build(resnetConfigs(), buildResNet, resnetFlopsPerStep, classes);
+  else if (model == "retinanet")
+    built = build(retinanetConfigs(), buildRetinaNet, retinanetFlopsPerStep,
+                  classes);
+  else if (model == "sd-unet")
+    built = build(sdUNetConfigs(), buildSDUNet, sdUNetFlopsPerStep, none);
+  else if (model == "unet3d")
+    built = build(unet3dConfigs(), buildUNet3D, unet3dFlopsPerStep, classes);
+  else
+    built = build(dlrmConfigs(), buildDLRM, dlrmFlopsPerStep, none);
+  ModelReport &r = built.report;
+  r.model = model;
+  r.config = config;
   // Count what the graph holds, not what the formula says.
   auto fn = *built.module->getOps<FunctionOpInterface>().begin();
   for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {

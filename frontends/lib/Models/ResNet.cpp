@@ -149,10 +149,7 @@ const std::vector<ResNetConfig> &resnetConfigs() {
 }
 
 const ResNetConfig *findResNetConfig(const std::string &name) {
-  for (const ResNetConfig &c : resnetConfigs())
-    if (c.name == name)
-      return &c;
-  return nullptr;
+  return config::findByName(resnetConfigs(), name);
 }
 
 const std::vector<std::string> &ResNetConfig::fieldNames() {

@@ -191,10 +191,7 @@ const std::vector<RetinaNetConfig> &retinanetConfigs() {
 }
 
 const RetinaNetConfig *findRetinaNetConfig(const std::string &name) {
-  for (const RetinaNetConfig &c : retinanetConfigs())
-    if (c.name == name)
-      return &c;
-  return nullptr;
+  return config::findByName(retinanetConfigs(), name);
 }
 
 const std::vector<std::string> &RetinaNetConfig::fieldNames() {

@@ -322,10 +322,7 @@ const std::vector<SDUNetConfig> &sdUNetConfigs() {
 }
 
 const SDUNetConfig *findSDUNetConfig(const std::string &name) {
-  for (const SDUNetConfig &c : sdUNetConfigs())
-    if (c.name == name)
-      return &c;
-  return nullptr;
+  return config::findByName(sdUNetConfigs(), name);
 }
 
 const std::vector<std::string> &SDUNetConfig::fieldNames() {

@@ -140,10 +140,7 @@ const std::vector<UNet3DConfig> &unet3dConfigs() {
 }
 
 const UNet3DConfig *findUNet3DConfig(const std::string &name) {
-  for (const UNet3DConfig &c : unet3dConfigs())
-    if (c.name == name)
-      return &c;
-  return nullptr;
+  return config::findByName(unet3dConfigs(), name);
 }
 
 const std::vector<std::string> &UNet3DConfig::fieldNames() {
