@@ -372,6 +372,23 @@ TEST(RetinaNet, CountsNamesAndFreezingAreTheReferences) {
         p && p.getName() == "backbone.body.layer2.0.conv2.weight")
       EXPECT_EQ(cast<RankedTensorType>(fn.getArgumentTypes()[i]).getShape(),
                 ArrayRef<int64_t>({256, 8, 3, 3}));
+  // The pyramid and heads in the reference's state-dict order.
+  std::vector<std::string> names = parameterNames(*built.module);
+  auto first = std::find(names.begin(), names.end(),
+                         "backbone.fpn.inner_blocks.0.weight");
+  ASSERT_NE(first, names.end());
+  std::vector<std::string> fpn(first, first + 16);
+  std::vector<std::string> expected;
+  for (const char *kind : {"inner_blocks", "layer_blocks"})
+    for (int l = 0; l < 3; ++l)
+      for (const char *p : {"weight", "bias"})
+        expected.push_back(std::string("backbone.fpn.") + kind + "." +
+                           std::to_string(l) + "." + p);
+  for (const char *p : {"p6.weight", "p6.bias", "p7.weight", "p7.bias"})
+    expected.push_back(std::string("backbone.fpn.extra_blocks.") + p);
+  EXPECT_EQ(fpn, expected);
+  EXPECT_EQ(*(first + 16), "head.classification_head.conv.0.weight");
+  EXPECT_EQ(names.back(), "head.regression_head.bbox_reg.bias");
   // 800 x 800: P3-P7 of 100, 50, 25, 13 and 7, nine anchors each.
   EXPECT_EQ(findRetinaNetConfig("retinanet-mlperf")->anchorsPerImage(),
             9 * (100 * 100 + 50 * 50 + 25 * 25 + 13 * 13 + 7 * 7));

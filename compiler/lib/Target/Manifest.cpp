@@ -109,6 +109,20 @@ std::optional<int64_t> indexRange(FunctionOpInterface fn, unsigned i) {
   return range;
 }
 
+/// The ignore_index of the cross-entropy an integer argument is the labels
+/// of, when it lies outside the classes (a label that may appear in data).
+std::optional<int64_t> ignoredLabel(FunctionOpInterface fn, unsigned i) {
+  for (Operation *user : fn.getArgument(i).getUsers())
+    if (auto ce = dyn_cast<CrossEntropyOp>(user);
+        ce && ce.getLabels() == fn.getArgument(i)) {
+      int64_t classes = ce.getLogits().getType().getShape().back();
+      int64_t ignore = ce.getIgnoreIndex();
+      if (ignore < 0 || ignore >= classes)
+        return ignore;
+    }
+  return std::nullopt;
+}
+
 int64_t stepFlops(FunctionOpInterface fn) {
   int64_t flops = 0;
   fn->walk([&](CostOpInterface op) { flops += op.getFlops(); });
@@ -173,8 +187,11 @@ FailureOr<ModuleABI> mlir::anvil::buildModuleABI(FunctionOpInterface train,
             main.getArgAttrOfType<ParamAttr>(i, AnvilDialect::kParamAttrName);
         p && p.getBuffer())
       (*o)["buffer"] = true;
-    if (std::optional<int64_t> range = indexRange(main, i))
+    if (std::optional<int64_t> range = indexRange(main, i)) {
       (*o)["range"] = *range;
+      if (std::optional<int64_t> ignore = ignoredLabel(main, i))
+        (*o)["ignore"] = *ignore;
+    }
     // State with a tied result is updated in place (anvil-bufferize
     // drops those results), so it has no "result" of its own.
     if (!train) {

@@ -177,6 +177,9 @@ void BERTConfig::validate() const {
     fail("dropout = " + std::to_string(dropout) + " must lie in [0, 1)");
   if (vocab > (int64_t(1) << 31) || context > (int64_t(1) << 31))
     fail("vocab and context must fit i32 token ids");
+  if (__int128(batch) * sequenceLength() > int64_t(1) << 31)
+    fail("batch x seq_len must be at most 2^31: the masked-LM gather "
+         "indexes the B T rows with i32");
   long double L = layers, C = width, F = ffn, V = vocab, T = sequenceLength(),
               B = batch;
   long double flops = 6 * B * T * L * (4 * C * C + 2 * C * F) +

@@ -154,11 +154,18 @@ void DLRMConfig::validate() const {
     fail("low_rank = " + std::to_string(lowRank) +
          " must not exceed the interaction width " +
          std::to_string(interactionWidth()));
-  long double rows = 0;
+  // The parameter and FLOP counts, in 128 bits, must fit in 62.
+  __int128 rows = 0, weights = 0, in = denseFeatures;
   for (int64_t r : tableRows)
     rows += r;
-  if (rows * embeddingDim > 0x1p62L ||
-      6.0L * batch * crossLayers * interactionWidth() * lowRank * 2 > 0x1p62L)
+  for (int64_t w : bottomMLP)
+    weights += in * w, in = w;
+  in = interactionWidth();
+  for (int64_t w : topMLP)
+    weights += in * w, in = w;
+  weights += __int128(crossLayers) * 2 * interactionWidth() * lowRank;
+  if (rows * embeddingDim + weights > __int128(1) << 62 ||
+      6 * __int128(batch) * weights > __int128(1) << 62)
     fail("the model is too large for 64-bit counts");
 }
 

@@ -129,6 +129,8 @@ int64_t convOut(int64_t in, int64_t k, int64_t s, int64_t p) {
   return (in + 2 * p - k) / s + 1;
 }
 
+template <typename T> T forwardFlops(const ResNetConfig &c);
+
 } // namespace
 
 const std::vector<ResNetConfig> &resnetConfigs() {
@@ -189,28 +191,39 @@ void ResNetConfig::validate() const {
   if (width > (int64_t(1) << 16) || image > (int64_t(1) << 14) ||
       batch > (int64_t(1) << 20))
     badField(*this, "the model is too large for 64-bit counts");
+  if (3 * __int128(batch) * forwardFlops<__int128>(*this) > __int128(1) << 62)
+    badField(*this, "the model is too large for 64-bit counts (a step's "
+                    "FLOPs exceed 2^62)");
 }
 
-int64_t resnetForwardFlopsPerImage(const ResNetConfig &c) {
-  int64_t flops = 0, size = convOut(c.image, 7, 2, 3);
-  flops += 2 * 3 * c.width * 49 * size * size; // stem
-  size = convOut(size, 3, 2, 1);               // max pool
+namespace {
+/// The forward FLOPs in `T`: int64_t for the result, __int128 to check that
+/// it fits.
+template <typename T> T forwardFlops(const ResNetConfig &c) {
+  int64_t size = convOut(c.image, 7, 2, 3);
+  T flops = 2 * T(3) * c.width * 49 * size * size; // stem
+  size = convOut(size, 3, 2, 1);                   // max pool
   int64_t in = c.width;
   for (int64_t stage = 0; stage < 4; ++stage) {
     int64_t w = c.width << stage;
     for (int64_t b = 0; b < c.blocks[stage]; ++b) {
       int64_t stride = (stage > 0 && b == 0) ? 2 : 1;
       int64_t out = convOut(size, 3, stride, 1);
-      flops += 2 * in * w * size * size;  // conv1, 1x1
-      flops += 2 * w * w * 9 * out * out; // conv2, 3x3
-      flops += 2 * w * 4 * w * out * out; // conv3, 1x1
+      flops += 2 * T(in) * w * size * size;  // conv1, 1x1
+      flops += 2 * T(w) * w * 9 * out * out; // conv2, 3x3
+      flops += 2 * T(w) * 4 * w * out * out; // conv3, 1x1
       if (stride != 1 || in != 4 * w)
-        flops += 2 * in * 4 * w * out * out; // downsample
+        flops += 2 * T(in) * 4 * w * out * out; // downsample
       in = 4 * w;
       size = out;
     }
   }
-  return flops + 2 * in * c.classes; // fc
+  return flops + 2 * T(in) * c.classes; // fc
+}
+} // namespace
+
+int64_t resnetForwardFlopsPerImage(const ResNetConfig &c) {
+  return forwardFlops<int64_t>(c);
 }
 
 int64_t resnetFlopsPerStep(const ResNetConfig &c) {

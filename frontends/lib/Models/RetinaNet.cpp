@@ -51,6 +51,8 @@ int64_t convSide(int64_t side, int64_t kernel, int64_t stride) {
   return (side + 2 * (kernel / 2) - kernel) / stride + 1;
 }
 
+template <typename T> T forwardFlops(const RetinaNetConfig &c);
+
 /// torchvision's FrozenBatchNorm2d: x * w / sqrt(var + eps) + (b - mean *
 /// w / sqrt(var + eps)), all four statistics buffers.
 class FrozenBatchNorm : public Module {
@@ -223,15 +225,21 @@ void RetinaNetConfig::validate() const {
     fail("image = " + std::to_string(image) +
          " must be divisible by 32 (the pyramid's top-down path doubles C5 "
          "back to C3)");
+  if (3 * __int128(batch) * forwardFlops<__int128>(*this) > __int128(1) << 62)
+    fail("the model is too large for 64-bit counts (a step's FLOPs exceed "
+         "2^62)");
 }
 
-int64_t retinanetForwardFlopsPerImage(const RetinaNetConfig &c) {
+namespace {
+/// The forward FLOPs in `T`: int64_t for the result, __int128 to check that
+/// it fits.
+template <typename T> T forwardFlops(const RetinaNetConfig &c) {
   auto conv = [](int64_t in, int64_t out, int64_t k, int64_t side,
                  int64_t groups = 1) {
-    return 2 * in / groups * out * k * k * side * side;
+    return 2 * T(in / groups) * out * k * k * side * side;
   };
   int64_t side = convSide(c.image, 7, 2);
-  int64_t flops = conv(3, c.stem, 7, side);
+  T flops = conv(3, c.stem, 7, side);
   side = convSide(side, 3, 2); // max pool
   int64_t in = c.stem;
   std::vector<int64_t> stageOut;
@@ -260,6 +268,11 @@ int64_t retinanetForwardFlopsPerImage(const RetinaNetConfig &c) {
              conv(f, c.anchors * c.classes, 3, s) +
              conv(f, c.anchors * 4, 3, s);
   return flops;
+}
+} // namespace
+
+int64_t retinanetForwardFlopsPerImage(const RetinaNetConfig &c) {
+  return forwardFlops<int64_t>(c);
 }
 
 int64_t retinanetFlopsPerStep(const RetinaNetConfig &c) {
@@ -306,14 +319,16 @@ OwningOpRef<ModuleOp> buildRetinaNet(MLIRContext &context,
   std::unique_ptr<Conv> p6, p7;
   {
     Graph::Scope fpn(g, "backbone.fpn");
-    for (int64_t l = 0; l < 3; ++l) {
+    // All inner_blocks, then all layer_blocks: the reference registers the
+    // two ModuleLists before filling them.
+    for (int64_t l = 0; l < 3; ++l)
       inner.push_back(std::make_unique<Conv>(
           g, "inner_blocks." + std::to_string(l), stageOut[l + 1], F,
           std::vector<int64_t>{1, 1}, convOptions(1, 1, true)));
+    for (int64_t l = 0; l < 3; ++l)
       layer.push_back(std::make_unique<Conv>(
           g, "layer_blocks." + std::to_string(l), F, F,
           std::vector<int64_t>{3, 3}, convOptions(3, 1, true)));
-    }
     p6 = std::make_unique<Conv>(g, "extra_blocks.p6", F, F,
                                 std::vector<int64_t>{3, 3},
                                 convOptions(3, 2, true));

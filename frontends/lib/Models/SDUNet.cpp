@@ -292,6 +292,8 @@ Tensor vectorConstant(Graph &g, const std::vector<float> &values) {
 
 int64_t square(int64_t x) { return x * x; }
 
+template <typename T> T forwardFlops(const SDUNetConfig &c);
+
 } // namespace
 
 std::vector<int64_t> SDUNetConfig::channels() const {
@@ -360,19 +362,25 @@ void SDUNetConfig::validate() const {
     fail("latent = " + std::to_string(latent) + " must be divisible by " +
          std::to_string(factor) + " (the UNet halves it " +
          std::to_string(multipliers.size() - 1) + " times)");
+  if (3 * __int128(batch) * forwardFlops<__int128>(*this) > __int128(1) << 62)
+    fail("the model is too large for 64-bit counts (a step's FLOPs exceed "
+         "2^62)");
 }
 
-int64_t sdUNetForwardFlopsPerSample(const SDUNetConfig &c) {
-  const int64_t temb = 4 * c.width, ctx = c.contextLength;
-  auto conv3 = [](int64_t in, int64_t out, int64_t side) {
+namespace {
+/// The forward FLOPs in `T`: int64_t for the result, __int128 to check that
+/// it fits.
+template <typename T> T forwardFlops(const SDUNetConfig &c) {
+  const T temb = 4 * T(c.width), ctx = c.contextLength;
+  auto conv3 = [](T in, T out, int64_t side) {
     return 2 * in * out * 9 * square(side);
   };
-  auto resnet = [&](int64_t in, int64_t out, int64_t side) {
+  auto resnet = [&](T in, T out, int64_t side) {
     return conv3(in, out, side) + conv3(out, out, side) + 2 * temb * out +
-           (in != out ? 2 * in * out * square(side) : 0);
+           (in != out ? 2 * in * out * square(side) : T(0));
   };
-  auto transformer = [&](int64_t ch, int64_t side) {
-    int64_t n = square(side);
+  auto transformer = [&](T ch, int64_t side) {
+    T n = square(side);
     return 2 * 2 * n * ch * ch                          // proj_in, proj_out
            + 4 * 2 * n * ch * ch + 4 * n * n * ch       // self-attention
            + 2 * 2 * n * ch * ch                        // cross q, out
@@ -382,7 +390,7 @@ int64_t sdUNetForwardFlopsPerSample(const SDUNetConfig &c) {
   };
   std::vector<int64_t> ch = c.channels();
   const size_t levels = ch.size();
-  int64_t flops = 2 * c.width * temb + 2 * temb * temb; // time embedding
+  T flops = 2 * T(c.width) * temb + 2 * temb * temb; // time embedding
   int64_t side = c.latent;
   flops += conv3(c.latentChannels, ch[0], side); // conv_in
   int64_t in = ch[0];
@@ -418,6 +426,11 @@ int64_t sdUNetForwardFlopsPerSample(const SDUNetConfig &c) {
     }
   }
   return flops + conv3(ch[0], c.latentChannels, side); // conv_out
+}
+} // namespace
+
+int64_t sdUNetForwardFlopsPerSample(const SDUNetConfig &c) {
+  return forwardFlops<int64_t>(c);
 }
 
 int64_t sdUNetFlopsPerStep(const SDUNetConfig &c) {

@@ -115,6 +115,8 @@ public:
 
 int64_t cube(int64_t s) { return s * s * s; }
 
+template <typename T> T forwardFlops(const UNet3DConfig &c);
+
 } // namespace
 
 std::vector<int64_t> UNet3DConfig::filters() const {
@@ -170,18 +172,25 @@ void UNet3DConfig::validate() const {
   if (classes < 2)
     fail("classes = " + std::to_string(classes) +
          " must be at least 2 (Dice excludes the background class)");
+  if (3 * __int128(batch) * forwardFlops<__int128>(*this) > __int128(1) << 62)
+    fail("the model is too large for 64-bit counts (a step's FLOPs exceed "
+         "2^62)");
   if (width > (int64_t(1) << 16) || maxWidth > (int64_t(1) << 16) ||
       image > (int64_t(1) << 12) || batch > (int64_t(1) << 16) ||
       inChannels > (int64_t(1) << 16) || classes > (int64_t(1) << 16))
     fail("the model is too large for 64-bit counts");
 }
 
-int64_t unet3dForwardFlopsPerSample(const UNet3DConfig &c) {
+namespace {
+/// The forward FLOPs in `T`: int64_t for the result, __int128 to check that
+/// it fits.
+template <typename T> T forwardFlops(const UNet3DConfig &c) {
   std::vector<int64_t> f = c.filters();
   auto conv3 = [](int64_t in, int64_t out, int64_t outSide) {
-    return 2 * in * out * 27 * cube(outSide);
+    return 2 * T(in) * out * 27 * cube(outSide);
   };
-  int64_t flops = 0, side = c.image;
+  T flops = 0;
+  int64_t side = c.image;
   flops += conv3(c.inChannels, f[0], side) + conv3(f[0], f[0], side);
   for (int64_t l = 1; l < kLevels; ++l) {
     side /= 2;
@@ -192,12 +201,17 @@ int64_t unet3dForwardFlopsPerSample(const UNet3DConfig &c) {
   int64_t in = f[kLevels - 1];
   for (int64_t l = kLevels - 1; l >= 0; --l) {
     // Transposed 2x2x2 convolution: every input voxel meets 8 taps.
-    flops += 2 * in * f[l] * 8 * cube(side);
+    flops += 2 * T(in) * f[l] * 8 * cube(side);
     side *= 2;
     flops += conv3(2 * f[l], f[l], side) + conv3(f[l], f[l], side);
     in = f[l];
   }
-  return flops + 2 * f[0] * c.classes * cube(side); // output 1x1x1
+  return flops + 2 * T(f[0]) * c.classes * cube(side); // output 1x1x1
+}
+} // namespace
+
+int64_t unet3dForwardFlopsPerSample(const UNet3DConfig &c) {
+  return forwardFlops<int64_t>(c);
 }
 
 int64_t unet3dFlopsPerStep(const UNet3DConfig &c) {

@@ -198,6 +198,12 @@ Expected<Manifest> Manifest::parse(std::string_view json) {
         return fail(where + "." + key, "expected a non-negative integer");
       *field = *n;
     }
+    if (const JsonValue *v = b.get("ignore")) {
+      Expected<int64_t> n = v->asInteger();
+      if (!n)
+        return fail(where + ".ignore", "expected an integer");
+      info.ignore = *n;
+    }
     m.buffers.push_back(std::move(info));
   }
 

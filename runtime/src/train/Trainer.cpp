@@ -121,11 +121,16 @@ Status readInput(const std::string &dir, Slot &slot) {
       default:
         continue;
       }
+      std::optional<int64_t> ignore = slot.info->ignore;
+      if (ignore && v == static_cast<double>(*ignore))
+        continue;
       if (!(v >= 0 && v < static_cast<double>(range)) || v != std::floor(v))
         return error("'" + path + "' holds " + std::to_string(v) +
                      " at flat index " + std::to_string(i) + "; '" + spec.name +
                      "' takes whole numbers in [0, " + std::to_string(range) +
-                     ")");
+                     ")" +
+                     (ignore ? " or " + std::to_string(*ignore) + " (ignored)"
+                             : std::string()));
     }
   }
   std::memcpy(slot.current.data(), a->data.data(), slot.current.size());

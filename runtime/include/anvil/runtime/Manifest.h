@@ -55,7 +55,8 @@ struct BufferInfo {
   std::optional<InitSpec> init;     ///< For param and state.
   std::optional<int64_t> result;    ///< Train-step result with its update.
   std::optional<int64_t> evalIndex; ///< Argument position in eval_step.
-  std::optional<int64_t> range;     ///< Integer inputs lie in [0, range).
+  std::optional<int64_t> range;     ///< Integer inputs lie in [0, range),
+  std::optional<int64_t> ignore;    ///< or equal this (an ignored label).
 };
 
 /// The arity of an exported step function.
