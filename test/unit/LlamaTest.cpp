@@ -10,6 +10,7 @@
 #include "anvil/Frontend/Models/Llama.h"
 #include "anvil/Frontend/Graph.h"
 #include "anvil/Frontend/Models/Registry.h"
+#include "anvil/Interp/Interpreter.h"
 
 #include "anvil/Dialect/Anvil/IR/AnvilDialect.h"
 #include "anvil/Dialect/Anvil/IR/AnvilOps.h"
@@ -17,6 +18,8 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include <gtest/gtest.h>
+
+#include <map>
 
 using namespace mlir;
 using namespace ::anvil::frontend;
@@ -52,8 +55,16 @@ TEST(Llama, PublishedConfigsHaveTheCheckpointsParameterCounts) {
   // MLPerf's 405B: the same model with a 32,000-row embedding and head.
   EXPECT_EQ(llamaParameterCount(config("llama3.1-405b-mlperf")),
             405853388800 - int64_t(2) * (128256 - 32000) * 16384);
-  // LoRA rank 16 on q, k, v and o of 80 layers: 65,536,000 adapters.
+  // MLPerf's LoRA: rank 16 on the fused qkv_proj (8192 -> 10240) and on
+  // o_proj of 80 layers, 16 (8192 + 10240 + 8192 + 8192) each: 44,564,480
+  // adapters (PEFT's r (in + out) per adapted nn.Linear).
   EXPECT_EQ(llamaParameterCount(config("llama2-70b-lora")) -
+                llamaParameterCount(config("llama2-70b")),
+            44564480);
+  // Separate q, k, v and o projections would have 65,536,000.
+  LlamaConfig separate = config("llama2-70b-lora");
+  separate.fusedQKV = false;
+  EXPECT_EQ(llamaParameterCount(separate) -
                 llamaParameterCount(config("llama2-70b")),
             65536000);
 }
@@ -112,7 +123,17 @@ TEST(Llama, LoraAdaptsTheAttentionProjectionsOnly) {
     EXPECT_NE(p.getName().find(".lora_"), llvm::StringRef::npos)
         << p.getName().str();
   }
-  EXPECT_EQ(trainable, 8); // A and B of q, k, v, o
+  EXPECT_EQ(trainable, 4); // A and B of qkv and o
+  std::vector<std::string> names = parameterNames(*module);
+  std::vector<std::string> attention(names.begin() + 2, names.begin() + 8);
+  std::vector<std::string> expected = {
+      "model.layers.0.self_attn.qkv_proj.weight",
+      "model.layers.0.self_attn.qkv_proj.lora_A.weight",
+      "model.layers.0.self_attn.qkv_proj.lora_B.weight",
+      "model.layers.0.self_attn.o_proj.weight",
+      "model.layers.0.self_attn.o_proj.lora_A.weight",
+      "model.layers.0.self_attn.o_proj.lora_B.weight"};
+  EXPECT_EQ(attention, expected);
 }
 
 TEST(Llama, FormulaAgreesWithTheGraphsOwnMatmulsAndAttention) {
@@ -158,4 +179,49 @@ TEST(Llama, BadConfigsNameTheField) {
                 .find("config 'llama-tiny': unknown field "
                       "'depth'; the fields are layers,"),
             0u);
+}
+
+TEST(Llama, FusedQKVComputesWhatSeparateProjectionsDo) {
+  // The same weights, once as q_proj, k_proj, v_proj and once stacked into
+  // qkv_proj (rows q, then k, then v), give the same loss.
+  LlamaConfig separate = config("llama-tiny");
+  LlamaConfig fused = separate;
+  fused.fusedQKV = true;
+  MLIRContext context;
+  OwningOpRef<ModuleOp> a = buildLlama(context, separate);
+  OwningOpRef<ModuleOp> b = buildLlama(context, fused);
+  auto fa = *a->getOps<FunctionOpInterface>().begin();
+  auto fb = *b->getOps<FunctionOpInterface>().begin();
+  std::map<std::string, ::anvil::interp::Buffer> byName;
+  std::vector<::anvil::interp::Buffer> argsA;
+  for (unsigned i = 0; i < fa.getNumArguments(); ++i) {
+    argsA.push_back(
+        ::anvil::interp::randomArgument(fa, i, /*seed=*/11, separate.vocab));
+    byName[*::anvil::interp::argumentName(fa, i)] = argsA.back();
+  }
+  std::vector<::anvil::interp::Buffer> argsB;
+  for (unsigned i = 0; i < fb.getNumArguments(); ++i) {
+    std::string name = *::anvil::interp::argumentName(fb, i);
+    auto at = name.find("qkv_proj");
+    if (at == std::string::npos) {
+      argsB.push_back(byName.at(name));
+      continue;
+    }
+    ::anvil::interp::Buffer stacked =
+        ::anvil::interp::randomArgument(fb, i, 0, 0);
+    stacked.data.clear();
+    for (const char *part : {"q_proj", "k_proj", "v_proj"}) {
+      std::string piece = name;
+      piece.replace(at, 8, part);
+      const auto &w = byName.at(piece).data; // (out, in), row-major
+      stacked.data.insert(stacked.data.end(), w.begin(), w.end());
+    }
+    ASSERT_EQ(static_cast<int64_t>(stacked.data.size()),
+              stacked.shape[0] * stacked.shape[1]);
+    argsB.push_back(stacked);
+  }
+  auto ra = ::anvil::interp::run(fa, argsA);
+  auto rb = ::anvil::interp::run(fb, argsB);
+  ASSERT_TRUE(succeeded(ra) && succeeded(rb));
+  EXPECT_NEAR((*ra)[0].data[0], (*rb)[0].data[0], 1e-12);
 }

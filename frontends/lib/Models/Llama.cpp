@@ -90,16 +90,27 @@ Tensor ropeTable(Graph &g, const LlamaConfig &c, bool sine) {
       {type});
 }
 
-/// Llama attention: separate q/k/v/o projections without biases, rotary
-/// embeddings on q and k, grouped-query causal attention.
+/// Llama attention: q/k/v/o projections without biases (q, k and v
+/// separate, or fused into one qkv_proj whose rows are q's, then k's, then
+/// v's), rotary embeddings on q and k, grouped-query causal attention.
 class LlamaAttention : public Module {
 public:
   LlamaAttention(Within at, const LlamaConfig &c, LoRA lora)
-      : Module(at, "self_attn"), c(c),
-        q(*this, "q_proj", c.width, c.heads * c.headDim(), options(lora)),
-        k(*this, "k_proj", c.width, c.kvHeads * c.headDim(), options(lora)),
-        v(*this, "v_proj", c.width, c.kvHeads * c.headDim(), options(lora)),
-        o(*this, "o_proj", c.heads * c.headDim(), c.width, options(lora)) {}
+      : Module(at, "self_attn"), c(c) {
+    // In state-dict order: the q/k/v projections, then o_proj.
+    int64_t q = c.heads * c.headDim(), kv = c.kvHeads * c.headDim();
+    auto linear = [&](const char *name, int64_t in, int64_t out) {
+      return std::make_unique<Linear>(*this, name, in, out, options(lora));
+    };
+    if (c.fusedQKV) {
+      qkv = linear("qkv_proj", c.width, q + 2 * kv);
+    } else {
+      qProj = linear("q_proj", c.width, q);
+      kProj = linear("k_proj", c.width, kv);
+      vProj = linear("v_proj", c.width, kv);
+    }
+    o = linear("o_proj", q, c.width);
+  }
 
   static Linear::Options options(LoRA lora) {
     Linear::Options o;
@@ -119,15 +130,23 @@ public:
     auto rope = [&](Tensor y) {
       return graph().op<ad::RopeOp>({y.value(), cos.value(), sin.value()});
     };
-    Tensor qh = rope(heads(q(x), c.heads));
-    Tensor kh = rope(heads(k(x), c.kvHeads));
-    Tensor vh = heads(v(x), c.kvHeads);
+    Tensor qy, ky, vy;
+    if (qkv) {
+      std::vector<Tensor> parts =
+          split((*qkv)(x), 2, {c.heads * d, c.kvHeads * d, c.kvHeads * d});
+      qy = parts[0], ky = parts[1], vy = parts[2];
+    } else {
+      qy = (*qProj)(x), ky = (*kProj)(x), vy = (*vProj)(x);
+    }
+    Tensor qh = rope(heads(qy, c.heads));
+    Tensor kh = rope(heads(ky, c.kvHeads));
+    Tensor vh = heads(vy, c.kvHeads);
     Tensor y = attention(qh, kh, vh, /*causal=*/true);
-    return o(reshape(transpose(y, {0, 2, 1, 3}), {b, t, c.heads * d}));
+    return (*o)(reshape(transpose(y, {0, 2, 1, 3}), {b, t, c.heads * d}));
   }
 
   const LlamaConfig &c;
-  Linear q, k, v, o;
+  std::unique_ptr<Linear> qProj, kProj, vProj, qkv, o;
 };
 
 /// SwiGLU: down(silu(gate(x)) * up(x)).
@@ -191,8 +210,11 @@ const std::vector<LlamaConfig> &llamaConfigs() {
     LlamaConfig l2 =
         make("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096, 10000.0, false);
     v.push_back(l2);
+    // MLPerf's reference fine-tunes a Llama 2 70B checkpoint with fused
+    // q/k/v projections and adapts qkv_proj and o_proj.
     LlamaConfig lora = l2;
     lora.name = "llama2-70b-lora";
+    lora.fusedQKV = true;
     lora.context = 8192;
     lora.loraRank = 16;
     lora.loraAlpha = 32;
@@ -219,7 +241,8 @@ const std::vector<std::string> &LlamaConfig::fieldNames() {
                                                  "rope_theta",
                                                  "rope_original_context",
                                                  "lora_rank",
-                                                 "lora_alpha"};
+                                                 "lora_alpha",
+                                                 "fused_qkv"};
   return names;
 }
 
@@ -252,7 +275,12 @@ void LlamaConfig::set(const std::string &field, const std::string &value) {
     loraRank = parseInt();
   else if (field == "lora_alpha")
     loraAlpha = parseDouble();
-  else
+  else if (field == "fused_qkv") {
+    int64_t v = parseInt();
+    if (v != 0 && v != 1)
+      config::fail(name, "fused_qkv = " + value + " must be 0 or 1");
+    fusedQKV = v == 1;
+  } else
     config::unknownField(name, field, fieldNames());
 }
 
@@ -298,7 +326,10 @@ void LlamaConfig::validate() const {
 int64_t llamaParameterCount(const LlamaConfig &c) {
   int64_t C = c.width, kv = c.kvHeads * c.headDim(), q = c.heads * c.headDim();
   int64_t perLayer = 2 * C + C * q + 2 * C * kv + q * C + 3 * C * c.ffn;
-  if (c.loraRank)
+  // An adapter of rank r on a linear layer (in, out) has r (in + out).
+  if (c.loraRank && c.fusedQKV)
+    perLayer += c.loraRank * ((C + q + 2 * kv) + (q + C));
+  else if (c.loraRank)
     perLayer += c.loraRank * ((C + q) + (C + kv) + (C + kv) + (q + C));
   return 2 * c.vocab * C + C + c.layers * perLayer;
 }

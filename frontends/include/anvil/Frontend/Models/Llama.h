@@ -13,8 +13,10 @@
 //                      model.norm.weight, lm_head.weight,   // parameters
 //                      tokens (B, T) i32, targets (B, T) i32) -> loss
 //
-// LoRA configs (llama2-70b-lora) add PEFT adapters of the given rank to the
-// q/k/v/o projections and freeze the base model.
+// LoRA configs add PEFT adapters of the given rank to the attention
+// projections and freeze the base model; llama2-70b-lora is MLPerf's: a
+// checkpoint with fused q/k/v projections (`self_attn.qkv_proj`), adapters
+// on qkv_proj and o_proj.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,6 +48,9 @@ struct LlamaConfig {
   int64_t batch = 1;
   int64_t seqLen = 0;   ///< T of the training step; 0 means `context`.
   int64_t loraRank = 0; ///< Adapters on q/k/v/o_proj; 0: plain training.
+  /// One qkv_proj (rows q, k, v) instead of q_proj, k_proj and v_proj, as
+  /// in the fused checkpoint MLPerf's LoRA reference fine-tunes.
+  bool fusedQKV = false;
   double loraAlpha = 0; ///< 0 means alpha = rank.
 
   int64_t headDim() const { return width / heads; }
@@ -65,7 +70,8 @@ const std::vector<LlamaConfig> &llamaConfigs();
 const LlamaConfig *findLlamaConfig(const std::string &name);
 
 /// Parameters of the base model: 2 V C + C + L (2 C + 2 C^2 + 2 C Hkv D +
-/// 3 C F), plus the adapters' 2 r (2 C + 2 Hkv D) per layer with LoRA.
+/// 3 C F), plus r (in + out) per adapted projection and layer with LoRA
+/// (q, k, v and o, or qkv and o when fused).
 int64_t llamaParameterCount(const LlamaConfig &config);
 /// Training FLOPs of one step: 6 flops per weight of a matmul (the
 /// parameters less the embedding table, which is a lookup) per token, 4
