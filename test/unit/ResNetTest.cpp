@@ -23,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 
 using namespace mlir;
@@ -159,4 +160,22 @@ TEST(ResNet, BatchNormUpdatesItsRunningStatisticsInTrainingOnly) {
   EXPECT_EQ(bufferResults, 17u * 3);
   fn = module->lookupSymbol<func::FuncOp>("forward");
   EXPECT_EQ(fn.getNumResults(), 1u);
+  // ... and normalizes with the running statistics, as PyTorch's eval().
+  int norms = 0;
+  fn.walk([&](ad::BatchNormInferenceOp bn) {
+    ++norms;
+    auto arg = [&](Value v) {
+      auto a = dyn_cast<BlockArgument>(v);
+      return a ? *::anvil::interp::argumentName(fn, a.getArgNumber())
+               : std::string("?");
+    };
+    std::string weight = arg(bn.getScale());
+    std::string prefix = weight.substr(0, weight.size() - strlen("weight"));
+    EXPECT_EQ(arg(bn.getMean()), prefix + "running_mean");
+    EXPECT_EQ(arg(bn.getVariance()), prefix + "running_var");
+  });
+  EXPECT_EQ(norms, 17);
+  int trainNorms = 0;
+  fn.walk([&](ad::BatchNormTrainOp) { ++trainNorms; });
+  EXPECT_EQ(trainNorms, 0);
 }

@@ -12,7 +12,9 @@
 //    replaces. The forward function's own tied results (buffer updates such
 //    as batch norm's running statistics) join the state results.
 // 5. @forward stays the evaluation function: its tied results are dropped,
-//    so evaluating never updates a buffer.
+//    so evaluating never updates a buffer, and a batch norm whose batch
+//    statistics update two buffers (its running mean and variance)
+//    normalizes with those buffers instead, as PyTorch's eval() does.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,6 +56,53 @@ SmallVector<StringRef> stateNames(Kind kind, bool momentum) {
     return {"sum"};
   }
   llvm_unreachable("unknown optimizer");
+}
+
+/// The argument that `value` updates: the one tied to the only result of
+/// `fn` that `value` flows into, or null when there is not exactly one.
+BlockArgument updatedBuffer(func::FuncOp fn, Value value) {
+  auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+  SmallVector<Value> work{value};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  std::optional<int64_t> tied;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (user == ret.getOperation()) {
+        auto index = fn.getResultAttrOfType<IntegerAttr>(
+            use.getOperandNumber(), AnvilDialect::kTiedAttrName);
+        if (!index || (tied && *tied != index.getInt()))
+          return {};
+        tied = index.getInt();
+        continue;
+      }
+      if (seen.insert(user).second)
+        work.append(user->getResults().begin(), user->getResults().end());
+    }
+  }
+  return tied ? fn.getArgument(*tied) : BlockArgument();
+}
+
+/// In the evaluation function `fn`, every batch norm whose batch mean and
+/// variance update buffers normalizes with those buffers (its running
+/// statistics) instead of the batch's.
+void useRunningStatistics(func::FuncOp fn) {
+  SmallVector<BatchNormTrainOp> norms;
+  fn.walk([&](BatchNormTrainOp bn) { norms.push_back(bn); });
+  for (BatchNormTrainOp bn : norms) {
+    BlockArgument mean = updatedBuffer(fn, bn.getBatchMean());
+    BlockArgument var = updatedBuffer(fn, bn.getBatchVariance());
+    if (!mean || !var || mean == var ||
+        mean.getType() != bn.getBatchMean().getType() ||
+        var.getType() != bn.getBatchVariance().getType())
+      continue;
+    OpBuilder b(bn);
+    auto eval = BatchNormInferenceOp::create(b, bn.getLoc(), bn.getOperand(),
+                                             bn.getScale(), bn.getBias(), mean,
+                                             var, bn.getEpsilonAttr());
+    bn.getResult().replaceAllUsesWith(eval.getResult());
+  }
 }
 
 /// Replaces the body of `fn` by `accumulate` copies of it, one per
@@ -476,6 +525,7 @@ void AnvilOptimizerPass::runOnOperation() {
 
   // 5. Evaluation reads buffers and never updates them.
   if (!bufferUpdates.empty()) {
+    useRunningStatistics(forward);
     auto fret = cast<func::ReturnOp>(forward.getBody().front().getTerminator());
     llvm::BitVector drop(forward.getNumResults());
     SmallVector<Value> kept;

@@ -103,7 +103,10 @@ def AnvilOptimizerPass : Pass<"anvil-optimizer", "mlir::ModuleOp"> {
        Results of the forward function that are already tied (the updates
        of buffers, such as batch norm's running statistics) join the state
        values; the forward function then loses them, so that evaluating it
-       reads buffers and never updates them.
+       reads buffers and never updates them, and each of its
+       `batch_norm_train` ops whose batch mean and variance update two
+       buffers becomes a `batch_norm_inference` on those buffers (the
+       running statistics, as in PyTorch's eval()).
     7. With `accumulate = K`, every input gets a leading dimension K and the
        forward pass is unrolled over the K micro-batches; the loss is their
        mean, so the gradients are the mean of the micro-batch gradients.
