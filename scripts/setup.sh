@@ -24,6 +24,7 @@ PACKAGES=(
   cmake ninja-build g++ ccache python3
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libgtest-dev libopenblas-dev
+  libopenmpi-dev openmpi-bin
 )
 
 log() { printf '[setup] %s\n' "$*"; }
