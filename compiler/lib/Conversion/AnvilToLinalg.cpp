@@ -1432,6 +1432,8 @@ struct AnvilConvertToLinalgPass
         lowered.insert(root->getStringRef());
     auto *anvil = ctx->getLoadedDialect<AnvilDialect>();
     bool missing = false;
+    // Collectives stay: anvil-bufferize turns them into runtime calls.
+    lowered.insert(AllReduceOp::getOperationName());
     getOperation().walk([&](Operation *op) {
       if (op->getDialect() != anvil ||
           lowered.contains(op->getName().getStringRef()))
@@ -1458,7 +1460,7 @@ struct AnvilConvertToLinalgPass
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     WalkResult left = getOperation().walk([&](Operation *op) {
-      if (op->getDialect() != anvil)
+      if (op->getDialect() != anvil || isa<AllReduceOp>(op))
         return WalkResult::advance();
       op->emitError("anvil-convert-to-linalg: failed to lower '")
           << op->getName() << "'";

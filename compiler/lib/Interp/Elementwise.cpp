@@ -93,6 +93,9 @@ void registerElementwiseEvaluators(EvaluatorTable &t) {
   unary<ad::SigmoidOp>(t, sigmoid);
   unary<ad::SiluOp>(t, [](double x) { return x * sigmoid(x); });
   unary<ad::StopGradientOp>(t, [](double x) { return x; });
+  // The interpreter is one process: a world of one rank, where every
+  // all-reduce returns its operand.
+  unary<ad::AllReduceOp>(t, [](double x) { return x; });
   unary<ad::ReluOp>(t,
                     [](double x) { return x > 0.0 ? x : (x == x ? 0.0 : x); });
   t.add<ad::GeluOp>([](ad::GeluOp op, ArrayRef<const Buffer *> in,

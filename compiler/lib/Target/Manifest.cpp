@@ -269,6 +269,17 @@ FailureOr<ModuleABI> mlir::anvil::buildModuleABI(FunctionOpInterface train,
        json::Object{{"args", (train && eval ? eval : main).getNumArguments()},
                     {"results", std::move(evalResults)}}},
       {"buffers", std::move(buffers)}};
+  // The device mesh of a sharded program: the runtime checks the world
+  // the launcher started against it.
+  if (auto module = main->getParentOfType<ModuleOp>())
+    if (auto mesh = module->getAttrOfType<DictionaryAttr>(
+            AnvilDialect::kMeshAttrName)) {
+      json::Object axes;
+      for (NamedAttribute axis : mesh)
+        axes[axis.getName().str()] =
+            cast<IntegerAttr>(axis.getValue()).getInt();
+      doc["mesh"] = std::move(axes);
+    }
   llvm::raw_string_ostream os(abi.manifest);
   os << json::Value(std::move(doc));
   return abi;

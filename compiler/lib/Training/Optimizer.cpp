@@ -208,6 +208,9 @@ void AnvilOptimizerPass::runOnOperation() {
                 " must lie in [0, 1]");
   if (accumulate < 1)
     return fail("accumulate = " + Twine(accumulate) + " must be at least 1");
+  if (dataParallel < 1)
+    return fail("data-parallel = " + Twine(dataParallel) +
+                " must be at least 1");
   if (lossScale != "none" && lossScale != "dynamic")
     return fail("loss-scale = '" + lossScale + "' is not one of none, dynamic");
   if (!(scaleInit > 0) || scaleInterval < 1)
@@ -356,6 +359,11 @@ void AnvilOptimizerPass::runOnOperation() {
   SmallVector<Value> g;
   for (Value gi : grads->grads)
     g.push_back(toCompute(gi));
+  // Data parallelism: this rank's gradients become the mean over the ranks
+  // (before unscaling and clipping, which are linear and global).
+  if (dataParallel > 1)
+    for (Value &gi : g)
+      gi = AllReduceOp::create(b, e.loc, CollectiveOp::mean, gi, "dp");
   Value finite;
   if (scaling) {
     // Unscale, and find out whether every gradient is finite: x - x is 0
@@ -404,6 +412,10 @@ void AnvilOptimizerPass::runOnOperation() {
   for (auto [r, value] : llvm::enumerate(ret.getOperands()))
     if (!bufferUpdates.count(r))
       results.push_back(value);
+  // ... and the loss, the mean over the ranks' equal shares of the batch.
+  if (dataParallel > 1)
+    results[0] =
+        AllReduceOp::create(b, e.loc, CollectiveOp::mean, results[0], "dp");
   SmallVector<std::pair<Value, BlockArgument>> stateResults;
   Value b1t = PowOp::create(b, e.loc, scalar(beta1), t);
   Value b2t = PowOp::create(b, e.loc, scalar(beta2), t);

@@ -135,6 +135,13 @@ cl::opt<std::string>
                            "one the model's reference trains with: lamb for "
                            "bert, adagrad for dlrm, else adamw)"),
                   cl::init("adamw"), cl::cat(category));
+cl::opt<std::string> meshSpec(
+    "mesh",
+    cl::desc("Device mesh of the per-rank program: dp=N compiles one rank of "
+             "N data-parallel ranks (each takes batch / N rows; gradients "
+             "and the loss are averaged over the ranks); run it with "
+             "anvil-run -n N, mpirun or srun"),
+    cl::value_desc("axis=ranks"), cl::init(""), cl::cat(category));
 cl::opt<double> learningRate("lr", cl::desc("Peak learning rate"),
                              cl::init(1e-3), cl::cat(category));
 cl::opt<int64_t> warmupSteps("warmup", cl::desc("Linear warm-up steps"),
@@ -215,6 +222,34 @@ void printReport(const ModelReport &r, int64_t dispatches, int64_t plannedBytes,
 }
 } // namespace
 
+/// Data-parallel ranks of --mesh (1 without one).
+int64_t dataParallel = 1;
+
+/// Parses --mesh: `dp=N`. Other axes come with tensor and sequence
+/// parallelism.
+LogicalResult parseMesh() {
+  if (meshSpec.empty())
+    return mlir::success();
+  SmallVector<StringRef> axes;
+  StringRef(meshSpec).split(axes, ',');
+  for (StringRef axis : axes) {
+    auto [name, value] = axis.split('=');
+    int64_t ranks = 0;
+    if (name != "dp") {
+      error("--mesh: axis '" + name +
+            "' is not supported yet (dp, data parallel, is)");
+      return mlir::failure();
+    }
+    if (value.getAsInteger(10, ranks) || ranks < 1) {
+      error("--mesh: " + name + " = '" + value +
+            "' is not a positive number of ranks");
+      return mlir::failure();
+    }
+    dataParallel = ranks;
+  }
+  return mlir::success();
+}
+
 /// Builds @train_step into `module` with the optimizer options.
 LogicalResult buildTrainStep(mlir::ModuleOp module) {
   mlir::anvil::registerAnvilTrainingPasses();
@@ -229,7 +264,9 @@ LogicalResult buildTrainStep(mlir::ModuleOp module) {
       "anvil-optimizer{optimizer=" + optimizer + " lr=" + num(learningRate) +
       " warmup=" + std::to_string(warmupSteps) + " decay=" + decaySchedule +
       " total-steps=" + std::to_string(totalSteps) + " clip=" + num(clipNorm) +
-      " weight-decay=" + num(weightDecay) + " " + optimizerOptions + "}";
+      " weight-decay=" + num(weightDecay) +
+      " data-parallel=" + std::to_string(dataParallel) + " " +
+      optimizerOptions + "}";
   if (failed(mlir::parsePassPipeline(pipeline, pm)) || failed(pm.run(module))) {
     error("could not build the training step (" + pipeline + ")");
     return mlir::failure();
@@ -290,6 +327,11 @@ int main(int argc, char **argv) {
     return 0;
   }
   bool fromFile = !inputFile.empty();
+  if (failed(parseMesh()))
+    return 1;
+  if (fromFile && dataParallel > 1)
+    return error("--mesh needs a zoo model (--model, --config) for now: it "
+                 "divides the model's batch among the ranks");
   if (fromFile && (!modelName.empty() || !configName.empty()))
     return error("give either an .mlir file or --model/--config, not both");
   if (!fromFile && (modelName.empty() || configName.empty()))
@@ -329,6 +371,17 @@ int main(int argc, char **argv) {
       fields.emplace_back("seq_len", std::to_string(seqLen));
     try {
       built = buildModel(context, modelName, configName, fields);
+      if (dataParallel > 1) {
+        // One rank's program: its share of the batch.
+        int64_t batch = built.report.batch;
+        if (batch % dataParallel != 0)
+          return error("--mesh dp=" + std::to_string(dataParallel) +
+                       ": the batch of " + std::to_string(batch) +
+                       " does not divide into " + std::to_string(dataParallel) +
+                       " ranks");
+        fields.emplace_back("batch", std::to_string(batch / dataParallel));
+        built = buildModel(context, modelName, configName, fields);
+      }
     } catch (const BuildError &e) {
       return error(e.what());
     }
@@ -345,6 +398,13 @@ int main(int argc, char **argv) {
                   what == Emit::LLVM;
   bool irToStdout =
       what != Emit::None && (outputFile.empty() || outputFile == "-");
+
+  if (dataParallel > 1) {
+    mlir::Builder b(&context);
+    module->setAttr(mlir::anvil::AnvilDialect::kMeshAttrName,
+                    b.getDictionaryAttr(b.getNamedAttr(
+                        "dp", b.getI64IntegerAttr(dataParallel))));
+  }
 
   // The functions to compile: --entry alone, else @train_step (built from
   // @forward when the module has none) and @forward for evaluation.
@@ -447,7 +507,8 @@ int main(int argc, char **argv) {
       cxx = llvm::sys::Process::GetEnv("CXX").value_or("c++");
     std::string log;
     if (failed(mlir::anvil::cpu::linkExecutable(
-            object, outputFile, defaultRuntimeDir(argv[0]), cxx, log)))
+            object, outputFile, defaultRuntimeDir(argv[0]), cxx,
+            /*distributed=*/dataParallel > 1, log)))
       return error(log);
   }
   if (report != Report::None)

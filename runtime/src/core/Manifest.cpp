@@ -119,6 +119,16 @@ Expected<Manifest> Manifest::parse(std::string_view json) {
       return fail("flops_per_step", "expected a non-negative number");
     m.flopsPerStep = f->asNumber();
   }
+  if (const JsonValue *mesh = doc->get("mesh")) {
+    if (!mesh->isObject())
+      return fail("mesh", "expected an object of axis: ranks");
+    for (const auto &[axis, ranks] : mesh->members()) {
+      Expected<int64_t> v = ranks.asInteger();
+      if (!v || *v < 1)
+        return fail("mesh." + axis, "expected a positive number of ranks");
+      m.mesh.emplace_back(axis, *v);
+    }
+  }
   if (const JsonValue *p = doc->get("planned_bytes")) {
     Expected<int64_t> v = p->asInteger();
     if (!v || *v < 0)

@@ -149,4 +149,9 @@ makeMPICommunicator(const WorldInfo &expected) {
   return std::unique_ptr<Communicator>(std::move(comm));
 }
 
+Expected<std::unique_ptr<Communicator>>
+makeWorldCommunicator(const WorldInfo &world) {
+  return makeMPICommunicator(world);
+}
+
 } // namespace anvil::rt

@@ -16,6 +16,7 @@
 #include "anvil/runtime/Trainer.h"
 
 #include "anvil/runtime/Checkpoint.h"
+#include "anvil/runtime/Dist.h"
 #include "anvil/runtime/Init.h"
 #include "anvil/runtime/Manifest.h"
 #include "anvil/runtime/Metrics.h"
@@ -81,17 +82,33 @@ Status error(const std::string &message) {
 }
 
 /// Reads DIR/NAME.npy into `slot`, which must match its dtype and shape.
-Status readInput(const std::string &dir, Slot &slot) {
+/// Rank `rank` of `ranks` data-parallel ranks reads the whole batch (ranks
+/// times the slot's rows) and keeps its share, rows [rank b, (rank + 1) b).
+Status readInput(const std::string &dir, Slot &slot, int64_t rank = 0,
+                 int64_t ranks = 1) {
   const TensorSpec &spec = slot.info->spec;
   std::string path = dir + "/" + spec.name + ".npy";
   Expected<NpyArray> a = readNpy(path);
   if (!a)
     return a.status();
-  if (a->dtype != spec.dtype || a->shape != spec.shape)
-    return error("'" + path + "' holds " + std::string(dtypeName(a->dtype)) +
-                 formatShape(a->shape) + ", the model's '" + spec.name +
-                 "' is " + std::string(dtypeName(spec.dtype)) +
-                 formatShape(spec.shape));
+  std::vector<int64_t> whole = spec.shape;
+  if (ranks > 1 && !whole.empty())
+    whole[0] *= ranks;
+  if (a->dtype != spec.dtype || a->shape != whole)
+    return error(
+        "'" + path + "' holds " + std::string(dtypeName(a->dtype)) +
+        formatShape(a->shape) + ", the model's '" + spec.name + "' is " +
+        std::string(dtypeName(spec.dtype)) + formatShape(whole) +
+        (ranks > 1 ? " (the whole batch of " + std::to_string(ranks) + " ranks)"
+                   : std::string()));
+  if (ranks > 1 && !whole.empty()) {
+    // This rank's rows, contiguous in C order.
+    size_t share = slot.current.size();
+    a->data.erase(a->data.begin(),
+                  a->data.begin() + static_cast<std::ptrdiff_t>(
+                                        share * static_cast<size_t>(rank)));
+    a->data.resize(share);
+  }
   if (slot.info->range) {
     // Values outside [0, range) would index past a table or a class.
     int64_t range = *slot.info->range;
@@ -194,6 +211,9 @@ private:
   std::optional<TokenDataset> train_, val_;
   int64_t tokensPerStep_ = 0;
   bool batchLoaded_ = false;
+  WorldInfo world_;
+  int64_t dataParallel_ = 1; ///< Ranks of mesh axis dp.
+  std::unique_ptr<Communicator> comm_;
 };
 
 Slot *Trainer::slot(const std::string &name) {
@@ -204,6 +224,37 @@ Slot *Trainer::slot(const std::string &name) {
 }
 
 Status Trainer::setUp() {
+  // The world the launcher started, against the mesh compiled in.
+  Expected<WorldInfo> world = worldFromEnvironment();
+  if (!world)
+    return world.status();
+  world_ = *world;
+  dataParallel_ = m_.meshAxis("dp");
+  if (world_.size != dataParallel_)
+    return error(
+        "this program was compiled for " + std::to_string(dataParallel_) +
+        (dataParallel_ == 1 ? " process"
+                            : " data-parallel ranks (--mesh dp=" +
+                                  std::to_string(dataParallel_) + ")") +
+        ", but " +
+        (world_.size == 1 ? std::string("it runs as a single process")
+                          : world_.launcher + " started " +
+                                std::to_string(world_.size) + " ranks") +
+        (dataParallel_ > 1
+             ? "; start it with anvil-run -n " + std::to_string(dataParallel_) +
+                   ", mpirun -n or srun -n"
+             : ""));
+  if (dataParallel_ > 1) {
+    Expected<std::unique_ptr<Communicator>> comm =
+        makeWorldCommunicator(world_);
+    if (!comm)
+      return comm.status();
+    comm_ = std::move(*comm);
+    setCommunicator(comm_.get());
+    // Every rank runs the same steps; rank 0 speaks for them.
+    if (world_.rank != 0 && !std::freopen("/dev/null", "w", stdout))
+      return error("cannot silence rank " + std::to_string(world_.rank));
+  }
   for (const BufferInfo &b : m_.buffers) {
     Expected<int64_t> bytes = numBytes(b.spec.shape, b.spec.dtype);
     if (!bytes)
@@ -323,7 +374,8 @@ Status Trainer::fillBatch(uint64_t position, bool validation) {
       return Status::ok();
     for (Slot &s : slots_)
       if (s.info->role == BufferRole::Input && &s != dropoutSeed_)
-        if (Status st = readInput(o_.batchDir, s); !st)
+        if (Status st = readInput(o_.batchDir, s, world_.rank, dataParallel_);
+            !st)
           return st;
     batchLoaded_ = true;
     return Status::ok();
@@ -331,22 +383,28 @@ Status Trainer::fillBatch(uint64_t position, bool validation) {
   if (!tokens_)
     return Status::ok();
   const auto &shape = tokens_->info->spec.shape;
-  std::vector<int32_t> in(static_cast<size_t>(tokensPerStep_)),
-      out(static_cast<size_t>(tokensPerStep_));
+  // The whole batch of all data-parallel ranks; this rank keeps its rows.
+  int64_t rows = shape[0] * dataParallel_;
+  std::vector<int32_t> in(static_cast<size_t>(rows * shape[1])),
+      out(static_cast<size_t>(rows * shape[1]));
   // Validation batches come from their own stream (the val split, or
   // synthetic rows keyed by a different seed).
   uint64_t seed = validation ? o_.seed ^ 0x5EEDFA11C0FFEEull : o_.seed;
   Status st;
   if (!o_.data.empty())
     st = (validation ? *val_ : *train_)
-             .sampleBatch(seed, position, shape[0], shape[1], in, out);
+             .sampleBatch(seed, position, rows, shape[1], in, out);
   else
-    st = sampleSyntheticBatch(seed, position, *tokens_->info->range, shape[0],
+    st = sampleSyntheticBatch(seed, position, *tokens_->info->range, rows,
                               shape[1], in, out);
   if (!st)
     return st;
-  storeTokens(in, *tokens_);
-  storeTokens(out, *targets_);
+  auto mine = [&](const std::vector<int32_t> &all) {
+    auto first = all.begin() + world_.rank * tokensPerStep_;
+    return std::vector<int32_t>(first, first + tokensPerStep_);
+  };
+  storeTokens(mine(in), *tokens_);
+  storeTokens(mine(out), *targets_);
   return Status::ok();
 }
 
@@ -386,6 +444,9 @@ Status Trainer::initState(int64_t numArgs) {
 }
 
 Status Trainer::checkpoint(int64_t step) {
+  // Data-parallel ranks hold the same state: rank 0 writes it.
+  if (world_.rank != 0)
+    return Status::ok();
   std::vector<TensorRef> tensors;
   for (const Slot &s : slots_)
     if (s.info->role == BufferRole::Param || s.info->role == BufferRole::State)
@@ -445,7 +506,7 @@ Status Trainer::run() {
       return st;
 
   std::optional<MetricsLog> log;
-  if (!o_.log.empty()) {
+  if (!o_.log.empty() && world_.rank == 0) {
     Expected<MetricsLog> l = MetricsLog::open(
         o_.log, o_.resume ? std::optional<int64_t>(step) : std::nullopt);
     if (!l)
@@ -484,6 +545,12 @@ Status Trainer::run() {
               static_cast<long long>(o_.steps), m_.flopsPerStep / 1e9,
               static_cast<unsigned long long>(o_.seed),
               o_.data.empty() && o_.batchDir.empty() ? ", synthetic data" : "");
+  if (comm_)
+    std::printf("%lld data-parallel ranks (%s; ranks from %s): each takes "
+                "1/%lld of every batch; the figures below are rank 0's\n",
+                static_cast<long long>(dataParallel_),
+                comm_->transport().c_str(), world_.launcher.c_str(),
+                static_cast<long long>(dataParallel_));
   double windowSeconds = 0;
   int64_t windowSteps = 0;
   const int64_t firstStep = step + 1; // reported too: where the loss starts

@@ -1044,3 +1044,17 @@ func.func @unknown_discardable_attr(%a: tensor<4xf32>) {
 
 // expected-error@+1 {{result #0 has unknown attribute 'anvil.bogus'; anvil defines 'anvil.grad', 'anvil.metric' and 'anvil.tied_to'}}
 func.func private @result_attribute(tensor<4xf32>) -> (tensor<4xf32> {anvil.bogus = 1 : i32})
+
+// -----
+
+func.func @all_reduce_without_axis(%g: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'anvil.all_reduce' op needs the name of a mesh axis (axis "dp")}}
+  %0 = anvil.all_reduce sum %g axis "" : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error@+1 {{'anvil.mesh': axis 'dp' needs a positive number of ranks, got 0 : i64}}
+module attributes {anvil.mesh = {dp = 0 : i64}} {
+}

@@ -281,3 +281,20 @@ func.func @losses(%logits: tensor<4x10xf32>, %labels: tensor<4xi64>, %p: tensor<
   %6 = anvil.dice_loss none %p, %p : (tensor<2x3x4x4x4xf32>, tensor<2x3x4x4x4xf32>) -> tensor<2x3xf32>
   return %0 : tensor<f32>
 }
+
+// -----
+
+// Tests the collectives, on a module with a device mesh.
+// CHECK: module attributes {anvil.mesh = {dp = 4 : i64}}
+// CHECK-LABEL: func.func @collectives
+module attributes {anvil.mesh = {dp = 4 : i64}} {
+func.func @collectives(%g: tensor<8x3xf32>) -> tensor<8x3xf32> {
+  // CHECK: anvil.all_reduce mean %{{.+}} axis "dp" : tensor<8x3xf32>
+  %0 = anvil.all_reduce mean %g axis "dp" : tensor<8x3xf32>
+  // CHECK: anvil.all_reduce sum %{{.+}} axis "dp" : tensor<8x3xf32>
+  %1 = anvil.all_reduce sum %0 axis "dp" : tensor<8x3xf32>
+  // CHECK: anvil.all_reduce max %{{.+}} axis "dp" : tensor<8x3xf32>
+  %2 = anvil.all_reduce max %1 axis "dp" : tensor<8x3xf32>
+  return %2 : tensor<8x3xf32>
+}
+}

@@ -117,6 +117,10 @@ def AnvilOptimizerPass : Pass<"anvil-optimizer", "mlir::ModuleOp"> {
        scale, the gradients are divided by it, and a step whose gradients
        are not finite changes nothing but halves the scale (PyTorch's
        GradScaler); after scale-growth-interval finite steps it doubles.
+    9. With `data-parallel = N > 1` the step is one rank's of N: each
+       gradient and the loss are averaged over the ranks of mesh axis `dp`
+       (`anvil.all_reduce mean`) before clipping and the update, so every
+       rank applies the update of the whole batch and reports its loss.
 
     A bad option value is an error naming it.
   }];
@@ -145,6 +149,10 @@ def AnvilOptimizerPass : Pass<"anvil-optimizer", "mlir::ModuleOp"> {
            "The decayed learning rate as a fraction of lr">,
     Option<"decayAll", "decay-all", "bool", "false",
            "Also decay parameters of rank 0 and 1 (norms, biases)">,
+    Option<"dataParallel", "data-parallel", "int64_t", "1",
+           "Ranks of the data-parallel mesh axis \"dp\": each runs this step "
+           "on its share of the batch, and the gradients and the loss are "
+           "averaged over them (anvil.all_reduce mean)">,
     Option<"accumulate", "accumulate", "int64_t", "1",
            "Gradient accumulation: every input gets a leading dimension of "
            "this many micro-batches, and the loss is their mean">,

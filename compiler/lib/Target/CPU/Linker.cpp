@@ -21,7 +21,7 @@ using namespace mlir;
 LogicalResult mlir::anvil::cpu::linkExecutable(StringRef object,
                                                StringRef output,
                                                StringRef runtimeDir,
-                                               StringRef cxx,
+                                               StringRef cxx, bool distributed,
                                                std::string &log) {
   llvm::ErrorOr<std::string> driver = llvm::sys::findProgramByName(cxx);
   if (!driver) {
@@ -29,11 +29,17 @@ LogicalResult mlir::anvil::cpu::linkExecutable(StringRef object,
           "' on PATH (it links the executable; set --cxx)";
     return failure();
   }
-  SmallString<256> trainer(runtimeDir), cpu(runtimeDir), runtime(runtimeDir);
+  SmallString<256> trainer(runtimeDir), cpu(runtimeDir), runtime(runtimeDir),
+      transport(runtimeDir);
   llvm::sys::path::append(trainer, "libanvil_trainer.a");
   llvm::sys::path::append(cpu, "libanvil_cpu.a");
   llvm::sys::path::append(runtime, "libanvil_runtime.a");
-  for (StringRef lib : {StringRef(trainer), StringRef(cpu), StringRef(runtime)})
+  // The collectives' transport: MPI for programs compiled with a mesh,
+  // none (a world of one) otherwise, so those need no MPI.
+  llvm::sys::path::append(transport,
+                          distributed ? "libanvil_mpi.a" : "libanvil_single.a");
+  for (StringRef lib : {StringRef(trainer), StringRef(transport),
+                        StringRef(cpu), StringRef(runtime)})
     if (!llvm::sys::fs::exists(lib)) {
       log = "the runtime library '" + lib.str() +
             "' does not exist (build Anvil's runtime, or set --runtime-dir)";
@@ -45,9 +51,13 @@ LogicalResult mlir::anvil::cpu::linkExecutable(StringRef object,
     log = "cannot create a temporary file: " + ec.message();
     return failure();
   }
-  SmallVector<StringRef> args = {*driver, object,    "-o",    output,
-                                 trainer, cpu,       runtime, "-lopenblas",
-                                 "-lm",   "-pthread"};
+  SmallVector<StringRef> args = {*driver, object,    "-o", output,
+                                 trainer, transport, cpu,  runtime};
+  SmallVector<StringRef> mpiLibs;
+  if (distributed)
+    StringRef(ANVIL_MPI_LIBRARIES).split(mpiLibs, ',', -1, false);
+  args.append(mpiLibs.begin(), mpiLibs.end());
+  args.append({"-lopenblas", "-lm", "-pthread"});
   std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logFile),
                                           StringRef(logFile)};
   std::string execError;

@@ -49,7 +49,8 @@ struct WorldInfo {
 Expected<WorldInfo> worldFromEnvironment(
     const std::function<const char *(const char *)> &getenv = {});
 
-enum class ReduceOp { Sum, Mean, Max };
+/// The values are anvil.all_reduce's op codes (anvil_rt_all_reduce_f32).
+enum class ReduceOp { Sum = 0, Mean = 1, Max = 2 };
 
 /// Stable lower-case name ("sum").
 const char *reduceOpName(ReduceOp op);
@@ -85,6 +86,13 @@ std::unique_ptr<Communicator> makeSelfCommunicator();
 /// launcher, so that every process is a world of one).
 Expected<std::unique_ptr<Communicator>>
 makeMPICommunicator(const WorldInfo &expected);
+
+/// The communicator of the transport an executable was linked with:
+/// MPI (libanvil_mpi, for programs compiled with a mesh) or none
+/// (libanvil_single: a world of one, and an error naming the launcher when
+/// it started more ranks).
+Expected<std::unique_ptr<Communicator>>
+makeWorldCommunicator(const WorldInfo &world);
 
 } // namespace anvil::rt
 

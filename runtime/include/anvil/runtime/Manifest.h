@@ -69,6 +69,15 @@ struct Manifest {
   std::string model;
   double flopsPerStep = 0;
   int64_t plannedBytes = 0;
+  /// The device mesh of a sharded program ({"dp", 2}); empty: one process.
+  std::vector<std::pair<std::string, int64_t>> mesh;
+  /// Ranks along `axis` (1 when the mesh does not have it).
+  int64_t meshAxis(const std::string &axis) const {
+    for (const auto &[name, ranks] : mesh)
+      if (name == axis)
+        return ranks;
+    return 1;
+  }
   std::vector<BufferInfo> buffers;
   std::optional<EntryInfo> trainStep; ///< Absent for eval-only modules.
   EntryInfo evalStep;

@@ -63,6 +63,20 @@ int64_t anvil_rt_allocated_bytes(void);
 int64_t anvil_rt_peak_bytes(void);
 void anvil_rt_reset_peak_bytes(void);
 
+/// `anvil.all_reduce` on `n` f32 at `address`, in place: op 0 sum, 1 mean,
+/// 2 max over the ranks of the communicator set with
+/// anvil::rt::setCommunicator (a world of one when none is: the values stay
+/// as they are). A failed collective cannot be undone mid-step: the message
+/// goes to stderr and the process aborts.
+void anvil_rt_all_reduce_f32(int64_t address, int64_t n, int32_t op);
+
 } // extern "C"
+
+namespace anvil::rt {
+class Communicator;
+/// The communicator generated code's collectives use (not owned; null: a
+/// world of one).
+void setCommunicator(Communicator *communicator);
+} // namespace anvil::rt
 
 #endif // ANVIL_RUNTIME_RUNTIMEABI_H

@@ -4,7 +4,8 @@
 usage: compare_losses.py RUN.jsonl INTERP.txt --tolerance KEY [--falls F]
 
 RUN.jsonl is the executable's --log (one record per step, --log-every 1);
-INTERP.txt is `anvil-interp --steps N` output ("step k: loss x"). Every
+INTERP.txt is `anvil-interp --steps N` output ("step k: loss x"), or
+another run's .jsonl log (the reference run, say a single-process one). Every
 step's loss must agree within the tolerance (test/Inputs/tolerances.py,
 relative to the interpreter's loss), and the final loss must be below F
 times the first (default 1: it fell).
@@ -33,6 +34,10 @@ def main():
         run[r["step"]] = r["loss"]
     ref = {}
     for line in open(a.interp):
+        if a.interp.endswith(".jsonl"):  # another run's log: the reference
+            r = json.loads(line)
+            ref[r["step"]] = r["loss"]
+            continue
         m = re.match(r"step (\d+): loss (\S+)", line)
         if m:
             ref[int(m.group(1))] = float(m.group(2))

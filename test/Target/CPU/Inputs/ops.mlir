@@ -176,3 +176,13 @@ func.func @more_composites(%x: tensor<2x6x5x3xf32>, %t: tensor<2x6x5x3xf32>, %g:
   %9 = anvil.rope %q, %cos, %sin {interleaved} : (tensor<2x3x7x8xf32>, tensor<7x4xf32>, tensor<7x4xf32>) -> tensor<2x3x7x8xf32>
   return %0, %1, %2, %3, %4, %5, %6#0, %6#1, %6#2, %7, %8, %9 : tensor<f32>, tensor<f32>, tensor<2x6x5x3xf32>, tensor<2x6xf32>, tensor<2x6x5x3xf32>, tensor<2x6x5x3xf32>, tensor<2x6x5x3xf32>, tensor<6xf32>, tensor<6xf32>, tensor<3x4xf32>, tensor<2x3x7x8xf32>, tensor<2x3x7x8xf32>
 }
+
+// A process started alone is a world of one rank: an all-reduce (a call of
+// the runtime's anvil_rt_all_reduce_f32 on the operand's buffer, copied
+// first because %x is read again) returns its operand.
+// tolerance: f32
+func.func @collectives(%x: tensor<3x5xf32>) -> (tensor<3x5xf32>, tensor<3x5xf32>) {
+  %0 = anvil.all_reduce mean %x axis "dp" : tensor<3x5xf32>
+  %1 = anvil.add %0, %x : tensor<3x5xf32>
+  return %0, %1 : tensor<3x5xf32>, tensor<3x5xf32>
+}

@@ -55,13 +55,14 @@ LogicalResult emitObjectFile(ModuleOp module, const ModuleABI &abi,
                              StringRef path, unsigned optLevel = 3);
 
 /// Links `object` with the runtime's libraries in `runtimeDir`
-/// (libanvil_trainer.a, libanvil_cpu.a, libanvil_runtime.a) and OpenBLAS
-/// into the executable `output`
-/// with the C++ compiler driver `cxx`. On failure `log` holds the driver's
-/// output.
+/// (libanvil_trainer.a, the transport, libanvil_cpu.a, libanvil_runtime.a)
+/// and OpenBLAS into the executable `output` with the C++ compiler driver
+/// `cxx`. The transport is libanvil_mpi.a and MPI when `distributed` (a
+/// program compiled with a mesh), else libanvil_single.a. On failure `log`
+/// holds the driver's output.
 LogicalResult linkExecutable(StringRef object, StringRef output,
                              StringRef runtimeDir, StringRef cxx,
-                             std::string &log);
+                             bool distributed, std::string &log);
 
 } // namespace mlir::anvil::cpu
 

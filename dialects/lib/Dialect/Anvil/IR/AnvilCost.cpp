@@ -205,3 +205,6 @@ int64_t BCEWithLogitsLossOp::getFlops() { return 7 * numel(getInput()); }
 int64_t FocalLossOp::getFlops() { return 16 * numel(getInput()); }
 // p t, and the sums of p t, p and t.
 int64_t DiceLossOp::getFlops() { return 4 * numel(getInput()); }
+// One add (or compare) per element per rank beyond the first; counted as
+// one per element, the work of the reduction on this rank.
+int64_t AllReduceOp::getFlops() { return numel(getOperand()); }

@@ -11,6 +11,7 @@
 #include "anvil/Dialect/Anvil/IR/AnvilOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -167,6 +168,22 @@ LogicalResult AnvilDialect::verifyRegionResultAttribute(Operation *op,
 
 LogicalResult AnvilDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
+  // The device mesh of a sharded program: axis name -> ranks.
+  if (attr.getName() == kMeshAttrName) {
+    auto mesh = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !mesh)
+      return op->emitError()
+             << "'" << kMeshAttrName << "' must be a dictionary on a module";
+    for (NamedAttribute axis : mesh) {
+      auto size = dyn_cast<IntegerAttr>(axis.getValue());
+      if (!size || size.getInt() < 1)
+        return op->emitError()
+               << "'" << kMeshAttrName << "': axis '"
+               << axis.getName().getValue()
+               << "' needs a positive number of ranks, got " << axis.getValue();
+    }
+    return success();
+  }
   return op->emitError() << "unknown anvil attribute '"
                          << attr.getName().getValue() << "' on an op";
 }

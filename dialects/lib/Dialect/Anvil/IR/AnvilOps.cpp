@@ -1106,3 +1106,9 @@ ANVIL_PAIR_LOSS_INFER(DiceLossOp, 3, ArrayRef<int64_t>(unreduced).take_front(2))
 
 #define GET_OP_CLASSES
 #include "anvil/Dialect/Anvil/IR/AnvilOps.cpp.inc"
+
+LogicalResult AllReduceOp::verify() {
+  if (getAxis().empty())
+    return emitOpError("needs the name of a mesh axis (axis \"dp\")");
+  return success();
+}

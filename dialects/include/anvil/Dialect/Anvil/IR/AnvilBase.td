@@ -46,6 +46,8 @@ def Anvil_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kParamAttrName = "anvil.param";
     /// Argument attribute naming a batch input: `#anvil.input<...>`.
     static constexpr ::llvm::StringLiteral kInputAttrName = "anvil.input";
+    /// On a module: its device mesh, {axis = ranks} ({dp = 8}).
+    static constexpr ::llvm::StringLiteral kMeshAttrName = "anvil.mesh";
     /// Argument attribute naming training state: `#anvil.state<...>`.
     static constexpr ::llvm::StringLiteral kStateAttrName = "anvil.state";
     /// Result attribute naming the argument a gradient belongs to.
@@ -107,6 +109,12 @@ def Anvil_GeluApproximation : I32EnumAttr<"GeluApproximation",
 def Anvil_Reduction : I32EnumAttr<"Reduction", "loss reduction", [
       I32EnumAttrCase<"mean", 0>, I32EnumAttrCase<"sum", 1>,
       I32EnumAttrCase<"none", 2>]> {
+  let cppNamespace = "::mlir::anvil";
+}
+
+def Anvil_CollectiveOp : I32EnumAttr<"CollectiveOp", "collective reduction", [
+      I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"mean", 1>,
+      I32EnumAttrCase<"max", 2>]> {
   let cppNamespace = "::mlir::anvil";
 }
 

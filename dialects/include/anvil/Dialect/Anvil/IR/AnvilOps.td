@@ -1034,4 +1034,32 @@ def Anvil_DiceLossOp : Anvil_PairLossOp<"dice_loss", "Soft Dice loss (3D U-Net)"
                        DefaultValuedAttr<Anvil_NonNegativeF64Attr, "1.0e-6">:$smooth);
 }
 
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+def Anvil_AllReduceOp : Op<Anvil_Dialect, "all_reduce", [
+    DeclareOpInterfaceMethods<Anvil_CostOpInterface, ["getFlops"]>,
+    SameOperandsAndResultType]> {
+  let summary = "Reduces a tensor over the ranks of a mesh axis";
+  let description = [{
+    Every rank of the mesh axis `axis` (say `dp`, the data-parallel ranks)
+    passes its `operand`; each gets back their elementwise sum, mean or
+    maximum. A collective: every rank must reach the same all-reduces in
+    the same order, so the op is not pure (it is never removed, merged or
+    moved). In a world of one rank it returns its operand.
+
+    ```mlir
+    %g = anvil.all_reduce mean %grad axis "dp" : tensor<768x2304xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_CollectiveOp:$op, Anvil_FloatTensor:$operand,
+                       StrAttr:$axis);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = [{
+    $op $operand `axis` $axis attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // ANVIL_DIALECT_ANVIL_IR_ANVILOPS_TD

@@ -1,0 +1,20 @@
+// RUN: anvil-opt %s --anvil-bufferize --canonicalize | FileCheck %s
+
+// Tests that an all-reduce becomes a call of the runtime on its operand's
+// buffer, in place when nothing reads the operand afterwards, on a copy
+// when something does.
+// CHECK: func.func private @anvil_rt_all_reduce_f32(i64, i64, i32)
+// CHECK-LABEL: func.func @all_reduce
+// CHECK-SAME: (%[[G:.+]]: memref<4x3xf32>, %[[X:.+]]: memref<4x3xf32>
+// CHECK: %[[P:.+]] = memref.extract_aligned_pointer_as_index %[[G]]
+// CHECK: %[[A:.+]] = arith.index_cast %[[P]] : index to i64
+// CHECK: call @anvil_rt_all_reduce_f32(%[[A]], %c12_i64, %c1_i32)
+// CHECK: %[[COPY:.+]] = memref.alloc
+// CHECK: linalg.copy ins(%[[X]] : memref<4x3xf32>) outs(%[[COPY]] : memref<4x3xf32>)
+// CHECK: memref.extract_aligned_pointer_as_index %[[COPY]]
+// CHECK: call @anvil_rt_all_reduce_f32({{.+}}, %c12_i64, %c0_i32)
+func.func @all_reduce(%g: tensor<4x3xf32>, %x: tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>) {
+  %0 = anvil.all_reduce mean %g axis "dp" : tensor<4x3xf32>
+  %1 = anvil.all_reduce sum %x axis "dp" : tensor<4x3xf32>
+  return %0, %1, %x : tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>
+}
