@@ -187,10 +187,51 @@ void printModels(raw_ostream &os) {
   }
 }
 
+/// What one rank holds and sends in a training step, from @train_step.
+struct RankFigures {
+  bool valid = false;
+  int64_t parameterBytes = 0; ///< Parameters and buffers.
+  int64_t gradientBytes = 0;  ///< One gradient per trainable parameter.
+  int64_t optimizerStateBytes = 0;
+  int64_t communicationBytes = 0; ///< Sent per step (ring all-reduce).
+};
+
+/// Bytes of a ranked tensor type.
+int64_t tensorBytes(mlir::Type type) {
+  auto t = mlir::cast<mlir::RankedTensorType>(type);
+  return t.getNumElements() *
+         static_cast<int64_t>((t.getElementTypeBitWidth() + 7) / 8);
+}
+
+/// The figures of `train` (anvil level) as one of `ranks` data-parallel
+/// ranks: a ring all-reduce of b bytes sends 2 (ranks - 1) / ranks b.
+RankFigures rankFigures(mlir::func::FuncOp train, int64_t ranks) {
+  RankFigures f;
+  f.valid = true;
+  for (unsigned i = 0, e = train.getNumArguments(); i < e; ++i) {
+    int64_t bytes = tensorBytes(train.getArgumentTypes()[i]);
+    if (auto p = train.getArgAttrOfType<mlir::anvil::ParamAttr>(
+            i, mlir::anvil::AnvilDialect::kParamAttrName)) {
+      f.parameterBytes += bytes;
+      if (p.getTrainable())
+        f.gradientBytes += bytes;
+    } else if (auto s = train.getArgAttrOfType<mlir::anvil::StateAttr>(
+                   i, mlir::anvil::AnvilDialect::kStateAttrName);
+               s && s.getName().starts_with("opt.")) {
+      f.optimizerStateBytes += bytes;
+    }
+  }
+  train.walk([&](mlir::anvil::AllReduceOp op) {
+    f.communicationBytes += 2 * (ranks - 1) * tensorBytes(op.getType()) /
+                            std::max<int64_t>(ranks, 1);
+  });
+  return f;
+}
+
 /// `dispatches` is the number of dispatch regions of the compiled step and
 /// `plannedBytes` its workspace, or -1 when not compiled that far.
 void printReport(const ModelReport &r, int64_t dispatches, int64_t plannedBytes,
-                 raw_ostream &os) {
+                 const RankFigures &rank, raw_ostream &os) {
   if (report == Report::Json) {
     json::Object o{{"model", r.model},
                    {"config", r.config},
@@ -205,6 +246,13 @@ void printReport(const ModelReport &r, int64_t dispatches, int64_t plannedBytes,
       o["dispatches_per_step"] = dispatches;
     if (plannedBytes >= 0)
       o["planned_bytes"] = plannedBytes;
+    if (rank.valid) {
+      o["per_rank"] = json::Object{
+          {"parameter_bytes", rank.parameterBytes},
+          {"gradient_bytes", rank.gradientBytes},
+          {"optimizer_state_bytes", rank.optimizerStateBytes},
+          {"communication_bytes_per_step", rank.communicationBytes}};
+    }
     os << json::Value(std::move(o)) << "\n";
     return;
   }
@@ -219,6 +267,11 @@ void printReport(const ModelReport &r, int64_t dispatches, int64_t plannedBytes,
   if (plannedBytes >= 0)
     os << "planned_bytes:   " << plannedBytes
        << " (the step's workspace, static memory plan)\n";
+  if (rank.valid)
+    os << "per rank:        " << rank.parameterBytes << " parameter, "
+       << rank.gradientBytes << " gradient, " << rank.optimizerStateBytes
+       << " optimizer-state bytes; " << rank.communicationBytes
+       << " bytes sent per step\n";
 }
 } // namespace
 
@@ -423,6 +476,9 @@ int main(int argc, char **argv) {
       return error("the module has no @train_step and no @forward to build "
                    "one from");
   }
+  RankFigures rankFiguresOfStep;
+  if (train)
+    rankFiguresOfStep = rankFigures(train, dataParallel);
 
   std::optional<mlir::anvil::ModuleABI> abi;
   int64_t dispatches = -1, plannedBytes = -1;
@@ -512,7 +568,7 @@ int main(int argc, char **argv) {
       return error(log);
   }
   if (report != Report::None)
-    printReport(built.report, dispatches, plannedBytes,
+    printReport(built.report, dispatches, plannedBytes, rankFiguresOfStep,
                 irToStdout ? errs() : outs());
   return 0;
 }
