@@ -70,6 +70,22 @@ TEST(Dist, RankAndWorldSizeMustAgreeWithTheLauncher) {
             "RANK/WORLD_SIZE = 1/4 disagree with srun (Slurm)'s 2/4");
 }
 
+TEST(Dist, OnlyALaunchersRankVariableMakesARank) {
+  // A Slurm allocation's shell: the allocation's size, no task of it.
+  Expected<WorldInfo> w = worldOf({{"SLURM_NTASKS", "4"}});
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->size, 1);
+  // mpirun inside that allocation: Open MPI's variables win.
+  w = worldOf({{"OMPI_COMM_WORLD_RANK", "1"},
+               {"OMPI_COMM_WORLD_SIZE", "2"},
+               {"SLURM_PROCID", "0"},
+               {"SLURM_NTASKS", "4"}});
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->launcher, "mpirun (Open MPI)");
+  EXPECT_EQ(w->rank, 1);
+  EXPECT_EQ(w->size, 2);
+}
+
 TEST(Dist, BadValuesNameTheVariable) {
   EXPECT_EQ(errorOf({{"RANK", "4"}, {"WORLD_SIZE", "4"}}),
             "RANK = 4 lies outside a world of WORLD_SIZE = 4");

@@ -100,8 +100,13 @@ int main() {
       failures += check(b[i] == static_cast<float>(n - 1), r, "broadcast" + at);
   }
   failures += ok(c.barrier(), "barrier");
-  if (failures)
+  // Every rank's verdict: rank 0 reports (and fails) for the world.
+  float total = static_cast<float>(failures);
+  if (!c.allReduce(&total, 1, ReduceOp::Sum).isOk() || total != 0) {
+    if (r == 0)
+      std::fprintf(stderr, "anvil-dist-selftest: %g failed checks\n", total);
     return 1;
+  }
   if (r == 0)
     std::printf("anvil-dist-selftest: %d rank%s (%s; ranks from %s): "
                 "allReduce, allGather, reduceScatter, broadcast and barrier "

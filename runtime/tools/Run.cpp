@@ -76,8 +76,14 @@ int main(int argc, char **argv) {
     return fail("no program to run (see --help)");
 
   const char *mpirun = std::getenv("ANVIL_MPIRUN");
-  std::vector<std::string> args{mpirun && *mpirun ? mpirun : "mpirun", "-n",
-                                std::to_string(ranks), "--oversubscribe"};
+  // No binding: each rank runs its own threads (the trainer gives each a
+  // share of the cores).
+  std::vector<std::string> args{mpirun && *mpirun ? mpirun : "mpirun",
+                                "-n",
+                                std::to_string(ranks),
+                                "--oversubscribe",
+                                "--bind-to",
+                                "none"};
   // Open MPI refuses root unless told; containers commonly run as root.
   if (geteuid() == 0)
     args.push_back("--allow-run-as-root");

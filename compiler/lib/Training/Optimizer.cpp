@@ -493,7 +493,14 @@ void AnvilOptimizerPass::runOnOperation() {
     tiedTo.push_back(arg);
   }
   for (auto [r, arg] : bufferUpdates) {
-    stateOut.push_back(ret.getOperand(r));
+    // Data-parallel ranks keep one set of buffers: the mean of their
+    // updates (each rank's batch statistics cover its own rows).
+    Value update = ret.getOperand(r);
+    if (dataParallel > 1 &&
+        isa<FloatType>(
+            cast<RankedTensorType>(update.getType()).getElementType()))
+      update = AllReduceOp::create(b, e.loc, CollectiveOp::mean, update, "dp");
+    stateOut.push_back(update);
     tiedTo.push_back(arg);
   }
   stateOut.push_back(nextStep);

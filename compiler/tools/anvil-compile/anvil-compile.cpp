@@ -407,6 +407,11 @@ int main(int argc, char **argv) {
     if (!built.module)
       return 1;
     model = llvm::sys::path::stem(inputFile).str();
+    if (built.module->getOperation()->hasAttr(
+            mlir::anvil::AnvilDialect::kMeshAttrName))
+      return error("'" + inputFile +
+                   "' has an anvil.mesh: sharded programs are built from the "
+                   "zoo with --mesh for now");
     if (report != Report::None)
       return error("--report describes zoo models; use anvil-opt "
                    "--anvil-cost-report on a file");

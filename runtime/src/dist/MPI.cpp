@@ -105,6 +105,10 @@ public:
     ANVIL_MPI(MPI_Barrier(MPI_COMM_WORLD));
     return Status::ok();
   }
+  void abort(int code) override {
+    if (size_ > 1)
+      MPI_Abort(MPI_COMM_WORLD, code);
+  }
 
 private:
   void scale(float *data, int64_t n) const {
@@ -131,6 +135,11 @@ makeMPICommunicator(const WorldInfo &expected) {
     int provided = 0;
     ANVIL_MPI(
         MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided));
+    if (provided < MPI_THREAD_FUNNELED)
+      return Status::error(
+          ErrorCode::Unavailable,
+          "MPI does not support threads (MPI_THREAD_FUNNELED); "
+          "the runtime's CPU kernels use them");
   }
   // Errors come back as codes instead of aborting the job.
   ANVIL_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));

@@ -66,6 +66,7 @@ public:
     return allGather(in, n, out);
   }
   Status barrier() override { return Status::ok(); }
+  void abort(int) override {}
 };
 
 } // namespace
@@ -94,7 +95,14 @@ worldFromEnvironment(const std::function<const char *(const char *)> &lookup) {
     for (auto *v : {&rank, &size, &local})
       if (!*v)
         return v->status();
-    if (!rank.value() && !size.value())
+    bool generic = std::string(s.rank) == "RANK";
+    // A launcher's rank variable marks a process it started (a Slurm
+    // allocation's shell has SLURM_NTASKS but no SLURM_PROCID).
+    if (!rank.value() && (!generic || !size.value()))
+      continue;
+    // Once a launcher is found, only RANK/WORLD_SIZE must agree with it
+    // (mpirun inside a Slurm allocation inherits the allocation's SLURM_*).
+    if (world && !generic)
       continue;
     if (!rank.value() || !size.value())
       return invalid(std::string(rank.value() ? s.size : s.rank) +

@@ -36,6 +36,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace anvil::rt {
@@ -191,6 +192,11 @@ public:
   Status setUp();
   Status run();
   Status evalOnce();
+  /// Ends every rank (after an error on this one); nothing without ranks.
+  void abortWorld(int code) {
+    if (comm_)
+      comm_->abort(code);
+  }
 
 private:
   Slot *slot(const std::string &name);
@@ -251,6 +257,13 @@ Status Trainer::setUp() {
       return comm.status();
     comm_ = std::move(*comm);
     setCommunicator(comm_.get());
+    // One core's share per rank unless --threads says otherwise (the ranks
+    // of a machine would otherwise each start a thread per core).
+    if (o_.threads == 0) {
+      unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+      anvil_rt_set_num_threads(static_cast<int32_t>(
+          std::max<int64_t>(1, static_cast<int64_t>(cores) / world_.size)));
+    }
     // Every rank runs the same steps; rank 0 speaks for them.
     if (world_.rank != 0 && !std::freopen("/dev/null", "w", stdout))
       return error("cannot silence rank " + std::to_string(world_.rank));
@@ -366,7 +379,11 @@ Status Trainer::fillBatch(uint64_t position, bool validation) {
   if (dropoutSeed_) {
     // Call site k of the graph uses seed * 2^16 + k: with mix64(seed) +
     // step here, steps (and runs) never share a dropout mask.
-    int64_t v = static_cast<int64_t>(mix64(o_.seed) + position);
+    // Data-parallel ranks draw different masks for their rows (rank 0
+    // the masks of a single-process run).
+    uint64_t rankSalt =
+        static_cast<uint64_t>(world_.rank) * 0x9E3779B97F4A7C15ull;
+    int64_t v = static_cast<int64_t>(mix64(o_.seed ^ rankSalt) + position);
     std::memcpy(dropoutSeed_->current.data(), &v, 8);
   }
   if (!o_.batchDir.empty()) {
@@ -504,6 +521,18 @@ Status Trainer::run() {
   if (step == 0)
     if (Status st = initState(m_.trainStep->args); !st)
       return st;
+  if (comm_) {
+    // Every rank must continue from rank 0's step (a checkpoint directory
+    // that is not shared would let one start over).
+    int64_t first = step;
+    if (Status s = comm_->broadcast(&first, sizeof first, 0); !s)
+      return s;
+    if (first != step)
+      return error("rank " + std::to_string(world_.rank) + " starts at step " +
+                   std::to_string(step) + ", rank 0 at step " +
+                   std::to_string(first) +
+                   ": every rank must see the same --ckpt-dir");
+  }
 
   std::optional<MetricsLog> log;
   if (!o_.log.empty() && world_.rank == 0) {
@@ -703,10 +732,17 @@ int trainerMain(int argc, char **argv) {
   }
   anvil_rt_set_num_threads(options->threads);
   Trainer trainer(std::move(*manifest), *options, program);
+  // A rank that fails ends the whole world: the others would wait in a
+  // collective forever.
+  auto failAll = [&](const Status &s) {
+    int rc = fail(s);
+    trainer.abortWorld(rc);
+    return rc;
+  };
   if (Status s = trainer.setUp(); !s)
-    return fail(s);
+    return failAll(s);
   Status s = options->evalInputs.empty() ? trainer.run() : trainer.evalOnce();
-  return s ? 0 : fail(s);
+  return s ? 0 : failAll(s);
 }
 
 } // namespace anvil::rt

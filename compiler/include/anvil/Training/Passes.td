@@ -118,9 +118,13 @@ def AnvilOptimizerPass : Pass<"anvil-optimizer", "mlir::ModuleOp"> {
        are not finite changes nothing but halves the scale (PyTorch's
        GradScaler); after scale-growth-interval finite steps it doubles.
     9. With `data-parallel = N > 1` the step is one rank's of N: each
-       gradient and the loss are averaged over the ranks of mesh axis `dp`
-       (`anvil.all_reduce mean`) before clipping and the update, so every
-       rank applies the update of the whole batch and reports its loss.
+       gradient, the loss and every float buffer update are averaged over
+       the ranks of mesh axis `dp` (`anvil.all_reduce mean`), the gradients
+       before clipping and the update, so every rank applies the same
+       update and keeps the same state. For a loss that is a mean over
+       equal per-rank shares this is the update of the whole batch; batch
+       statistics (batch norm) and losses normalized per rank (ignored
+       labels, foreground counts) are per rank, as in PyTorch's DDP.
 
     A bad option value is an error naming it.
   }];

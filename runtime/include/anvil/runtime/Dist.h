@@ -10,8 +10,9 @@
 //   Slurm's srun             SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID
 //   torchrun and friends     RANK / WORLD_SIZE / LOCAL_RANK
 //
-// (the first launcher found, in that order; RANK/WORLD_SIZE, when also set,
-// must agree with it), or a world of one when nothing says otherwise.
+// (the first launcher whose rank variable is set, in that order; the
+// others' variables are ignored, except RANK/WORLD_SIZE, which must agree
+// with it when set), or a world of one when nothing says otherwise.
 //
 // A `Communicator` runs collectives over the world's ranks. The self
 // communicator is the world of one; `makeMPICommunicator` (libanvil_mpi)
@@ -75,6 +76,10 @@ public:
   virtual Status reduceScatter(const float *in, int64_t n, float *out,
                                ReduceOp op) = 0;
   virtual Status barrier() = 0;
+  /// Ends every rank of the world at once (a rank that fails alone would
+  /// leave the others waiting in a collective forever). Does not return
+  /// when the world has more than one rank.
+  virtual void abort(int code) = 0;
 };
 
 /// The world of one: every collective is a copy (or nothing).
