@@ -33,3 +33,7 @@ config.substitutions.append(("%anvil_tools_dir", config.anvil_tools_dir))
 # PATH (lit itself may run under another one).
 import shutil
 config.substitutions.append(("%numpy_python", shutil.which("python3") or "python3"))
+
+# Tests of --mesh executables need MPI (the runtime builds without it).
+if config.anvil_have_mpi:
+    config.available_features.add("mpi")

@@ -18,3 +18,18 @@ func.func @all_reduce(%g: tensor<4x3xf32>, %x: tensor<4x3xf32>) -> (tensor<4x3xf
   %1 = anvil.all_reduce sum %x axis "dp" : tensor<4x3xf32>
   return %0, %1, %x : tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>
 }
+
+// Tests that a strided buffer (a slice) goes through a contiguous
+// temporary: copied in, all-reduced, copied back.
+// CHECK-LABEL: func.func @all_reduce_strided
+// CHECK: %[[SLICE:.+]] = memref.subview
+// CHECK: %[[TMP:.+]] = memref.alloc() : memref<4x3xf32>
+// CHECK: linalg.copy ins(%[[SLICE]] : memref<4x3xf32, strided<[6, 1]>>) outs(%[[TMP]] : memref<4x3xf32>)
+// CHECK: %[[P:.+]] = memref.extract_aligned_pointer_as_index %[[TMP]]
+// CHECK: call @anvil_rt_all_reduce_f32
+// CHECK: linalg.copy ins(%[[TMP]] : memref<4x3xf32>) outs(%[[SLICE]] : memref<4x3xf32, strided<[6, 1]>>)
+func.func @all_reduce_strided(%x: tensor<4x6xf32>) -> tensor<4x3xf32> {
+  %s = tensor.extract_slice %x[0, 0] [4, 3] [1, 1] : tensor<4x6xf32> to tensor<4x3xf32>
+  %0 = anvil.all_reduce sum %s axis "dp" : tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}

@@ -41,8 +41,13 @@ LogicalResult mlir::anvil::cpu::linkExecutable(StringRef object,
   for (StringRef lib : {StringRef(trainer), StringRef(transport),
                         StringRef(cpu), StringRef(runtime)})
     if (!llvm::sys::fs::exists(lib)) {
-      log = "the runtime library '" + lib.str() +
-            "' does not exist (build Anvil's runtime, or set --runtime-dir)";
+      log = "the runtime library '" + lib.str() + "' does not exist (" +
+            (lib == transport && distributed
+                 ? "this Anvil was built without MPI, which --mesh "
+                   "executables need: install Open MPI (scripts/setup.sh) "
+                   "and rebuild"
+                 : "build Anvil's runtime, or set --runtime-dir") +
+            ")";
       return failure();
     }
   SmallString<128> logFile;
