@@ -34,6 +34,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -320,7 +321,13 @@ LogicalResult buildTrainStep(mlir::ModuleOp module) {
       " weight-decay=" + num(weightDecay) +
       " data-parallel=" + std::to_string(dataParallel) + " " +
       optimizerOptions + "}";
-  if (failed(mlir::parsePassPipeline(pipeline, pm)) || failed(pm.run(module))) {
+  if (failed(mlir::parsePassPipeline(pipeline, pm)))
+    return error("could not build the training step (" + pipeline + ")"),
+           mlir::failure();
+  // The VJP rules build their constants (masks, index vectors) per layer;
+  // one copy of each is enough.
+  pm.addPass(mlir::createCSEPass());
+  if (failed(pm.run(module))) {
     error("could not build the training step (" + pipeline + ")");
     return mlir::failure();
   }
