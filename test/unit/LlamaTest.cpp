@@ -17,6 +17,8 @@
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
+#include "ModelNames.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -31,16 +33,6 @@ LlamaConfig config(const std::string &name) {
   const LlamaConfig *c = findLlamaConfig(name);
   EXPECT_NE(c, nullptr) << name;
   return c ? *c : LlamaConfig();
-}
-
-std::vector<std::string> parameterNames(ModuleOp module) {
-  auto fn = *module.getOps<FunctionOpInterface>().begin();
-  std::vector<std::string> names;
-  for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-    if (auto p = fn.getArgAttrOfType<ad::ParamAttr>(
-            i, ad::AnvilDialect::kParamAttrName))
-      names.push_back(p.getName().str());
-  return names;
 }
 
 } // namespace
@@ -96,7 +88,7 @@ TEST(Llama, ParametersAreNamedLikeTheCheckpoints) {
       "model.layers.0.mlp.down_proj.weight",
       "model.norm.weight",
       "lm_head.weight"};
-  EXPECT_EQ(parameterNames(*module), expected);
+  EXPECT_EQ(::anvil::test::parameterNames(*module), expected);
 }
 
 TEST(Llama, LoraAdaptsTheAttentionProjectionsOnly) {
@@ -124,7 +116,7 @@ TEST(Llama, LoraAdaptsTheAttentionProjectionsOnly) {
         << p.getName().str();
   }
   EXPECT_EQ(trainable, 4); // A and B of qkv and o
-  std::vector<std::string> names = parameterNames(*module);
+  std::vector<std::string> names = ::anvil::test::parameterNames(*module);
   std::vector<std::string> attention(names.begin() + 2, names.begin() + 8);
   std::vector<std::string> expected = {
       "model.layers.0.self_attn.qkv_proj.weight",

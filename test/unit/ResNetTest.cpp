@@ -20,6 +20,8 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 
+#include "ModelNames.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -37,12 +39,7 @@ TEST(ResNet, Resnet50HasTorchvisionsParametersAndNames) {
   // over 161 tensors.
   EXPECT_EQ(built.report.parameters, 25557032);
   EXPECT_EQ(built.report.parameterTensors, 161);
-  auto fn = *built.module->getOps<FunctionOpInterface>().begin();
-  std::vector<std::string> names;
-  for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-    if (auto p = fn.getArgAttrOfType<ad::ParamAttr>(
-            i, ad::AnvilDialect::kParamAttrName))
-      names.push_back(p.getName().str());
+  std::vector<std::string> names = ::anvil::test::parameterNames(*built.module);
   // The state dict: 161 parameters and, per batch norm (53 of them), the
   // buffers running_mean, running_var and num_batches_tracked: 320 entries
   // in torchvision's order.

@@ -18,6 +18,8 @@
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
+#include "ModelNames.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,16 +30,6 @@ using namespace ::anvil::frontend;
 namespace ad = mlir::anvil;
 
 namespace {
-
-std::vector<std::string> parameterNames(ModuleOp module) {
-  auto fn = *module.getOps<FunctionOpInterface>().begin();
-  std::vector<std::string> names;
-  for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-    if (auto p = fn.getArgAttrOfType<ad::ParamAttr>(
-            i, ad::AnvilDialect::kParamAttrName))
-      names.push_back(p.getName().str());
-  return names;
-}
 
 std::string buildError(const std::string &model, const std::string &config,
                        std::vector<std::pair<std::string, std::string>> set) {
@@ -72,7 +64,7 @@ TEST(BERT, CountsAndNamesAreBertForPreTrainings) {
   BuiltModel large = buildModel(context, "bert", "bert-large", {});
   EXPECT_EQ(large.report.parameters, 336226108);
   EXPECT_EQ(large.report.parameterTensors, 5 + 24 * 16 + 2 + 1 + 4 + 2);
-  std::vector<std::string> names = parameterNames(*large.module);
+  std::vector<std::string> names = ::anvil::test::parameterNames(*large.module);
   ASSERT_EQ(names.size(), 398u);
   EXPECT_EQ(names[0], "bert.embeddings.word_embeddings.weight");
   EXPECT_EQ(names[4], "bert.embeddings.LayerNorm.bias");
@@ -147,7 +139,7 @@ TEST(DLRM, CountsAndNamesAreTorchRecs) {
   // 10,627,200, top MLP 5,245,953) adds 16,044,545.
   EXPECT_EQ(built.report.parameters, 204184588LL * 128 + 16044545);
   EXPECT_EQ(built.report.parameterTensors, 26 + 6 + 9 + 8 + 2);
-  std::vector<std::string> names = parameterNames(*built.module);
+  std::vector<std::string> names = ::anvil::test::parameterNames(*built.module);
   EXPECT_EQ(names[0],
             "sparse_arch.embedding_bag_collection.embedding_bags.t_cat_0."
             "weight");
@@ -198,7 +190,7 @@ TEST(UNet3D, CountsAndNamesAreMLPerfsReference) {
   // with bias, a 1x1x1 output convolution with bias.
   EXPECT_EQ(built.report.parameters, 31190243);
   EXPECT_EQ(built.report.parameterTensors, 78);
-  std::vector<std::string> names = parameterNames(*built.module);
+  std::vector<std::string> names = ::anvil::test::parameterNames(*built.module);
   std::vector<std::string> head(names.begin(), names.begin() + 6);
   std::vector<std::string> expected = {
       "input_block.conv1.0.weight", "input_block.conv1.1.weight",
@@ -256,7 +248,7 @@ TEST(SDUNet, CountsAndNamesAreDiffusers) {
   EXPECT_EQ(built.report.parameters, 865910724);
   EXPECT_EQ(built.report.parameters, 859520964 + 2 * 256 * 12480);
   EXPECT_EQ(built.report.parameterTensors, 686);
-  std::vector<std::string> names = parameterNames(*built.module);
+  std::vector<std::string> names = ::anvil::test::parameterNames(*built.module);
   std::vector<std::string> head(names.begin(), names.begin() + 8);
   std::vector<std::string> expected = {"conv_in.weight",
                                        "conv_in.bias",
@@ -373,7 +365,7 @@ TEST(RetinaNet, CountsNamesAndFreezingAreTheReferences) {
       EXPECT_EQ(cast<RankedTensorType>(fn.getArgumentTypes()[i]).getShape(),
                 ArrayRef<int64_t>({256, 8, 3, 3}));
   // The pyramid and heads in the reference's state-dict order.
-  std::vector<std::string> names = parameterNames(*built.module);
+  std::vector<std::string> names = ::anvil::test::parameterNames(*built.module);
   auto first = std::find(names.begin(), names.end(),
                          "backbone.fpn.inner_blocks.0.weight");
   ASSERT_NE(first, names.end());
