@@ -1433,7 +1433,10 @@ struct AnvilConvertToLinalgPass
     auto *anvil = ctx->getLoadedDialect<AnvilDialect>();
     bool missing = false;
     // Collectives stay: anvil-bufferize turns them into runtime calls.
-    lowered.insert(AllReduceOp::getOperationName());
+    for (StringRef name :
+         {AllReduceOp::getOperationName(), AllGatherOp::getOperationName(),
+          ReduceScatterOp::getOperationName(), AxisSliceOp::getOperationName()})
+      lowered.insert(name);
     getOperation().walk([&](Operation *op) {
       if (op->getDialect() != anvil ||
           lowered.contains(op->getName().getStringRef()))
@@ -1460,7 +1463,8 @@ struct AnvilConvertToLinalgPass
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     WalkResult left = getOperation().walk([&](Operation *op) {
-      if (op->getDialect() != anvil || isa<AllReduceOp>(op))
+      if (op->getDialect() != anvil ||
+          isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AxisSliceOp>(op))
         return WalkResult::advance();
       op->emitError("anvil-convert-to-linalg: failed to lower '")
           << op->getName() << "'";

@@ -12,10 +12,14 @@
 //    copies built as `linalg.copy`.
 // 4. Eliminate the empty tensors the in-place writes can replace, then
 //    run one-shot bufferization over the module.
-// 5. `anvil.all_reduce` bufferizes in place: a call of the runtime's
-//    anvil_rt_all_reduce_f32(address, elements, op) on its operand's
-//    buffer (copied first when the operand is still needed, through a
-//    contiguous temporary when the buffer is strided).
+// 5. Collectives become runtime calls naming the mesh axis by its position
+//    in the module's `anvil.mesh` (-1 without one). `anvil.all_reduce`
+//    bufferizes in place: anvil_rt_all_reduce_f32(address, elements, op,
+//    axis) on its operand's buffer (copied first when the operand is still
+//    needed, through a contiguous temporary when the buffer is strided).
+//    `anvil.all_gather` and `anvil.reduce_scatter` write a new buffer
+//    (anvil_rt_all_gather_f32, anvil_rt_reduce_scatter_f32), and so does
+//    `anvil.axis_slice` (anvil_rt_axis_slice_f32: the rank's block).
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +49,57 @@ using namespace mlir;
 namespace {
 
 constexpr StringLiteral kAllReduce = "anvil_rt_all_reduce_f32";
+constexpr StringLiteral kAllGather = "anvil_rt_all_gather_f32";
+constexpr StringLiteral kReduceScatter = "anvil_rt_reduce_scatter_f32";
+constexpr StringLiteral kAxisSlice = "anvil_rt_axis_slice_f32";
+
+/// The runtime's name for mesh axis `axis` of `op`'s module: its position
+/// in the module's `anvil.mesh`, or -1 without a mesh (a world of one).
+Value axisCode(RewriterBase &rewriter, Operation *op, StringRef axis) {
+  int64_t code = -1;
+  auto module = op->getParentOfType<ModuleOp>();
+  if (auto mesh = module->getAttrOfType<DictionaryAttr>(
+          anvil::AnvilDialect::kMeshAttrName))
+    for (auto [i, entry] : llvm::enumerate(mesh))
+      if (entry.getName() == axis)
+        code = static_cast<int64_t>(i);
+  return arith::ConstantIntOp::create(rewriter, op->getLoc(),
+                                      rewriter.getI32Type(), code);
+}
+
+/// `buffer` itself when it is contiguous and row-major, else a copy of it
+/// in a new contiguous buffer.
+Value contiguous(RewriterBase &rewriter, Location loc, Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  if (memref::isStaticShapeAndContiguousRowMajor(type))
+    return buffer;
+  Value copy = memref::AllocOp::create(
+      rewriter, loc, MemRefType::get(type.getShape(), type.getElementType()));
+  linalg::CopyOp::create(rewriter, loc, buffer, copy);
+  return copy;
+}
+
+/// The address of the first element of a contiguous f32 buffer, as i64.
+Value addressOf(RewriterBase &rewriter, Location loc, Value buffer) {
+  Value base =
+      memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, buffer);
+  auto meta = memref::ExtractStridedMetadataOp::create(rewriter, loc, buffer);
+  Value bytes =
+      arith::MulIOp::create(rewriter, loc, meta.getOffset(),
+                            arith::ConstantIndexOp::create(rewriter, loc, 4));
+  return arith::IndexCastOp::create(
+      rewriter, loc, rewriter.getI64Type(),
+      arith::AddIOp::create(rewriter, loc, base, bytes));
+}
+
+LogicalResult requireF32(Operation *op, Type type) {
+  Type element = cast<ShapedType>(type).getElementType();
+  if (element.isF32())
+    return success();
+  return op->emitError("anvil-bufferize: '")
+         << op->getName() << "' of " << element
+         << " is not supported on the CPU yet (f32 only)";
+}
 
 /// anvil.all_reduce on buffers: reads and writes its operand in place.
 struct AllReduceBufferization
@@ -67,60 +122,124 @@ struct AllReduceBufferization
                           const bufferization::BufferizationOptions &options,
                           bufferization::BufferizationState &state) const {
     auto reduce = cast<anvil::AllReduceOp>(op);
-    if (!reduce.getType().getElementType().isF32())
-      return op->emitError("anvil-bufferize: all-reduces of ")
-             << reduce.getType().getElementType()
-             << " are not supported on the CPU yet (f32 only)";
+    if (failed(requireF32(op, reduce.getType())))
+      return failure();
     FailureOr<Value> buffer =
         bufferization::getBuffer(rewriter, reduce.getOperand(), options, state);
     if (failed(buffer))
       return failure();
     Location loc = op->getLoc();
-    auto type = cast<MemRefType>(buffer->getType());
-    Value target = *buffer;
-    bool strided = !memref::isStaticShapeAndContiguousRowMajor(type);
-    if (strided) {
-      target = memref::AllocOp::create(
-          rewriter, loc,
-          MemRefType::get(type.getShape(), type.getElementType()));
-      linalg::CopyOp::create(rewriter, loc, *buffer, target);
-    }
     auto i64 = rewriter.getI64Type();
-    Value base =
-        memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, target);
-    auto meta = memref::ExtractStridedMetadataOp::create(rewriter, loc, target);
-    Value bytes =
-        arith::MulIOp::create(rewriter, loc, meta.getOffset(),
-                              arith::ConstantIndexOp::create(rewriter, loc, 4));
-    Value address = arith::IndexCastOp::create(
-        rewriter, loc, i64, arith::AddIOp::create(rewriter, loc, base, bytes));
-    Value count =
-        arith::ConstantIntOp::create(rewriter, loc, i64, type.getNumElements());
+    Value target = contiguous(rewriter, loc, *buffer);
+    Value count = arith::ConstantIntOp::create(
+        rewriter, loc, i64, reduce.getType().getNumElements());
     Value code =
         arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(),
                                      static_cast<int64_t>(reduce.getOp()));
     func::CallOp::create(rewriter, loc, kAllReduce, TypeRange{},
-                         ValueRange{address, count, code});
-    if (strided)
+                         ValueRange{addressOf(rewriter, loc, target), count,
+                                    code,
+                                    axisCode(rewriter, op, reduce.getAxis())});
+    if (target != *buffer)
       linalg::CopyOp::create(rewriter, loc, target, *buffer);
     bufferization::replaceOpWithBufferizedValues(rewriter, op, *buffer);
     return success();
   }
 };
 
-/// Declares anvil_rt_all_reduce_f32(i64 address, i64 elements, i32 op)
-/// when the module has an all-reduce.
+/// The collectives that read their operand and write a new buffer:
+/// anvil.all_gather, anvil.reduce_scatter and anvil.axis_slice become calls
+/// of the runtime with the two addresses (the operand's made contiguous
+/// first) and the elements per rank.
+template <typename OpTy>
+struct OutOfPlaceCollective
+    : bufferization::BufferizableOpInterface::ExternalModel<
+          OutOfPlaceCollective<OpTy>, OpTy> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const bufferization::AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const bufferization::AnalysisState &) const {
+    return false;
+  }
+  bufferization::AliasingValueList
+  getAliasingValues(Operation *, OpOperand &,
+                    const bufferization::AnalysisState &) const {
+    return {};
+  }
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const bufferization::BufferizationOptions &options,
+                          bufferization::BufferizationState &state) const {
+    auto collective = cast<OpTy>(op);
+    auto resultType = cast<RankedTensorType>(collective.getType());
+    if (failed(requireF32(op, resultType)))
+      return failure();
+    FailureOr<Value> buffer = bufferization::getBuffer(
+        rewriter, collective.getOperand(), options, state);
+    if (failed(buffer))
+      return failure();
+    Location loc = op->getLoc();
+    auto i64 = rewriter.getI64Type();
+    Value result = memref::AllocOp::create(
+        rewriter, loc,
+        MemRefType::get(resultType.getShape(), resultType.getElementType()));
+    Value axis = axisCode(rewriter, op, collective.getAxis());
+    Value source = contiguous(rewriter, loc, *buffer);
+    // Elements per rank: the gathered operand's, the scattered or sliced
+    // result's.
+    int64_t perRank = std::is_same_v<OpTy, anvil::AllGatherOp>
+                          ? collective.getOperand().getType().getNumElements()
+                          : resultType.getNumElements();
+    SmallVector<Value> args = {
+        addressOf(rewriter, loc, source), addressOf(rewriter, loc, result),
+        arith::ConstantIntOp::create(rewriter, loc, i64, perRank)};
+    StringLiteral callee = kAllGather;
+    if constexpr (std::is_same_v<OpTy, anvil::ReduceScatterOp>) {
+      callee = kReduceScatter;
+      args.push_back(arith::ConstantIntOp::create(
+          rewriter, loc, rewriter.getI32Type(),
+          static_cast<int64_t>(collective.getOp())));
+    }
+    if constexpr (std::is_same_v<OpTy, anvil::AxisSliceOp>)
+      callee = kAxisSlice;
+    args.push_back(axis);
+    func::CallOp::create(rewriter, loc, callee, TypeRange{}, args);
+    bufferization::replaceOpWithBufferizedValues(rewriter, op, result);
+    return success();
+  }
+};
+
+/// Declares the runtime functions the module's collectives call:
+///   anvil_rt_all_reduce_f32(i64 address, i64 elements, i32 op, i32 axis)
+///   anvil_rt_all_gather_f32(i64 in, i64 out, i64 per_rank, i32 axis)
+///   anvil_rt_reduce_scatter_f32(i64 in, i64 out, i64 per_rank, i32 op,
+///                               i32 axis)
+///   anvil_rt_axis_slice_f32(i64 in, i64 out, i64 per_rank, i32 axis)
 void declareRuntimeCollectives(ModuleOp module) {
-  bool used = false;
-  module.walk([&](anvil::AllReduceOp) { used = true; });
-  if (!used || module.lookupSymbol(kAllReduce))
-    return;
   OpBuilder b(module.getBodyRegion());
   b.setInsertionPointToStart(module.getBody());
-  auto type =
-      b.getFunctionType({b.getI64Type(), b.getI64Type(), b.getI32Type()}, {});
-  auto fn = func::FuncOp::create(b, module.getLoc(), kAllReduce, type);
-  fn.setPrivate();
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  auto declare = [&](StringRef name, FunctionType type) {
+    if (module.lookupSymbol(name))
+      return;
+    func::FuncOp::create(b, module.getLoc(), name, type).setPrivate();
+  };
+  bool reduce = false, gather = false, scatter = false, slice = false;
+  module.walk([&](Operation *op) {
+    reduce |= isa<anvil::AllReduceOp>(op);
+    gather |= isa<anvil::AllGatherOp>(op);
+    scatter |= isa<anvil::ReduceScatterOp>(op);
+    slice |= isa<anvil::AxisSliceOp>(op);
+  });
+  if (reduce)
+    declare(kAllReduce, b.getFunctionType({i64, i64, i32, i32}, {}));
+  if (gather)
+    declare(kAllGather, b.getFunctionType({i64, i64, i64, i32}, {}));
+  if (scatter)
+    declare(kReduceScatter, b.getFunctionType({i64, i64, i64, i32, i32}, {}));
+  if (slice)
+    declare(kAxisSlice, b.getFunctionType({i64, i64, i64, i32}, {}));
 }
 
 /// State updated in place: each result tied to an argument
@@ -167,6 +286,12 @@ struct AnvilBufferizePass
     registry.insert<arith::ArithDialect, func::FuncDialect>();
     registry.addExtension(+[](MLIRContext *ctx, anvil::AnvilDialect *) {
       anvil::AllReduceOp::attachInterface<AllReduceBufferization>(*ctx);
+      anvil::AllGatherOp::attachInterface<
+          OutOfPlaceCollective<anvil::AllGatherOp>>(*ctx);
+      anvil::ReduceScatterOp::attachInterface<
+          OutOfPlaceCollective<anvil::ReduceScatterOp>>(*ctx);
+      anvil::AxisSliceOp::attachInterface<
+          OutOfPlaceCollective<anvil::AxisSliceOp>>(*ctx);
     });
   }
   void runOnOperation() override {

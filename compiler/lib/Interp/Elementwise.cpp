@@ -96,6 +96,36 @@ void registerElementwiseEvaluators(EvaluatorTable &t) {
   // The interpreter is one process: a world of one rank, where every
   // all-reduce returns its operand.
   unary<ad::AllReduceOp>(t, [](double x) { return x; });
+  // The other collectives split or join tensors among the ranks of an
+  // axis; the interpreter has only a world of one to give them (an axis
+  // of one rank, or a module without a mesh), where they return their
+  // operand.
+  auto worldOfOne = [](Operation *op, StringRef axis, const Buffer &in,
+                       Buffer &out) -> LogicalResult {
+    int64_t ranks = ad::meshAxisSize(op, axis);
+    if (ranks != 1)
+      return op->emitError("anvil-interp: runs one process; '")
+             << op->getName() << "' over axis '" << axis << "' needs its "
+             << ranks << " ranks (compile the program and run it with "
+             << "anvil-run)";
+    out.data = in.data;
+    return success();
+  };
+  t.add<ad::AllGatherOp>([worldOfOne](ad::AllGatherOp op,
+                                      ArrayRef<const Buffer *> in,
+                                      std::vector<Buffer> &out) {
+    return worldOfOne(op, op.getAxis(), *in[0], out[0]);
+  });
+  t.add<ad::ReduceScatterOp>([worldOfOne](ad::ReduceScatterOp op,
+                                          ArrayRef<const Buffer *> in,
+                                          std::vector<Buffer> &out) {
+    return worldOfOne(op, op.getAxis(), *in[0], out[0]);
+  });
+  t.add<ad::AxisSliceOp>([worldOfOne](ad::AxisSliceOp op,
+                                      ArrayRef<const Buffer *> in,
+                                      std::vector<Buffer> &out) {
+    return worldOfOne(op, op.getAxis(), *in[0], out[0]);
+  });
   unary<ad::ReluOp>(t,
                     [](double x) { return x > 0.0 ? x : (x == x ? 0.0 : x); });
   t.add<ad::GeluOp>([](ad::GeluOp op, ArrayRef<const Buffer *> in,

@@ -2,9 +2,12 @@
 
 #include "anvil/runtime/Checkpoint.h"
 
+#include "anvil/runtime/Dist.h"
 #include "anvil/runtime/File.h"
+#include "anvil/runtime/Json.h"
 #include "anvil/runtime/TokenData.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +21,8 @@ static const char *const kStep = "anvil.step";
 static const char *const kSeed = "anvil.seed";
 static const char *const kDataPosition = "anvil.data_position";
 static const char *const kChecksum = "anvil.checksum";
+static const char *const kShardFiles = "anvil.shard_files";
+static const char *const kPiece = "anvil.piece.";
 
 /// A 64-bit checksum of the tensors' names and bytes, in order: four
 /// independent splitmix64 lanes over 8-byte words (fast enough that
@@ -49,36 +54,113 @@ static std::string checksum(std::span<const TensorRef> tensors) {
   return hex;
 }
 
-Expected<std::string> saveCheckpoint(const std::string &dir,
-                                     const CheckpointInfo &info,
-                                     std::span<const TensorRef> tensors) {
-  if (::mkdir(dir.c_str(), 0755) == 0) {
+static Status makeDirectory(const std::string &dir) {
+  if (::mkdir(dir.c_str(), 0755) == 0)
     // Make the new directory itself durable in its parent.
-    if (Status s = syncDirectory(parentDirectory(dir)); !s)
-      return s;
-  } else if (errno != EEXIST) {
+    return syncDirectory(parentDirectory(dir));
+  if (errno != EEXIST)
     return Status::error(ErrorCode::IOError,
                          "cannot create checkpoint directory '" + dir +
                              "': " + std::strerror(errno));
-  }
-  char name[64];
-  std::snprintf(name, sizeof name, "step_%08llu.safetensors",
-                static_cast<unsigned long long>(info.step));
-  std::string path = dir + "/" + name;
-  std::map<std::string, std::string> meta = {
+  return Status::ok();
+}
+
+/// "step_00000010.safetensors", or "step_00000010.rank00001.safetensors"
+/// for the file of rank `rank` > 0 of a sharded checkpoint.
+static std::string stepFile(uint64_t step, int rank = 0) {
+  char name[80];
+  if (rank == 0)
+    std::snprintf(name, sizeof name, "step_%08llu.safetensors",
+                  static_cast<unsigned long long>(step));
+  else
+    std::snprintf(name, sizeof name, "step_%08llu.rank%05d.safetensors",
+                  static_cast<unsigned long long>(step), rank);
+  return name;
+}
+
+static std::map<std::string, std::string>
+stepMetadata(const CheckpointInfo &info, std::span<const TensorRef> tensors) {
+  return {
       {kModel, info.model},
       {kStep, std::to_string(info.step)},
       {kSeed, std::to_string(info.seed)},
       {kDataPosition, std::to_string(info.dataPosition)},
       {kChecksum, checksum(tensors)},
   };
-  if (Status s = writeSafetensors(path, tensors, meta); !s)
+}
+
+static Status pointLatestAt(const std::string &dir, const std::string &name) {
+  std::string pointer = name + "\n";
+  std::span<const std::byte> bytes[] = {std::as_bytes(std::span(pointer))};
+  return writeFileAtomic(dir + "/latest", bytes);
+}
+
+Expected<std::string> saveCheckpoint(const std::string &dir,
+                                     const CheckpointInfo &info,
+                                     std::span<const TensorRef> tensors) {
+  if (Status s = makeDirectory(dir); !s)
     return s;
-  std::string pointer = std::string(name) + "\n";
-  std::span<const std::byte> pieces[] = {std::as_bytes(std::span(pointer))};
-  if (Status s = writeFileAtomic(dir + "/latest", pieces); !s)
+  std::string name = stepFile(info.step);
+  std::string path = dir + "/" + name;
+  if (Status s = writeSafetensors(path, tensors, stepMetadata(info, tensors));
+      !s)
+    return s;
+  if (Status s = pointLatestAt(dir, name); !s)
     return s;
   return path;
+}
+
+Expected<std::string> saveShardedCheckpoint(const std::string &dir,
+                                            const CheckpointInfo &info,
+                                            std::span<const TensorPiece> pieces,
+                                            Communicator &world) {
+  const int rank = world.rank();
+  if (rank == 0)
+    if (Status s = makeDirectory(dir); !s)
+      return s;
+  // The other ranks write into the directory rank 0 made.
+  if (Status s = world.barrier(); !s)
+    return s;
+  std::vector<TensorRef> tensors;
+  std::map<std::string, std::string> pieceMeta;
+  for (const TensorPiece &p : pieces) {
+    Expected<int64_t> whole = numElements(p.whole.shape);
+    if (!whole)
+      return whole.status();
+    if (p.begin == 0 && p.end == *whole) {
+      tensors.push_back({p.whole, p.data});
+      continue;
+    }
+    tensors.push_back({{p.whole.name, p.whole.dtype, {p.end - p.begin}}, p.data});
+    JsonValue shape = JsonValue::array();
+    for (int64_t d : p.whole.shape)
+      shape.push(JsonValue::number(static_cast<double>(d)));
+    JsonValue m = JsonValue::object();
+    m.set("shape", std::move(shape));
+    m.set("begin", JsonValue::number(static_cast<double>(p.begin)));
+    m.set("end", JsonValue::number(static_cast<double>(p.end)));
+    pieceMeta[kPiece + p.whole.name] = m.dump();
+  }
+  std::map<std::string, std::string> meta = stepMetadata(info, tensors);
+  meta.insert(pieceMeta.begin(), pieceMeta.end());
+  std::string name = stepFile(info.step, rank);
+  if (rank != 0)
+    if (Status s = writeSafetensors(dir + "/" + name, tensors, meta); !s)
+      return s;
+  // Rank 0 names the checkpoint once every other file is written.
+  if (Status s = world.barrier(); !s)
+    return s;
+  if (rank == 0) {
+    JsonValue files = JsonValue::array();
+    for (int r = 1; r < world.size(); ++r)
+      files.push(JsonValue::string(stepFile(info.step, r)));
+    meta[kShardFiles] = files.dump();
+    if (Status s = writeSafetensors(dir + "/" + name, tensors, meta); !s)
+      return s;
+    if (Status s = pointLatestAt(dir, name); !s)
+      return s;
+  }
+  return dir + "/" + stepFile(info.step);
 }
 
 Expected<std::string> latestCheckpoint(const std::string &dir) {
@@ -156,6 +238,188 @@ loadCheckpoint(const std::string &path, const std::string &model,
                              "checkpoint's checksum (the file is corrupted)");
   c.file = std::move(*file);
   return c;
+}
+
+Expected<CheckpointReader>
+CheckpointReader::open(const std::string &path, const std::string &model,
+                       std::span<const TensorSpec> expected) {
+  auto err = [&](const std::string &file, const std::string &msg) {
+    return Status::error(ErrorCode::InvalidArgument,
+                         "checkpoint '" + file + "': " + msg);
+  };
+  CheckpointReader r;
+  r.path_ = path;
+  Expected<SafetensorsFile> main = SafetensorsFile::read(path);
+  if (!main)
+    return main.status();
+  std::vector<std::string> others;
+  if (auto it = main->metadata().find(kShardFiles);
+      it != main->metadata().end()) {
+    Expected<JsonValue> list = parseJson(it->second);
+    if (!list || !list->isArray())
+      return err(path, std::string("metadata '") + kShardFiles +
+                           "' is not a list of file names");
+    for (const JsonValue &f : list->items())
+      if (!f.isString() || f.asString().empty() ||
+          f.asString().find('/') != std::string::npos)
+        return err(path, std::string("metadata '") + kShardFiles +
+                             "' must name files beside it");
+      else
+        others.push_back(parentDirectory(path) + "/" + f.asString());
+  }
+  // The tensors' pieces point into the files: no reallocation after this.
+  r.files_.reserve(1 + others.size());
+  r.files_.push_back(std::move(*main));
+  for (const std::string &other : others) {
+    Expected<SafetensorsFile> f = SafetensorsFile::read(other);
+    if (!f)
+      return f.status().withContext("a shard of checkpoint '" + path + "'");
+    r.files_.push_back(std::move(*f));
+  }
+  for (SafetensorsFile &f : r.files_) {
+    auto it = f.metadata().find(kModel);
+    if (it == f.metadata().end())
+      return err(f.path(), std::string("metadata '") + kModel +
+                               "' is missing (not an Anvil training "
+                               "checkpoint?)");
+    if (it->second != model)
+      return err(f.path(), "it is of model '" + it->second +
+                               "', this run trains '" + model + "'");
+    CheckpointInfo info;
+    info.model = it->second;
+    for (auto [key, field] :
+         {std::pair{kStep, &info.step}, std::pair{kSeed, &info.seed},
+          std::pair{kDataPosition, &info.dataPosition}}) {
+      Expected<uint64_t> v = metaInteger(f, key);
+      if (!v)
+        return v.status();
+      *field = *v;
+    }
+    if (&f == &r.files_.front())
+      r.info_ = info;
+    else if (info.step != r.info_.step || info.seed != r.info_.seed)
+      return err(f.path(), "it is of step " + std::to_string(info.step) +
+                               ", '" + path + "' of step " +
+                               std::to_string(r.info_.step));
+    // Checkpoints written before the checksum existed have none.
+    if (auto sum = f.metadata().find(kChecksum);
+        sum != f.metadata().end() && sum->second != checksum(f.tensors()))
+      return err(f.path(), "the tensor data does not match the checkpoint's "
+                           "checksum (the file is corrupted)");
+    for (const TensorRef &t : f.tensors()) {
+      TensorSpec whole = t.spec;
+      Expected<int64_t> n = numElements(t.spec.shape);
+      if (!n)
+        return n.status();
+      int64_t begin = 0, end = *n;
+      if (auto m = f.metadata().find(kPiece + t.spec.name);
+          m != f.metadata().end()) {
+        Expected<JsonValue> j = parseJson(m->second);
+        const JsonValue *shape = j && j->isObject() ? j->get("shape") : nullptr;
+        const JsonValue *b = j && j->isObject() ? j->get("begin") : nullptr;
+        const JsonValue *e = j && j->isObject() ? j->get("end") : nullptr;
+        bool ok = shape && shape->isArray() && b && e && b->asInteger() &&
+                  e->asInteger();
+        whole.shape.clear();
+        for (size_t d = 0; ok && d < shape->items().size(); ++d) {
+          Expected<int64_t> v = shape->items()[d].asInteger();
+          ok = v && *v >= 0;
+          if (ok)
+            whole.shape.push_back(*v);
+        }
+        Expected<int64_t> all = numElements(whole.shape);
+        if (ok) {
+          begin = *b->asInteger();
+          end = *e->asInteger();
+        }
+        if (!ok || !all || t.spec.shape.size() != 1 || begin < 0 ||
+            end > *all || end - begin != *n)
+          return err(f.path(), "metadata '" + m->first + "' = '" + m->second +
+                                   "' does not describe the " +
+                                   formatShape(t.spec.shape) + " piece");
+      }
+      auto [entry, fresh] =
+          r.tensors_.try_emplace(t.spec.name, whole, std::vector<Piece>{});
+      if (!fresh && (entry->second.first.shape != whole.shape ||
+                     entry->second.first.dtype != whole.dtype))
+        return err(f.path(), "tensor '" + t.spec.name + "' is " +
+                                 formatShape(whole.shape) + ", another file of "
+                                 "the checkpoint has it as " +
+                                 formatShape(entry->second.first.shape));
+      entry->second.second.push_back({&t, begin, end});
+    }
+  }
+  // Pieces of one tensor never overlap.
+  for (auto &[name, entry] : r.tensors_) {
+    auto &pieces = entry.second;
+    std::sort(pieces.begin(), pieces.end(),
+              [](const Piece &a, const Piece &b) { return a.begin < b.begin; });
+    for (size_t i = 1; i < pieces.size(); ++i)
+      if (pieces[i].begin < pieces[i - 1].end)
+        return err(path, "two files hold elements [" +
+                             std::to_string(pieces[i].begin) + ", " +
+                             std::to_string(pieces[i - 1].end) + ") of '" +
+                             name + "'");
+  }
+  for (const TensorSpec &want : expected) {
+    auto it = r.tensors_.find(want.name);
+    if (it == r.tensors_.end())
+      return err(path, "tensor '" + want.name +
+                           "' is missing (a checkpoint of another model?)");
+    const TensorSpec &have = it->second.first;
+    if (have.shape != want.shape)
+      return err(path, "tensor '" + want.name + "' has shape " +
+                           formatShape(have.shape) + ", the model expects " +
+                           formatShape(want.shape));
+    if (have.dtype != want.dtype)
+      return err(path, "tensor '" + want.name + "' has dtype " +
+                           std::string(dtypeSafetensorsName(have.dtype)) +
+                           ", the model expects " +
+                           std::string(dtypeSafetensorsName(want.dtype)));
+  }
+  if (r.tensors_.size() != expected.size())
+    for (const auto &[name, entry] : r.tensors_)
+      if (std::none_of(expected.begin(), expected.end(),
+                       [&](const TensorSpec &w) { return w.name == name; }))
+        return err(path, "tensor '" + name +
+                             "' is not part of the model (a checkpoint of "
+                             "another model?)");
+  return r;
+}
+
+Status CheckpointReader::read(const std::string &name, int64_t begin,
+                              int64_t end, std::span<std::byte> out) const {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end())
+    return Status::error(ErrorCode::NotFound, "checkpoint '" + path_ +
+                                                  "' has no tensor '" + name +
+                                                  "'");
+  const size_t size = dtypeSize(it->second.first.dtype);
+  if (out.size() != static_cast<size_t>(end - begin) * size)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "reading elements [" + std::to_string(begin) + ", " +
+                             std::to_string(end) + ") of '" + name +
+                             "' into " + std::to_string(out.size()) +
+                             " bytes");
+  int64_t covered = 0;
+  for (const Piece &p : it->second.second) {
+    int64_t from = std::max(begin, p.begin), to = std::min(end, p.end);
+    if (from >= to)
+      continue;
+    std::memcpy(out.data() + static_cast<size_t>(from - begin) * size,
+                p.tensor->data.data() +
+                    static_cast<size_t>(from - p.begin) * size,
+                static_cast<size_t>(to - from) * size);
+    covered += to - from;
+  }
+  if (covered != end - begin)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "checkpoint '" + path_ + "' holds " +
+                             std::to_string(covered) + " of elements [" +
+                             std::to_string(begin) + ", " +
+                             std::to_string(end) + ") of '" + name +
+                             "' (a shard file is missing?)");
+  return Status::ok();
 }
 
 } // namespace anvil::rt

@@ -4,6 +4,7 @@
 
 #include "anvil/runtime/Json.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -214,6 +215,40 @@ Expected<Manifest> Manifest::parse(std::string_view json) {
         return fail(where + ".ignore", "expected an integer");
       info.ignore = *n;
     }
+    if (const JsonValue *sh = b.get("sharding")) {
+      std::string at = where + ".sharding";
+      const JsonValue *shape = sh->isObject() ? sh->get("global_shape") : nullptr;
+      const JsonValue *axis = sh->isObject() ? sh->get("flat_axis") : nullptr;
+      if (!shape || !shape->isArray() || !axis || !axis->isString())
+        return fail(at, "expected {\"global_shape\": [...], \"flat_axis\": "
+                        "\"<mesh axis>\"}");
+      Sharding sharding;
+      for (const JsonValue &d : shape->items()) {
+        Expected<int64_t> v = d.asInteger();
+        if (!v || *v < 0)
+          return fail(at + ".global_shape", "expected non-negative integers");
+        sharding.globalShape.push_back(*v);
+      }
+      sharding.flatAxis = axis->asString();
+      bool known = false;
+      for (const auto &entry : m.mesh)
+        known |= entry.first == sharding.flatAxis;
+      if (!known)
+        return fail(at + ".flat_axis",
+                    "'" + sharding.flatAxis + "' is not an axis of the mesh");
+      Expected<int64_t> whole = numElements(sharding.globalShape);
+      if (!whole)
+        return fail(at + ".global_shape", whole.status().message());
+      int64_t n = m.meshAxis(sharding.flatAxis);
+      int64_t block = (*whole + n - 1) / n;
+      if (info.spec.shape != std::vector<int64_t>{block})
+        return fail(at, "a block of " + formatShape(sharding.globalShape) +
+                            " over " + std::to_string(n) + " ranks of '" +
+                            sharding.flatAxis + "' has shape [" +
+                            std::to_string(block) + "], the buffer " +
+                            formatShape(info.spec.shape));
+      info.sharding = std::move(sharding);
+    }
     m.buffers.push_back(std::move(info));
   }
 
@@ -315,11 +350,27 @@ const BufferInfo *Manifest::find(const std::string &name) const {
   return nullptr;
 }
 
+TensorSpec BufferInfo::globalSpec() const {
+  if (!sharding)
+    return spec;
+  return TensorSpec{spec.name, spec.dtype, sharding->globalShape};
+}
+
+std::pair<int64_t, int64_t> BufferInfo::globalRange(int64_t position) const {
+  Expected<int64_t> whole = numElements(globalSpec().shape);
+  int64_t n = whole ? *whole : 0;
+  if (!sharding)
+    return {0, n};
+  int64_t block = spec.shape.empty() ? 1 : spec.shape[0];
+  int64_t begin = std::min(n, position * block);
+  return {begin, std::min(n, begin + block)};
+}
+
 std::vector<TensorSpec> Manifest::stateSpecs() const {
   std::vector<TensorSpec> specs;
   for (const BufferInfo &b : buffers)
     if (b.role == BufferRole::Param || b.role == BufferRole::State)
-      specs.push_back(b.spec);
+      specs.push_back(b.globalSpec());
   return specs;
 }
 

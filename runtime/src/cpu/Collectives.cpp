@@ -1,35 +1,90 @@
 //===- Collectives.cpp - the collectives generated CPU code calls ---------===//
+//
+// Generated code names a mesh axis by its position in the program's mesh;
+// the trainer sets one communicator per axis (the ranks that share every
+// other coordinate). Without one, an axis is a world of one: reductions
+// leave their values, gathers, scatters and slices copy.
+//
+//===----------------------------------------------------------------------===//
 
 #include "anvil/runtime/Dist.h"
 #include "anvil/runtime/RuntimeABI.h"
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace anvil::rt {
 namespace {
-Communicator *current = nullptr;
+std::vector<Communicator *> meshAxes;
+
+/// The communicator of `axis`, or null for a world of one.
+Communicator *axisCommunicator(int32_t axis) {
+  if (axis < 0 || static_cast<size_t>(axis) >= meshAxes.size())
+    return nullptr;
+  Communicator *c = meshAxes[static_cast<size_t>(axis)];
+  return c && c->size() > 1 ? c : nullptr;
+}
+
+float *floats(int64_t address) {
+  return reinterpret_cast<float *>(static_cast<intptr_t>(address));
+}
+
+ReduceOp reduceOp(const char *what, int32_t op) {
+  if (op < 0 || op > 2) {
+    std::fprintf(stderr, "anvil: %s with unknown op %d\n", what, op);
+    std::abort();
+  }
+  return static_cast<ReduceOp>(op);
+}
+
+void check(const Status &s, Communicator *c, const char *what, int64_t n) {
+  if (s.isOk())
+    return;
+  std::fprintf(stderr, "anvil: rank %d of an axis of %d: %s of %lld floats: %s\n",
+               c->rank(), c->size(), what, static_cast<long long>(n),
+               s.message().c_str());
+  std::abort();
+}
 } // namespace
 
-void setCommunicator(Communicator *communicator) { current = communicator; }
+void setMeshCommunicators(std::vector<Communicator *> axes) {
+  meshAxes = std::move(axes);
+}
 
 } // namespace anvil::rt
 
+using namespace anvil::rt;
+
 extern "C" void anvil_rt_all_reduce_f32(int64_t address, int64_t n,
-                                        int32_t op) {
-  using namespace anvil::rt;
-  if (!current || current->size() == 1)
-    return;
-  if (op < 0 || op > 2) {
-    std::fprintf(stderr, "anvil: all-reduce with unknown op %d\n", op);
-    std::abort();
-  }
-  auto *data = reinterpret_cast<float *>(static_cast<intptr_t>(address));
-  Status s = current->allReduce(data, n, static_cast<ReduceOp>(op));
-  if (!s.isOk()) {
-    std::fprintf(stderr, "anvil: rank %d: all-reduce of %lld floats: %s\n",
-                 current->rank(), static_cast<long long>(n),
-                 s.message().c_str());
-    std::abort();
-  }
+                                        int32_t op, int32_t axis) {
+  ReduceOp r = reduceOp("all-reduce", op);
+  if (Communicator *c = axisCommunicator(axis))
+    check(c->allReduce(floats(address), n, r), c, "all-reduce", n);
+}
+
+extern "C" void anvil_rt_all_gather_f32(int64_t in, int64_t out, int64_t n,
+                                        int32_t axis) {
+  if (Communicator *c = axisCommunicator(axis))
+    check(c->allGather(floats(in), n, floats(out)), c, "all-gather", n);
+  else
+    std::memmove(floats(out), floats(in), static_cast<size_t>(n) * 4);
+}
+
+extern "C" void anvil_rt_reduce_scatter_f32(int64_t in, int64_t out, int64_t n,
+                                            int32_t op, int32_t axis) {
+  ReduceOp r = reduceOp("reduce-scatter", op);
+  if (Communicator *c = axisCommunicator(axis))
+    check(c->reduceScatter(floats(in), n, floats(out), r), c, "reduce-scatter",
+          n);
+  else
+    std::memmove(floats(out), floats(in), static_cast<size_t>(n) * 4);
+}
+
+extern "C" void anvil_rt_axis_slice_f32(int64_t in, int64_t out, int64_t n,
+                                        int32_t axis) {
+  Communicator *c = axisCommunicator(axis);
+  int64_t index = c ? c->rank() : 0;
+  std::memmove(floats(out), floats(in) + index * n,
+               static_cast<size_t>(n) * 4);
 }

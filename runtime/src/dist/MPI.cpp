@@ -43,11 +43,20 @@ constexpr int64_t kChunk = int64_t(1) << 30;
 
 class MPICommunicator final : public Communicator {
 public:
-  MPICommunicator(int rank, int size, bool ownsMPI)
-      : rank_(rank), size_(size), ownsMPI_(ownsMPI) {}
+  /// `ownsComm`: `comm` was split off the world and is freed here;
+  /// `ownsMPI`: MPI was initialized for this communicator and is finalized
+  /// with it.
+  MPICommunicator(MPI_Comm comm, int rank, int size, bool ownsComm,
+                  bool ownsMPI)
+      : comm_(comm), rank_(rank), size_(size), ownsComm_(ownsComm),
+        ownsMPI_(ownsMPI) {}
   ~MPICommunicator() override {
     int finalized = 0;
-    if (ownsMPI_ && MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized)
+    if (MPI_Finalized(&finalized) != MPI_SUCCESS || finalized)
+      return;
+    if (ownsComm_)
+      MPI_Comm_free(&comm_);
+    if (ownsMPI_)
       MPI_Finalize();
   }
   int rank() const override { return rank_; }
@@ -65,7 +74,7 @@ public:
       int count = static_cast<int>(std::min(kChunk, n - at));
       ANVIL_MPI(MPI_Allreduce(MPI_IN_PLACE, data + at, count, MPI_FLOAT,
                               op == ReduceOp::Max ? MPI_MAX : MPI_SUM,
-                              MPI_COMM_WORLD));
+                              comm_));
     }
     if (op == ReduceOp::Mean)
       scale(data, n);
@@ -80,14 +89,14 @@ public:
     for (int64_t at = 0; at < bytes; at += kChunk)
       ANVIL_MPI(MPI_Bcast(p + at,
                           static_cast<int>(std::min(kChunk, bytes - at)),
-                          MPI_BYTE, root, MPI_COMM_WORLD));
+                          MPI_BYTE, root, comm_));
     return Status::ok();
   }
   Status allGather(const float *in, int64_t n, float *out) override {
     if (n > INT_MAX)
       return tooLarge("allGather", n);
     ANVIL_MPI(MPI_Allgather(in, static_cast<int>(n), MPI_FLOAT, out,
-                            static_cast<int>(n), MPI_FLOAT, MPI_COMM_WORLD));
+                            static_cast<int>(n), MPI_FLOAT, comm_));
     return Status::ok();
   }
   Status reduceScatter(const float *in, int64_t n, float *out,
@@ -96,14 +105,24 @@ public:
       return tooLarge("reduceScatter", n);
     ANVIL_MPI(MPI_Reduce_scatter_block(in, out, static_cast<int>(n), MPI_FLOAT,
                                        op == ReduceOp::Max ? MPI_MAX : MPI_SUM,
-                                       MPI_COMM_WORLD));
+                                       comm_));
     if (op == ReduceOp::Mean)
       scale(out, n);
     return Status::ok();
   }
   Status barrier() override {
-    ANVIL_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    ANVIL_MPI(MPI_Barrier(comm_));
     return Status::ok();
+  }
+  Expected<std::unique_ptr<Communicator>> split(int color, int key) override {
+    MPI_Comm part;
+    ANVIL_MPI(MPI_Comm_split(comm_, color, key, &part));
+    auto made = std::make_unique<MPICommunicator>(part, 0, 1, /*ownsComm=*/true,
+                                                  /*ownsMPI=*/false);
+    ANVIL_MPI(MPI_Comm_set_errhandler(part, MPI_ERRORS_RETURN));
+    ANVIL_MPI(MPI_Comm_rank(part, &made->rank_));
+    ANVIL_MPI(MPI_Comm_size(part, &made->size_));
+    return std::unique_ptr<Communicator>(std::move(made));
   }
   void abort(int code) override {
     if (size_ > 1)
@@ -121,8 +140,9 @@ private:
                          std::string(what) + " of " + std::to_string(n) +
                              " elements per rank: MPI counts stop at 2^31 - 1");
   }
+  MPI_Comm comm_;
   int rank_, size_;
-  bool ownsMPI_;
+  bool ownsComm_, ownsMPI_;
 };
 
 } // namespace
@@ -146,7 +166,8 @@ makeMPICommunicator(const WorldInfo &expected) {
   int rank = 0, size = 1;
   ANVIL_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   ANVIL_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
-  auto comm = std::make_unique<MPICommunicator>(rank, size, !initialized);
+  auto comm = std::make_unique<MPICommunicator>(
+      MPI_COMM_WORLD, rank, size, /*ownsComm=*/false, !initialized);
   if (rank != expected.rank || size != expected.size)
     return Status::error(
         ErrorCode::InvalidArgument,

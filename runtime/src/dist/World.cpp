@@ -66,10 +66,52 @@ public:
     return allGather(in, n, out);
   }
   Status barrier() override { return Status::ok(); }
+  Expected<std::unique_ptr<Communicator>> split(int, int) override {
+    return std::unique_ptr<Communicator>(std::make_unique<SelfCommunicator>());
+  }
   void abort(int) override {}
 };
 
 } // namespace
+
+int64_t MeshLayout::size() const {
+  int64_t n = 1;
+  for (const auto &axis : axes)
+    n *= axis.second;
+  return n;
+}
+
+std::vector<int64_t> MeshLayout::coordinates(int64_t rank) const {
+  std::vector<int64_t> c(axes.size());
+  for (size_t a = axes.size(); a-- > 0;) {
+    c[a] = rank % axes[a].second;
+    rank /= axes[a].second;
+  }
+  return c;
+}
+
+Expected<std::vector<std::unique_ptr<Communicator>>>
+splitMesh(Communicator &world, const MeshLayout &mesh) {
+  if (mesh.size() != world.size())
+    return invalid("a mesh of " + std::to_string(mesh.size()) +
+                   " ranks over a world of " + std::to_string(world.size()));
+  std::vector<int64_t> mine = mesh.coordinates(world.rank());
+  std::vector<std::unique_ptr<Communicator>> axes;
+  for (size_t a = 0; a < mesh.axes.size(); ++a) {
+    // The color numbers the other coordinates (row-major without axis a).
+    int64_t color = 0;
+    for (size_t b = 0; b < mesh.axes.size(); ++b)
+      if (b != a)
+        color = color * mesh.axes[b].second + mine[b];
+    Expected<std::unique_ptr<Communicator>> c =
+        world.split(static_cast<int>(color), static_cast<int>(mine[a]));
+    if (!c)
+      return c.status().withContext("the communicator of mesh axis '" +
+                                    mesh.axes[a].first + "'");
+    axes.push_back(std::move(*c));
+  }
+  return axes;
+}
 
 const char *reduceOpName(ReduceOp op) {
   switch (op) {

@@ -205,6 +205,7 @@ private:
   Status checkpoint(int64_t step);
   Status initState(int64_t numArgs);
   Status resume(int64_t &step);
+  int64_t shardPosition(const BufferInfo &b) const;
 
   Manifest m_;
   TrainOptions o_;
@@ -218,8 +219,13 @@ private:
   int64_t tokensPerStep_ = 0;
   bool batchLoaded_ = false;
   WorldInfo world_;
-  int64_t dataParallel_ = 1; ///< Ranks of mesh axis dp.
-  std::unique_ptr<Communicator> comm_;
+  MeshLayout mesh_;          ///< The program's mesh (no axes: one process).
+  int64_t dataParallel_ = 1; ///< Ranks of mesh axis dp,
+  int64_t dpRank_ = 0;       ///< and this rank's position on it.
+  std::vector<int64_t> coordinates_; ///< This rank's, one per mesh axis.
+  std::unique_ptr<Communicator> comm_; ///< The world.
+  /// One per mesh axis (destroyed before the world's).
+  std::vector<std::unique_ptr<Communicator>> axes_;
 };
 
 Slot *Trainer::slot(const std::string &name) {
@@ -235,28 +241,42 @@ Status Trainer::setUp() {
   if (!world)
     return world.status();
   world_ = *world;
+  mesh_.axes = m_.mesh;
   dataParallel_ = m_.meshAxis("dp");
-  if (world_.size != dataParallel_)
+  const int64_t ranks = mesh_.size();
+  std::string meshText;
+  for (const auto &[axis, n] : mesh_.axes)
+    meshText += (meshText.empty() ? "" : ",") + axis + "=" + std::to_string(n);
+  if (world_.size != ranks)
     return error(
-        "this program was compiled for " + std::to_string(dataParallel_) +
-        (dataParallel_ == 1 ? " process"
-                            : " data-parallel ranks (--mesh dp=" +
-                                  std::to_string(dataParallel_) + ")") +
+        "this program was compiled for " + std::to_string(ranks) +
+        (ranks == 1 ? " process" : " ranks (--mesh " + meshText + ")") +
         ", but " +
         (world_.size == 1 ? std::string("it runs as a single process")
                           : world_.launcher + " started " +
                                 std::to_string(world_.size) + " ranks") +
-        (dataParallel_ > 1
-             ? "; start it with anvil-run -n " + std::to_string(dataParallel_) +
-                   ", mpirun -n or srun -n"
-             : ""));
-  if (dataParallel_ > 1) {
+        (ranks > 1 ? "; start it with anvil-run -n " + std::to_string(ranks) +
+                         ", mpirun -n or srun -n"
+                   : ""));
+  coordinates_ = mesh_.coordinates(world_.rank);
+  for (size_t a = 0; a < mesh_.axes.size(); ++a)
+    if (mesh_.axes[a].first == "dp")
+      dpRank_ = coordinates_[a];
+  if (ranks > 1) {
     Expected<std::unique_ptr<Communicator>> comm =
         makeWorldCommunicator(world_);
     if (!comm)
       return comm.status();
     comm_ = std::move(*comm);
-    setCommunicator(comm_.get());
+    Expected<std::vector<std::unique_ptr<Communicator>>> axes =
+        splitMesh(*comm_, mesh_);
+    if (!axes)
+      return axes.status();
+    axes_ = std::move(*axes);
+    std::vector<Communicator *> forCode;
+    for (const auto &c : axes_)
+      forCode.push_back(c.get());
+    setMeshCommunicators(std::move(forCode));
     // One core's share per rank unless --threads says otherwise (the ranks
     // of a machine would otherwise each start a thread per core).
     if (o_.threads == 0) {
@@ -381,8 +401,7 @@ Status Trainer::fillBatch(uint64_t position, bool validation) {
     // step here, steps (and runs) never share a dropout mask.
     // Data-parallel ranks draw different masks for their rows (rank 0
     // the masks of a single-process run).
-    uint64_t rankSalt =
-        static_cast<uint64_t>(world_.rank) * 0x9E3779B97F4A7C15ull;
+    uint64_t rankSalt = static_cast<uint64_t>(dpRank_) * 0x9E3779B97F4A7C15ull;
     int64_t v = static_cast<int64_t>(mix64(o_.seed ^ rankSalt) + position);
     std::memcpy(dropoutSeed_->current.data(), &v, 8);
   }
@@ -391,7 +410,7 @@ Status Trainer::fillBatch(uint64_t position, bool validation) {
       return Status::ok();
     for (Slot &s : slots_)
       if (s.info->role == BufferRole::Input && &s != dropoutSeed_)
-        if (Status st = readInput(o_.batchDir, s, world_.rank, dataParallel_);
+        if (Status st = readInput(o_.batchDir, s, dpRank_, dataParallel_);
             !st)
           return st;
     batchLoaded_ = true;
@@ -417,7 +436,7 @@ Status Trainer::fillBatch(uint64_t position, bool validation) {
   if (!st)
     return st;
   auto mine = [&](const std::vector<int32_t> &all) {
-    auto first = all.begin() + world_.rank * tokensPerStep_;
+    auto first = all.begin() + dpRank_ * tokensPerStep_;
     return std::vector<int32_t>(first, first + tokensPerStep_);
   };
   storeTokens(mine(in), *tokens_);
@@ -460,17 +479,51 @@ Status Trainer::initState(int64_t numArgs) {
   return Status::ok();
 }
 
+/// This rank's position on the axis `b` is sharded over (0 if it is not).
+int64_t Trainer::shardPosition(const BufferInfo &b) const {
+  if (!b.sharding)
+    return 0;
+  for (size_t a = 0; a < mesh_.axes.size(); ++a)
+    if (mesh_.axes[a].first == b.sharding->flatAxis)
+      return coordinates_[a];
+  return 0;
+}
+
 Status Trainer::checkpoint(int64_t step) {
-  // Data-parallel ranks hold the same state: rank 0 writes it.
-  if (world_.rank != 0)
-    return Status::ok();
-  std::vector<TensorRef> tensors;
-  for (const Slot &s : slots_)
-    if (s.info->role == BufferRole::Param || s.info->role == BufferRole::State)
-      tensors.push_back({s.info->spec, s.current.bytes()});
   CheckpointInfo info{m_.fingerprint(), static_cast<uint64_t>(step), o_.seed,
                       static_cast<uint64_t>(step)};
-  Expected<std::string> path = saveCheckpoint(o_.ckptDir, info, tensors);
+  bool sharded = std::any_of(slots_.begin(), slots_.end(),
+                             [](const Slot &s) { return s.info->sharding; });
+  Expected<std::string> path = std::string();
+  if (sharded) {
+    // Every rank writes its blocks of the sharded state; rank 0 also what
+    // every rank holds whole (ranks at position 0 on a buffer's axis write
+    // it).
+    std::vector<TensorPiece> pieces;
+    for (const Slot &s : slots_) {
+      if (s.info->role != BufferRole::Param &&
+          s.info->role != BufferRole::State)
+        continue;
+      if (!s.info->sharding && world_.rank != 0)
+        continue;
+      auto [begin, end] = s.info->globalRange(shardPosition(*s.info));
+      size_t bytes =
+          static_cast<size_t>(end - begin) * dtypeSize(s.info->spec.dtype);
+      pieces.push_back(
+          {s.info->globalSpec(), begin, end, s.current.bytes().first(bytes)});
+    }
+    path = saveShardedCheckpoint(o_.ckptDir, info, pieces, *comm_);
+  } else {
+    // Data-parallel ranks hold the same state: rank 0 writes it.
+    if (world_.rank != 0)
+      return Status::ok();
+    std::vector<TensorRef> tensors;
+    for (const Slot &s : slots_)
+      if (s.info->role == BufferRole::Param ||
+          s.info->role == BufferRole::State)
+        tensors.push_back({s.info->spec, s.current.bytes()});
+    path = saveCheckpoint(o_.ckptDir, info, tensors);
+  }
   if (!path)
     return path.status();
   std::printf("checkpoint: %s\n", path->c_str());
@@ -487,23 +540,33 @@ Status Trainer::resume(int64_t &step) {
     step = 0;
     return Status::ok();
   }
-  Expected<LoadedCheckpoint> ckpt =
-      loadCheckpoint(*path, m_.fingerprint(), m_.stateSpecs());
+  // Any mesh's checkpoint of this model: each buffer reads its range of the
+  // whole tensor from whichever files hold it.
+  Expected<CheckpointReader> ckpt =
+      CheckpointReader::open(*path, m_.fingerprint(), m_.stateSpecs());
   if (!ckpt)
     return ckpt.status();
-  if (ckpt->info.seed != o_.seed)
+  if (ckpt->info().seed != o_.seed)
     return error(
         "checkpoint '" + *path + "' was written by a run with --seed " +
-        std::to_string(ckpt->info.seed) + ", not " + std::to_string(o_.seed) +
+        std::to_string(ckpt->info().seed) + ", not " +
+        std::to_string(o_.seed) +
         " (a resumed run keeps its seed: data order and dropout "
         "depend on it)");
   for (Slot &s : slots_) {
     if (s.info->role != BufferRole::Param && s.info->role != BufferRole::State)
       continue;
-    const TensorRef *t = ckpt->file.find(s.info->spec.name);
-    std::memcpy(s.current.data(), t->data.data(), s.current.size());
+    auto [begin, end] = s.info->globalRange(shardPosition(*s.info));
+    size_t bytes =
+        static_cast<size_t>(end - begin) * dtypeSize(s.info->spec.dtype);
+    // A block's padding past the whole tensor stays zero.
+    std::memset(s.current.data(), 0, s.current.size());
+    if (Status st = ckpt->read(s.info->spec.name, begin, end,
+                               s.current.bytes().first(bytes));
+        !st)
+      return st;
   }
-  step = static_cast<int64_t>(ckpt->info.step);
+  step = static_cast<int64_t>(ckpt->info().step);
   std::printf("resumed from %s at step %lld\n", path->c_str(),
               static_cast<long long>(step));
   return Status::ok();
@@ -574,12 +637,36 @@ Status Trainer::run() {
               static_cast<long long>(o_.steps), m_.flopsPerStep / 1e9,
               static_cast<unsigned long long>(o_.seed),
               o_.data.empty() && o_.batchDir.empty() ? ", synthetic data" : "");
-  if (comm_)
-    std::printf("%lld data-parallel ranks (%s; ranks from %s): each takes "
-                "1/%lld of every batch; the figures below are rank 0's\n",
-                static_cast<long long>(dataParallel_),
+  if (comm_) {
+    std::string meshText;
+    for (const auto &[axis, n] : mesh_.axes)
+      meshText +=
+          (meshText.empty() ? "" : ",") + axis + "=" + std::to_string(n);
+    std::printf("%lld ranks, mesh %s (%s; ranks from %s): %lld data-parallel "
+                "ranks each take 1/%lld of every batch; the figures below "
+                "are rank 0's\n",
+                static_cast<long long>(world_.size), meshText.c_str(),
                 comm_->transport().c_str(), world_.launcher.c_str(),
+                static_cast<long long>(dataParallel_),
                 static_cast<long long>(dataParallel_));
+  }
+  {
+    // What this rank holds (one generation; updated state has two).
+    // Optimizer state is the state the optimizer names "opt.*".
+    int64_t params = 0, optimizer = 0;
+    for (const Slot &s : slots_) {
+      auto bytes = static_cast<int64_t>(s.current.size());
+      if (s.info->role == BufferRole::Param)
+        params += bytes;
+      else if (s.info->role == BufferRole::State &&
+               s.info->spec.name.rfind("opt.", 0) == 0)
+        optimizer += bytes;
+    }
+    std::printf("state per rank: %lld parameter bytes, %lld optimizer-state "
+                "bytes\n",
+                static_cast<long long>(params),
+                static_cast<long long>(optimizer));
+  }
   double windowSeconds = 0;
   int64_t windowSteps = 0;
   const int64_t firstStep = step + 1; // reported too: where the loss starts

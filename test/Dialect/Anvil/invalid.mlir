@@ -1055,6 +1055,45 @@ func.func @all_reduce_without_axis(%g: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+module attributes {anvil.mesh = {dp = 2 : i64}} {
+func.func @axis_not_in_mesh(%g: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'anvil.all_reduce' op axis 'tp' is not an axis of the module's anvil.mesh {dp = 2 : i64}}}
+  %0 = anvil.all_reduce sum %g axis "tp" : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+}
+
+// -----
+
+module attributes {anvil.mesh = {dp = 2 : i64}} {
+func.func @gather_blocks(%g: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  // expected-error@+1 {{'anvil.all_gather' op the result ('tensor<4x3xf32>') must be the 2 blocks of axis 'dp' along dimension 0, each the operand ('tensor<4x3xf32>')}}
+  %0 = anvil.all_gather %g axis "dp" : tensor<4x3xf32> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+}
+
+// -----
+
+module attributes {anvil.mesh = {dp = 2 : i64}} {
+func.func @scatter_blocks(%g: tensor<5xf32>) -> tensor<2xf32> {
+  // expected-error@+1 {{'anvil.reduce_scatter' op the operand ('tensor<5xf32>') must be the 2 blocks of axis 'dp' along dimension 0, each the result ('tensor<2xf32>')}}
+  %0 = anvil.reduce_scatter sum %g axis "dp" : tensor<5xf32> -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+}
+
+// -----
+
+// Without a mesh every axis has one rank: a slice is the whole operand.
+func.func @slice_without_mesh(%g: tensor<4xf32>) -> tensor<2xf32> {
+  // expected-error@+1 {{'anvil.axis_slice' op the operand ('tensor<4xf32>') must be the 1 blocks of axis 'dp' along dimension 0, each the result ('tensor<2xf32>')}}
+  %0 = anvil.axis_slice %g axis "dp" : tensor<4xf32> -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
 // expected-error@+1 {{'anvil.mesh': axis 'dp' needs a positive number of ranks, got 0 : i64}}
 module attributes {anvil.mesh = {dp = 0 : i64}} {
 }

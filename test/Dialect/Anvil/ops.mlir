@@ -295,6 +295,13 @@ func.func @collectives(%g: tensor<8x3xf32>) -> tensor<8x3xf32> {
   %1 = anvil.all_reduce sum %0 axis "dp" : tensor<8x3xf32>
   // CHECK: anvil.all_reduce max %{{.+}} axis "dp" : tensor<8x3xf32>
   %2 = anvil.all_reduce max %1 axis "dp" : tensor<8x3xf32>
-  return %2 : tensor<8x3xf32>
+  // CHECK: anvil.reduce_scatter mean %{{.+}} axis "dp" : tensor<8x3xf32> -> tensor<2x3xf32>
+  %3 = anvil.reduce_scatter mean %2 axis "dp" : tensor<8x3xf32> -> tensor<2x3xf32>
+  // CHECK: anvil.axis_slice %{{.+}} axis "dp" : tensor<8x3xf32> -> tensor<2x3xf32>
+  %4 = anvil.axis_slice %2 axis "dp" : tensor<8x3xf32> -> tensor<2x3xf32>
+  %5 = anvil.add %3, %4 : tensor<2x3xf32>
+  // CHECK: anvil.all_gather %{{.+}} axis "dp" : tensor<2x3xf32> -> tensor<8x3xf32>
+  %6 = anvil.all_gather %5 axis "dp" : tensor<2x3xf32> -> tensor<8x3xf32>
+  return %6 : tensor<8x3xf32>
 }
 }

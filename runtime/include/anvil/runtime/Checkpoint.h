@@ -20,6 +20,8 @@
 #include "anvil/runtime/Safetensors.h"
 
 #include <cstdint>
+#include <map>
+#include <vector>
 #include <span>
 #include <string>
 
@@ -54,6 +56,68 @@ struct LoadedCheckpoint {
 Expected<LoadedCheckpoint> loadCheckpoint(const std::string &path,
                                           const std::string &model,
                                           std::span<const TensorSpec> expected);
+
+// Sharded checkpoints. A sharded program's ranks each hold pieces of the
+// model's tensors: elements [begin, end) of a tensor's flattened value
+// (ZeRO's optimizer-state blocks), or all of it. Every rank writes its
+// pieces to `step_<N>.rank<R>.safetensors` under the tensors' whole names;
+// after a barrier, rank 0 writes `step_<N>.safetensors` (its own pieces,
+// the scalars and the list of the other files) and then `latest`, so that
+// `latest` only ever names a complete checkpoint. A piece that is not the
+// whole tensor is a 1-D tensor with metadata "anvil.piece.<name>" =
+// {"shape": [whole shape], "begin": b, "end": e}.
+//
+// A `CheckpointReader` assembles any range of any tensor from the pieces
+// of every file, so a checkpoint written by one mesh loads into another
+// (ZeRO over 2 ranks into 4, or into one process), and an unsharded
+// checkpoint is the special case of one file of whole tensors.
+
+class Communicator;
+
+/// A rank's piece of a tensor of the model.
+struct TensorPiece {
+  TensorSpec whole;  ///< The tensor's name, dtype and whole shape.
+  int64_t begin = 0; ///< Elements [begin, end) of its flattened value.
+  int64_t end = 0;
+  std::span<const std::byte> data; ///< (end - begin) elements.
+};
+
+/// Writes this rank's `pieces` of checkpoint `info.step` into `dir` as
+/// described above; a collective call of every rank of `world`. Returns
+/// the path of the checkpoint (rank 0's file).
+Expected<std::string> saveShardedCheckpoint(const std::string &dir,
+                                            const CheckpointInfo &info,
+                                            std::span<const TensorPiece> pieces,
+                                            Communicator &world);
+
+/// A checkpoint (sharded or not) read and checked against a model.
+class CheckpointReader {
+public:
+  /// Reads `path` and the files it lists, checks each file's checksum,
+  /// that the checkpoint was written for `model` and that it holds exactly
+  /// the tensors of `expected` (whole specs); errors name the file and the
+  /// first difference.
+  static Expected<CheckpointReader> open(const std::string &path,
+                                         const std::string &model,
+                                         std::span<const TensorSpec> expected);
+
+  const CheckpointInfo &info() const { return info_; }
+  /// Copies elements [begin, end) of the flattened tensor `name` into
+  /// `out` (dtype size * (end - begin) bytes); an error names the elements
+  /// no file holds.
+  Status read(const std::string &name, int64_t begin, int64_t end,
+              std::span<std::byte> out) const;
+
+private:
+  struct Piece {
+    const TensorRef *tensor;
+    int64_t begin, end;
+  };
+  CheckpointInfo info_;
+  std::string path_;
+  std::vector<SafetensorsFile> files_;
+  std::map<std::string, std::pair<TensorSpec, std::vector<Piece>>> tensors_;
+};
 
 } // namespace anvil::rt
 

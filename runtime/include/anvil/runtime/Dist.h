@@ -31,6 +31,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace anvil::rt {
 
@@ -76,6 +78,10 @@ public:
   virtual Status reduceScatter(const float *in, int64_t n, float *out,
                                ReduceOp op) = 0;
   virtual Status barrier() = 0;
+  /// The ranks that pass the same `color`, ordered by `key` (then by rank
+  /// here): a collective call of every rank (MPI_Comm_split).
+  virtual Expected<std::unique_ptr<Communicator>> split(int color,
+                                                        int key) = 0;
   /// Ends every rank of the world at once (a rank that fails alone would
   /// leave the others waiting in a collective forever). Does not return
   /// when the world has more than one rank.
@@ -84,6 +90,24 @@ public:
 
 /// The world of one: every collective is a copy (or nothing).
 std::unique_ptr<Communicator> makeSelfCommunicator();
+
+/// A device mesh laid over the world: axes in order, the last one's
+/// coordinate changing fastest with the world rank ({{"dp", 2}, {"tp", 2}}:
+/// ranks 0 and 1 are the two tensor-parallel ranks of data-parallel rank 0).
+struct MeshLayout {
+  std::vector<std::pair<std::string, int64_t>> axes;
+  /// The product of the axes' sizes (1 for no axes).
+  int64_t size() const;
+  /// The coordinates of world rank `rank`, one per axis.
+  std::vector<int64_t> coordinates(int64_t rank) const;
+};
+
+/// One communicator per axis of `mesh` over `world`: for axis a, the ranks
+/// whose other coordinates equal this rank's, ordered by their coordinate
+/// on a (so its rank() is this rank's coordinate). A collective call of
+/// every rank; the world's size must be the mesh's.
+Expected<std::vector<std::unique_ptr<Communicator>>>
+splitMesh(Communicator &world, const MeshLayout &mesh);
 
 /// MPI over the launcher's world (libanvil_mpi; initializes MPI, which the
 /// communicator finalizes when destroyed). Fails when MPI's world differs

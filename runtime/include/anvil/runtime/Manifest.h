@@ -25,7 +25,8 @@
 // carries a state buffer's next value; absent for frozen parameters),
 // "eval_index" (the buffer's argument position in the eval function) and
 // "range" (an integer input's values lie in [0, range): token ids, class
-// labels). "train_step" {"args", "results"} and "eval_step" {"args",
+// labels) and "sharding" ({"global_shape": [...], "flat_axis": "dp"}: the
+// buffer is this rank's ZeRO block of a whole tensor; see Sharding). "train_step" {"args", "results"} and "eval_step" {"args",
 // "results": [{"shape", "dtype"}...]} give the entry points' arities; a
 // module compiled for evaluation only has "train_step": null. Parse errors
 // name the JSON path: "manifest: buffers[3].shape[1]: expected a
@@ -48,6 +49,16 @@ namespace anvil::rt {
 
 enum class BufferRole { Param, State, Input, Loss, Metric };
 
+/// How a buffer of a sharded program relates to the tensor of the whole
+/// model it is a part of.
+struct Sharding {
+  std::vector<int64_t> globalShape; ///< The whole tensor's shape.
+  /// ZeRO's layout: the whole tensor flattened, zero-padded to a multiple
+  /// of this mesh axis's n ranks and cut into n equal blocks; the buffer
+  /// (1-D) is block i of the rank at position i on the axis.
+  std::string flatAxis;
+};
+
 struct BufferInfo {
   TensorSpec spec;
   BufferRole role = BufferRole::Param;
@@ -57,6 +68,15 @@ struct BufferInfo {
   std::optional<int64_t> evalIndex; ///< Argument position in eval_step.
   std::optional<int64_t> range;     ///< Integer inputs lie in [0, range),
   std::optional<int64_t> ignore;    ///< or equal this (an ignored label).
+  std::optional<Sharding> sharding; ///< Absent: the whole tensor.
+
+  /// The whole tensor's spec (the buffer's own when it is not sharded):
+  /// the name and shape checkpoints use.
+  TensorSpec globalSpec() const;
+  /// The elements [begin, end) of the flattened whole tensor that this
+  /// buffer holds at `position` on its sharding axis: all of them when it
+  /// is not sharded; the last block's padding is beyond `end`.
+  std::pair<int64_t, int64_t> globalRange(int64_t position) const;
 };
 
 /// The arity of an exported step function.
@@ -85,10 +105,12 @@ struct Manifest {
 
   static Expected<Manifest> parse(std::string_view json);
 
-  /// The checkpointed tensors (params and state), in manifest order.
+  /// The checkpointed tensors (params and state) as whole tensors
+  /// (globalSpec), in manifest order.
   std::vector<TensorSpec> stateSpecs() const;
   /// "<model>:<16 hex digits>": the model name and a hash of every state
-  /// buffer's name, dtype and shape; checkpoints carry it.
+  /// tensor's name, dtype and whole shape; checkpoints carry it (and so
+  /// load into any mesh of the same model).
   std::string fingerprint() const;
   /// The buffer named `name`, or nullptr.
   const BufferInfo *find(const std::string &name) const;

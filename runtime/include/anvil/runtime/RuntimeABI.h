@@ -13,6 +13,7 @@
 #define ANVIL_RUNTIME_RUNTIMEABI_H
 
 #include <cstdint>
+#include <vector>
 
 extern "C" {
 
@@ -63,20 +64,37 @@ int64_t anvil_rt_allocated_bytes(void);
 int64_t anvil_rt_peak_bytes(void);
 void anvil_rt_reset_peak_bytes(void);
 
+// Collectives over the ranks of one mesh axis. `axis` is the axis's
+// position in the program's mesh (the manifest's "mesh" order), -1 for a
+// program without one; the communicators come from
+// anvil::rt::setMeshCommunicators (none: every axis is a world of one). A
+// failed collective cannot be undone mid-step: the message goes to stderr
+// and the process aborts.
+
 /// `anvil.all_reduce` on `n` f32 at `address`, in place: op 0 sum, 1 mean,
-/// 2 max over the ranks of the communicator set with
-/// anvil::rt::setCommunicator (a world of one when none is: the values stay
-/// as they are). A failed collective cannot be undone mid-step: the message
-/// goes to stderr and the process aborts.
-void anvil_rt_all_reduce_f32(int64_t address, int64_t n, int32_t op);
+/// 2 max.
+void anvil_rt_all_reduce_f32(int64_t address, int64_t n, int32_t op,
+                             int32_t axis);
+/// `anvil.all_gather`: out (ranks * n f32) = every rank's `n` at `in`, in
+/// the order of the ranks' positions on the axis.
+void anvil_rt_all_gather_f32(int64_t in, int64_t out, int64_t n,
+                             int32_t axis);
+/// `anvil.reduce_scatter`: out (n f32) = op over the ranks of this rank's
+/// block of `in` (ranks * n).
+void anvil_rt_reduce_scatter_f32(int64_t in, int64_t out, int64_t n,
+                                 int32_t op, int32_t axis);
+/// `anvil.axis_slice`: out (n f32) = block i of `in` (ranks * n), i this
+/// rank's position on the axis. No communication.
+void anvil_rt_axis_slice_f32(int64_t in, int64_t out, int64_t n,
+                             int32_t axis);
 
 } // extern "C"
 
 namespace anvil::rt {
 class Communicator;
-/// The communicator generated code's collectives use (not owned; null: a
-/// world of one).
-void setCommunicator(Communicator *communicator);
+/// The communicators generated code's collectives use, one per mesh axis
+/// in the manifest's order (not owned; empty: a world of one).
+void setMeshCommunicators(std::vector<Communicator *> axes);
 } // namespace anvil::rt
 
 #endif // ANVIL_RUNTIME_RUNTIMEABI_H

@@ -179,10 +179,16 @@ func.func @more_composites(%x: tensor<2x6x5x3xf32>, %t: tensor<2x6x5x3xf32>, %g:
 
 // A process started alone is a world of one rank: an all-reduce (a call of
 // the runtime's anvil_rt_all_reduce_f32 on the operand's buffer, copied
-// first because %x is read again) returns its operand.
+// first because %x is read again) returns its operand, and so do a
+// reduce-scatter, an axis slice and an all-gather (the runtime's copies,
+// at axis index 0).
 // tolerance: f32
-func.func @collectives(%x: tensor<3x5xf32>) -> (tensor<3x5xf32>, tensor<3x5xf32>) {
+func.func @collectives(%x: tensor<3x5xf32>) -> (tensor<3x5xf32>, tensor<3x5xf32>, tensor<3x5xf32>) {
   %0 = anvil.all_reduce mean %x axis "dp" : tensor<3x5xf32>
   %1 = anvil.add %0, %x : tensor<3x5xf32>
-  return %0, %1 : tensor<3x5xf32>, tensor<3x5xf32>
+  %2 = anvil.reduce_scatter sum %1 axis "dp" : tensor<3x5xf32> -> tensor<3x5xf32>
+  %3 = anvil.axis_slice %x axis "dp" : tensor<3x5xf32> -> tensor<3x5xf32>
+  %4 = anvil.mul %2, %3 : tensor<3x5xf32>
+  %5 = anvil.all_gather %4 axis "dp" : tensor<3x5xf32> -> tensor<3x5xf32>
+  return %0, %1, %5 : tensor<3x5xf32>, tensor<3x5xf32>, tensor<3x5xf32>
 }

@@ -208,3 +208,4 @@ int64_t DiceLossOp::getFlops() { return 4 * numel(getInput()); }
 // One add (or compare) per element per rank beyond the first; counted as
 // one per element, the work of the reduction on this rank.
 int64_t AllReduceOp::getFlops() { return numel(getOperand()); }
+int64_t ReduceScatterOp::getFlops() { return numel(getOperand()); }

@@ -11,6 +11,7 @@
 #include "anvil/Dialect/Anvil/IR/AnvilOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
@@ -1107,8 +1108,66 @@ ANVIL_PAIR_LOSS_INFER(DiceLossOp, 3, ArrayRef<int64_t>(unreduced).take_front(2))
 #define GET_OP_CLASSES
 #include "anvil/Dialect/Anvil/IR/AnvilOps.cpp.inc"
 
+int64_t mlir::anvil::meshAxisSize(Operation *op, StringRef axis) {
+  auto module = op->getParentOfType<ModuleOp>();
+  auto mesh = module ? module->getAttrOfType<DictionaryAttr>(
+                           AnvilDialect::kMeshAttrName)
+                     : DictionaryAttr();
+  if (!mesh)
+    return 1;
+  auto size = mesh.getAs<IntegerAttr>(axis);
+  return size ? size.getInt() : -1;
+}
+
+/// The ranks of a collective's axis, or an error naming the axis when the
+/// module's mesh does not have it.
+static FailureOr<int64_t> verifyAxis(Operation *op, StringRef axis) {
+  if (axis.empty())
+    return op->emitOpError("needs the name of a mesh axis (axis \"dp\")");
+  int64_t n = meshAxisSize(op, axis);
+  if (n < 0)
+    return op->emitOpError("axis '")
+           << axis << "' is not an axis of the module's "
+           << AnvilDialect::kMeshAttrName << " "
+           << op->getParentOfType<ModuleOp>()->getAttr(
+                  AnvilDialect::kMeshAttrName);
+  return n;
+}
+
 LogicalResult AllReduceOp::verify() {
-  if (getAxis().empty())
-    return emitOpError("needs the name of a mesh axis (axis \"dp\")");
+  return success(succeeded(verifyAxis(*this, getAxis())));
+}
+
+/// `whole` is `n` blocks of `part` along dimension 0.
+static LogicalResult verifyBlocks(Operation *op, StringRef axis,
+                                  RankedTensorType whole,
+                                  RankedTensorType part, StringRef wholeName,
+                                  StringRef partName) {
+  FailureOr<int64_t> n = verifyAxis(op, axis);
+  if (failed(n))
+    return failure();
+  if (whole.getElementType() != part.getElementType() ||
+      whole.getRank() != part.getRank() || whole.getRank() == 0 ||
+      whole.getShape().drop_front() != part.getShape().drop_front() ||
+      whole.getDimSize(0) != *n * part.getDimSize(0))
+    return op->emitOpError("the ")
+           << wholeName << " (" << whole << ") must be the " << *n
+           << " blocks of axis '" << axis << "' along dimension 0, each the "
+           << partName << " (" << part << ")";
   return success();
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifyBlocks(*this, getAxis(), getType(), getOperand().getType(),
+                      "result", "operand");
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  return verifyBlocks(*this, getAxis(), getOperand().getType(), getType(),
+                      "operand", "result");
+}
+
+LogicalResult AxisSliceOp::verify() {
+  return verifyBlocks(*this, getAxis(), getOperand().getType(), getType(),
+                      "operand", "result");
 }

@@ -22,6 +22,10 @@
 namespace mlir::anvil {
 /// `tensor<shape x i1>` for a tensor type `type`.
 Type getBoolTensorType(Type type);
+/// The ranks of mesh axis `axis` in the `anvil.mesh` of `op`'s module: 1
+/// when the module has no mesh (a world of one), -1 when its mesh has no
+/// such axis.
+int64_t meshAxisSize(Operation *op, StringRef axis);
 } // namespace mlir::anvil
 
 #define GET_OP_CLASSES

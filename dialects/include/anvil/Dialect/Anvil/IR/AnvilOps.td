@@ -1062,4 +1062,70 @@ def Anvil_AllReduceOp : Op<Anvil_Dialect, "all_reduce", [
   let hasVerifier = 1;
 }
 
+def Anvil_AllGatherOp : Op<Anvil_Dialect, "all_gather"> {
+  let summary = "Concatenates every rank's tensor along dimension 0";
+  let description = [{
+    The ranks of mesh axis `axis` each pass an `operand` of the same type;
+    each gets back their concatenation along dimension 0, in the order of
+    the ranks' positions on the axis: the result has `n` times the
+    operand's leading dimension, where `n` is the axis's size in the
+    module's `anvil.mesh` (1 without one, where the result is the
+    operand). A collective, never removed, merged or moved. ZeRO gathers
+    the updated parameter shards with it.
+
+    ```mlir
+    %p = anvil.all_gather %shard axis "dp" : tensor<6144xf32> -> tensor<12288xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$operand, StrAttr:$axis);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `axis` $axis attr-dict `:` type($operand) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Anvil_ReduceScatterOp : Op<Anvil_Dialect, "reduce_scatter", [
+    DeclareOpInterfaceMethods<Anvil_CostOpInterface, ["getFlops"]>]> {
+  let summary = "Reduces a tensor over a mesh axis and keeps this rank's block";
+  let description = [{
+    The ranks of mesh axis `axis` each pass an `operand` whose leading
+    dimension divides into the axis's `n` ranks; rank `i` gets block `i`
+    (along dimension 0) of their elementwise sum, mean or maximum. Equal
+    to `all_reduce` followed by `axis_slice`, with a `1 / n` of the
+    traffic. ZeRO reduces the gradients with it.
+
+    ```mlir
+    %g = anvil.reduce_scatter mean %grad axis "dp" : tensor<12288xf32> -> tensor<6144xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_CollectiveOp:$op, Anvil_FloatTensor:$operand,
+                       StrAttr:$axis);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = [{
+    $op $operand `axis` $axis attr-dict `:` type($operand) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Anvil_AxisSliceOp : Op<Anvil_Dialect, "axis_slice", [Pure]> {
+  let summary = "This rank's block of a tensor along dimension 0";
+  let description = [{
+    Splits `operand` along dimension 0 into as many equal blocks as mesh
+    axis `axis` has ranks, and returns the block of this rank's position
+    on the axis. No communication: every rank holds the whole operand.
+    ZeRO takes each rank's shard of a replicated parameter with it.
+
+    ```mlir
+    %s = anvil.axis_slice %p axis "dp" : tensor<12288xf32> -> tensor<6144xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$operand, StrAttr:$axis);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `axis` $axis attr-dict `:` type($operand) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // ANVIL_DIALECT_ANVIL_IR_ANVILOPS_TD
