@@ -1,6 +1,7 @@
 //===- CheckpointTest.cpp - tests of checkpoint directories ---------------===//
 
 #include "anvil/runtime/Checkpoint.h"
+#include "anvil/runtime/Dist.h"
 #include "anvil/runtime/File.h"
 
 #include "TempDirTest.h"
@@ -132,4 +133,71 @@ TEST(ParentDirectory, HandlesTrailingSlashesAndRoots) {
   EXPECT_EQ(parentDirectory("c"), ".");
   EXPECT_EQ(parentDirectory("/c"), "/");
   EXPECT_EQ(parentDirectory("/"), "/");
+}
+
+TEST_F(CheckpointTest, ShardedPiecesAssembleIntoAnyRange) {
+  // A world of one writes one file; a second rank's file is written by
+  // hand, as rank 1 would: elements [2, 4) of the moment.
+  auto world = makeSelfCommunicator();
+  TensorPiece pieces[] = {
+      {{"wte", DType::F32, {2, 2}}, 0, 4, std::as_bytes(std::span(w))},
+      {{"wte.adam_m", DType::F32, {2, 2}},
+       0,
+       2,
+       std::as_bytes(std::span(m).first(2))}};
+  ASSERT_TRUE(saveShardedCheckpoint(ck, info, pieces, *world));
+  Expected<SafetensorsFile> main =
+      SafetensorsFile::read(ck + "/step_00000020.safetensors");
+  ASSERT_TRUE(main);
+  EXPECT_EQ(main->find("wte.adam_m")->spec.shape, (std::vector<int64_t>{2}));
+  EXPECT_EQ(main->metadata().at("anvil.piece.wte.adam_m"),
+            R"({"shape":[2,2],"begin":0,"end":2})");
+  // Before rank 1's file is listed, half of the moment is missing.
+  Expected<CheckpointReader> half = CheckpointReader::open(
+      ck + "/step_00000020.safetensors", "gpt-tiny:abc", specs());
+  ASSERT_TRUE(half) << half.status().toString();
+  float out[4] = {};
+  Status missing =
+      half->read("wte.adam_m", 0, 4, std::as_writable_bytes(std::span(out)));
+  EXPECT_NE(missing.message().find("holds 2 of elements [0, 4) of "
+                                   "'wte.adam_m'"),
+            std::string::npos)
+      << missing.message();
+
+  std::vector<TensorRef> rank1 = {{{"wte.adam_m", DType::F32, {2}},
+                                   std::as_bytes(std::span(m).subspan(2))}};
+  // (no checksum: files written before checksums existed load too)
+  ASSERT_TRUE(writeSafetensors(
+      ck + "/step_00000020.rank00001.safetensors", rank1,
+      {{"anvil.model", "gpt-tiny:abc"},
+       {"anvil.step", "20"},
+       {"anvil.seed", "7"},
+       {"anvil.data_position", "20"},
+       {"anvil.piece.wte.adam_m", R"({"shape":[2,2],"begin":2,"end":4})"}}));
+  std::map<std::string, std::string> meta = main->metadata();
+  meta["anvil.shard_files"] = R"(["step_00000020.rank00001.safetensors"])";
+  std::vector<TensorRef> mine(main->tensors().begin(), main->tensors().end());
+  ASSERT_TRUE(writeSafetensors(ck + "/step_00000020.safetensors", mine, meta));
+  Expected<CheckpointReader> r = CheckpointReader::open(
+      ck + "/step_00000020.safetensors", "gpt-tiny:abc", specs());
+  ASSERT_TRUE(r) << r.status().toString();
+  ASSERT_TRUE(
+      r->read("wte.adam_m", 0, 4, std::as_writable_bytes(std::span(out))));
+  EXPECT_EQ(std::vector<float>(out, out + 4), std::vector<float>(m, m + 4));
+  // A range across both files: elements [1, 3).
+  float middle[2] = {};
+  ASSERT_TRUE(
+      r->read("wte.adam_m", 1, 3, std::as_writable_bytes(std::span(middle))));
+  EXPECT_EQ(middle[0], m[1]);
+  EXPECT_EQ(middle[1], m[2]);
+  // The whole shapes are checked against the model's.
+  std::vector<TensorSpec> other = specs();
+  other[1].shape = {4};
+  Expected<CheckpointReader> bad = CheckpointReader::open(
+      ck + "/step_00000020.safetensors", "gpt-tiny:abc", other);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.status().message().find(
+                "tensor 'wte.adam_m' has shape [2,2], the model expects [4]"),
+            std::string::npos)
+      << bad.status().message();
 }

@@ -109,3 +109,27 @@ TEST(Dist, TheSelfCommunicatorIsAWorldOfOne) {
   EXPECT_EQ(y[1], 2.0f);
   EXPECT_FALSE(c->broadcast(x, 12, 1).isOk());
 }
+
+TEST(Dist, MeshCoordinatesAreRowMajor) {
+  MeshLayout mesh{{{"dp", 2}, {"tp", 3}}};
+  EXPECT_EQ(mesh.size(), 6);
+  // The last axis changes fastest: ranks 0-2 are dp 0's tensor-parallel
+  // group.
+  EXPECT_EQ(mesh.coordinates(0), (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(mesh.coordinates(2), (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(mesh.coordinates(4), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(MeshLayout{}.size(), 1);
+}
+
+TEST(Dist, SplittingAWorldOfOne) {
+  auto world = makeSelfCommunicator();
+  Expected<std::vector<std::unique_ptr<Communicator>>> axes =
+      splitMesh(*world, MeshLayout{{{"dp", 1}, {"tp", 1}}});
+  ASSERT_TRUE(axes) << axes.status().toString();
+  ASSERT_EQ(axes->size(), 2u);
+  EXPECT_EQ((*axes)[1]->size(), 1);
+  Expected<std::vector<std::unique_ptr<Communicator>>> wrong =
+      splitMesh(*world, MeshLayout{{{"dp", 2}}});
+  ASSERT_FALSE(wrong);
+  EXPECT_EQ(wrong.status().message(), "a mesh of 2 ranks over a world of 1");
+}

@@ -148,3 +148,38 @@ TEST(Manifest, ErrorsNameTheJsonPath) {
                             "{\"args\": 5, \"results\": 4}")),
             "manifest: train_step: not every argument is named by a buffer");
 }
+
+TEST(Manifest, ShardedStateIsABlockOfAWholeTensor) {
+  // ZeRO over dp = 2: the adam moment of the 4 x 3 weight is a block of 6.
+  std::string text = edit("\"planned_bytes\": 4096,",
+                          "\"planned_bytes\": 4096, \"mesh\": {\"dp\": 2},");
+  std::string sharded =
+      "\"shape\": [6], \"dtype\": \"f32\", \"role\": \"state\", "
+      "\"sharding\": {\"global_shape\": [4, 3], \"flat_axis\": \"dp\"}";
+  std::string whole = "\"shape\": [4, 3], \"dtype\": \"f32\",\n     \"role\": "
+                      "\"state\"";
+  size_t at = text.find(whole);
+  ASSERT_NE(at, std::string::npos);
+  Expected<Manifest> m =
+      Manifest::parse(std::string(text).replace(at, whole.size(), sharded));
+  ASSERT_TRUE(m) << m.status().toString();
+  const BufferInfo *b = m->find("fc.weight.adam_m");
+  ASSERT_TRUE(b && b->sharding);
+  EXPECT_EQ(b->globalSpec().shape, (std::vector<int64_t>{4, 3}));
+  EXPECT_EQ(b->globalRange(0), (std::pair<int64_t, int64_t>{0, 6}));
+  EXPECT_EQ(b->globalRange(1), (std::pair<int64_t, int64_t>{6, 12}));
+  // Checkpoints name whole tensors: the fingerprint is the unsharded one's.
+  EXPECT_EQ(m->fingerprint(), Manifest::parse(kGood)->fingerprint());
+
+  // A block of the wrong size, or an axis the mesh does not have.
+  std::string wrong = sharded;
+  wrong.replace(wrong.find("[6]"), 3, "[5]");
+  EXPECT_EQ(parseError(std::string(text).replace(at, whole.size(), wrong)),
+            "manifest: buffers[1] ('fc.weight.adam_m').sharding: a block of "
+            "[4,3] over 2 ranks of 'dp' has shape [6], the buffer [5]");
+  std::string axis = sharded;
+  axis.replace(axis.find("\"dp\""), 4, "\"tp\"");
+  EXPECT_EQ(parseError(std::string(text).replace(at, whole.size(), axis)),
+            "manifest: buffers[1] ('fc.weight.adam_m').sharding.flat_axis: "
+            "'tp' is not an axis of the mesh");
+}

@@ -100,6 +100,34 @@ int main() {
       failures += check(b[i] == static_cast<float>(n - 1), r, "broadcast" + at);
   }
   failures += ok(c.barrier(), "barrier");
+  // A mesh of two axes over the world: each axis's communicator holds the
+  // ranks that share the other coordinate, ordered by its own.
+  if (n % 2 == 0) {
+    MeshLayout mesh{{{"a", n / 2}, {"b", 2}}};
+    Expected<std::vector<std::unique_ptr<Communicator>>> axes =
+        splitMesh(c, mesh);
+    failures += ok(axes ? Status::ok() : axes.status(), "splitMesh");
+    if (axes) {
+      std::vector<int64_t> at = mesh.coordinates(r);
+      for (size_t a = 0; a < 2; ++a) {
+        Communicator &axis = *(*axes)[a];
+        failures +=
+            check(axis.rank() == at[a] && axis.size() == mesh.axes[a].second, r,
+                  "splitMesh: position on axis " + mesh.axes[a].first);
+        // The sum of the world ranks along the axis.
+        float sum = static_cast<float>(r);
+        failures += ok(axis.allReduce(&sum, 1, ReduceOp::Sum), "allReduce");
+        double want = 0;
+        for (int k = 0; k < n; ++k) {
+          std::vector<int64_t> other = mesh.coordinates(k);
+          if (other[1 - a] == at[1 - a])
+            want += k;
+        }
+        failures +=
+            check(sum == want, r, "allReduce over axis " + mesh.axes[a].first);
+      }
+    }
+  }
   // Every rank's verdict: rank 0 reports (and fails) for the world.
   float total = static_cast<float>(failures);
   if (!c.allReduce(&total, 1, ReduceOp::Sum).isOk() || total != 0) {
@@ -109,7 +137,8 @@ int main() {
   }
   if (r == 0)
     std::printf("anvil-dist-selftest: %d rank%s (%s; ranks from %s): "
-                "allReduce, allGather, reduceScatter, broadcast and barrier "
+                "allReduce, allGather, reduceScatter, broadcast, barrier and "
+                "mesh axes "
                 "agree\n",
                 n, n == 1 ? "" : "s", c.transport().c_str(),
                 world->launcher.c_str());

@@ -187,6 +187,17 @@ FailureOr<ModuleABI> mlir::anvil::buildModuleABI(FunctionOpInterface train,
             main.getArgAttrOfType<ParamAttr>(i, AnvilDialect::kParamAttrName);
         p && p.getBuffer())
       (*o)["buffer"] = true;
+    if (auto sharding = main.getArgAttrOfType<DictionaryAttr>(
+            i, AnvilDialect::kShardingAttrName)) {
+      json::Array shape;
+      for (int64_t d :
+           sharding.getAs<DenseI64ArrayAttr>("global_shape").asArrayRef())
+        shape.push_back(d);
+      (*o)["sharding"] = json::Object{
+          {"global_shape", std::move(shape)},
+          {"flat_axis",
+           sharding.getAs<StringAttr>("flat_axis").getValue().str()}};
+    }
     if (std::optional<int64_t> range = indexRange(main, i)) {
       (*o)["range"] = *range;
       if (std::optional<int64_t> ignore = ignoredLabel(main, i))

@@ -211,6 +211,13 @@ void AnvilOptimizerPass::runOnOperation() {
   if (dataParallel < 1)
     return fail("data-parallel = " + Twine(dataParallel) +
                 " must be at least 1");
+  if (zero != 0 && zero != 1)
+    return fail("zero = " + Twine(zero) +
+                ": ZeRO stage 1 (sharded optimizer state) is supported; "
+                "stages 2 and 3 are not yet");
+  // ZeRO-1: each data-parallel rank keeps and updates one block of every
+  // parameter's flattened optimizer state.
+  const bool sharded = zero == 1 && dataParallel > 1;
   if (lossScale != "none" && lossScale != "dynamic")
     return fail("loss-scale = '" + lossScale + "' is not one of none, dynamic");
   if (!(scaleInit > 0) || scaleInterval < 1)
@@ -253,9 +260,13 @@ void AnvilOptimizerPass::runOnOperation() {
   MLIRContext *ctx = module.getContext();
   auto zeros =
       InitializerAttr::get(ctx, InitKind::zeros, DictionaryAttr::get(ctx, {}));
-  auto addState = [&](Type type, const std::string &name, Location loc) {
-    auto attrs = b.getDictionaryAttr(b.getNamedAttr(
-        AnvilDialect::kStateAttrName, StateAttr::get(ctx, name, zeros)));
+  auto addState = [&](Type type, const std::string &name, Location loc,
+                      DictionaryAttr sharding = {}) {
+    NamedAttrList list;
+    list.append(AnvilDialect::kStateAttrName, StateAttr::get(ctx, name, zeros));
+    if (sharding)
+      list.append(AnvilDialect::kShardingAttrName, sharding);
+    auto attrs = list.getDictionary(ctx);
     step.insertArgument(insertAt, type, attrs, loc);
     return step.getArgument(insertAt++);
   };
@@ -297,12 +308,24 @@ void AnvilOptimizerPass::runOnOperation() {
   bool useMomentum = momentum > 0;
   SmallVector<SmallVector<BlockArgument>> states;
   for (auto [param, name] : llvm::zip(grads->wrt, grads->names)) {
+    auto type = cast<RankedTensorType>(param.getType());
+    Type stateType = type;
+    DictionaryAttr sharding;
+    if (sharded) {
+      // Block i of the flattened parameter, zero-padded to a multiple of
+      // the ranks.
+      int64_t block = (type.getNumElements() + dataParallel - 1) / dataParallel;
+      stateType = RankedTensorType::get({block}, type.getElementType());
+      sharding = b.getDictionaryAttr(
+          {b.getNamedAttr("global_shape",
+                          b.getDenseI64ArrayAttr(type.getShape())),
+           b.getNamedAttr("flat_axis", b.getStringAttr("dp"))});
+    }
     SmallVector<BlockArgument> s;
     for (StringRef suffix : stateNames(*kind, useMomentum))
-      s.push_back(
-          addState(param.getType(),
-                   ("opt." + optimizer + "." + suffix + "." + name).str(),
-                   param.getLoc()));
+      s.push_back(addState(
+          stateType, ("opt." + optimizer + "." + suffix + "." + name).str(),
+          param.getLoc(), sharding));
     states.push_back(s);
   }
   // The step counter is f32 (exact to 2^24 steps); the schedule and the
@@ -356,12 +379,44 @@ void AnvilOptimizerPass::runOnOperation() {
   auto storeAs = [&](Value v, Type type) -> Value {
     return v.getType() == type ? v : Value(CastOp::create(b, e.loc, type, v));
   };
+  // ZeRO's view of a whole tensor: flattened, zero-padded to the ranks'
+  // blocks.
+  auto flatPadded = [&](Value x) -> Value {
+    auto type = e.typeOf(x);
+    int64_t n = type.getNumElements();
+    int64_t padded = (n + dataParallel - 1) / dataParallel * dataParallel;
+    Value flat =
+        e.reshape(x, RankedTensorType::get({n}, type.getElementType()));
+    if (padded == n)
+      return flat;
+    return PadOp::create(b, e.loc, flat, b.getDenseI64ArrayAttr({0}),
+                         b.getDenseI64ArrayAttr({padded - n}),
+                         b.getF64FloatAttr(0.0));
+  };
+  auto blockType = [&](Value x) {
+    auto type = e.typeOf(x);
+    int64_t block = (type.getNumElements() + dataParallel - 1) / dataParallel;
+    return RankedTensorType::get({block}, type.getElementType());
+  };
+  /// A scalar (f64) summed over the data-parallel ranks (in f32: the
+  /// runtime's collectives move f32).
+  auto sumOverRanks = [&](Value s) -> Value {
+    auto f32 = RankedTensorType::get({}, b.getF32Type());
+    Value r = AllReduceOp::create(b, e.loc, CollectiveOp::sum,
+                                  CastOp::create(b, e.loc, f32, s), "dp");
+    return CastOp::create(b, e.loc, scalarType, r);
+  };
   SmallVector<Value> g;
   for (Value gi : grads->grads)
     g.push_back(toCompute(gi));
   // Data parallelism: this rank's gradients become the mean over the ranks
-  // (before unscaling and clipping, which are linear and global).
-  if (dataParallel > 1)
+  // (before unscaling and clipping, which are linear and global). Under
+  // ZeRO-1 each rank keeps the mean of its block only.
+  if (sharded)
+    for (Value &gi : g)
+      gi = ReduceScatterOp::create(b, e.loc, blockType(gi), CollectiveOp::mean,
+                                   flatPadded(gi), "dp");
+  else if (dataParallel > 1)
     for (Value &gi : g)
       gi = AllReduceOp::create(b, e.loc, CollectiveOp::mean, gi, "dp");
   Value finite;
@@ -381,6 +436,8 @@ void AnvilOptimizerPass::runOnOperation() {
                             ? s
                             : Value(CastOp::create(b, e.loc, scalarType, s)));
     }
+    if (sharded)
+      nonFinite = sumOverRanks(nonFinite);
     finite = e.cmp(ComparisonDirection::eq, nonFinite, scalar(0.0));
   }
   auto norm2 = [&](Value x) -> Value {
@@ -395,6 +452,8 @@ void AnvilOptimizerPass::runOnOperation() {
     Value total = scalar(0.0);
     for (Value gi : g)
       total = e.add(total, norm2(gi));
+    if (sharded)
+      total = sumOverRanks(total);
     Value coef =
         MinOp::create(b, e.loc, scalar(1.0),
                       e.div(scalar(clip), e.add(SqrtOp::create(b, e.loc, total),
@@ -421,11 +480,20 @@ void AnvilOptimizerPass::runOnOperation() {
   Value b2t = PowOp::create(b, e.loc, scalar(beta2), t);
   for (auto [i, p] : llvm::enumerate(grads->wrt)) {
     auto paramType = cast<RankedTensorType>(p.getType());
-    auto type = computeType(p);
+    bool decayed = weightDecay > 0 && (decayAll || paramType.getRank() >= 2);
+    // Under ZeRO-1 the update is computed on this rank's block.
+    Value pi = toCompute(p);
+    if (sharded)
+      pi = AxisSliceOp::create(b, e.loc, blockType(pi), flatPadded(pi), "dp");
+    auto type = e.typeOf(pi);
     auto full = [&](Value s) { return fullOf(s, type); };
     auto c = [&](double v) { return e.splat(type, v); };
-    bool decayed = weightDecay > 0 && (decayAll || type.getRank() >= 2);
-    Value gi = g[i], pi = toCompute(p), lrFull = full(lrT);
+    /// |x|^2 of the whole tensor x is a block of.
+    auto wholeNorm2 = [&](Value x) {
+      Value s = norm2(x);
+      return sharded ? sumOverRanks(s) : s;
+    };
+    Value gi = g[i], lrFull = full(lrT);
     SmallVector<Value> old;
     for (BlockArgument a : states[i])
       old.push_back(toCompute(a));
@@ -459,8 +527,8 @@ void AnvilOptimizerPass::runOnOperation() {
       if (*kind == Kind::LAMB) {
         if (decayed)
           update = e.add(update, e.scale(pi, weightDecay));
-        Value pn = SqrtOp::create(b, e.loc, norm2(pi));
-        Value rn = SqrtOp::create(b, e.loc, norm2(update));
+        Value pn = SqrtOp::create(b, e.loc, wholeNorm2(pi));
+        Value rn = SqrtOp::create(b, e.loc, wholeNorm2(update));
         Value ok = e.cmp(ComparisonDirection::gt, e.mul(pn, rn), scalar(0.0));
         Value trust =
             e.select(ok, e.div(pn, e.select(ok, rn, scalar(1.0))), scalar(1.0));
@@ -482,6 +550,21 @@ void AnvilOptimizerPass::runOnOperation() {
                     e.div(gi, e.add(SqrtOp::create(b, e.loc, sum), c(eps)))));
       break;
     }
+    }
+    if (sharded) {
+      // Every rank gets every updated block back.
+      auto blocks = e.typeOf(newP);
+      int64_t n = paramType.getNumElements();
+      Value all = AllGatherOp::create(
+          b, e.loc,
+          RankedTensorType::get({blocks.getDimSize(0) * dataParallel},
+                                blocks.getElementType()),
+          newP, "dp");
+      if (e.typeOf(all).getDimSize(0) != n)
+        all = SliceOp::create(b, e.loc, all, b.getDenseI64ArrayAttr({0}),
+                              b.getDenseI64ArrayAttr({n}),
+                              b.getDenseI64ArrayAttr({1}));
+      newP = e.reshape(all, paramType.clone(blocks.getElementType()));
     }
     stateOut.push_back(storeAs(newP, paramType));
     tiedTo.push_back(p);

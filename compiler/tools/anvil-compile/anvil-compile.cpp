@@ -143,6 +143,13 @@ cl::opt<std::string> meshSpec(
              "and the loss are averaged over the ranks); run it with "
              "anvil-run -n N, mpirun or srun"),
     cl::value_desc("axis=ranks"), cl::init(""), cl::cat(category));
+cl::opt<int64_t> zeroStage(
+    "zero",
+    cl::desc("ZeRO stage: 1 shards the optimizer state over the data-parallel "
+             "ranks of --mesh dp=N (each rank keeps 1/N of it; gradients are "
+             "reduce-scattered and the updated parameters all-gathered); 0: "
+             "every rank keeps all of it"),
+    cl::value_desc("stage"), cl::init(0), cl::cat(category));
 cl::opt<double> learningRate("lr", cl::desc("Peak learning rate"),
                              cl::init(1e-3), cl::cat(category));
 cl::opt<int64_t> warmupSteps("warmup", cl::desc("Linear warm-up steps"),
@@ -222,9 +229,18 @@ RankFigures rankFigures(mlir::func::FuncOp train, int64_t ranks) {
       f.optimizerStateBytes += bytes;
     }
   }
-  train.walk([&](mlir::anvil::AllReduceOp op) {
-    f.communicationBytes += 2 * (ranks - 1) * tensorBytes(op.getType()) /
-                            std::max<int64_t>(ranks, 1);
+  // A ring reduce-scatter or all-gather of a b-byte tensor sends
+  // (ranks - 1) / ranks b; an all-reduce is one of each.
+  ranks = std::max<int64_t>(ranks, 1);
+  train.walk([&](mlir::Operation *op) {
+    if (auto r = dyn_cast<mlir::anvil::AllReduceOp>(op))
+      f.communicationBytes +=
+          2 * (ranks - 1) * tensorBytes(r.getType()) / ranks;
+    else if (auto s = dyn_cast<mlir::anvil::ReduceScatterOp>(op))
+      f.communicationBytes +=
+          (ranks - 1) * tensorBytes(s.getOperand().getType()) / ranks;
+    else if (auto g = dyn_cast<mlir::anvil::AllGatherOp>(op))
+      f.communicationBytes += (ranks - 1) * tensorBytes(g.getType()) / ranks;
   });
   return f;
 }
@@ -319,8 +335,8 @@ LogicalResult buildTrainStep(mlir::ModuleOp module) {
       " warmup=" + std::to_string(warmupSteps) + " decay=" + decaySchedule +
       " total-steps=" + std::to_string(totalSteps) + " clip=" + num(clipNorm) +
       " weight-decay=" + num(weightDecay) +
-      " data-parallel=" + std::to_string(dataParallel) + " " +
-      optimizerOptions + "}";
+      " data-parallel=" + std::to_string(dataParallel) +
+      " zero=" + std::to_string(zeroStage) + " " + optimizerOptions + "}";
   if (failed(mlir::parsePassPipeline(pipeline, pm)))
     return error("could not build the training step (" + pipeline + ")"),
            mlir::failure();
@@ -389,6 +405,13 @@ int main(int argc, char **argv) {
   bool fromFile = !inputFile.empty();
   if (failed(parseMesh()))
     return 1;
+  if (zeroStage != 0 && zeroStage != 1)
+    return error("--zero " + std::to_string(zeroStage) +
+                 ": stage 1 (sharded optimizer state) is supported; stages 2 "
+                 "and 3 are not yet");
+  if (zeroStage == 1 && dataParallel == 1)
+    return error("--zero 1 shards the optimizer state over data-parallel "
+                 "ranks: give --mesh dp=N with N > 1");
   if (fromFile && dataParallel > 1)
     return error("--mesh needs a zoo model (--model, --config) for now: it "
                  "divides the model's batch among the ranks");

@@ -131,7 +131,8 @@ Expected<std::string> saveShardedCheckpoint(const std::string &dir,
       tensors.push_back({p.whole, p.data});
       continue;
     }
-    tensors.push_back({{p.whole.name, p.whole.dtype, {p.end - p.begin}}, p.data});
+    tensors.push_back(
+        {{p.whole.name, p.whole.dtype, {p.end - p.begin}}, p.data});
     JsonValue shape = JsonValue::array();
     for (int64_t d : p.whole.shape)
       shape.push(JsonValue::number(static_cast<double>(d)));
@@ -343,7 +344,8 @@ CheckpointReader::open(const std::string &path, const std::string &model,
       if (!fresh && (entry->second.first.shape != whole.shape ||
                      entry->second.first.dtype != whole.dtype))
         return err(f.path(), "tensor '" + t.spec.name + "' is " +
-                                 formatShape(whole.shape) + ", another file of "
+                                 formatShape(whole.shape) +
+                                 ", another file of "
                                  "the checkpoint has it as " +
                                  formatShape(entry->second.first.shape));
       entry->second.second.push_back({&t, begin, end});
@@ -398,9 +400,8 @@ Status CheckpointReader::read(const std::string &name, int64_t begin,
   if (out.size() != static_cast<size_t>(end - begin) * size)
     return Status::error(ErrorCode::InvalidArgument,
                          "reading elements [" + std::to_string(begin) + ", " +
-                             std::to_string(end) + ") of '" + name +
-                             "' into " + std::to_string(out.size()) +
-                             " bytes");
+                             std::to_string(end) + ") of '" + name + "' into " +
+                             std::to_string(out.size()) + " bytes");
   int64_t covered = 0;
   for (const Piece &p : it->second.second) {
     int64_t from = std::max(begin, p.begin), to = std::min(end, p.end);

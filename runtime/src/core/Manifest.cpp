@@ -217,7 +217,8 @@ Expected<Manifest> Manifest::parse(std::string_view json) {
     }
     if (const JsonValue *sh = b.get("sharding")) {
       std::string at = where + ".sharding";
-      const JsonValue *shape = sh->isObject() ? sh->get("global_shape") : nullptr;
+      const JsonValue *shape =
+          sh->isObject() ? sh->get("global_shape") : nullptr;
       const JsonValue *axis = sh->isObject() ? sh->get("flat_axis") : nullptr;
       if (!shape || !shape->isArray() || !axis || !axis->isString())
         return fail(at, "expected {\"global_shape\": [...], \"flat_axis\": "

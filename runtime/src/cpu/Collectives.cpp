@@ -41,7 +41,8 @@ ReduceOp reduceOp(const char *what, int32_t op) {
 void check(const Status &s, Communicator *c, const char *what, int64_t n) {
   if (s.isOk())
     return;
-  std::fprintf(stderr, "anvil: rank %d of an axis of %d: %s of %lld floats: %s\n",
+  std::fprintf(stderr,
+               "anvil: rank %d of an axis of %d: %s of %lld floats: %s\n",
                c->rank(), c->size(), what, static_cast<long long>(n),
                s.message().c_str());
   std::abort();
@@ -56,8 +57,8 @@ void setMeshCommunicators(std::vector<Communicator *> axes) {
 
 using namespace anvil::rt;
 
-extern "C" void anvil_rt_all_reduce_f32(int64_t address, int64_t n,
-                                        int32_t op, int32_t axis) {
+extern "C" void anvil_rt_all_reduce_f32(int64_t address, int64_t n, int32_t op,
+                                        int32_t axis) {
   ReduceOp r = reduceOp("all-reduce", op);
   if (Communicator *c = axisCommunicator(axis))
     check(c->allReduce(floats(address), n, r), c, "all-reduce", n);
@@ -85,6 +86,5 @@ extern "C" void anvil_rt_axis_slice_f32(int64_t in, int64_t out, int64_t n,
                                         int32_t axis) {
   Communicator *c = axisCommunicator(axis);
   int64_t index = c ? c->rank() : 0;
-  std::memmove(floats(out), floats(in) + index * n,
-               static_cast<size_t>(n) * 4);
+  std::memmove(floats(out), floats(in) + index * n, static_cast<size_t>(n) * 4);
 }

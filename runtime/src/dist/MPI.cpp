@@ -73,8 +73,7 @@ public:
     for (int64_t at = 0; at < n; at += kChunk) {
       int count = static_cast<int>(std::min(kChunk, n - at));
       ANVIL_MPI(MPI_Allreduce(MPI_IN_PLACE, data + at, count, MPI_FLOAT,
-                              op == ReduceOp::Max ? MPI_MAX : MPI_SUM,
-                              comm_));
+                              op == ReduceOp::Max ? MPI_MAX : MPI_SUM, comm_));
     }
     if (op == ReduceOp::Mean)
       scale(data, n);

@@ -222,7 +222,7 @@ private:
   MeshLayout mesh_;          ///< The program's mesh (no axes: one process).
   int64_t dataParallel_ = 1; ///< Ranks of mesh axis dp,
   int64_t dpRank_ = 0;       ///< and this rank's position on it.
-  std::vector<int64_t> coordinates_; ///< This rank's, one per mesh axis.
+  std::vector<int64_t> coordinates_;   ///< This rank's, one per mesh axis.
   std::unique_ptr<Communicator> comm_; ///< The world.
   /// One per mesh axis (destroyed before the world's).
   std::vector<std::unique_ptr<Communicator>> axes_;
@@ -410,8 +410,7 @@ Status Trainer::fillBatch(uint64_t position, bool validation) {
       return Status::ok();
     for (Slot &s : slots_)
       if (s.info->role == BufferRole::Input && &s != dropoutSeed_)
-        if (Status st = readInput(o_.batchDir, s, dpRank_, dataParallel_);
-            !st)
+        if (Status st = readInput(o_.batchDir, s, dpRank_, dataParallel_); !st)
           return st;
     batchLoaded_ = true;
     return Status::ok();
@@ -549,8 +548,7 @@ Status Trainer::resume(int64_t &step) {
   if (ckpt->info().seed != o_.seed)
     return error(
         "checkpoint '" + *path + "' was written by a run with --seed " +
-        std::to_string(ckpt->info().seed) + ", not " +
-        std::to_string(o_.seed) +
+        std::to_string(ckpt->info().seed) + ", not " + std::to_string(o_.seed) +
         " (a resumed run keeps its seed: data order and dropout "
         "depend on it)");
   for (Slot &s : slots_) {

@@ -157,6 +157,11 @@ def AnvilOptimizerPass : Pass<"anvil-optimizer", "mlir::ModuleOp"> {
            "Ranks of the data-parallel mesh axis \"dp\": each runs this step "
            "on its share of the batch, and the gradients and the loss are "
            "averaged over them (anvil.all_reduce mean)">,
+    Option<"zero", "zero", "int64_t", "0",
+           "ZeRO stage: 1 shards the optimizer state over the data-parallel "
+           "ranks (each updates its block of every flattened parameter from "
+           "reduce-scattered gradients, then the blocks are all-gathered); "
+           "0 keeps the whole state on every rank">,
     Option<"accumulate", "accumulate", "int64_t", "1",
            "Gradient accumulation: every input gets a leading dimension of "
            "this many micro-batches, and the loss is their mean">,

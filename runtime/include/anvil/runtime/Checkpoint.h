@@ -21,9 +21,9 @@
 
 #include <cstdint>
 #include <map>
-#include <vector>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace anvil::rt {
 

@@ -80,8 +80,7 @@ public:
   virtual Status barrier() = 0;
   /// The ranks that pass the same `color`, ordered by `key` (then by rank
   /// here): a collective call of every rank (MPI_Comm_split).
-  virtual Expected<std::unique_ptr<Communicator>> split(int color,
-                                                        int key) = 0;
+  virtual Expected<std::unique_ptr<Communicator>> split(int color, int key) = 0;
   /// Ends every rank of the world at once (a rank that fails alone would
   /// leave the others waiting in a collective forever). Does not return
   /// when the world has more than one rank.

@@ -26,11 +26,11 @@
 // "eval_index" (the buffer's argument position in the eval function) and
 // "range" (an integer input's values lie in [0, range): token ids, class
 // labels) and "sharding" ({"global_shape": [...], "flat_axis": "dp"}: the
-// buffer is this rank's ZeRO block of a whole tensor; see Sharding). "train_step" {"args", "results"} and "eval_step" {"args",
-// "results": [{"shape", "dtype"}...]} give the entry points' arities; a
-// module compiled for evaluation only has "train_step": null. Parse errors
-// name the JSON path: "manifest: buffers[3].shape[1]: expected a
-// non-negative integer".
+// buffer is this rank's ZeRO block of a whole tensor; see Sharding).
+// "train_step" {"args", "results"} and "eval_step" {"args", "results":
+// [{"shape", "dtype"}...]} give the entry points' arities; a module compiled
+// for evaluation only has "train_step": null. Parse errors name the JSON path:
+// "manifest: buffers[3].shape[1]: expected a non-negative integer".
 //
 //===----------------------------------------------------------------------===//
 

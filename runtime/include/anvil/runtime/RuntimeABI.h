@@ -77,16 +77,14 @@ void anvil_rt_all_reduce_f32(int64_t address, int64_t n, int32_t op,
                              int32_t axis);
 /// `anvil.all_gather`: out (ranks * n f32) = every rank's `n` at `in`, in
 /// the order of the ranks' positions on the axis.
-void anvil_rt_all_gather_f32(int64_t in, int64_t out, int64_t n,
-                             int32_t axis);
+void anvil_rt_all_gather_f32(int64_t in, int64_t out, int64_t n, int32_t axis);
 /// `anvil.reduce_scatter`: out (n f32) = op over the ranks of this rank's
 /// block of `in` (ranks * n).
-void anvil_rt_reduce_scatter_f32(int64_t in, int64_t out, int64_t n,
-                                 int32_t op, int32_t axis);
+void anvil_rt_reduce_scatter_f32(int64_t in, int64_t out, int64_t n, int32_t op,
+                                 int32_t axis);
 /// `anvil.axis_slice`: out (n f32) = block i of `in` (ranks * n), i this
 /// rank's position on the axis. No communication.
-void anvil_rt_axis_slice_f32(int64_t in, int64_t out, int64_t n,
-                             int32_t axis);
+void anvil_rt_axis_slice_f32(int64_t in, int64_t out, int64_t n, int32_t axis);
 
 } // extern "C"
 

@@ -53,12 +53,50 @@ static std::optional<StringRef> getArgName(FunctionOpInterface fn,
   return std::nullopt;
 }
 
+/// `anvil.sharding` on argument `argIndex` of `fn`: a block of the
+/// flattened whole tensor over a mesh axis of the module.
+static LogicalResult verifySharding(FunctionOpInterface fn, unsigned argIndex,
+                                    Attribute value) {
+  if (!fn)
+    return failure();
+  auto error = [&]() {
+    return mlir::emitError(fn.isExternal() ? fn->getLoc()
+                                           : fn.getArgument(argIndex).getLoc())
+           << "argument #" << argIndex << ": '"
+           << AnvilDialect::kShardingAttrName << "' ";
+  };
+  auto dict = dyn_cast<DictionaryAttr>(value);
+  auto shape = dict ? dict.getAs<DenseI64ArrayAttr>("global_shape")
+                    : DenseI64ArrayAttr();
+  auto axis = dict ? dict.getAs<StringAttr>("flat_axis") : StringAttr();
+  if (!shape || !axis || dict.size() != 2)
+    return error() << "must be {global_shape = array<i64: ...>, flat_axis = "
+                      "\"<mesh axis>\"}, got "
+                   << value;
+  int64_t ranks = meshAxisSize(fn, axis.getValue());
+  if (ranks < 0)
+    return error() << "names axis '" << axis.getValue()
+                   << "', which the module's mesh does not have";
+  int64_t whole = 1;
+  for (int64_t d : shape.asArrayRef())
+    whole *= d;
+  auto type = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[argIndex]);
+  int64_t block = (whole + ranks - 1) / ranks;
+  if (!type || type.getRank() != 1 || type.getDimSize(0) != block)
+    return error() << "needs a tensor of " << block << " elements (a block of "
+                   << whole << " over " << ranks << " ranks), got "
+                   << fn.getArgumentTypes()[argIndex];
+  return success();
+}
+
 LogicalResult AnvilDialect::verifyRegionArgAttribute(Operation *op,
                                                      unsigned regionIndex,
                                                      unsigned argIndex,
                                                      NamedAttribute attr) {
   auto fn = dyn_cast<FunctionOpInterface>(op);
   StringRef attrName = attr.getName().getValue();
+  if (attrName == kShardingAttrName)
+    return verifySharding(fn, argIndex, attr.getValue());
   bool isParam = attrName == kParamAttrName;
   bool isState = attrName == kStateAttrName;
   if (!isParam && !isState && attrName != kInputAttrName)

@@ -1110,9 +1110,10 @@ ANVIL_PAIR_LOSS_INFER(DiceLossOp, 3, ArrayRef<int64_t>(unreduced).take_front(2))
 
 int64_t mlir::anvil::meshAxisSize(Operation *op, StringRef axis) {
   auto module = op->getParentOfType<ModuleOp>();
-  auto mesh = module ? module->getAttrOfType<DictionaryAttr>(
-                           AnvilDialect::kMeshAttrName)
-                     : DictionaryAttr();
+  auto mesh =
+      module
+          ? module->getAttrOfType<DictionaryAttr>(AnvilDialect::kMeshAttrName)
+          : DictionaryAttr();
   if (!mesh)
     return 1;
   auto size = mesh.getAs<IntegerAttr>(axis);
@@ -1140,9 +1141,8 @@ LogicalResult AllReduceOp::verify() {
 
 /// `whole` is `n` blocks of `part` along dimension 0.
 static LogicalResult verifyBlocks(Operation *op, StringRef axis,
-                                  RankedTensorType whole,
-                                  RankedTensorType part, StringRef wholeName,
-                                  StringRef partName) {
+                                  RankedTensorType whole, RankedTensorType part,
+                                  StringRef wholeName, StringRef partName) {
   FailureOr<int64_t> n = verifyAxis(op, axis);
   if (failed(n))
     return failure();

@@ -48,6 +48,12 @@ def Anvil_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kInputAttrName = "anvil.input";
     /// On a module: its device mesh, {axis = ranks} ({dp = 8}).
     static constexpr ::llvm::StringLiteral kMeshAttrName = "anvil.mesh";
+    /// Argument attribute of a sharded program's state: which part of a
+    /// whole tensor the argument holds, `{global_shape = array<i64: ...>,
+    /// flat_axis = "dp"}` (ZeRO: block i of the flattened tensor, padded
+    /// to a multiple of the axis's ranks, at position i on the axis).
+    static constexpr ::llvm::StringLiteral kShardingAttrName =
+        "anvil.sharding";
     /// Argument attribute naming training state: `#anvil.state<...>`.
     static constexpr ::llvm::StringLiteral kStateAttrName = "anvil.state";
     /// Result attribute naming the argument a gradient belongs to.
