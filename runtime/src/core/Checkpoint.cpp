@@ -284,8 +284,10 @@ CheckpointReader::open(const std::string &path, const std::string &model,
                                "' is missing (not an Anvil training "
                                "checkpoint?)");
     if (it->second != model)
-      return err(f.path(), "it is of model '" + it->second +
-                               "', this run trains '" + model + "'");
+      return Status::error(ErrorCode::InvalidArgument,
+                           "checkpoint '" + f.path() + "' is of model '" +
+                               it->second + "', this run trains '" + model +
+                               "'");
     CheckpointInfo info;
     info.model = it->second;
     for (auto [key, field] :
