@@ -135,16 +135,19 @@ TEST(ParentDirectory, HandlesTrailingSlashesAndRoots) {
   EXPECT_EQ(parentDirectory("/"), "/");
 }
 
-TEST_F(CheckpointTest, ShardedPiecesAssembleIntoAnyRange) {
+TEST_F(CheckpointTest, ShardedPiecesAssembleIntoAnyLayout) {
   // A world of one writes one file; a second rank's file is written by
   // hand, as rank 1 would: elements [2, 4) of the moment.
   auto world = makeSelfCommunicator();
-  TensorPiece pieces[] = {
-      {{"wte", DType::F32, {2, 2}}, 0, 4, std::as_bytes(std::span(w))},
-      {{"wte.adam_m", DType::F32, {2, 2}},
-       0,
-       2,
-       std::as_bytes(std::span(m).first(2))}};
+  PieceLayout first = PieceLayout::whole({2, 2});
+  first.kind = PieceLayout::Kind::Flat;
+  first.end = 2;
+  TensorPiece pieces[] = {{{"wte", DType::F32, {2, 2}},
+                           PieceLayout::whole({2, 2}),
+                           std::as_bytes(std::span(w))},
+                          {{"wte.adam_m", DType::F32, {2, 2}},
+                           first,
+                           std::as_bytes(std::span(m).first(2))}};
   ASSERT_TRUE(saveShardedCheckpoint(ck, info, pieces, *world));
   Expected<SafetensorsFile> main =
       SafetensorsFile::read(ck + "/step_00000020.safetensors");
@@ -157,10 +160,10 @@ TEST_F(CheckpointTest, ShardedPiecesAssembleIntoAnyRange) {
       ck + "/step_00000020.safetensors", "gpt-tiny:abc", specs());
   ASSERT_TRUE(half) << half.status().toString();
   float out[4] = {};
-  Status missing =
-      half->read("wte.adam_m", 0, 4, std::as_writable_bytes(std::span(out)));
-  EXPECT_NE(missing.message().find("holds 2 of elements [0, 4) of "
-                                   "'wte.adam_m'"),
+  Status missing = half->read("wte.adam_m", PieceLayout::whole({2, 2}),
+                              std::as_writable_bytes(std::span(out)));
+  EXPECT_NE(missing.message().find("holds 2 of the 4 elements of "
+                                   "'wte.adam_m' (a shard file is missing?)"),
             std::string::npos)
       << missing.message();
 
@@ -181,15 +184,21 @@ TEST_F(CheckpointTest, ShardedPiecesAssembleIntoAnyRange) {
   Expected<CheckpointReader> r = CheckpointReader::open(
       ck + "/step_00000020.safetensors", "gpt-tiny:abc", specs());
   ASSERT_TRUE(r) << r.status().toString();
-  ASSERT_TRUE(
-      r->read("wte.adam_m", 0, 4, std::as_writable_bytes(std::span(out))));
+  ASSERT_TRUE(r->read("wte.adam_m", PieceLayout::whole({2, 2}),
+                      std::as_writable_bytes(std::span(out))));
   EXPECT_EQ(std::vector<float>(out, out + 4), std::vector<float>(m, m + 4));
-  // A range across both files: elements [1, 3).
-  float middle[2] = {};
+  // Into another layout: column 1 of the 2 x 2 moment (a tensor-parallel
+  // part: dimension 1 in 2 parts, part 1).
+  PieceLayout column = PieceLayout::whole({2, 2});
+  column.kind = PieceLayout::Kind::Split;
+  column.dim = 1;
+  column.parts = 2;
+  column.index = 1;
+  float part[2] = {};
   ASSERT_TRUE(
-      r->read("wte.adam_m", 1, 3, std::as_writable_bytes(std::span(middle))));
-  EXPECT_EQ(middle[0], m[1]);
-  EXPECT_EQ(middle[1], m[2]);
+      r->read("wte.adam_m", column, std::as_writable_bytes(std::span(part))));
+  EXPECT_EQ(part[0], m[1]);
+  EXPECT_EQ(part[1], m[3]);
   // The whole shapes are checked against the model's.
   std::vector<TensorSpec> other = specs();
   other[1].shape = {4};
@@ -200,4 +209,29 @@ TEST_F(CheckpointTest, ShardedPiecesAssembleIntoAnyRange) {
                 "tensor 'wte.adam_m' has shape [2,2], the model expects [4]"),
             std::string::npos)
       << bad.status().message();
+}
+
+TEST(PieceLayout, SplitGroupsKeepEachRanksBlockOfEveryGroup) {
+  // A fused q/k/v weight [2, 6] (q, k, v of 2 columns each) over 2 ranks:
+  // rank 1 holds column 1 of q, of k and of v.
+  PieceLayout l = PieceLayout::whole({2, 6});
+  l.kind = PieceLayout::Kind::Split;
+  l.dim = 1;
+  l.groups = 3;
+  l.parts = 2;
+  l.index = 1;
+  EXPECT_EQ(l.elements(), 6);
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> runs;
+  l.forEachRun(
+      [&](int64_t w, int64_t p, int64_t n) { runs.emplace_back(w, p, n); });
+  EXPECT_EQ(
+      runs,
+      (std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+          {1, 0, 1}, {3, 1, 1}, {5, 2, 1}, {7, 3, 1}, {9, 4, 1}, {11, 5, 1}}));
+  Expected<PieceLayout> back = PieceLayout::fromJson(l.toJson(), 6);
+  ASSERT_TRUE(back) << back.status().toString();
+  EXPECT_EQ(
+      back->toJson().dump(),
+      R"({"shape":[2,6],"split":{"dim":1,"groups":3,"parts":2,"index":1}})");
+  EXPECT_FALSE(PieceLayout::fromJson(l.toJson(), 5));
 }

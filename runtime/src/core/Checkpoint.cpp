@@ -124,23 +124,17 @@ Expected<std::string> saveShardedCheckpoint(const std::string &dir,
   std::vector<TensorRef> tensors;
   std::map<std::string, std::string> pieceMeta;
   for (const TensorPiece &p : pieces) {
-    Expected<int64_t> whole = numElements(p.whole.shape);
-    if (!whole)
-      return whole.status();
-    if (p.begin == 0 && p.end == *whole) {
+    if (p.layout.kind == PieceLayout::Kind::Whole) {
       tensors.push_back({p.whole, p.data});
       continue;
     }
-    tensors.push_back(
-        {{p.whole.name, p.whole.dtype, {p.end - p.begin}}, p.data});
-    JsonValue shape = JsonValue::array();
-    for (int64_t d : p.whole.shape)
-      shape.push(JsonValue::number(static_cast<double>(d)));
-    JsonValue m = JsonValue::object();
-    m.set("shape", std::move(shape));
-    m.set("begin", JsonValue::number(static_cast<double>(p.begin)));
-    m.set("end", JsonValue::number(static_cast<double>(p.end)));
-    pieceMeta[kPiece + p.whole.name] = m.dump();
+    std::vector<int64_t> shape = {p.layout.elements()};
+    if (p.layout.kind == PieceLayout::Kind::Split) {
+      shape = p.layout.shape;
+      shape[static_cast<size_t>(p.layout.dim)] /= p.layout.parts;
+    }
+    tensors.push_back({{p.whole.name, p.whole.dtype, shape}, p.data});
+    pieceMeta[kPiece + p.whole.name] = p.layout.toJson().dump();
   }
   std::map<std::string, std::string> meta = stepMetadata(info, tensors);
   meta.insert(pieceMeta.begin(), pieceMeta.end());
@@ -310,60 +304,31 @@ CheckpointReader::open(const std::string &path, const std::string &model,
       return err(f.path(), "the tensor data does not match the checkpoint's "
                            "checksum (the file is corrupted)");
     for (const TensorRef &t : f.tensors()) {
-      TensorSpec whole = t.spec;
       Expected<int64_t> n = numElements(t.spec.shape);
       if (!n)
         return n.status();
-      int64_t begin = 0, end = *n;
+      PieceLayout layout = PieceLayout::whole(t.spec.shape);
       if (auto m = f.metadata().find(kPiece + t.spec.name);
           m != f.metadata().end()) {
         Expected<JsonValue> j = parseJson(m->second);
-        const JsonValue *shape = j && j->isObject() ? j->get("shape") : nullptr;
-        const JsonValue *b = j && j->isObject() ? j->get("begin") : nullptr;
-        const JsonValue *e = j && j->isObject() ? j->get("end") : nullptr;
-        bool ok = shape && shape->isArray() && b && e && b->asInteger() &&
-                  e->asInteger();
-        whole.shape.clear();
-        for (size_t d = 0; ok && d < shape->items().size(); ++d) {
-          Expected<int64_t> v = shape->items()[d].asInteger();
-          ok = v && *v >= 0;
-          if (ok)
-            whole.shape.push_back(*v);
-        }
-        Expected<int64_t> all = numElements(whole.shape);
-        if (ok) {
-          begin = *b->asInteger();
-          end = *e->asInteger();
-        }
-        if (!ok || !all || t.spec.shape.size() != 1 || begin < 0 ||
-            end > *all || end - begin != *n)
-          return err(f.path(), "metadata '" + m->first + "' = '" + m->second +
-                                   "' does not describe the " +
-                                   formatShape(t.spec.shape) + " piece");
+        Expected<PieceLayout> l = j ? PieceLayout::fromJson(*j, *n)
+                                    : Expected<PieceLayout>(j.status());
+        if (!l)
+          return err(f.path(),
+                     "metadata '" + m->first + "': " + l.status().message());
+        layout = std::move(*l);
       }
+      TensorSpec whole{t.spec.name, t.spec.dtype, layout.shape};
       auto [entry, fresh] =
           r.tensors_.try_emplace(t.spec.name, whole, std::vector<Piece>{});
       if (!fresh && (entry->second.first.shape != whole.shape ||
                      entry->second.first.dtype != whole.dtype))
         return err(f.path(), "tensor '" + t.spec.name + "' is " +
                                  formatShape(whole.shape) +
-                                 ", another file of "
-                                 "the checkpoint has it as " +
+                                 ", another file of the checkpoint has it as " +
                                  formatShape(entry->second.first.shape));
-      entry->second.second.push_back({&t, begin, end});
+      entry->second.second.push_back({&t, std::move(layout)});
     }
-  }
-  // Pieces of one tensor never overlap.
-  for (auto &[name, entry] : r.tensors_) {
-    auto &pieces = entry.second;
-    std::sort(pieces.begin(), pieces.end(),
-              [](const Piece &a, const Piece &b) { return a.begin < b.begin; });
-    for (size_t i = 1; i < pieces.size(); ++i)
-      if (pieces[i].begin < pieces[i - 1].end)
-        return err(path, "two files hold elements [" +
-                             std::to_string(pieces[i].begin) + ", " +
-                             std::to_string(pieces[i - 1].end) + ") of '" +
-                             name + "'");
   }
   for (const TensorSpec &want : expected) {
     auto it = r.tensors_.find(want.name);
@@ -391,37 +356,50 @@ CheckpointReader::open(const std::string &path, const std::string &model,
   return r;
 }
 
-Status CheckpointReader::read(const std::string &name, int64_t begin,
-                              int64_t end, std::span<std::byte> out) const {
+Status CheckpointReader::read(const std::string &name,
+                              const PieceLayout &layout,
+                              std::span<std::byte> out) const {
   auto it = tensors_.find(name);
   if (it == tensors_.end())
     return Status::error(ErrorCode::NotFound, "checkpoint '" + path_ +
                                                   "' has no tensor '" + name +
                                                   "'");
-  const size_t size = dtypeSize(it->second.first.dtype);
-  if (out.size() != static_cast<size_t>(end - begin) * size)
+  const TensorSpec &spec = it->second.first;
+  const size_t size = dtypeSize(spec.dtype);
+  Expected<int64_t> n = numElements(spec.shape);
+  if (!n)
+    return n.status();
+  if (layout.shape != spec.shape ||
+      out.size() != static_cast<size_t>(layout.elements()) * size)
     return Status::error(ErrorCode::InvalidArgument,
-                         "reading elements [" + std::to_string(begin) + ", " +
-                             std::to_string(end) + ") of '" + name + "' into " +
-                             std::to_string(out.size()) + " bytes");
-  int64_t covered = 0;
+                         "reading a piece of " + formatShape(layout.shape) +
+                             " into " + std::to_string(out.size()) +
+                             " bytes from '" + name + "' of " +
+                             formatShape(spec.shape));
+  // The whole tensor from every file's pieces (each element once), then
+  // the requested piece of it.
+  std::vector<std::byte> whole(static_cast<size_t>(*n) * size);
+  std::vector<uint8_t> seen(static_cast<size_t>(*n), 0);
+  int64_t covered = 0, twice = 0;
   for (const Piece &p : it->second.second) {
-    int64_t from = std::max(begin, p.begin), to = std::min(end, p.end);
-    if (from >= to)
-      continue;
-    std::memcpy(out.data() + static_cast<size_t>(from - begin) * size,
-                p.tensor->data.data() +
-                    static_cast<size_t>(from - p.begin) * size,
-                static_cast<size_t>(to - from) * size);
-    covered += to - from;
+    p.layout.insert(p.tensor->data, whole, size);
+    p.layout.forEachRun([&](int64_t at, int64_t, int64_t count) {
+      for (int64_t i = at; i < at + count; ++i) {
+        (seen[static_cast<size_t>(i)] ? twice : covered) += 1;
+        seen[static_cast<size_t>(i)] = 1;
+      }
+    });
   }
-  if (covered != end - begin)
-    return Status::error(ErrorCode::InvalidArgument,
-                         "checkpoint '" + path_ + "' holds " +
-                             std::to_string(covered) + " of elements [" +
-                             std::to_string(begin) + ", " +
-                             std::to_string(end) + ") of '" + name +
-                             "' (a shard file is missing?)");
+  if (covered != *n || twice != 0)
+    return Status::error(
+        ErrorCode::InvalidArgument,
+        "checkpoint '" + path_ + "' holds " + std::to_string(covered) +
+            " of the " + std::to_string(*n) + " elements of '" + name + "'" +
+            (twice
+                 ? " (and " + std::to_string(twice) + " of them more than once)"
+                 : std::string(" (a shard file is "
+                               "missing?)")));
+  layout.extract(whole, out, size);
   return Status::ok();
 }
 

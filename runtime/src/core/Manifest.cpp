@@ -219,10 +219,14 @@ Expected<Manifest> Manifest::parse(std::string_view json) {
       std::string at = where + ".sharding";
       const JsonValue *shape =
           sh->isObject() ? sh->get("global_shape") : nullptr;
-      const JsonValue *axis = sh->isObject() ? sh->get("flat_axis") : nullptr;
-      if (!shape || !shape->isArray() || !axis || !axis->isString())
+      const JsonValue *flat = sh->isObject() ? sh->get("flat_axis") : nullptr;
+      const JsonValue *split = sh->isObject() ? sh->get("split_axis") : nullptr;
+      if (!shape || !shape->isArray() || !flat == !split ||
+          !(flat ? flat : split)->isString())
         return fail(at, "expected {\"global_shape\": [...], \"flat_axis\": "
-                        "\"<mesh axis>\"}");
+                        "\"<mesh axis>\"} or {\"global_shape\": [...], "
+                        "\"split_axis\": \"<mesh axis>\", \"split_dim\": d, "
+                        "\"split_groups\": g}");
       Sharding sharding;
       for (const JsonValue &d : shape->items()) {
         Expected<int64_t> v = d.asInteger();
@@ -230,23 +234,51 @@ Expected<Manifest> Manifest::parse(std::string_view json) {
           return fail(at + ".global_shape", "expected non-negative integers");
         sharding.globalShape.push_back(*v);
       }
-      sharding.flatAxis = axis->asString();
+      sharding.flat = flat != nullptr;
+      sharding.axis = (flat ? flat : split)->asString();
       bool known = false;
       for (const auto &entry : m.mesh)
-        known |= entry.first == sharding.flatAxis;
+        known |= entry.first == sharding.axis;
       if (!known)
-        return fail(at + ".flat_axis",
-                    "'" + sharding.flatAxis + "' is not an axis of the mesh");
+        return fail(at + (flat ? ".flat_axis" : ".split_axis"),
+                    "'" + sharding.axis + "' is not an axis of the mesh");
       Expected<int64_t> whole = numElements(sharding.globalShape);
       if (!whole)
         return fail(at + ".global_shape", whole.status().message());
-      int64_t n = m.meshAxis(sharding.flatAxis);
-      int64_t block = (*whole + n - 1) / n;
-      if (info.spec.shape != std::vector<int64_t>{block})
-        return fail(at, "a block of " + formatShape(sharding.globalShape) +
+      int64_t n = m.meshAxis(sharding.axis);
+      std::vector<int64_t> local;
+      if (flat) {
+        local = {(*whole + n - 1) / n};
+      } else {
+        for (auto [key, field] :
+             {std::pair{"split_dim", &sharding.dim},
+              std::pair{"split_groups", &sharding.groups}}) {
+          const JsonValue *v = sh->get(key);
+          Expected<int64_t> k = v ? v->asInteger()
+                                  : Expected<int64_t>(Status::error(
+                                        ErrorCode::InvalidArgument, "missing"));
+          if (!k)
+            return fail(at + "." + key, "expected an integer");
+          *field = *k;
+        }
+        int64_t rank = static_cast<int64_t>(sharding.globalShape.size());
+        if (sharding.dim < 0 || sharding.dim >= rank || sharding.groups < 1 ||
+            sharding.globalShape[static_cast<size_t>(sharding.dim)] %
+                    (sharding.groups * n) !=
+                0)
+          return fail(at, "dimension " + std::to_string(sharding.dim) + " of " +
+                              formatShape(sharding.globalShape) +
+                              " does not split into " +
+                              std::to_string(sharding.groups) + " groups of " +
+                              std::to_string(n) + " parts");
+        local = sharding.globalShape;
+        local[static_cast<size_t>(sharding.dim)] /= n;
+      }
+      if (info.spec.shape != local)
+        return fail(at, "a part of " + formatShape(sharding.globalShape) +
                             " over " + std::to_string(n) + " ranks of '" +
-                            sharding.flatAxis + "' has shape [" +
-                            std::to_string(block) + "], the buffer " +
+                            sharding.axis + "' has shape " +
+                            formatShape(local) + ", the buffer " +
                             formatShape(info.spec.shape));
       info.sharding = std::move(sharding);
     }
@@ -357,14 +389,24 @@ TensorSpec BufferInfo::globalSpec() const {
   return TensorSpec{spec.name, spec.dtype, sharding->globalShape};
 }
 
-std::pair<int64_t, int64_t> BufferInfo::globalRange(int64_t position) const {
-  Expected<int64_t> whole = numElements(globalSpec().shape);
-  int64_t n = whole ? *whole : 0;
+PieceLayout BufferInfo::layout(int64_t position, int64_t ranks) const {
+  PieceLayout l = PieceLayout::whole(globalSpec().shape);
   if (!sharding)
-    return {0, n};
-  int64_t block = spec.shape.empty() ? 1 : spec.shape[0];
-  int64_t begin = std::min(n, position * block);
-  return {begin, std::min(n, begin + block)};
+    return l;
+  if (sharding->flat) {
+    int64_t n = l.wholeElements();
+    int64_t block = spec.shape.empty() ? 1 : spec.shape[0];
+    l.kind = PieceLayout::Kind::Flat;
+    l.begin = std::min(n, position * block);
+    l.end = std::min(n, l.begin + block);
+    return l;
+  }
+  l.kind = PieceLayout::Kind::Split;
+  l.dim = sharding->dim;
+  l.groups = sharding->groups;
+  l.parts = ranks;
+  l.index = position;
+  return l;
 }
 
 std::vector<TensorSpec> Manifest::stateSpecs() const {

@@ -53,6 +53,11 @@ void setMeshCommunicators(std::vector<Communicator *> axes) {
   meshAxes = std::move(axes);
 }
 
+int64_t meshAxisPosition(size_t axis) {
+  Communicator *c = axisCommunicator(static_cast<int32_t>(axis));
+  return c ? c->rank() : 0;
+}
+
 } // namespace anvil::rt
 
 using namespace anvil::rt;

@@ -10,7 +10,9 @@
 #include "anvil/runtime/Manifest.h"
 #include "anvil/runtime/RuntimeABI.h"
 
+#include <cstring>
 #include <string>
+#include <vector>
 
 namespace {
 thread_local std::string lastError;
@@ -34,11 +36,33 @@ extern "C" int32_t anvil_rt_init_state(const char *manifestJson, uint64_t seed,
     if (!bytes)
       return fail(bytes.status());
     auto *data = static_cast<std::byte *>(args[b.index]);
+    std::span<std::byte> mine(data, static_cast<size_t>(*bytes));
+    if (!b.sharding) {
+      if (Status s = initialize(*b.init, seed, static_cast<uint64_t>(b.index),
+                                b.spec.shape, b.spec.dtype, mine);
+          !s)
+        return fail(s.withContext("initializing '" + b.spec.name + "'"));
+      continue;
+    }
+    // A part of a whole tensor: the whole tensor's values (its fans, its
+    // random stream), then this rank's part of them, so that every mesh
+    // starts from the single-process state.
+    TensorSpec whole = b.globalSpec();
+    Expected<int64_t> wholeBytes = numBytes(whole.shape, whole.dtype);
+    if (!wholeBytes)
+      return fail(wholeBytes.status());
+    std::vector<std::byte> all(static_cast<size_t>(*wholeBytes));
     if (Status s = initialize(*b.init, seed, static_cast<uint64_t>(b.index),
-                              b.spec.shape, b.spec.dtype,
-                              {data, static_cast<size_t>(*bytes)});
+                              whole.shape, whole.dtype, all);
         !s)
       return fail(s.withContext("initializing '" + b.spec.name + "'"));
+    int64_t position = 0;
+    for (size_t a = 0; a < m->mesh.size(); ++a)
+      if (m->mesh[a].first == b.sharding->axis)
+        position = meshAxisPosition(a);
+    std::memset(data, 0, mine.size());
+    b.layout(position, m->meshAxis(b.sharding->axis))
+        .extract(all, mine, dtypeSize(b.spec.dtype));
   }
   return 0;
 }

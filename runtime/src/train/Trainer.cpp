@@ -205,7 +205,8 @@ private:
   Status checkpoint(int64_t step);
   Status initState(int64_t numArgs);
   Status resume(int64_t &step);
-  int64_t shardPosition(const BufferInfo &b) const;
+  PieceLayout layoutOf(const BufferInfo &b) const;
+  bool writesPiece(const BufferInfo &b) const;
 
   Manifest m_;
   TrainOptions o_;
@@ -478,14 +479,26 @@ Status Trainer::initState(int64_t numArgs) {
   return Status::ok();
 }
 
-/// This rank's position on the axis `b` is sharded over (0 if it is not).
-int64_t Trainer::shardPosition(const BufferInfo &b) const {
-  if (!b.sharding)
-    return 0;
+/// Which elements of its whole tensor buffer `b` holds on this rank.
+PieceLayout Trainer::layoutOf(const BufferInfo &b) const {
+  int64_t position = 0, ranks = 1;
   for (size_t a = 0; a < mesh_.axes.size(); ++a)
-    if (mesh_.axes[a].first == b.sharding->flatAxis)
-      return coordinates_[a];
-  return 0;
+    if (b.sharding && mesh_.axes[a].first == b.sharding->axis) {
+      position = coordinates_[a];
+      ranks = mesh_.axes[a].second;
+    }
+  return b.layout(position, ranks);
+}
+
+/// Whether this rank writes its piece of `b` to checkpoints: the ranks at
+/// position 0 of every axis other than the one `b` is sharded over (rank 0
+/// alone for what every rank holds whole).
+bool Trainer::writesPiece(const BufferInfo &b) const {
+  for (size_t a = 0; a < mesh_.axes.size(); ++a)
+    if (coordinates_[a] != 0 &&
+        !(b.sharding && mesh_.axes[a].first == b.sharding->axis))
+      return false;
+  return true;
 }
 
 Status Trainer::checkpoint(int64_t step) {
@@ -495,21 +508,19 @@ Status Trainer::checkpoint(int64_t step) {
                              [](const Slot &s) { return s.info->sharding; });
   Expected<std::string> path = std::string();
   if (sharded) {
-    // Every rank writes its blocks of the sharded state; rank 0 also what
-    // every rank holds whole (ranks at position 0 on a buffer's axis write
-    // it).
+    // Every rank writes its pieces of the sharded state; rank 0 also what
+    // every rank holds whole.
     std::vector<TensorPiece> pieces;
     for (const Slot &s : slots_) {
-      if (s.info->role != BufferRole::Param &&
-          s.info->role != BufferRole::State)
+      if ((s.info->role != BufferRole::Param &&
+           s.info->role != BufferRole::State) ||
+          !writesPiece(*s.info))
         continue;
-      if (!s.info->sharding && world_.rank != 0)
-        continue;
-      auto [begin, end] = s.info->globalRange(shardPosition(*s.info));
-      size_t bytes =
-          static_cast<size_t>(end - begin) * dtypeSize(s.info->spec.dtype);
-      pieces.push_back(
-          {s.info->globalSpec(), begin, end, s.current.bytes().first(bytes)});
+      PieceLayout layout = layoutOf(*s.info);
+      size_t bytes = static_cast<size_t>(layout.elements()) *
+                     dtypeSize(s.info->spec.dtype);
+      pieces.push_back({s.info->globalSpec(), std::move(layout),
+                        s.current.bytes().first(bytes)});
     }
     path = saveShardedCheckpoint(o_.ckptDir, info, pieces, *comm_);
   } else {
@@ -554,12 +565,12 @@ Status Trainer::resume(int64_t &step) {
   for (Slot &s : slots_) {
     if (s.info->role != BufferRole::Param && s.info->role != BufferRole::State)
       continue;
-    auto [begin, end] = s.info->globalRange(shardPosition(*s.info));
+    PieceLayout layout = layoutOf(*s.info);
     size_t bytes =
-        static_cast<size_t>(end - begin) * dtypeSize(s.info->spec.dtype);
+        static_cast<size_t>(layout.elements()) * dtypeSize(s.info->spec.dtype);
     // A block's padding past the whole tensor stays zero.
     std::memset(s.current.data(), 0, s.current.size());
-    if (Status st = ckpt->read(s.info->spec.name, begin, end,
+    if (Status st = ckpt->read(s.info->spec.name, layout,
                                s.current.bytes().first(bytes));
         !st)
       return st;

@@ -17,6 +17,7 @@
 #ifndef ANVIL_RUNTIME_CHECKPOINT_H
 #define ANVIL_RUNTIME_CHECKPOINT_H
 
+#include "anvil/runtime/Layout.h"
 #include "anvil/runtime/Safetensors.h"
 
 #include <cstdint>
@@ -58,28 +59,29 @@ Expected<LoadedCheckpoint> loadCheckpoint(const std::string &path,
                                           std::span<const TensorSpec> expected);
 
 // Sharded checkpoints. A sharded program's ranks each hold pieces of the
-// model's tensors: elements [begin, end) of a tensor's flattened value
-// (ZeRO's optimizer-state blocks), or all of it. Every rank writes its
-// pieces to `step_<N>.rank<R>.safetensors` under the tensors' whole names;
-// after a barrier, rank 0 writes `step_<N>.safetensors` (its own pieces,
-// the scalars and the list of the other files) and then `latest`, so that
-// `latest` only ever names a complete checkpoint. A piece that is not the
-// whole tensor is a 1-D tensor with metadata "anvil.piece.<name>" =
-// {"shape": [whole shape], "begin": b, "end": e}.
+// model's tensors (see Layout.h): ZeRO's blocks of optimizer state,
+// tensor-parallel parts of parameters, or whole tensors. Every rank writes
+// its pieces to `step_<N>.rank<R>.safetensors` under the tensors' whole
+// names; after a barrier, rank 0 writes `step_<N>.safetensors` (its own
+// pieces, the scalars and the list of the other files) and then `latest`,
+// so that `latest` only ever names a complete checkpoint. A piece that is
+// not a whole tensor has metadata "anvil.piece.<name>" = its layout's
+// JSON, e.g. {"shape": [64,192], "begin": 0, "end": 6144} or
+// {"shape": [64,192], "split": {"dim": 1, "groups": 3, "parts": 2,
+// "index": 0}}.
 //
-// A `CheckpointReader` assembles any range of any tensor from the pieces
-// of every file, so a checkpoint written by one mesh loads into another
-// (ZeRO over 2 ranks into 4, or into one process), and an unsharded
-// checkpoint is the special case of one file of whole tensors.
+// A `CheckpointReader` assembles each whole tensor from the pieces of every
+// file, so a checkpoint written by one mesh loads into another (ZeRO over 2
+// ranks into 4, tensor parallelism over 2 ranks into one process), and an
+// unsharded checkpoint is the special case of one file of whole tensors.
 
 class Communicator;
 
 /// A rank's piece of a tensor of the model.
 struct TensorPiece {
-  TensorSpec whole;  ///< The tensor's name, dtype and whole shape.
-  int64_t begin = 0; ///< Elements [begin, end) of its flattened value.
-  int64_t end = 0;
-  std::span<const std::byte> data; ///< (end - begin) elements.
+  TensorSpec whole; ///< The tensor's name, dtype and whole shape.
+  PieceLayout layout;
+  std::span<const std::byte> data; ///< layout.elements() elements.
 };
 
 /// Writes this rank's `pieces` of checkpoint `info.step` into `dir` as
@@ -102,16 +104,16 @@ public:
                                          std::span<const TensorSpec> expected);
 
   const CheckpointInfo &info() const { return info_; }
-  /// Copies elements [begin, end) of the flattened tensor `name` into
-  /// `out` (dtype size * (end - begin) bytes); an error names the elements
-  /// no file holds.
-  Status read(const std::string &name, int64_t begin, int64_t end,
+  /// Copies the elements of whole tensor `name` that `layout` places in a
+  /// piece into `out` (dtype size * layout.elements() bytes); an error
+  /// names the tensor when the files do not hold every element of it.
+  Status read(const std::string &name, const PieceLayout &layout,
               std::span<std::byte> out) const;
 
 private:
   struct Piece {
     const TensorRef *tensor;
-    int64_t begin, end;
+    PieceLayout layout;
   };
   CheckpointInfo info_;
   std::string path_;

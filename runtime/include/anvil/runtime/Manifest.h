@@ -25,8 +25,10 @@
 // carries a state buffer's next value; absent for frozen parameters),
 // "eval_index" (the buffer's argument position in the eval function) and
 // "range" (an integer input's values lie in [0, range): token ids, class
-// labels) and "sharding" ({"global_shape": [...], "flat_axis": "dp"}: the
-// buffer is this rank's ZeRO block of a whole tensor; see Sharding).
+// labels) and "sharding": the buffer is this rank's part of a whole tensor,
+// {"global_shape": [...], "flat_axis": "dp"} (a ZeRO block) or
+// {"global_shape": [...], "split_axis": "tp", "split_dim": 1,
+// "split_groups": 3} (a tensor-parallel part); see Sharding.
 // "train_step" {"args", "results"} and "eval_step" {"args", "results":
 // [{"shape", "dtype"}...]} give the entry points' arities; a module compiled
 // for evaluation only has "train_step": null. Parse errors name the JSON path:
@@ -38,6 +40,7 @@
 #define ANVIL_RUNTIME_MANIFEST_H
 
 #include "anvil/runtime/Init.h"
+#include "anvil/runtime/Layout.h"
 #include "anvil/runtime/Safetensors.h"
 
 #include <optional>
@@ -50,13 +53,19 @@ namespace anvil::rt {
 enum class BufferRole { Param, State, Input, Loss, Metric };
 
 /// How a buffer of a sharded program relates to the tensor of the whole
-/// model it is a part of.
+/// model it is a part of (see Layout.h).
 struct Sharding {
   std::vector<int64_t> globalShape; ///< The whole tensor's shape.
+  /// The mesh axis whose ranks hold the parts.
+  std::string axis;
   /// ZeRO's layout: the whole tensor flattened, zero-padded to a multiple
-  /// of this mesh axis's n ranks and cut into n equal blocks; the buffer
-  /// (1-D) is block i of the rank at position i on the axis.
-  std::string flatAxis;
+  /// of the axis's n ranks and cut into n equal blocks; the buffer (1-D) is
+  /// block i of the rank at position i on the axis.
+  bool flat = false;
+  /// Tensor parallelism's layout (not flat): dimension `dim` viewed as
+  /// [groups, size / groups], the inner part cut into n blocks; the buffer
+  /// is block i of every group.
+  int64_t dim = 0, groups = 1;
 };
 
 struct BufferInfo {
@@ -73,10 +82,10 @@ struct BufferInfo {
   /// The whole tensor's spec (the buffer's own when it is not sharded):
   /// the name and shape checkpoints use.
   TensorSpec globalSpec() const;
-  /// The elements [begin, end) of the flattened whole tensor that this
-  /// buffer holds at `position` on its sharding axis: all of them when it
-  /// is not sharded; the last block's padding is beyond `end`.
-  std::pair<int64_t, int64_t> globalRange(int64_t position) const;
+  /// The elements of the whole tensor this buffer holds at `position` on
+  /// its sharding axis of `ranks` ranks (the whole tensor when it is not
+  /// sharded). A flat block's padding lies past the layout's elements.
+  PieceLayout layout(int64_t position, int64_t ranks) const;
 };
 
 /// The arity of an exported step function.

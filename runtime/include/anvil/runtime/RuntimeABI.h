@@ -12,6 +12,7 @@
 #ifndef ANVIL_RUNTIME_RUNTIMEABI_H
 #define ANVIL_RUNTIME_RUNTIMEABI_H
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -93,6 +94,8 @@ class Communicator;
 /// The communicators generated code's collectives use, one per mesh axis
 /// in the manifest's order (not owned; empty: a world of one).
 void setMeshCommunicators(std::vector<Communicator *> axes);
+/// This rank's position on mesh axis `axis` (0 without its communicator).
+int64_t meshAxisPosition(size_t axis);
 } // namespace anvil::rt
 
 #endif // ANVIL_RUNTIME_RUNTIMEABI_H
