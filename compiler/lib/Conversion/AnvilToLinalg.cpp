@@ -365,9 +365,11 @@ struct LowerElementwise : RewritePattern {
   }
 };
 
-struct LowerStopGradient : OpRewritePattern<StopGradientOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(StopGradientOp op,
+/// Identities: a stop-gradient, and an axis copy (what it marks is for
+/// differentiation).
+template <typename OpTy> struct LowerIdentity : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
     rewriter.replaceOp(op, op.getOperand());
     return success();
@@ -1417,8 +1419,8 @@ struct AnvilConvertToLinalgPass
                  LowerEmbeddingGrad, LowerGather, LowerMatmul, LowerMaxPoolGrad,
                  LowerPad, LowerPool<AvgPoolOp, false>,
                  LowerPool<MaxPoolOp, true>, LowerReshape, LowerSlice,
-                 LowerSplit, LowerStopGradient, LowerTranspose, LowerUpsample>(
-        ctx);
+                 LowerSplit, LowerIdentity<StopGradientOp>,
+                 LowerIdentity<AxisCopyOp>, LowerTranspose, LowerUpsample>(ctx);
     patterns.add<LowerReduce<ReduceSumOp, Combine::Sum>,
                  LowerReduce<ReduceMeanOp, Combine::Sum, /*Mean=*/true>,
                  LowerReduce<ReduceMaxOp, Combine::Max>,

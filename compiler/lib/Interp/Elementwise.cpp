@@ -96,6 +96,7 @@ void registerElementwiseEvaluators(EvaluatorTable &t) {
   // The interpreter is one process: a world of one rank, where every
   // all-reduce returns its operand.
   unary<ad::AllReduceOp>(t, [](double x) { return x; });
+  unary<ad::AxisCopyOp>(t, [](double x) { return x; });
   // The other collectives split or join tensors among the ranks of an
   // axis; the interpreter has only a world of one to give them (an axis
   // of one rank, or a module without a mesh), where they return their

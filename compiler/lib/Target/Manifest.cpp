@@ -187,16 +187,26 @@ FailureOr<ModuleABI> mlir::anvil::buildModuleABI(FunctionOpInterface train,
             main.getArgAttrOfType<ParamAttr>(i, AnvilDialect::kParamAttrName);
         p && p.getBuffer())
       (*o)["buffer"] = true;
+    // A part of a whole tensor (a partitioner's instruction without a
+    // global_shape was never carried out: the buffer is whole).
     if (auto sharding = main.getArgAttrOfType<DictionaryAttr>(
-            i, AnvilDialect::kShardingAttrName)) {
+            i, AnvilDialect::kShardingAttrName);
+        sharding && sharding.get("global_shape")) {
       json::Array shape;
       for (int64_t d :
            sharding.getAs<DenseI64ArrayAttr>("global_shape").asArrayRef())
         shape.push_back(d);
-      (*o)["sharding"] = json::Object{
-          {"global_shape", std::move(shape)},
-          {"flat_axis",
-           sharding.getAs<StringAttr>("flat_axis").getValue().str()}};
+      json::Object part{{"global_shape", std::move(shape)}};
+      if (auto flat = sharding.getAs<StringAttr>("flat_axis")) {
+        part["flat_axis"] = flat.getValue().str();
+      } else {
+        part["split_axis"] =
+            sharding.getAs<StringAttr>("split_axis").getValue().str();
+        part["split_dim"] = sharding.getAs<IntegerAttr>("split_dim").getInt();
+        part["split_groups"] =
+            sharding.getAs<IntegerAttr>("split_groups").getInt();
+      }
+      (*o)["sharding"] = std::move(part);
     }
     if (std::optional<int64_t> range = indexRange(main, i)) {
       (*o)["range"] = *range;

@@ -26,6 +26,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
@@ -310,7 +311,12 @@ void AnvilOptimizerPass::runOnOperation() {
   for (auto [param, name] : llvm::zip(grads->wrt, grads->names)) {
     auto type = cast<RankedTensorType>(param.getType());
     Type stateType = type;
-    DictionaryAttr sharding;
+    // A part of a whole parameter (tensor parallelism) has moments that
+    // are the same part of the whole moments.
+    DictionaryAttr sharding = step.getArgAttrOfType<DictionaryAttr>(
+        param.getArgNumber(), AnvilDialect::kShardingAttrName);
+    if (sharding && !sharding.get("global_shape"))
+      sharding = {};
     if (sharded) {
       // Block i of the flattened parameter, zero-padded to a multiple of
       // the ranks.
@@ -398,14 +404,32 @@ void AnvilOptimizerPass::runOnOperation() {
     int64_t block = (type.getNumElements() + dataParallel - 1) / dataParallel;
     return RankedTensorType::get({block}, type.getElementType());
   };
-  /// A scalar (f64) summed over the data-parallel ranks (in f32: the
+  /// A scalar (f64) summed over the ranks of mesh axis `axis` (in f32: the
   /// runtime's collectives move f32).
-  auto sumOverRanks = [&](Value s) -> Value {
+  auto sumOverAxis = [&](Value s, StringRef axis) -> Value {
     auto f32 = RankedTensorType::get({}, b.getF32Type());
     Value r = AllReduceOp::create(b, e.loc, CollectiveOp::sum,
-                                  CastOp::create(b, e.loc, f32, s), "dp");
+                                  CastOp::create(b, e.loc, f32, s), axis);
     return CastOp::create(b, e.loc, scalarType, r);
   };
+  auto sumOverRanks = [&](Value s) { return sumOverAxis(s, "dp"); };
+  // Tensor parallelism: the parameters split over a mesh axis (each rank
+  // holds a part, so their norms sum over the axis); the others are the
+  // same on every rank of it.
+  SmallVector<StringRef> splitAxis;
+  for (BlockArgument p : grads->wrt) {
+    auto sharding = step.getArgAttrOfType<DictionaryAttr>(
+        p.getArgNumber(), AnvilDialect::kShardingAttrName);
+    auto axis =
+        sharding ? sharding.getAs<StringAttr>("split_axis") : StringAttr();
+    splitAxis.push_back(axis && meshAxisSize(step, axis.getValue()) > 1
+                            ? axis.getValue()
+                            : StringRef());
+  }
+  llvm::SetVector<StringRef> splitAxes;
+  for (StringRef a : splitAxis)
+    if (!a.empty())
+      splitAxes.insert(a);
   SmallVector<Value> g;
   for (Value gi : grads->grads)
     g.push_back(toCompute(gi));
@@ -438,6 +462,9 @@ void AnvilOptimizerPass::runOnOperation() {
     }
     if (sharded)
       nonFinite = sumOverRanks(nonFinite);
+    // Every rank of a tensor-parallel group skips the step together.
+    for (StringRef axis : splitAxes)
+      nonFinite = sumOverAxis(nonFinite, axis);
     finite = e.cmp(ComparisonDirection::eq, nonFinite, scalar(0.0));
   }
   auto norm2 = [&](Value x) -> Value {
@@ -450,10 +477,15 @@ void AnvilOptimizerPass::runOnOperation() {
   };
   if (clip > 0 && !g.empty()) {
     Value total = scalar(0.0);
-    for (Value gi : g)
-      total = e.add(total, norm2(gi));
+    llvm::MapVector<StringRef, Value> parts; // per split axis
+    for (auto [gi, axis] : llvm::zip(g, splitAxis)) {
+      Value &sum = axis.empty() ? total : parts[axis];
+      sum = sum ? e.add(sum, norm2(gi)) : norm2(gi);
+    }
     if (sharded)
       total = sumOverRanks(total);
+    for (auto [axis, part] : parts)
+      total = e.add(total, sumOverAxis(part, axis));
     Value coef =
         MinOp::create(b, e.loc, scalar(1.0),
                       e.div(scalar(clip), e.add(SqrtOp::create(b, e.loc, total),
@@ -491,6 +523,8 @@ void AnvilOptimizerPass::runOnOperation() {
     /// |x|^2 of the whole tensor x is a block of.
     auto wholeNorm2 = [&](Value x) {
       Value s = norm2(x);
+      if (!splitAxis[i].empty())
+        s = sumOverAxis(s, splitAxis[i]);
       return sharded ? sumOverRanks(s) : s;
     };
     Value gi = g[i], lrFull = full(lrT);

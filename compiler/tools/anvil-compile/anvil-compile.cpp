@@ -23,6 +23,7 @@
 #include "anvil/Target/CPU/CPUBackend.h"
 #include "anvil/Target/Manifest.h"
 #include "anvil/Training/Passes.h"
+#include "anvil/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -36,6 +37,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -211,9 +213,9 @@ int64_t tensorBytes(mlir::Type type) {
          static_cast<int64_t>((t.getElementTypeBitWidth() + 7) / 8);
 }
 
-/// The figures of `train` (anvil level) as one of `ranks` data-parallel
-/// ranks: a ring all-reduce of b bytes sends 2 (ranks - 1) / ranks b.
-RankFigures rankFigures(mlir::func::FuncOp train, int64_t ranks) {
+/// The figures of `train` (anvil level, one rank's program): what it
+/// holds, and what its collectives send over their mesh axes.
+RankFigures rankFigures(mlir::func::FuncOp train) {
   RankFigures f;
   f.valid = true;
   for (unsigned i = 0, e = train.getNumArguments(); i < e; ++i) {
@@ -229,18 +231,23 @@ RankFigures rankFigures(mlir::func::FuncOp train, int64_t ranks) {
       f.optimizerStateBytes += bytes;
     }
   }
-  // A ring reduce-scatter or all-gather of a b-byte tensor sends
-  // (ranks - 1) / ranks b; an all-reduce is one of each.
-  ranks = std::max<int64_t>(ranks, 1);
+  // A ring reduce-scatter or all-gather of a b-byte tensor over n ranks
+  // sends (n - 1) / n b; an all-reduce is one of each.
   train.walk([&](mlir::Operation *op) {
-    if (auto r = dyn_cast<mlir::anvil::AllReduceOp>(op))
+    auto axisRanks = [&](StringRef axis) {
+      return std::max<int64_t>(mlir::anvil::meshAxisSize(op, axis), 1);
+    };
+    if (auto r = dyn_cast<mlir::anvil::AllReduceOp>(op)) {
+      int64_t n = axisRanks(r.getAxis());
+      f.communicationBytes += 2 * (n - 1) * tensorBytes(r.getType()) / n;
+    } else if (auto s = dyn_cast<mlir::anvil::ReduceScatterOp>(op)) {
+      int64_t n = axisRanks(s.getAxis());
       f.communicationBytes +=
-          2 * (ranks - 1) * tensorBytes(r.getType()) / ranks;
-    else if (auto s = dyn_cast<mlir::anvil::ReduceScatterOp>(op))
-      f.communicationBytes +=
-          (ranks - 1) * tensorBytes(s.getOperand().getType()) / ranks;
-    else if (auto g = dyn_cast<mlir::anvil::AllGatherOp>(op))
-      f.communicationBytes += (ranks - 1) * tensorBytes(g.getType()) / ranks;
+          (n - 1) * tensorBytes(s.getOperand().getType()) / n;
+    } else if (auto g = dyn_cast<mlir::anvil::AllGatherOp>(op)) {
+      int64_t n = axisRanks(g.getAxis());
+      f.communicationBytes += (n - 1) * tensorBytes(g.getType()) / n;
+    }
   });
   return f;
 }
@@ -292,22 +299,29 @@ void printReport(const ModelReport &r, int64_t dispatches, int64_t plannedBytes,
 }
 } // namespace
 
-/// Data-parallel ranks of --mesh (1 without one).
-int64_t dataParallel = 1;
+/// Data-parallel and tensor-parallel ranks of --mesh (1 without them).
+int64_t dataParallel = 1, tensorParallel = 1;
 
-/// Parses --mesh: `dp=N`. Other axes come with tensor and sequence
-/// parallelism.
+/// Parses --mesh: `dp=N`, `tp=M` or both (`dp=2,tp=2`). The ranks are laid
+/// out with tp fastest: the tp ranks of one data-parallel rank are
+/// neighbours (one machine's NVLink domain).
 LogicalResult parseMesh() {
   if (meshSpec.empty())
     return mlir::success();
   SmallVector<StringRef> axes;
   StringRef(meshSpec).split(axes, ',');
+  llvm::StringSet<> seen;
   for (StringRef axis : axes) {
     auto [name, value] = axis.split('=');
     int64_t ranks = 0;
-    if (name != "dp") {
+    if (name != "dp" && name != "tp") {
       error("--mesh: axis '" + name +
-            "' is not supported yet (dp, data parallel, is)");
+            "' is not supported yet (dp, data parallel, and tp, tensor "
+            "parallel, are)");
+      return mlir::failure();
+    }
+    if (!seen.insert(name).second) {
+      error("--mesh: axis '" + name + "' appears twice");
       return mlir::failure();
     }
     if (value.getAsInteger(10, ranks) || ranks < 1) {
@@ -315,7 +329,51 @@ LogicalResult parseMesh() {
             "' is not a positive number of ranks");
       return mlir::failure();
     }
-    dataParallel = ranks;
+    (name == "dp" ? dataParallel : tensorParallel) = ranks;
+  }
+  return mlir::success();
+}
+
+/// Marks @forward's parameters with `model`'s tensor-parallel layout and
+/// partitions it into one rank's program over mesh axis tp.
+LogicalResult partitionTensorParallel(mlir::ModuleOp module,
+                                      const ModelInfo &model) {
+  if (model.tensorParallel.empty()) {
+    std::string with;
+    for (const ModelInfo &m : listModels())
+      if (!m.tensorParallel.empty())
+        with += (with.empty() ? "" : ", ") + m.name;
+    error("--mesh tp=" + std::to_string(tensorParallel) + ": model '" +
+          model.name +
+          "' has no tensor-parallel layout yet (models with "
+          "one: " +
+          with + ")");
+    return mlir::failure();
+  }
+  auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
+  mlir::Builder b(module.getContext());
+  for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i) {
+    auto param = forward.getArgAttrOfType<mlir::anvil::ParamAttr>(
+        i, mlir::anvil::AnvilDialect::kParamAttrName);
+    if (!param)
+      continue;
+    for (const ModelInfo::TensorParallelRule &rule : model.tensorParallel)
+      if (param.getName().ends_with(rule.suffix))
+        forward.setArgAttr(
+            i, mlir::anvil::AnvilDialect::kShardingAttrName,
+            b.getDictionaryAttr(
+                {b.getNamedAttr("split_axis", b.getStringAttr("tp")),
+                 b.getNamedAttr("split_dim", b.getI64IntegerAttr(rule.dim)),
+                 b.getNamedAttr("split_groups",
+                                b.getI64IntegerAttr(rule.groups))}));
+  }
+  mlir::anvil::registerAnvilTransformsPasses();
+  mlir::PassManager pm(module.getContext());
+  if (failed(mlir::parsePassPipeline("anvil-partition{axis=tp}", pm)) ||
+      failed(pm.run(module))) {
+    error("--mesh tp=" + std::to_string(tensorParallel) +
+          ": could not partition the model (see above)");
+    return mlir::failure();
   }
   return mlir::success();
 }
@@ -412,7 +470,10 @@ int main(int argc, char **argv) {
   if (zeroStage == 1 && dataParallel == 1)
     return error("--zero 1 shards the optimizer state over data-parallel "
                  "ranks: give --mesh dp=N with N > 1");
-  if (fromFile && dataParallel > 1)
+  if (tensorParallel > 1 && zeroStage == 1)
+    return error("--zero 1 with --mesh tp: ZeRO over tensor-parallel "
+                 "parameters is not supported yet");
+  if (fromFile && (dataParallel > 1 || tensorParallel > 1))
     return error("--mesh needs a zoo model (--model, --config) for now: it "
                  "divides the model's batch among the ranks");
   if (fromFile && (!modelName.empty() || !configName.empty()))
@@ -487,11 +548,18 @@ int main(int argc, char **argv) {
   bool irToStdout =
       what != Emit::None && (outputFile.empty() || outputFile == "-");
 
-  if (dataParallel > 1) {
+  if (dataParallel > 1 || tensorParallel > 1) {
     mlir::Builder b(&context);
+    SmallVector<mlir::NamedAttribute> axes;
+    if (dataParallel > 1)
+      axes.push_back(b.getNamedAttr("dp", b.getI64IntegerAttr(dataParallel)));
+    if (tensorParallel > 1)
+      axes.push_back(b.getNamedAttr("tp", b.getI64IntegerAttr(tensorParallel)));
     module->setAttr(mlir::anvil::AnvilDialect::kMeshAttrName,
-                    b.getDictionaryAttr(b.getNamedAttr(
-                        "dp", b.getI64IntegerAttr(dataParallel))));
+                    b.getDictionaryAttr(axes));
+    if (tensorParallel > 1 &&
+        failed(partitionTensorParallel(module, *findModel(modelName))))
+      return 1;
   }
 
   // The functions to compile: --entry alone, else @train_step (built from
@@ -513,7 +581,7 @@ int main(int argc, char **argv) {
   }
   RankFigures rankFiguresOfStep;
   if (train)
-    rankFiguresOfStep = rankFigures(train, dataParallel);
+    rankFiguresOfStep = rankFigures(train);
 
   std::optional<mlir::anvil::ModuleABI> abi;
   int64_t dispatches = -1, plannedBytes = -1;
@@ -599,7 +667,7 @@ int main(int argc, char **argv) {
     std::string log;
     if (failed(mlir::anvil::cpu::linkExecutable(
             object, outputFile, defaultRuntimeDir(argv[0]), cxx,
-            /*distributed=*/dataParallel > 1, log)))
+            /*distributed=*/dataParallel * tensorParallel > 1, log)))
       return error(log);
   }
   if (report != Report::None)

@@ -77,14 +77,28 @@ ModelInfo family(const char *name, const char *description,
   info.optimizer = optimizer;
   return info;
 }
+ModelInfo withTensorParallel(ModelInfo info,
+                             std::vector<ModelInfo::TensorParallelRule> rules) {
+  info.tensorParallel = std::move(rules);
+  return info;
+}
 } // namespace
 
 const std::vector<ModelInfo> &listModels() {
   static const std::vector<ModelInfo> models = {
-      family("gpt",
-             "GPT-2 / GPT-3: pre-norm decoder, learned positions, GELU, tied "
-             "embeddings, causal attention",
-             gptConfigs()),
+      withTensorParallel(
+          family("gpt",
+                 "GPT-2 / GPT-3: pre-norm decoder, learned positions, GELU, "
+                 "tied embeddings, causal attention",
+                 gptConfigs()),
+          // Conv1D weights are [in, out]: column-parallel linears split
+          // dimension 1 (and their bias), row-parallel ones dimension 0.
+          {{".attn.c_attn.weight", 1, 3},
+           {".attn.c_attn.bias", 0, 3},
+           {".attn.c_proj.weight", 0},
+           {".mlp.c_fc.weight", 1},
+           {".mlp.c_fc.bias", 0},
+           {".mlp.c_proj.weight", 0}}),
       family("llama",
              "Llama 2 / Llama 3.1: RMSNorm, rotary embeddings (Llama 3.1 "
              "scaling), grouped-query attention, SwiGLU, untied embeddings; "

@@ -651,13 +651,16 @@ Status Trainer::run() {
     for (const auto &[axis, n] : mesh_.axes)
       meshText +=
           (meshText.empty() ? "" : ",") + axis + "=" + std::to_string(n);
-    std::printf("%lld ranks, mesh %s (%s; ranks from %s): %lld data-parallel "
-                "ranks each take 1/%lld of every batch; the figures below "
-                "are rank 0's\n",
+    std::string batch = dataParallel_ > 1
+                            ? "; each data-parallel rank takes 1/" +
+                                  std::to_string(dataParallel_) +
+                                  " of every batch"
+                            : "";
+    std::printf("%lld ranks, mesh %s (%s; ranks from %s)%s; the figures "
+                "below are rank 0's\n",
                 static_cast<long long>(world_.size), meshText.c_str(),
                 comm_->transport().c_str(), world_.launcher.c_str(),
-                static_cast<long long>(dataParallel_),
-                static_cast<long long>(dataParallel_));
+                batch.c_str());
   }
   {
     // What this rank holds (one generation; updated state has two).

@@ -39,4 +39,46 @@ def AnvilCostReportPass : Pass<"anvil-cost-report", "mlir::ModuleOp"> {
   ];
 }
 
+def AnvilPartitionPass : Pass<"anvil-partition", "mlir::ModuleOp"> {
+  let summary = "Partitions @forward into one rank's program of a "
+                "tensor-parallel mesh axis";
+  let description = [{
+    The parameters of the function carry the model's tensor-parallel
+    layout, `anvil.sharding = {split_axis = "tp", split_dim = d,
+    split_groups = g}` (Megatron's: column-parallel linears split their
+    output dimension, row-parallel ones their input; a fused q/k/v weight
+    splits in 3 groups so that each rank keeps its heads of q, k and v).
+    Shardings propagate through the ops (each op kind has a rule; ops whose
+    operands are all replicated need none); matmuls that contract a split
+    dimension are followed by `anvil.all_reduce sum`, and replicated values
+    entering split computation go through `anvil.axis_copy`, so that
+    differentiating the result gives the backward pass its collectives too.
+    Split values and parameters take their local shapes, and each split
+    parameter's `anvil.sharding` records its whole shape. A mesh axis of
+    one rank leaves the function as it is.
+
+    Input (tp = 2):
+    ```mlir
+    %h = anvil.matmul %x, %w1 : (tensor<8x64xf32>, tensor<64x256xf32>) -> tensor<8x256xf32>
+    %y = anvil.matmul %h, %w2 : (tensor<8x256xf32>, tensor<256x64xf32>) -> tensor<8x64xf32>
+    ```
+    (`%w1` split on dimension 1, `%w2` on dimension 0.) Output:
+    ```mlir
+    %c = anvil.axis_copy %x axis "tp" : tensor<8x64xf32>
+    %h = anvil.matmul %c, %w1 : (tensor<8x64xf32>, tensor<64x128xf32>) -> tensor<8x128xf32>
+    %p = anvil.matmul %h, %w2 : (tensor<8x128xf32>, tensor<128x64xf32>) -> tensor<8x64xf32>
+    %y = anvil.all_reduce sum %p axis "tp" : tensor<8x64xf32>
+    ```
+    Errors name the op and the shardings it cannot take, or the parameter,
+    dimension and axis that do not divide.
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", /*default=*/"\"tp\"",
+           "The mesh axis to partition over (its size comes from the "
+           "module's anvil.mesh)">,
+    Option<"function", "function", "std::string", /*default=*/"\"forward\"",
+           "The function to partition">,
+  ];
+}
+
 #endif // ANVIL_TRANSFORMS_PASSES_TD

@@ -53,8 +53,9 @@ static std::optional<StringRef> getArgName(FunctionOpInterface fn,
   return std::nullopt;
 }
 
-/// `anvil.sharding` on argument `argIndex` of `fn`: a block of the
-/// flattened whole tensor over a mesh axis of the module.
+/// `anvil.sharding` on argument `argIndex` of `fn`: which part of a whole
+/// tensor the argument is, or (without `global_shape`, on a whole tensor)
+/// how a partitioner is to split it.
 static LogicalResult verifySharding(FunctionOpInterface fn, unsigned argIndex,
                                     Attribute value) {
   if (!fn)
@@ -68,24 +69,52 @@ static LogicalResult verifySharding(FunctionOpInterface fn, unsigned argIndex,
   auto dict = dyn_cast<DictionaryAttr>(value);
   auto shape = dict ? dict.getAs<DenseI64ArrayAttr>("global_shape")
                     : DenseI64ArrayAttr();
-  auto axis = dict ? dict.getAs<StringAttr>("flat_axis") : StringAttr();
-  if (!shape || !axis || dict.size() != 2)
+  auto flat = dict ? dict.getAs<StringAttr>("flat_axis") : StringAttr();
+  auto split = dict ? dict.getAs<StringAttr>("split_axis") : StringAttr();
+  auto dim = dict ? dict.getAs<IntegerAttr>("split_dim") : IntegerAttr();
+  auto groups = dict ? dict.getAs<IntegerAttr>("split_groups") : IntegerAttr();
+  bool flatForm = flat && shape && dict.size() == 2;
+  bool splitForm = split && dim && groups && dict.size() == (shape ? 4u : 3u) &&
+                   groups.getInt() >= 1;
+  if (!flatForm && !splitForm)
     return error() << "must be {global_shape = array<i64: ...>, flat_axis = "
-                      "\"<mesh axis>\"}, got "
+                      "\"<mesh axis>\"} or {[global_shape = array<i64: ...>, "
+                      "]split_axis = \"<mesh axis>\", split_dim = d, "
+                      "split_groups = g}, got "
                    << value;
-  int64_t ranks = meshAxisSize(fn, axis.getValue());
-  if (ranks < 0)
-    return error() << "names axis '" << axis.getValue()
-                   << "', which the module's mesh does not have";
-  int64_t whole = 1;
-  for (int64_t d : shape.asArrayRef())
-    whole *= d;
+  StringRef axis = flatForm ? flat.getValue() : split.getValue();
+  int64_t ranks = meshAxisSize(fn, axis);
   auto type = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[argIndex]);
-  int64_t block = (whole + ranks - 1) / ranks;
-  if (!type || type.getRank() != 1 || type.getDimSize(0) != block)
-    return error() << "needs a tensor of " << block << " elements (a block of "
-                   << whole << " over " << ranks << " ranks), got "
-                   << fn.getArgumentTypes()[argIndex];
+  if (!type)
+    return error() << "needs a ranked tensor argument";
+  if (splitForm && !shape) {
+    // A partitioner's instruction on the whole tensor.
+    if (dim.getInt() < 0 || dim.getInt() >= type.getRank())
+      return error() << "splits dimension " << dim.getInt() << " of " << type;
+    return success();
+  }
+  if (ranks < 0)
+    return error() << "names axis '" << axis
+                   << "', which the module's mesh does not have";
+  SmallVector<int64_t> local(shape.asArrayRef());
+  if (flatForm) {
+    int64_t whole = 1;
+    for (int64_t d : shape.asArrayRef())
+      whole *= d;
+    local = {(whole + ranks - 1) / ranks};
+  } else if (dim.getInt() < 0 ||
+             dim.getInt() >= static_cast<int64_t>(local.size()) ||
+             local[dim.getInt()] % (ranks * groups.getInt()) != 0) {
+    return error() << "cannot split dimension " << dim.getInt() << " of "
+                   << shape << " into " << groups.getInt() << " groups of "
+                   << ranks << " parts";
+  } else {
+    local[dim.getInt()] /= ranks;
+  }
+  if (type.getShape() != ArrayRef<int64_t>(local))
+    return error() << "needs a tensor of shape [" << local << "] (a part of ["
+                   << shape.asArrayRef() << "] over " << ranks
+                   << " ranks), got " << type;
   return success();
 }
 

@@ -1139,6 +1139,10 @@ LogicalResult AllReduceOp::verify() {
   return success(succeeded(verifyAxis(*this, getAxis())));
 }
 
+LogicalResult AxisCopyOp::verify() {
+  return success(succeeded(verifyAxis(*this, getAxis())));
+}
+
 /// `whole` is `n` blocks of `part` along dimension 0.
 static LogicalResult verifyBlocks(Operation *op, StringRef axis,
                                   RankedTensorType whole, RankedTensorType part,

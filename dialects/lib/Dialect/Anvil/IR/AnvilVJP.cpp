@@ -108,6 +108,30 @@ ANVIL_UNARY_VJP(ReluOp,
 ANVIL_UNARY_VJP(StopGradientOp, Value())
 #undef ANVIL_UNARY_VJP
 
+// A result the same on every rank: each rank's operand gets its gradient
+// (divided by the ranks for a mean).
+LogicalResult AllReduceOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                    SmallVectorImpl<Value> &out) {
+  if (getOp() == CollectiveOp::max)
+    return emitOpError("an all-reduce max has no gradient");
+  Value g = grads[0];
+  if (getOp() == CollectiveOp::mean) {
+    int64_t ranks = meshAxisSize(*this, getAxis());
+    Emit e{builder, getLoc()};
+    g = e.scale(g, 1.0 / static_cast<double>(std::max<int64_t>(ranks, 1)));
+  }
+  out.push_back(g);
+  return success();
+}
+
+// The operand feeds every rank's computation: its gradient is their sum.
+LogicalResult AxisCopyOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                   SmallVectorImpl<Value> &out) {
+  out.push_back(AllReduceOp::create(builder, getLoc(), CollectiveOp::sum,
+                                    grads[0], getAxis()));
+  return success();
+}
+
 LogicalResult GeluOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
                                SmallVectorImpl<Value> &out) {
   Emit e{builder, getLoc()};

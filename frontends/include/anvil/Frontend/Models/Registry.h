@@ -26,6 +26,16 @@ struct ModelInfo {
   /// The optimizer the reference trains with, anvil-compile's default for
   /// this family (LAMB for BERT, Adagrad for DLRM, else AdamW).
   std::string optimizer = "adamw";
+  /// Tensor parallelism in the Megatron layout: the parameters whose names
+  /// end with `suffix` split dimension `dim` (in `groups`: a fused q/k/v
+  /// weight keeps each rank's heads of q, k and v); the rest are
+  /// replicated. Empty: the family has no tensor-parallel layout yet.
+  struct TensorParallelRule {
+    std::string suffix;
+    int64_t dim = 0;
+    int64_t groups = 1;
+  };
+  std::vector<TensorParallelRule> tensorParallel;
 };
 
 /// What `anvil-compile --report` prints.

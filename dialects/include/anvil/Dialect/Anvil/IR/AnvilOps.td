@@ -1040,7 +1040,7 @@ def Anvil_DiceLossOp : Anvil_PairLossOp<"dice_loss", "Soft Dice loss (3D U-Net)"
 
 def Anvil_AllReduceOp : Op<Anvil_Dialect, "all_reduce", [
     DeclareOpInterfaceMethods<Anvil_CostOpInterface, ["getFlops"]>,
-    SameOperandsAndResultType]> {
+    SameOperandsAndResultType, Anvil_VJP]> {
   let summary = "Reduces a tensor over the ranks of a mesh axis";
   let description = [{
     Every rank of the mesh axis `axis` (say `dp`, the data-parallel ranks)
@@ -1048,6 +1048,12 @@ def Anvil_AllReduceOp : Op<Anvil_Dialect, "all_reduce", [
     maximum. A collective: every rank must reach the same all-reduces in
     the same order, so the op is not pure (it is never removed, merged or
     moved). In a world of one rank it returns its operand.
+
+    Differentiation follows the convention of a result that is the same on
+    every rank of the axis (a tensor-parallel layer's output after the
+    row-parallel matmul's partial sums): each rank's gradient of the
+    operand is the result's gradient (sum), or that over the number of
+    ranks (mean); `max` has no gradient.
 
     ```mlir
     %g = anvil.all_reduce mean %grad axis "dp" : tensor<768x2304xf32>
@@ -1059,6 +1065,27 @@ def Anvil_AllReduceOp : Op<Anvil_Dialect, "all_reduce", [
   let assemblyFormat = [{
     $op $operand `axis` $axis attr-dict `:` type($result)
   }];
+  let hasVerifier = 1;
+}
+
+def Anvil_AxisCopyOp : Op<Anvil_Dialect, "axis_copy", [
+    SameOperandsAndResultType, Anvil_VJP]> {
+  let summary = "A value every rank of an axis holds, used differently by each";
+  let description = [{
+    Returns its operand. It marks where a value that is the same on every
+    rank of mesh axis `axis` enters computation that differs by rank (the
+    input of a column-parallel matmul under tensor parallelism: Megatron's
+    "copy to the tensor-parallel region"): the operand's gradient is the
+    sum over the ranks of the result's gradients, an `anvil.all_reduce
+    sum`. Not pure, so that it stays where the partitioner put it.
+
+    ```mlir
+    %x = anvil.axis_copy %h axis "tp" : tensor<4x32x64xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$operand, StrAttr:$axis);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = "$operand `axis` $axis attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 

@@ -1,0 +1,378 @@
+//===- Partition.cpp - one rank's program of a tensor-parallel model ------===//
+//
+// anvil-partition turns @forward, whose parameters carry the model's
+// tensor-parallel layout (`anvil.sharding = {split_axis = "tp", split_dim,
+// split_groups}`), into the program one rank of that axis runs:
+//
+// 1. Propagation. Every value gets a sharding over the axis: replicated
+//    (every rank holds all of it), or split (dimension d, in g groups, each
+//    rank holding its block of every group). The parameters' layouts are
+//    the seeds; each op's rule (`ruleFor`) gives its results' shardings
+//    from its operands', or fails naming the op and the sharding it cannot
+//    take. An op whose operands are all replicated computes replicated
+//    results, so only ops on the tensor-parallel path need a rule.
+// 2. Collectives, Megatron's way. A matmul contracting a split dimension
+//    produces partial sums: an `anvil.all_reduce sum` follows it (its
+//    gradient passes through). A replicated value that enters computation
+//    producing split values (the input of a column-parallel matmul) goes
+//    through `anvil.axis_copy`, whose gradient is the sum over the ranks.
+//    Differentiating the partitioned program then gives each rank's
+//    gradients with the communication of the backward pass included.
+// 3. Types. Split values and parameters take their local shapes (the split
+//    dimension divided by the ranks); shape attributes follow (the sizes of
+//    an `anvil.split`). The parameters' `anvil.sharding` gains the whole
+//    shape, which the manifest, initialization and checkpoints use.
+//
+//===----------------------------------------------------------------------===//
+
+#include "anvil/Transforms/Passes.h"
+
+#include "anvil/Dialect/Anvil/IR/AnvilOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::anvil {
+#define GEN_PASS_DEF_ANVILPARTITIONPASS
+#include "anvil/Transforms/Passes.h.inc"
+} // namespace mlir::anvil
+
+using namespace mlir;
+using namespace mlir::anvil;
+
+namespace {
+
+/// A value's sharding over the axis.
+struct Spec {
+  int64_t dim = -1;   ///< The split dimension; -1: replicated.
+  int64_t groups = 1; ///< Dimension `dim` is [groups, size / groups].
+  bool split() const { return dim >= 0; }
+  bool operator==(const Spec &o) const {
+    return dim == o.dim && groups == o.groups;
+  }
+};
+
+/// What an op does under the operands' shardings.
+struct Rule {
+  SmallVector<Spec> results;
+  /// Replicated operands that enter split computation (axis_copy).
+  SmallVector<unsigned> copies;
+  /// The results are partial sums over the ranks (all_reduce sum).
+  bool partial = false;
+};
+
+std::string describe(Spec s) {
+  if (!s.split())
+    return "replicated";
+  std::string d = "split on dimension " + std::to_string(s.dim);
+  if (s.groups > 1)
+    d += " in " + std::to_string(s.groups) + " groups";
+  return d;
+}
+
+int64_t rankOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getRank();
+}
+
+class Partitioner {
+public:
+  Partitioner(func::FuncOp fn, StringRef axis, int64_t ranks)
+      : fn(fn), axis(axis), ranks(ranks) {}
+
+  LogicalResult run();
+
+private:
+  Spec of(Value v) const { return specs.lookup(v); }
+  FailureOr<Rule> ruleFor(Operation *op);
+  InFlightDiagnostic fail(Operation *op, const Twine &why) {
+    return op->emitError("anvil-partition: '")
+           << op->getName() << "' over mesh axis '" << axis << "' (" << ranks
+           << " ranks): " << why;
+  }
+  /// The local type of `v` under `s`.
+  Type localType(Type type, Spec s) const {
+    if (!s.split())
+      return type;
+    auto t = cast<RankedTensorType>(type);
+    SmallVector<int64_t> shape(t.getShape());
+    shape[s.dim] /= ranks;
+    return t.clone(shape);
+  }
+
+  func::FuncOp fn;
+  std::string axis;
+  int64_t ranks;
+  DenseMap<Value, Spec> specs;
+};
+
+/// Elementwise ops: every shaped operand has the result's shape; the split
+/// ones must agree.
+FailureOr<Spec> agree(ArrayRef<Spec> operands) {
+  Spec s;
+  for (Spec o : operands) {
+    if (!o.split())
+      continue;
+    if (s.split() && !(s == o))
+      return failure();
+    s = o;
+  }
+  return s;
+}
+
+FailureOr<Rule> Partitioner::ruleFor(Operation *op) {
+  SmallVector<Spec> in;
+  for (Value v : op->getOperands())
+    in.push_back(of(v));
+  Rule r;
+  auto same = [&](Spec s) {
+    r.results.assign(op->getNumResults(), s);
+    return r;
+  };
+
+  if (op->hasTrait<OpTrait::Elementwise>() || isa<CastOp>(op)) {
+    FailureOr<Spec> s = agree(in);
+    if (failed(s))
+      return fail(op, "its operands are split differently"), failure();
+    for (auto [i, o] : llvm::enumerate(in))
+      if (!o.split())
+        return fail(op, "operand #" + Twine(i) +
+                            " is replicated and another is " + describe(*s) +
+                            " (slicing a replicated operand is not "
+                            "supported yet)"),
+               failure();
+    if (isa<DropoutOp>(op))
+      return fail(op, "dropout of values split over the axis is not "
+                      "supported yet (each rank would need its part of the "
+                      "single-process mask)"),
+             failure();
+    return same(*s);
+  }
+  if (auto b = dyn_cast<BroadcastOp>(op)) {
+    Spec s = in[0];
+    s.dim = b.getDimensions()[s.dim];
+    return same(s);
+  }
+  if (auto t = dyn_cast<TransposeOp>(op)) {
+    ArrayRef<int64_t> perm = t.getPermutation();
+    Spec s = in[0];
+    s.dim = std::find(perm.begin(), perm.end(), in[0].dim) - perm.begin();
+    return same(s);
+  }
+  if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+    // The split dimension's blocks stay contiguous runs of the rows before
+    // it when a result dimension starts at the same element and divides.
+    Spec s = in[0];
+    auto from = cast<RankedTensorType>(reshape.getOperand().getType());
+    auto to = cast<RankedTensorType>(reshape.getType());
+    if (s.groups != 1)
+      return fail(op, "reshaping a value " + describe(s) + " is not supported"),
+             failure();
+    int64_t outer = 1;
+    for (int64_t d = 0; d < s.dim; ++d)
+      outer *= from.getDimSize(d);
+    int64_t acc = 1;
+    for (int64_t e = 0; e < to.getRank(); ++e) {
+      if (acc == outer && to.getDimSize(e) % ranks == 0 &&
+          to.getDimSize(e) > 1) {
+        s.dim = e;
+        return same(s);
+      }
+      acc *= to.getDimSize(e);
+    }
+    return fail(op, "no dimension of the result keeps the blocks of the "
+                    "operand's dimension " +
+                        Twine(in[0].dim)),
+           failure();
+  }
+  if (auto split = dyn_cast<SplitOp>(op)) {
+    Spec s = in[0];
+    int64_t dim = split.getDim();
+    if (s.dim != dim)
+      return same(s);
+    // Pieces along the split dimension: one per group, each a plain split.
+    ArrayRef<int64_t> sizes = split.getSizes();
+    if (static_cast<int64_t>(sizes.size()) != s.groups ||
+        llvm::any_of(sizes, [&](int64_t n) { return n != sizes.front(); }))
+      return fail(op, "splitting dimension " + Twine(dim) +
+                          ", which is split in " + Twine(s.groups) +
+                          " groups, into other than " + Twine(s.groups) +
+                          " equal pieces"),
+             failure();
+    return same(Spec{dim, 1});
+  }
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    Spec s = in[0];
+    auto from = cast<RankedTensorType>(slice.getOperand().getType());
+    if (slice.getStart()[s.dim] != 0 ||
+        slice.getLimit()[s.dim] != from.getDimSize(s.dim) ||
+        slice.getStride()[s.dim] != 1)
+      return fail(op, "slicing the split dimension " + Twine(s.dim)), failure();
+    return same(s);
+  }
+  if (auto m = dyn_cast<MatmulOp>(op)) {
+    int64_t lr = rankOf(m.getLhs()), rr = rankOf(m.getRhs());
+    int64_t lhsK = m.getTransposeLhs() ? lr - 2 : lr - 1;
+    Spec a = in[0], b = in[1];
+    if (rr == 2) {
+      int64_t rhsK = m.getTransposeRhs() ? 1 : 0, rhsN = 1 - rhsK;
+      if (!a.split() && b.dim == rhsN) { // column-parallel
+        r.copies.push_back(0);
+        r.results.push_back(Spec{lr - 1, b.groups});
+        return r;
+      }
+      if (a.dim == lhsK && b.dim == rhsK && a.groups == b.groups) {
+        r.partial = true; // row-parallel
+        r.results.push_back(Spec{});
+        return r;
+      }
+      if (a.split() && a.dim < lr - 2 && !b.split()) { // batch rows
+        r.copies.push_back(1);
+        r.results.push_back(a);
+        return r;
+      }
+    }
+    return fail(op, "no rule for a matmul of a left operand " + describe(a) +
+                        " and a right operand " + describe(b)),
+           failure();
+  }
+  if (auto att = dyn_cast<AttentionOp>(op)) {
+    // Split by heads: each rank attends with its heads.
+    Spec q = in[0];
+    bool heads = q.dim == 1 && q.groups == 1 && in[1] == q && in[2] == q &&
+                 (!att.getMask() || !in[3].split());
+    if (!heads)
+      return fail(op, "attention needs its query, key and value split by "
+                      "heads (dimension 1), got " +
+                          describe(q) + ", " + describe(in[1]) + ", " +
+                          describe(in[2])),
+             failure();
+    return same(q);
+  }
+  if (auto ln = dyn_cast<LayerNormOp>(op)) {
+    if (in[0].dim >= static_cast<int64_t>(ln.getAxis()) ||
+        llvm::any_of(ArrayRef(in).drop_front(),
+                     [](Spec s) { return s.split(); }))
+      return fail(op, "normalizing over a split dimension"), failure();
+    return same(in[0]);
+  }
+  return fail(
+             op, "no tensor-parallel rule for operands " +
+                     [&] {
+                       std::string d;
+                       for (auto [i, s] : llvm::enumerate(in))
+                         d += (i ? ", " : "") + std::string("#") +
+                              std::to_string(i) + " " + describe(s);
+                       return d;
+                     }()),
+         failure();
+}
+
+LogicalResult Partitioner::run() {
+  MLIRContext *ctx = fn.getContext();
+  OpBuilder b(ctx);
+  // 1. The parameters' layouts.
+  SmallVector<Type> argTypes(fn.getArgumentTypes());
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+    auto sharding =
+        fn.getArgAttrOfType<DictionaryAttr>(i, AnvilDialect::kShardingAttrName);
+    auto splitAxis =
+        sharding ? sharding.getAs<StringAttr>("split_axis") : StringAttr();
+    if (!splitAxis || splitAxis.getValue() != axis ||
+        sharding.get("global_shape"))
+      continue;
+    auto type = cast<RankedTensorType>(argTypes[i]);
+    Spec s{sharding.getAs<IntegerAttr>("split_dim").getInt(),
+           sharding.getAs<IntegerAttr>("split_groups").getInt()};
+    int64_t size = type.getDimSize(s.dim);
+    if (size % (s.groups * ranks) != 0) {
+      std::string name = "argument #" + std::to_string(i);
+      if (auto p =
+              fn.getArgAttrOfType<ParamAttr>(i, AnvilDialect::kParamAttrName))
+        name = "'" + p.getName().str() + "'";
+      return fn.emitError("anvil-partition: dimension ")
+             << s.dim << " of " << name << " (" << size
+             << (s.groups > 1 ? " in " + std::to_string(s.groups) + " groups"
+                              : std::string())
+             << ") does not divide by mesh axis '" << axis << "' of " << ranks
+             << " ranks";
+    }
+    specs[fn.getArgument(i)] = s;
+    NamedAttrList attrs(sharding);
+    attrs.set("global_shape", b.getDenseI64ArrayAttr(type.getShape()));
+    fn.setArgAttr(i, AnvilDialect::kShardingAttrName, attrs.getDictionary(ctx));
+    argTypes[i] = localType(type, s);
+    fn.getArgument(i).setType(argTypes[i]);
+  }
+  fn.setType(b.getFunctionType(argTypes, fn.getResultTypes()));
+
+  // 2-3. Each op in order: its rule, collectives, local types.
+  for (Operation &opRef :
+       llvm::make_early_inc_range(fn.getBody().front().without_terminator())) {
+    Operation *op = &opRef;
+    if (llvm::none_of(op->getOperands(),
+                      [&](Value v) { return of(v).split(); }))
+      continue;
+    if (op->getNumRegions() != 0)
+      return fail(op, "ops with regions are not partitioned");
+    FailureOr<Rule> rule = ruleFor(op);
+    if (failed(rule))
+      return failure();
+    b.setInsertionPoint(op);
+    for (unsigned i : rule->copies) {
+      Value v = op->getOperand(i);
+      if (isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType()))
+        op->setOperand(i, AxisCopyOp::create(b, op->getLoc(), v, axis));
+    }
+    for (auto [result, s] : llvm::zip(op->getResults(), rule->results)) {
+      result.setType(localType(result.getType(), s));
+      specs[result] = s;
+    }
+    if (auto split = dyn_cast<SplitOp>(op);
+        split && rule->results[0].split() &&
+        split.getDim() == rule->results[0].dim) {
+      SmallVector<int64_t> sizes;
+      for (int64_t n : split.getSizes())
+        sizes.push_back(n / ranks);
+      split.setSizes(sizes);
+    }
+    if (rule->partial) {
+      b.setInsertionPointAfter(op);
+      for (Value result : op->getResults()) {
+        auto sum = AllReduceOp::create(b, op->getLoc(), CollectiveOp::sum,
+                                       result, axis);
+        result.replaceAllUsesExcept(sum, sum);
+      }
+    }
+  }
+  auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+  for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+    if (of(v).split())
+      return fail(ret, "result #" + Twine(i) + " is " + describe(of(v)) +
+                           "; results must be replicated");
+  return success();
+}
+
+struct AnvilPartitionPass
+    : mlir::anvil::impl::AnvilPartitionPassBase<AnvilPartitionPass> {
+  using AnvilPartitionPassBase::AnvilPartitionPassBase;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto fn = module.lookupSymbol<func::FuncOp>(function);
+    if (!fn) {
+      module.emitError("anvil-partition: no function @") << function;
+      return signalPassFailure();
+    }
+    int64_t ranks = meshAxisSize(fn, axis);
+    if (ranks < 0) {
+      module.emitError("anvil-partition: the module's mesh has no axis '")
+          << axis << "'";
+      return signalPassFailure();
+    }
+    if (ranks == 1)
+      return;
+    if (failed(Partitioner(fn, axis, ranks).run()))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
