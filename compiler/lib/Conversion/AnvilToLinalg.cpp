@@ -1436,7 +1436,8 @@ struct AnvilConvertToLinalgPass
     bool missing = false;
     // Collectives stay: anvil-bufferize turns them into runtime calls.
     for (StringRef name :
-         {AllReduceOp::getOperationName(), AllGatherOp::getOperationName(),
+         {AllReduceOp::getOperationName(), AxisIndexOp::getOperationName(),
+          AllGatherOp::getOperationName(),
           ReduceScatterOp::getOperationName(), AxisSliceOp::getOperationName()})
       lowered.insert(name);
     getOperation().walk([&](Operation *op) {
@@ -1466,7 +1467,8 @@ struct AnvilConvertToLinalgPass
       return signalPassFailure();
     WalkResult left = getOperation().walk([&](Operation *op) {
       if (op->getDialect() != anvil ||
-          isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AxisSliceOp>(op))
+          isa<AllReduceOp, AxisIndexOp, AllGatherOp, ReduceScatterOp,
+              AxisSliceOp>(op))
         return WalkResult::advance();
       op->emitError("anvil-convert-to-linalg: failed to lower '")
           << op->getName() << "'";

@@ -19,7 +19,8 @@
 //    needed, through a contiguous temporary when the buffer is strided).
 //    `anvil.all_gather` and `anvil.reduce_scatter` write a new buffer
 //    (anvil_rt_all_gather_f32, anvil_rt_reduce_scatter_f32), and so does
-//    `anvil.axis_slice` (anvil_rt_axis_slice_f32: the rank's block).
+//    `anvil.axis_slice` (anvil_rt_axis_slice_f32: the rank's block);
+//    `anvil.axis_index` stores anvil_rt_axis_index(axis).
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,6 +53,7 @@ constexpr StringLiteral kAllReduce = "anvil_rt_all_reduce_f32";
 constexpr StringLiteral kAllGather = "anvil_rt_all_gather_f32";
 constexpr StringLiteral kReduceScatter = "anvil_rt_reduce_scatter_f32";
 constexpr StringLiteral kAxisSlice = "anvil_rt_axis_slice_f32";
+constexpr StringLiteral kAxisIndex = "anvil_rt_axis_index";
 
 /// The runtime's name for mesh axis `axis` of `op`'s module: its position
 /// in the module's `anvil.mesh`, or -1 without a mesh (a world of one).
@@ -210,12 +212,48 @@ struct OutOfPlaceCollective
   }
 };
 
+/// anvil.axis_index: a new i64 buffer holding anvil_rt_axis_index(axis).
+struct AxisIndexBufferization
+    : bufferization::BufferizableOpInterface::ExternalModel<
+          AxisIndexBufferization, anvil::AxisIndexOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const bufferization::AnalysisState &) const {
+    return false;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const bufferization::AnalysisState &) const {
+    return false;
+  }
+  bufferization::AliasingValueList
+  getAliasingValues(Operation *, OpOperand &,
+                    const bufferization::AnalysisState &) const {
+    return {};
+  }
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const bufferization::BufferizationOptions &,
+                          bufferization::BufferizationState &) const {
+    auto index = cast<anvil::AxisIndexOp>(op);
+    Location loc = op->getLoc();
+    auto i64 = rewriter.getI64Type();
+    Value result =
+        memref::AllocOp::create(rewriter, loc, MemRefType::get({}, i64));
+    Value value = func::CallOp::create(
+                      rewriter, loc, kAxisIndex, TypeRange{i64},
+                      ValueRange{axisCode(rewriter, op, index.getAxis())})
+                      .getResult(0);
+    memref::StoreOp::create(rewriter, loc, value, result, ValueRange{});
+    bufferization::replaceOpWithBufferizedValues(rewriter, op, result);
+    return success();
+  }
+};
+
 /// Declares the runtime functions the module's collectives call:
 ///   anvil_rt_all_reduce_f32(i64 address, i64 elements, i32 op, i32 axis)
 ///   anvil_rt_all_gather_f32(i64 in, i64 out, i64 per_rank, i32 axis)
 ///   anvil_rt_reduce_scatter_f32(i64 in, i64 out, i64 per_rank, i32 op,
 ///                               i32 axis)
 ///   anvil_rt_axis_slice_f32(i64 in, i64 out, i64 per_rank, i32 axis)
+///   anvil_rt_axis_index(i32 axis) -> i64
 void declareRuntimeCollectives(ModuleOp module) {
   OpBuilder b(module.getBodyRegion());
   b.setInsertionPointToStart(module.getBody());
@@ -225,8 +263,10 @@ void declareRuntimeCollectives(ModuleOp module) {
       return;
     func::FuncOp::create(b, module.getLoc(), name, type).setPrivate();
   };
-  bool reduce = false, gather = false, scatter = false, slice = false;
+  bool reduce = false, gather = false, scatter = false, slice = false,
+       index = false;
   module.walk([&](Operation *op) {
+    index |= isa<anvil::AxisIndexOp>(op);
     reduce |= isa<anvil::AllReduceOp>(op);
     gather |= isa<anvil::AllGatherOp>(op);
     scatter |= isa<anvil::ReduceScatterOp>(op);
@@ -240,6 +280,8 @@ void declareRuntimeCollectives(ModuleOp module) {
     declare(kReduceScatter, b.getFunctionType({i64, i64, i64, i32, i32}, {}));
   if (slice)
     declare(kAxisSlice, b.getFunctionType({i64, i64, i64, i32}, {}));
+  if (index)
+    declare(kAxisIndex, b.getFunctionType({i32}, {i64}));
 }
 
 /// State updated in place: each result tied to an argument
@@ -292,6 +334,7 @@ struct AnvilBufferizePass
           OutOfPlaceCollective<anvil::ReduceScatterOp>>(*ctx);
       anvil::AxisSliceOp::attachInterface<
           OutOfPlaceCollective<anvil::AxisSliceOp>>(*ctx);
+      anvil::AxisIndexOp::attachInterface<AxisIndexBufferization>(*ctx);
     });
   }
   void runOnOperation() override {

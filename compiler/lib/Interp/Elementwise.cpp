@@ -112,6 +112,16 @@ void registerElementwiseEvaluators(EvaluatorTable &t) {
     out.data = in.data;
     return success();
   };
+  t.add<ad::AxisIndexOp>([](ad::AxisIndexOp op, ArrayRef<const Buffer *>,
+                            std::vector<Buffer> &out) -> LogicalResult {
+    int64_t ranks = ad::meshAxisSize(op, op.getAxis());
+    if (ranks != 1)
+      return op->emitError("anvil-interp: runs one process; '")
+             << op->getName() << "' over axis '" << op.getAxis()
+             << "' needs its " << ranks << " ranks";
+    out[0].data[0] = 0;
+    return success();
+  });
   t.add<ad::AllGatherOp>([worldOfOne](ad::AllGatherOp op,
                                       ArrayRef<const Buffer *> in,
                                       std::vector<Buffer> &out) {

@@ -27,6 +27,7 @@
 
 #include "anvil/Transforms/Passes.h"
 
+#include "anvil/Dialect/Anvil/IR/AnvilEmit.h"
 #include "anvil/Dialect/Anvil/IR/AnvilOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -59,6 +60,9 @@ struct Rule {
   SmallVector<unsigned> copies;
   /// The results are partial sums over the ranks (all_reduce sum).
   bool partial = false;
+  /// Builds what replaces the op (replicated values, one per result)
+  /// instead of the op with local types.
+  std::function<FailureOr<SmallVector<Value>>(OpBuilder &)> expand;
 };
 
 std::string describe(Spec s) {
@@ -84,6 +88,13 @@ public:
 private:
   Spec of(Value v) const { return specs.lookup(v); }
   FailureOr<Rule> ruleFor(Operation *op);
+  /// `ids` (an integer tensor of whole-tensor indices along a dimension of
+  /// `size` split over the axis) minus this rank's first index.
+  Value localIndices(OpBuilder &b, Location loc, Value ids, int64_t size);
+  FailureOr<SmallVector<Value>> vocabParallelEmbedding(OpBuilder &b,
+                                                       EmbeddingOp op);
+  FailureOr<SmallVector<Value>> vocabParallelCrossEntropy(OpBuilder &b,
+                                                          CrossEntropyOp op);
   InFlightDiagnostic fail(Operation *op, const Twine &why) {
     return op->emitError("anvil-partition: '")
            << op->getName() << "' over mesh axis '" << axis << "' (" << ranks
@@ -248,6 +259,29 @@ FailureOr<Rule> Partitioner::ruleFor(Operation *op) {
              failure();
     return same(q);
   }
+  if (auto emb = dyn_cast<EmbeddingOp>(op)) {
+    // Vocabulary-parallel: each rank looks up the rows it holds.
+    if (in[0].dim == 0 && in[0].groups == 1 && !in[1].split()) {
+      r.expand = [this, emb](OpBuilder &b) {
+        return vocabParallelEmbedding(b, emb);
+      };
+      return r;
+    }
+  }
+  if (auto ce = dyn_cast<CrossEntropyOp>(op)) {
+    // Vocabulary-parallel: the classes are split over the ranks.
+    if (in[0].dim == rankOf(ce.getLogits()) - 1 && in[0].groups == 1 &&
+        !in[1].split()) {
+      if (!ce.getLabelSmoothing().isZero())
+        return fail(op, "label smoothing over split classes is not "
+                        "supported yet"),
+               failure();
+      r.expand = [this, ce](OpBuilder &b) {
+        return vocabParallelCrossEntropy(b, ce);
+      };
+      return r;
+    }
+  }
   if (auto ln = dyn_cast<LayerNormOp>(op)) {
     if (in[0].dim >= static_cast<int64_t>(ln.getAxis()) ||
         llvm::any_of(ArrayRef(in).drop_front(),
@@ -265,6 +299,133 @@ FailureOr<Rule> Partitioner::ruleFor(Operation *op) {
                        return d;
                      }()),
          failure();
+}
+
+Value Partitioner::localIndices(OpBuilder &b, Location loc, Value ids,
+                                int64_t size) {
+  // An input of indices keeps its whole range for the manifest (which
+  // would otherwise infer it from the split table or classes).
+  if (auto arg = dyn_cast<BlockArgument>(ids);
+      arg && arg.getOwner()->getParentOp() == fn)
+    if (auto in = fn.getArgAttrOfType<InputAttr>(arg.getArgNumber(),
+                                                 AnvilDialect::kInputAttrName);
+        in && !in.getRange())
+      fn.setArgAttr(arg.getArgNumber(), AnvilDialect::kInputAttrName,
+                    InputAttr::get(fn.getContext(), in.getName(), size));
+  Emit e{b, loc};
+  auto type = e.typeOf(ids);
+  auto scalar = RankedTensorType::get({}, b.getI64Type());
+  Value first = e.mul(AxisIndexOp::create(b, loc, scalar, axis),
+                      e.splat(scalar, static_cast<double>(size / ranks)));
+  auto scalarOfIds = scalar.clone(type.getElementType());
+  if (scalarOfIds != scalar)
+    first = CastOp::create(b, loc, scalarOfIds, first);
+  return e.sub(ids, e.broadcast(first, type, {}));
+}
+
+/// Megatron's vocabulary-parallel embedding: rank r holds rows [r V/n,
+/// (r + 1) V/n) of the table; it looks up the indices in its range (the
+/// others read row 0 and are zeroed), and the ranks' lookups sum.
+FailureOr<SmallVector<Value>>
+Partitioner::vocabParallelEmbedding(OpBuilder &b, EmbeddingOp op) {
+  Location loc = op.getLoc();
+  Emit e{b, loc};
+  Value table = op.getTable(), ids = op.getIndices();
+  int64_t rows = cast<RankedTensorType>(table.getType()).getDimSize(0);
+  auto idsType = e.typeOf(ids);
+  Value local = localIndices(b, loc, ids, rows * ranks);
+  // 0 <= local < rows: (local >= 0) ? (local < rows) : false.
+  Value nonNegative = e.cmp(ComparisonDirection::ge, local, e.like(local, 0));
+  Value inRange = e.select(nonNegative,
+                           e.cmp(ComparisonDirection::lt, local,
+                                 e.like(local, static_cast<double>(rows))),
+                           nonNegative);
+  Value safe = e.select(inRange, local, e.like(local, 0));
+  auto resultType = cast<RankedTensorType>(op.getType());
+  Value rowsOut = EmbeddingOp::create(b, loc, resultType, table, safe);
+  SmallVector<int64_t> dims =
+      llvm::to_vector(llvm::seq<int64_t>(0, idsType.getRank()));
+  Value mask = e.broadcast(
+      CastOp::create(b, loc, idsType.clone(resultType.getElementType()),
+                     inRange),
+      resultType, dims);
+  Value sum = AllReduceOp::create(b, loc, CollectiveOp::sum,
+                                  e.mul(rowsOut, mask), axis);
+  return SmallVector<Value>{sum};
+}
+
+/// Megatron's vocabulary-parallel cross-entropy on logits whose classes are
+/// split over the ranks: the maximum, the sum of exponentials and the
+/// target's logit each reduce over the ranks, so no rank gathers the
+/// logits. The maximum only stabilizes (no gradient flows through it).
+FailureOr<SmallVector<Value>>
+Partitioner::vocabParallelCrossEntropy(OpBuilder &b, CrossEntropyOp op) {
+  Location loc = op.getLoc();
+  Emit e{b, loc};
+  Value logits = op.getLogits(), labels = op.getLabels();
+  auto type = e.typeOf(logits);
+  int64_t last = type.getRank() - 1, classes = type.getDimSize(last);
+  auto rowsType = cast<RankedTensorType>(labels.getType())
+                      .clone(type.getElementType()); // (B, T) in float
+  SmallVector<int64_t> rowDims = llvm::to_vector(llvm::seq<int64_t>(0, last));
+  Value localMax = StopGradientOp::create(
+      b, loc, ReduceMaxOp::create(b, loc, logits, {last}, false));
+  Value max = StopGradientOp::create(
+      b, loc, AllReduceOp::create(b, loc, CollectiveOp::max, localMax, axis));
+  Value z = e.sub(logits, e.broadcast(max, type, rowDims));
+  Value sumExp =
+      AllReduceOp::create(b, loc, CollectiveOp::sum,
+                          e.sum(ExpOp::create(b, loc, z), {last}, false), axis);
+  // The target's logit: the class of this rank's range equal to the label.
+  auto labelType = cast<RankedTensorType>(labels.getType());
+  Value local = localIndices(b, loc, labels, classes * ranks);
+  auto iotaType = RankedTensorType::get({classes}, labelType.getElementType());
+  SmallVector<Attribute> iota;
+  for (int64_t c = 0; c < classes; ++c)
+    iota.push_back(b.getIntegerAttr(labelType.getElementType(), c));
+  Value classIds = ConstantOp::create(b, loc, iotaType,
+                                      DenseElementsAttr::get(iotaType, iota));
+  auto wideLabels = type.clone(labelType.getElementType());
+  Value hit =
+      e.cmp(ComparisonDirection::eq, e.broadcast(classIds, wideLabels, {last}),
+            e.broadcast(local, wideLabels, rowDims));
+  Value target = AllReduceOp::create(
+      b, loc, CollectiveOp::sum,
+      e.sum(e.mul(z, CastOp::create(b, loc, type, hit)), {last}, false), axis);
+  Value perRow = e.sub(LogOp::create(b, loc, sumExp), target);
+  // Labels equal to the ignore index count for nothing.
+  // (I64Attr's getter is unsigned: the default of -100 wraps.)
+  auto ignore = static_cast<int64_t>(op.getIgnoreIndex());
+  Value valid =
+      CastOp::create(b, loc, rowsType,
+                     e.cmp(ComparisonDirection::ne, labels,
+                           e.like(labels, static_cast<double>(ignore))));
+  perRow = e.mul(perRow, valid);
+  auto resultType = cast<RankedTensorType>(op.getType());
+  SmallVector<int64_t> all = llvm::to_vector(llvm::seq<int64_t>(0, last));
+  Value loss;
+  switch (op.getReduction()) {
+  case Reduction::none:
+    loss = perRow;
+    break;
+  case Reduction::sum:
+    loss = e.sum(perRow, all, false);
+    break;
+  case Reduction::mean:
+    loss = e.div(e.sum(perRow, all, false), e.sum(valid, all, false));
+    break;
+  }
+  if (loss.getType() != resultType)
+    return fail(
+               op, "the vocabulary-parallel loss has type " +
+                       [&] {
+                         std::string t;
+                         llvm::raw_string_ostream os(t);
+                         os << loss.getType();
+                         return t;
+                       }()),
+           failure();
+  return SmallVector<Value>{loss};
 }
 
 LogicalResult Partitioner::run() {
@@ -318,6 +479,14 @@ LogicalResult Partitioner::run() {
     if (failed(rule))
       return failure();
     b.setInsertionPoint(op);
+    if (rule->expand) {
+      FailureOr<SmallVector<Value>> values = rule->expand(b);
+      if (failed(values))
+        return failure();
+      op->replaceAllUsesWith(*values);
+      op->erase();
+      continue;
+    }
     for (unsigned i : rule->copies) {
       Value v = op->getOperand(i);
       if (isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType()))

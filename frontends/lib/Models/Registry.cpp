@@ -93,7 +93,10 @@ const std::vector<ModelInfo> &listModels() {
                  gptConfigs()),
           // Conv1D weights are [in, out]: column-parallel linears split
           // dimension 1 (and their bias), row-parallel ones dimension 0.
-          {{".attn.c_attn.weight", 1, 3},
+          // The token embedding (tied to the output layer) splits its
+          // vocabulary.
+          {{"wte.weight", 0},
+           {".attn.c_attn.weight", 1, 3},
            {".attn.c_attn.bias", 0, 3},
            {".attn.c_proj.weight", 0},
            {".mlp.c_fc.weight", 1},

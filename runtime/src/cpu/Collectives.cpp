@@ -93,3 +93,8 @@ extern "C" void anvil_rt_axis_slice_f32(int64_t in, int64_t out, int64_t n,
   int64_t index = c ? c->rank() : 0;
   std::memmove(floats(out), floats(in) + index * n, static_cast<size_t>(n) * 4);
 }
+
+extern "C" int64_t anvil_rt_axis_index(int32_t axis) {
+  Communicator *c = axisCommunicator(axis);
+  return c ? c->rank() : 0;
+}

@@ -87,6 +87,10 @@ void anvil_rt_reduce_scatter_f32(int64_t in, int64_t out, int64_t n, int32_t op,
 /// rank's position on the axis. No communication.
 void anvil_rt_axis_slice_f32(int64_t in, int64_t out, int64_t n, int32_t axis);
 
+/// `anvil.axis_index`: this rank's position on the axis (0 in a world of
+/// one).
+int64_t anvil_rt_axis_index(int32_t axis);
+
 } // extern "C"
 
 namespace anvil::rt {

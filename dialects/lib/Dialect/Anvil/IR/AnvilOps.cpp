@@ -1139,6 +1139,10 @@ LogicalResult AllReduceOp::verify() {
   return success(succeeded(verifyAxis(*this, getAxis())));
 }
 
+LogicalResult AxisIndexOp::verify() {
+  return success(succeeded(verifyAxis(*this, getAxis())));
+}
+
 LogicalResult AxisCopyOp::verify() {
   return success(succeeded(verifyAxis(*this, getAxis())));
 }

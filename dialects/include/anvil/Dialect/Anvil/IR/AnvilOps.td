@@ -1089,6 +1089,23 @@ def Anvil_AxisCopyOp : Op<Anvil_Dialect, "axis_copy", [
   let hasVerifier = 1;
 }
 
+def Anvil_AxisIndexOp : Op<Anvil_Dialect, "axis_index", [Pure]> {
+  let summary = "This rank's position on a mesh axis";
+  let description = [{
+    The rank's position (0 to n - 1) on mesh axis `axis`; 0 in a world of
+    one. A vocabulary-parallel embedding uses it to find the rows of the
+    table its rank holds.
+
+    ```mlir
+    %i = anvil.axis_index axis "tp" : tensor<i64>
+    ```
+  }];
+  let arguments = (ins StrAttr:$axis);
+  let results = (outs 0DTensorOf<[I64]>:$result);
+  let assemblyFormat = "`axis` $axis attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Anvil_AllGatherOp : Op<Anvil_Dialect, "all_gather"> {
   let summary = "Concatenates every rank's tensor along dimension 0";
   let description = [{
