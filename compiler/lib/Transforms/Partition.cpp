@@ -56,8 +56,12 @@ struct Spec {
 /// What an op does under the operands' shardings.
 struct Rule {
   SmallVector<Spec> results;
-  /// Replicated operands that enter split computation (axis_copy).
-  SmallVector<unsigned> copies;
+  /// Operands split on the sequence that the op needs whole: all-gathered
+  /// first (sequence parallelism; the gather's gradient sums the ranks').
+  SmallVector<unsigned> gathers;
+  /// Replicated operands to cut to this rank's block of the results' split
+  /// dimension (elementwise ops meeting sequence-split values).
+  SmallVector<unsigned> blocks;
   /// The results are partial sums over the ranks (all_reduce sum).
   bool partial = false;
   /// Builds what replaces the op (replicated values, one per result)
@@ -80,8 +84,10 @@ int64_t rankOf(Value v) {
 
 class Partitioner {
 public:
-  Partitioner(func::FuncOp fn, StringRef axis, int64_t ranks)
-      : fn(fn), axis(axis), ranks(ranks) {}
+  Partitioner(func::FuncOp fn, StringRef axis, int64_t ranks,
+              bool sequenceParallel, int64_t seqDim)
+      : fn(fn), axis(axis), ranks(ranks), sequenceParallel(sequenceParallel),
+        seqDim(seqDim) {}
 
   LogicalResult run();
 
@@ -95,6 +101,21 @@ private:
                                                        EmbeddingOp op);
   FailureOr<SmallVector<Value>> vocabParallelCrossEntropy(OpBuilder &b,
                                                           CrossEntropyOp op);
+  /// The sharding of the sum over the ranks of partial values like `v`:
+  /// replicated, or split on the sequence under sequence parallelism.
+  Spec sumSpec(Value v) const {
+    if (sequenceParallel && rankOf(v) > seqDim + 1)
+      return Spec{seqDim, 1};
+    return Spec{};
+  }
+  /// The sum over the ranks of `partial`: an all-reduce, or under sequence
+  /// parallelism a reduce-scatter along the sequence (each rank keeps its
+  /// part of the sequence).
+  FailureOr<Value> sumOverRanks(OpBuilder &b, Operation *op, Value partial);
+  /// `x`, split on `dim`, all-gathered (whole on every rank).
+  Value gatherAlong(OpBuilder &b, Location loc, Value x, int64_t dim);
+  /// This rank's block of the replicated `x` along `dim`.
+  Value localBlock(OpBuilder &b, Location loc, Value x, int64_t dim);
   InFlightDiagnostic fail(Operation *op, const Twine &why) {
     return op->emitError("anvil-partition: '")
            << op->getName() << "' over mesh axis '" << axis << "' (" << ranks
@@ -113,6 +134,8 @@ private:
   func::FuncOp fn;
   std::string axis;
   int64_t ranks;
+  bool sequenceParallel;
+  int64_t seqDim;
   DenseMap<Value, Spec> specs;
 };
 
@@ -145,12 +168,13 @@ FailureOr<Rule> Partitioner::ruleFor(Operation *op) {
     if (failed(s))
       return fail(op, "its operands are split differently"), failure();
     for (auto [i, o] : llvm::enumerate(in))
-      if (!o.split())
-        return fail(op, "operand #" + Twine(i) +
-                            " is replicated and another is " + describe(*s) +
-                            " (slicing a replicated operand is not "
-                            "supported yet)"),
-               failure();
+      if (!o.split()) {
+        if (s->groups != 1)
+          return fail(op, "operand #" + Twine(i) +
+                              " is replicated and another is " + describe(*s)),
+                 failure();
+        r.blocks.push_back(i); // this rank's block of it
+      }
     if (isa<DropoutOp>(op))
       return fail(op, "dropout of values split over the axis is not "
                       "supported yet (each rank would need its part of the "
@@ -226,8 +250,11 @@ FailureOr<Rule> Partitioner::ruleFor(Operation *op) {
     Spec a = in[0], b = in[1];
     if (rr == 2) {
       int64_t rhsK = m.getTransposeRhs() ? 1 : 0, rhsN = 1 - rhsK;
-      if (!a.split() && b.dim == rhsN) { // column-parallel
-        r.copies.push_back(0);
+      bool wholeRows = !a.split() || (sequenceParallel && a.dim == seqDim &&
+                                      a.groups == 1 && a.dim != lhsK);
+      if (wholeRows && b.dim == rhsN) { // column-parallel
+        if (a.split())
+          r.gathers.push_back(0);
         r.results.push_back(Spec{lr - 1, b.groups});
         return r;
       }
@@ -236,8 +263,7 @@ FailureOr<Rule> Partitioner::ruleFor(Operation *op) {
         r.results.push_back(Spec{});
         return r;
       }
-      if (a.split() && a.dim < lr - 2 && !b.split()) { // batch rows
-        r.copies.push_back(1);
+      if (a.split() && a.dim != lhsK && !b.split()) { // rows
         r.results.push_back(a);
         return r;
       }
@@ -265,6 +291,7 @@ FailureOr<Rule> Partitioner::ruleFor(Operation *op) {
       r.expand = [this, emb](OpBuilder &b) {
         return vocabParallelEmbedding(b, emb);
       };
+      r.results.push_back(sumSpec(emb.getResult()));
       return r;
     }
   }
@@ -299,6 +326,71 @@ FailureOr<Rule> Partitioner::ruleFor(Operation *op) {
                        return d;
                      }()),
          failure();
+}
+
+/// Moves dimension `dim` of `x` to the front (or back): the collectives
+/// work on blocks of dimension 0.
+static Value swapToFront(OpBuilder &b, Location loc, Value x, int64_t dim) {
+  if (dim == 0)
+    return x;
+  SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rankOf(x)));
+  std::swap(perm[0], perm[dim]);
+  return TransposeOp::create(b, loc, x, perm);
+}
+
+FailureOr<Value> Partitioner::sumOverRanks(OpBuilder &b, Operation *op,
+                                           Value partial) {
+  Location loc = op->getLoc();
+  Spec s = sumSpec(partial);
+  if (!s.split())
+    return Value(AllReduceOp::create(b, loc, CollectiveOp::sum, partial, axis));
+  auto type = cast<RankedTensorType>(partial.getType());
+  if (type.getDimSize(s.dim) % ranks != 0)
+    return fail(op, "sequence parallelism: the sequence (dimension " +
+                        Twine(s.dim) + " of its result, " +
+                        Twine(type.getDimSize(s.dim)) +
+                        ") does not divide by the axis's ranks"),
+           failure();
+  Value front = swapToFront(b, loc, partial, s.dim);
+  auto frontType = cast<RankedTensorType>(front.getType());
+  SmallVector<int64_t> shape(frontType.getShape());
+  shape[0] /= ranks;
+  Value mine = ReduceScatterOp::create(b, loc, frontType.clone(shape),
+                                       CollectiveOp::sum, front, axis);
+  Value back = swapToFront(b, loc, mine, s.dim);
+  specs[back] = s;
+  return back;
+}
+
+Value Partitioner::gatherAlong(OpBuilder &b, Location loc, Value x,
+                               int64_t dim) {
+  Value front = swapToFront(b, loc, x, dim);
+  auto frontType = cast<RankedTensorType>(front.getType());
+  SmallVector<int64_t> shape(frontType.getShape());
+  shape[0] *= ranks;
+  Value all = AllGatherOp::create(b, loc, frontType.clone(shape), front, axis);
+  return swapToFront(b, loc, all, dim);
+}
+
+Value Partitioner::localBlock(OpBuilder &b, Location loc, Value x,
+                              int64_t dim) {
+  Emit e{b, loc};
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t block = type.getDimSize(dim) / ranks;
+  auto i64 = b.getI64Type();
+  auto scalar = RankedTensorType::get({}, i64);
+  auto indexType = RankedTensorType::get({block}, i64);
+  SmallVector<Attribute> iota;
+  for (int64_t i = 0; i < block; ++i)
+    iota.push_back(b.getI64IntegerAttr(i));
+  Value first = e.mul(AxisIndexOp::create(b, loc, scalar, axis),
+                      e.splat(scalar, static_cast<double>(block)));
+  Value indices =
+      e.add(ConstantOp::create(b, loc, indexType,
+                               DenseElementsAttr::get(indexType, iota)),
+            e.broadcast(first, indexType, {}));
+  return GatherOp::create(b, loc, localType(type, Spec{dim, 1}), x, indices,
+                          dim);
 }
 
 Value Partitioner::localIndices(OpBuilder &b, Location loc, Value ids,
@@ -349,9 +441,10 @@ Partitioner::vocabParallelEmbedding(OpBuilder &b, EmbeddingOp op) {
       CastOp::create(b, loc, idsType.clone(resultType.getElementType()),
                      inRange),
       resultType, dims);
-  Value sum = AllReduceOp::create(b, loc, CollectiveOp::sum,
-                                  e.mul(rowsOut, mask), axis);
-  return SmallVector<Value>{sum};
+  FailureOr<Value> sum = sumOverRanks(b, op, e.mul(rowsOut, mask));
+  if (failed(sum))
+    return failure();
+  return SmallVector<Value>{*sum};
 }
 
 /// Megatron's vocabulary-parallel cross-entropy on logits whose classes are
@@ -483,14 +576,30 @@ LogicalResult Partitioner::run() {
       FailureOr<SmallVector<Value>> values = rule->expand(b);
       if (failed(values))
         return failure();
+      for (auto [i, v] : llvm::enumerate(*values))
+        specs[v] = i < rule->results.size() ? rule->results[i] : Spec{};
       op->replaceAllUsesWith(*values);
       op->erase();
       continue;
     }
-    for (unsigned i : rule->copies) {
+    // Replicated operands of an op with split results feed computation
+    // that differs by rank: their gradients sum over the ranks.
+    bool splitResults =
+        llvm::any_of(rule->results, [](Spec s) { return s.split(); });
+    for (unsigned i = 0, e = op->getNumOperands(); i < e; ++i) {
       Value v = op->getOperand(i);
-      if (isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType()))
-        op->setOperand(i, AxisCopyOp::create(b, op->getLoc(), v, axis));
+      if (llvm::is_contained(rule->gathers, i)) {
+        op->setOperand(i, gatherAlong(b, op->getLoc(), v, of(v).dim));
+        continue;
+      }
+      bool isFloat =
+          isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType());
+      if (of(v).split() || !splitResults || !isFloat)
+        continue;
+      v = AxisCopyOp::create(b, op->getLoc(), v, axis);
+      if (llvm::is_contained(rule->blocks, i))
+        v = localBlock(b, op->getLoc(), v, rule->results[0].dim);
+      op->setOperand(i, v);
     }
     for (auto [result, s] : llvm::zip(op->getResults(), rule->results)) {
       result.setType(localType(result.getType(), s));
@@ -507,9 +616,15 @@ LogicalResult Partitioner::run() {
     if (rule->partial) {
       b.setInsertionPointAfter(op);
       for (Value result : op->getResults()) {
-        auto sum = AllReduceOp::create(b, op->getLoc(), CollectiveOp::sum,
-                                       result, axis);
-        result.replaceAllUsesExcept(sum, sum);
+        // The uses to redirect are the ones before the sum's own ops.
+        SmallPtrSet<Operation *, 8> users(result.getUsers().begin(),
+                                          result.getUsers().end());
+        FailureOr<Value> sum = sumOverRanks(b, op, result);
+        if (failed(sum))
+          return failure();
+        result.replaceUsesWithIf(*sum, [&](OpOperand &use) {
+          return users.contains(use.getOwner());
+        });
       }
     }
   }
@@ -539,7 +654,8 @@ struct AnvilPartitionPass
     }
     if (ranks == 1)
       return;
-    if (failed(Partitioner(fn, axis, ranks).run()))
+    if (failed(
+            Partitioner(fn, axis, ranks, sequenceParallel, sequenceDim).run()))
       return signalPassFailure();
   }
 };

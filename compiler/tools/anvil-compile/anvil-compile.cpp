@@ -145,6 +145,13 @@ cl::opt<std::string> meshSpec(
              "and the loss are averaged over the ranks); run it with "
              "anvil-run -n N, mpirun or srun"),
     cl::value_desc("axis=ranks"), cl::init(""), cl::cat(category));
+cl::opt<bool> sequenceParallel(
+    "sequence-parallel",
+    cl::desc("With --mesh tp=N: Megatron's sequence parallelism (norms, "
+             "residual adds and dropout between the tensor-parallel regions "
+             "run on each rank's 1/N of the sequence; reduce-scatters and "
+             "all-gathers replace the all-reduces)"),
+    cl::init(false), cl::cat(category));
 cl::opt<int64_t> zeroStage(
     "zero",
     cl::desc("ZeRO stage: 1 shards the optimizer state over the data-parallel "
@@ -369,10 +376,17 @@ LogicalResult partitionTensorParallel(mlir::ModuleOp module,
   }
   mlir::anvil::registerAnvilTransformsPasses();
   mlir::PassManager pm(module.getContext());
-  if (failed(mlir::parsePassPipeline("anvil-partition{axis=tp}", pm)) ||
-      failed(pm.run(module))) {
+  std::string pipeline = "anvil-partition{axis=tp sequence-parallel=" +
+                         std::string(sequenceParallel ? "true" : "false") + "}";
+  if (failed(mlir::parsePassPipeline(pipeline, pm)) || failed(pm.run(module))) {
+    bool padding = llvm::is_contained(model.fields, "pad_vocab_to");
     error("--mesh tp=" + std::to_string(tensorParallel) +
-          ": could not partition the model (see above)");
+          ": could not partition the model (see above)" +
+          (padding ? " (a vocabulary that does not divide can be padded "
+                     "as Megatron pads it, to a multiple of 128 x tp: --set "
+                     "pad_vocab_to=" +
+                         std::to_string(128 * tensorParallel) + ")"
+                   : std::string()));
     return mlir::failure();
   }
   return mlir::success();
@@ -470,6 +484,9 @@ int main(int argc, char **argv) {
   if (zeroStage == 1 && dataParallel == 1)
     return error("--zero 1 shards the optimizer state over data-parallel "
                  "ranks: give --mesh dp=N with N > 1");
+  if (sequenceParallel && tensorParallel == 1)
+    return error("--sequence-parallel splits the sequence over the "
+                 "tensor-parallel ranks: give --mesh tp=N with N > 1");
   if (tensorParallel > 1 && zeroStage == 1)
     return error("--zero 1 with --mesh tp: ZeRO over tensor-parallel "
                  "parameters is not supported yet");

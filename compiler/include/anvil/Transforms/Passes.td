@@ -78,6 +78,14 @@ def AnvilPartitionPass : Pass<"anvil-partition", "mlir::ModuleOp"> {
            "module's anvil.mesh)">,
     Option<"function", "function", "std::string", /*default=*/"\"forward\"",
            "The function to partition">,
+    Option<"sequenceParallel", "sequence-parallel", "bool", /*default=*/"false",
+           "Megatron's sequence parallelism: what runs between the "
+           "tensor-parallel regions (norms, residual adds, dropout) runs on "
+           "each rank's part of the sequence; row-parallel sums become "
+           "reduce-scatters along it and column-parallel inputs are "
+           "all-gathered">,
+    Option<"sequenceDim", "sequence-dim", "int64_t", /*default=*/"1",
+           "The sequence dimension of the activations ((B, T, C): 1)">,
   ];
 }
 

@@ -132,6 +132,34 @@ LogicalResult AxisCopyOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
   return success();
 }
 
+// Each rank's block of the result came from every rank's operand: the
+// operand's gradient gathers the blocks' gradients.
+LogicalResult ReduceScatterOp::buildVJP(OpBuilder &builder,
+                                        ArrayRef<Value> grads,
+                                        SmallVectorImpl<Value> &out) {
+  if (getOp() == CollectiveOp::max)
+    return emitOpError("a reduce-scatter max has no gradient");
+  Value g = AllGatherOp::create(builder, getLoc(), getOperand().getType(),
+                                grads[0], getAxis());
+  if (getOp() == CollectiveOp::mean) {
+    int64_t ranks = meshAxisSize(*this, getAxis());
+    Emit e{builder, getLoc()};
+    g = e.scale(g, 1.0 / static_cast<double>(std::max<int64_t>(ranks, 1)));
+  }
+  out.push_back(g);
+  return success();
+}
+
+// The gathered result feeds each rank's own computation: the operand's
+// gradient is its block of the sum of the ranks' gradients.
+LogicalResult AllGatherOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                    SmallVectorImpl<Value> &out) {
+  out.push_back(
+      ReduceScatterOp::create(builder, getLoc(), getOperand().getType(),
+                              CollectiveOp::sum, grads[0], getAxis()));
+  return success();
+}
+
 LogicalResult GeluOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
                                SmallVectorImpl<Value> &out) {
   Emit e{builder, getLoc()};

@@ -1106,7 +1106,7 @@ def Anvil_AxisIndexOp : Op<Anvil_Dialect, "axis_index", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Anvil_AllGatherOp : Op<Anvil_Dialect, "all_gather"> {
+def Anvil_AllGatherOp : Op<Anvil_Dialect, "all_gather", [Anvil_VJP]> {
   let summary = "Concatenates every rank's tensor along dimension 0";
   let description = [{
     The ranks of mesh axis `axis` each pass an `operand` of the same type;
@@ -1115,7 +1115,9 @@ def Anvil_AllGatherOp : Op<Anvil_Dialect, "all_gather"> {
     operand's leading dimension, where `n` is the axis's size in the
     module's `anvil.mesh` (1 without one, where the result is the
     operand). A collective, never removed, merged or moved. ZeRO gathers
-    the updated parameter shards with it.
+    the updated parameter shards with it; sequence parallelism gathers a
+    layer's input before its column-parallel matmul, so its gradient is a
+    `reduce_scatter sum` of the ranks' (different) gradients of the result.
 
     ```mlir
     %p = anvil.all_gather %shard axis "dp" : tensor<6144xf32> -> tensor<12288xf32>
@@ -1130,14 +1132,18 @@ def Anvil_AllGatherOp : Op<Anvil_Dialect, "all_gather"> {
 }
 
 def Anvil_ReduceScatterOp : Op<Anvil_Dialect, "reduce_scatter", [
-    DeclareOpInterfaceMethods<Anvil_CostOpInterface, ["getFlops"]>]> {
+    DeclareOpInterfaceMethods<Anvil_CostOpInterface, ["getFlops"]>,
+    Anvil_VJP]> {
   let summary = "Reduces a tensor over a mesh axis and keeps this rank's block";
   let description = [{
     The ranks of mesh axis `axis` each pass an `operand` whose leading
     dimension divides into the axis's `n` ranks; rank `i` gets block `i`
     (along dimension 0) of their elementwise sum, mean or maximum. Equal
     to `all_reduce` followed by `axis_slice`, with a `1 / n` of the
-    traffic. ZeRO reduces the gradients with it.
+    traffic. ZeRO reduces the gradients with it; sequence parallelism the
+    partial sums of a row-parallel matmul. The operand's gradient is the
+    `all_gather` of the results' gradients (over the ranks for a mean);
+    `max` has none.
 
     ```mlir
     %g = anvil.reduce_scatter mean %grad axis "dp" : tensor<12288xf32> -> tensor<6144xf32>
