@@ -9,6 +9,11 @@
 //    `<function>__dispatch_<n>` (upstream outlineSingleBlockRegion); the
 //    remaining operands become arguments.
 // 3. Inline the now trivial execute_region, leaving the call.
+// 4. Keep one function per distinct kernel: dispatch functions that print
+//    the same (apart from their names) are merged and their calls
+//    redirected. A deep model's layers repeat the same kernels, so this
+//    divides what the rest of the pipeline and LLVM compile by the number
+//    of layers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,6 +53,7 @@ struct AnvilOutlineDispatchesPass
           AnvilOutlineDispatchesPass> {
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
+    SmallVector<func::FuncOp> dispatches;
     SmallVector<func::FuncOp> functions(getOperation().getOps<func::FuncOp>());
     for (func::FuncOp fn : functions) {
       if (fn.isExternal())
@@ -88,6 +94,7 @@ struct AnvilOutlineDispatchesPass
           return signalPassFailure();
         }
         outlined->setPrivate();
+        dispatches.push_back(*outlined);
         // The execute_region now holds only the call: inline it.
         Block &inner = wrapper.getRegion().front();
         Operation *terminator = inner.getTerminator();
@@ -96,6 +103,35 @@ struct AnvilOutlineDispatchesPass
         rewriter.eraseOp(wrapper);
       }
     }
+    mergeIdentical(dispatches);
+  }
+
+  /// Step 4: the first of each set of identical functions stays.
+  void mergeIdentical(ArrayRef<func::FuncOp> dispatches) {
+    MLIRContext *ctx = &getContext();
+    llvm::StringMap<StringAttr> first; // printed body -> function name
+    DenseMap<StringAttr, StringAttr> replacement;
+    auto key = StringAttr::get(ctx, "anvil_dispatch_key");
+    for (func::FuncOp fn : dispatches) {
+      StringAttr name = fn.getSymNameAttr();
+      fn.setSymNameAttr(key);
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      fn.print(os, OpPrintingFlags().printGenericOpForm().useLocalScope());
+      fn.setSymNameAttr(name);
+      auto [it, fresh] = first.try_emplace(text, name);
+      if (!fresh)
+        replacement[name] = it->second;
+    }
+    if (replacement.empty())
+      return;
+    getOperation().walk([&](func::CallOp call) {
+      if (StringAttr to = replacement.lookup(call.getCalleeAttr().getAttr()))
+        call.setCalleeAttr(FlatSymbolRefAttr::get(to));
+    });
+    for (func::FuncOp fn : dispatches)
+      if (replacement.count(fn.getSymNameAttr()))
+        fn.erase();
   }
 };
 

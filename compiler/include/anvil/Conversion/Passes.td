@@ -116,7 +116,9 @@ def AnvilOutlineDispatchesPass : Pass<"anvil-outline-dispatches", "mlir::ModuleO
     compiles, schedules and profiles kernels one by one (LLVM optimizes
     many small functions far faster than one function holding the whole
     step). Constants the region uses are cloned into it; the buffers it
-    reads and writes become the outlined function's arguments.
+    reads and writes become the outlined function's arguments. Functions
+    that come out identical (a deep model's layers repeat their kernels)
+    are merged into one, which all their calls use.
 
     Input:
     ```mlir
