@@ -309,11 +309,21 @@ FailureOr<Rule> Partitioner::ruleFor(Operation *op) {
       return r;
     }
   }
-  if (auto ln = dyn_cast<LayerNormOp>(op)) {
-    if (in[0].dim >= static_cast<int64_t>(ln.getAxis()) ||
-        llvm::any_of(ArrayRef(in).drop_front(),
-                     [](Spec s) { return s.split(); }))
+  if (isa<LayerNormOp, RMSNormOp>(op)) {
+    int64_t axis = isa<LayerNormOp>(op)
+                       ? static_cast<int64_t>(cast<LayerNormOp>(op).getAxis())
+                       : static_cast<int64_t>(cast<RMSNormOp>(op).getAxis());
+    if (in[0].dim >= axis || llvm::any_of(ArrayRef(in).drop_front(),
+                                          [](Spec s) { return s.split(); }))
       return fail(op, "normalizing over a split dimension"), failure();
+    return same(in[0]);
+  }
+  if (isa<RopeOp>(op)) {
+    // (B, H, T, D) rotated by (T, D/2) tables: split by heads.
+    if (in[0].dim != 1 || in[0].groups != 1 || in[1].split() || in[2].split())
+      return fail(op, "rotary embeddings need their input split by heads "
+                      "(dimension 1) and whole tables"),
+             failure();
     return same(in[0]);
   }
   return fail(

@@ -102,11 +102,24 @@ const std::vector<ModelInfo> &listModels() {
            {".mlp.c_fc.weight", 1},
            {".mlp.c_fc.bias", 0},
            {".mlp.c_proj.weight", 0}}),
-      family("llama",
-             "Llama 2 / Llama 3.1: RMSNorm, rotary embeddings (Llama 3.1 "
-             "scaling), grouped-query attention, SwiGLU, untied embeddings; "
-             "LoRA configs",
-             llamaConfigs()),
+      withTensorParallel(
+          family("llama",
+                 "Llama 2 / Llama 3.1: RMSNorm, rotary embeddings (Llama 3.1 "
+                 "scaling), grouped-query attention, SwiGLU, untied "
+                 "embeddings; LoRA configs",
+                 llamaConfigs()),
+          // Linear weights are [out, in]: column-parallel linears split
+          // dimension 0, row-parallel ones dimension 1; both embeddings
+          // split the vocabulary.
+          {{"model.embed_tokens.weight", 0},
+           {"lm_head.weight", 0},
+           {".self_attn.q_proj.weight", 0},
+           {".self_attn.k_proj.weight", 0},
+           {".self_attn.v_proj.weight", 0},
+           {".self_attn.o_proj.weight", 1},
+           {".mlp.gate_proj.weight", 0},
+           {".mlp.up_proj.weight", 0},
+           {".mlp.down_proj.weight", 1}}),
       family("bert",
              "BERT pre-training (Hugging Face BertForPreTraining): post-norm "
              "encoder, masked-LM and next-sentence heads; LAMB",
