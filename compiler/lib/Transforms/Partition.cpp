@@ -7,10 +7,13 @@
 // 1. Propagation. Every value gets a sharding over the axis: replicated
 //    (every rank holds all of it), or split (dimension d, in g groups, each
 //    rank holding its block of every group). The parameters' layouts are
-//    the seeds; each op's rule (`ruleFor`) gives its results' shardings
-//    from its operands', or fails naming the op and the sharding it cannot
-//    take. An op whose operands are all replicated computes replicated
-//    results, so only ops on the tensor-parallel path need a rule.
+//    the seeds; each op's rule (ShardingRuleOpInterface, the rules in
+//    dialects/.../AnvilSharding.cpp; elementwise ops share one) gives its
+//    results' shardings from its operands', or fails naming the op and the
+//    sharding it cannot take. An op whose operands are all replicated
+//    computes replicated results, so only ops on the tensor-parallel path
+//    need a rule. test/Transforms/partition-upstream.mlir shows why these
+//    are not the upstream shard dialect's.
 // 2. Collectives, Megatron's way. A matmul contracting a split dimension
 //    produces partial sums: an `anvil.all_reduce sum` follows it (its
 //    gradient passes through). A replicated value that enters computation
@@ -43,40 +46,10 @@ using namespace mlir::anvil;
 
 namespace {
 
-/// A value's sharding over the axis.
-struct Spec {
-  int64_t dim = -1;   ///< The split dimension; -1: replicated.
-  int64_t groups = 1; ///< Dimension `dim` is [groups, size / groups].
-  bool split() const { return dim >= 0; }
-  bool operator==(const Spec &o) const {
-    return dim == o.dim && groups == o.groups;
-  }
-};
+using Spec = AxisSplit;
+using Rule = ShardingRule;
 
-/// What an op does under the operands' shardings.
-struct Rule {
-  SmallVector<Spec> results;
-  /// Operands split on the sequence that the op needs whole: all-gathered
-  /// first (sequence parallelism; the gather's gradient sums the ranks').
-  SmallVector<unsigned> gathers;
-  /// Replicated operands to cut to this rank's block of the results' split
-  /// dimension (elementwise ops meeting sequence-split values).
-  SmallVector<unsigned> blocks;
-  /// The results are partial sums over the ranks (all_reduce sum).
-  bool partial = false;
-  /// Builds what replaces the op (replicated values, one per result)
-  /// instead of the op with local types.
-  std::function<FailureOr<SmallVector<Value>>(OpBuilder &)> expand;
-};
-
-std::string describe(Spec s) {
-  if (!s.split())
-    return "replicated";
-  std::string d = "split on dimension " + std::to_string(s.dim);
-  if (s.groups > 1)
-    d += " in " + std::to_string(s.groups) + " groups";
-  return d;
-}
+std::string describe(Spec s) { return s.describe(); }
 
 int64_t rankOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getRank();
@@ -139,203 +112,26 @@ private:
   DenseMap<Value, Spec> specs;
 };
 
-/// Elementwise ops: every shaped operand has the result's shape; the split
-/// ones must agree.
-FailureOr<Spec> agree(ArrayRef<Spec> operands) {
-  Spec s;
-  for (Spec o : operands) {
-    if (!o.split())
-      continue;
-    if (s.split() && !(s == o))
-      return failure();
-    s = o;
-  }
-  return s;
-}
-
 FailureOr<Rule> Partitioner::ruleFor(Operation *op) {
   SmallVector<Spec> in;
   for (Value v : op->getOperands())
     in.push_back(of(v));
-  Rule r;
-  auto same = [&](Spec s) {
-    r.results.assign(op->getNumResults(), s);
-    return r;
-  };
-
-  if (op->hasTrait<OpTrait::Elementwise>() || isa<CastOp>(op)) {
-    FailureOr<Spec> s = agree(in);
-    if (failed(s))
-      return fail(op, "its operands are split differently"), failure();
-    for (auto [i, o] : llvm::enumerate(in))
-      if (!o.split()) {
-        if (s->groups != 1)
-          return fail(op, "operand #" + Twine(i) +
-                              " is replicated and another is " + describe(*s)),
-                 failure();
-        r.blocks.push_back(i); // this rank's block of it
-      }
-    if (isa<DropoutOp>(op))
-      return fail(op, "dropout of values split over the axis is not "
-                      "supported yet (each rank would need its part of the "
-                      "single-process mask)"),
-             failure();
-    return same(*s);
+  ShardingContext ctx{ranks, sequenceParallel, seqDim};
+  std::optional<Rule> rule;
+  if (auto withRule = dyn_cast<ShardingRuleOpInterface>(op))
+    rule = withRule.getShardingRule(in, ctx);
+  else if (op->hasTrait<OpTrait::Elementwise>() || isa<CastOp>(op))
+    rule = getElementwiseShardingRule(op, in);
+  if (!rule) {
+    std::string d;
+    for (auto [i, s] : llvm::enumerate(in))
+      d += (i ? ", " : "") + std::string("#") + std::to_string(i) + " " +
+           describe(s);
+    return fail(op, "no tensor-parallel rule for operands " + d), failure();
   }
-  if (auto b = dyn_cast<BroadcastOp>(op)) {
-    Spec s = in[0];
-    s.dim = b.getDimensions()[s.dim];
-    return same(s);
-  }
-  if (auto t = dyn_cast<TransposeOp>(op)) {
-    ArrayRef<int64_t> perm = t.getPermutation();
-    Spec s = in[0];
-    s.dim = std::find(perm.begin(), perm.end(), in[0].dim) - perm.begin();
-    return same(s);
-  }
-  if (auto reshape = dyn_cast<ReshapeOp>(op)) {
-    // The split dimension's blocks stay contiguous runs of the rows before
-    // it when a result dimension starts at the same element and divides.
-    Spec s = in[0];
-    auto from = cast<RankedTensorType>(reshape.getOperand().getType());
-    auto to = cast<RankedTensorType>(reshape.getType());
-    if (s.groups != 1)
-      return fail(op, "reshaping a value " + describe(s) + " is not supported"),
-             failure();
-    int64_t outer = 1;
-    for (int64_t d = 0; d < s.dim; ++d)
-      outer *= from.getDimSize(d);
-    int64_t acc = 1;
-    for (int64_t e = 0; e < to.getRank(); ++e) {
-      if (acc == outer && to.getDimSize(e) % ranks == 0 &&
-          to.getDimSize(e) > 1) {
-        s.dim = e;
-        return same(s);
-      }
-      acc *= to.getDimSize(e);
-    }
-    return fail(op, "no dimension of the result keeps the blocks of the "
-                    "operand's dimension " +
-                        Twine(in[0].dim)),
-           failure();
-  }
-  if (auto split = dyn_cast<SplitOp>(op)) {
-    Spec s = in[0];
-    int64_t dim = split.getDim();
-    if (s.dim != dim)
-      return same(s);
-    // Pieces along the split dimension: one per group, each a plain split.
-    ArrayRef<int64_t> sizes = split.getSizes();
-    if (static_cast<int64_t>(sizes.size()) != s.groups ||
-        llvm::any_of(sizes, [&](int64_t n) { return n != sizes.front(); }))
-      return fail(op, "splitting dimension " + Twine(dim) +
-                          ", which is split in " + Twine(s.groups) +
-                          " groups, into other than " + Twine(s.groups) +
-                          " equal pieces"),
-             failure();
-    return same(Spec{dim, 1});
-  }
-  if (auto slice = dyn_cast<SliceOp>(op)) {
-    Spec s = in[0];
-    auto from = cast<RankedTensorType>(slice.getOperand().getType());
-    if (slice.getStart()[s.dim] != 0 ||
-        slice.getLimit()[s.dim] != from.getDimSize(s.dim) ||
-        slice.getStride()[s.dim] != 1)
-      return fail(op, "slicing the split dimension " + Twine(s.dim)), failure();
-    return same(s);
-  }
-  if (auto m = dyn_cast<MatmulOp>(op)) {
-    int64_t lr = rankOf(m.getLhs()), rr = rankOf(m.getRhs());
-    int64_t lhsK = m.getTransposeLhs() ? lr - 2 : lr - 1;
-    Spec a = in[0], b = in[1];
-    if (rr == 2) {
-      int64_t rhsK = m.getTransposeRhs() ? 1 : 0, rhsN = 1 - rhsK;
-      bool wholeRows = !a.split() || (sequenceParallel && a.dim == seqDim &&
-                                      a.groups == 1 && a.dim != lhsK);
-      if (wholeRows && b.dim == rhsN) { // column-parallel
-        if (a.split())
-          r.gathers.push_back(0);
-        r.results.push_back(Spec{lr - 1, b.groups});
-        return r;
-      }
-      if (a.dim == lhsK && b.dim == rhsK && a.groups == b.groups) {
-        r.partial = true; // row-parallel
-        r.results.push_back(Spec{});
-        return r;
-      }
-      if (a.split() && a.dim != lhsK && !b.split()) { // rows
-        r.results.push_back(a);
-        return r;
-      }
-    }
-    return fail(op, "no rule for a matmul of a left operand " + describe(a) +
-                        " and a right operand " + describe(b)),
-           failure();
-  }
-  if (auto att = dyn_cast<AttentionOp>(op)) {
-    // Split by heads: each rank attends with its heads.
-    Spec q = in[0];
-    bool heads = q.dim == 1 && q.groups == 1 && in[1] == q && in[2] == q &&
-                 (!att.getMask() || !in[3].split());
-    if (!heads)
-      return fail(op, "attention needs its query, key and value split by "
-                      "heads (dimension 1), got " +
-                          describe(q) + ", " + describe(in[1]) + ", " +
-                          describe(in[2])),
-             failure();
-    return same(q);
-  }
-  if (auto emb = dyn_cast<EmbeddingOp>(op)) {
-    // Vocabulary-parallel: each rank looks up the rows it holds.
-    if (in[0].dim == 0 && in[0].groups == 1 && !in[1].split()) {
-      r.expand = [this, emb](OpBuilder &b) {
-        return vocabParallelEmbedding(b, emb);
-      };
-      r.results.push_back(sumSpec(emb.getResult()));
-      return r;
-    }
-  }
-  if (auto ce = dyn_cast<CrossEntropyOp>(op)) {
-    // Vocabulary-parallel: the classes are split over the ranks.
-    if (in[0].dim == rankOf(ce.getLogits()) - 1 && in[0].groups == 1 &&
-        !in[1].split()) {
-      if (!ce.getLabelSmoothing().isZero())
-        return fail(op, "label smoothing over split classes is not "
-                        "supported yet"),
-               failure();
-      r.expand = [this, ce](OpBuilder &b) {
-        return vocabParallelCrossEntropy(b, ce);
-      };
-      return r;
-    }
-  }
-  if (isa<LayerNormOp, RMSNormOp>(op)) {
-    int64_t axis = isa<LayerNormOp>(op)
-                       ? static_cast<int64_t>(cast<LayerNormOp>(op).getAxis())
-                       : static_cast<int64_t>(cast<RMSNormOp>(op).getAxis());
-    if (in[0].dim >= axis || llvm::any_of(ArrayRef(in).drop_front(),
-                                          [](Spec s) { return s.split(); }))
-      return fail(op, "normalizing over a split dimension"), failure();
-    return same(in[0]);
-  }
-  if (isa<RopeOp>(op)) {
-    // (B, H, T, D) rotated by (T, D/2) tables: split by heads.
-    if (in[0].dim != 1 || in[0].groups != 1 || in[1].split() || in[2].split())
-      return fail(op, "rotary embeddings need their input split by heads "
-                      "(dimension 1) and whole tables"),
-             failure();
-    return same(in[0]);
-  }
-  return fail(
-             op, "no tensor-parallel rule for operands " +
-                     [&] {
-                       std::string d;
-                       for (auto [i, s] : llvm::enumerate(in))
-                         d += (i ? ", " : "") + std::string("#") +
-                              std::to_string(i) + " " + describe(s);
-                       return d;
-                     }()),
-         failure();
+  if (!rule->error.empty())
+    return fail(op, rule->error), failure();
+  return *rule;
 }
 
 /// Moves dimension `dim` of `x` to the front (or back): the collectives
@@ -582,8 +378,11 @@ LogicalResult Partitioner::run() {
     if (failed(rule))
       return failure();
     b.setInsertionPoint(op);
-    if (rule->expand) {
-      FailureOr<SmallVector<Value>> values = rule->expand(b);
+    if (rule->expansion != Rule::Expansion::None) {
+      FailureOr<SmallVector<Value>> values =
+          rule->expansion == Rule::Expansion::VocabParallelEmbedding
+              ? vocabParallelEmbedding(b, cast<EmbeddingOp>(op))
+              : vocabParallelCrossEntropy(b, cast<CrossEntropyOp>(op));
       if (failed(values))
         return failure();
       for (auto [i, v] : llvm::enumerate(*values))
@@ -649,6 +448,10 @@ LogicalResult Partitioner::run() {
 struct AnvilPartitionPass
     : mlir::anvil::impl::AnvilPartitionPassBase<AnvilPartitionPass> {
   using AnvilPartitionPassBase::AnvilPartitionPassBase;
+  void getDependentDialects(DialectRegistry &registry) const override {
+    AnvilPartitionPassBase::getDependentDialects(registry);
+    registerShardingRuleExternalModels(registry);
+  }
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto fn = module.lookupSymbol<func::FuncOp>(function);

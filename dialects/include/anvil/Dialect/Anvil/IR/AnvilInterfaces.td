@@ -1,8 +1,8 @@
 //===- AnvilInterfaces.td - interfaces of anvil ops ------------*- tablegen -*-===//
 //
 // Op interfaces through which passes reach every anvil op without a switch
-// over op names. This file holds the cost interface; the VJP and sharding
-// rules join it with the passes that use them.
+// over op names: the cost, the VJP rule and the tensor-parallel sharding
+// rule.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,6 +66,34 @@ def Anvil_VJPOpInterface : OpInterface<"VJPOpInterface"> {
       /*args=*/(ins "::mlir::OpBuilder &":$builder,
                     "::llvm::ArrayRef<::mlir::Value>":$resultGrads,
                     "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>,
+  ];
+}
+
+def Anvil_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
+  let cppNamespace = "::mlir::anvil";
+  let description = [{
+    Tensor parallelism's rule for an op: given how each operand is split
+    over a mesh axis (`AxisSplit`: replicated, or a dimension split in
+    groups), how the results are split, and what the partitioner
+    (anvil-partition) builds around the op: operands to all-gather first
+    (sequence parallelism), replicated operands to cut to the rank's block,
+    results that are partial sums over the ranks, or an expansion into
+    Megatron's vocabulary-parallel forms. A rule that cannot take the
+    operands' splits says why in `ShardingRule::error`.
+
+    Elementwise ops (the `Elementwise` trait) share one rule
+    (`getElementwiseShardingRule`); the others attach theirs as external
+    models (`registerShardingRuleExternalModels`, AnvilSharding.cpp). An op
+    whose operands are all replicated needs no rule: its results are
+    replicated.
+  }];
+  let methods = [
+    InterfaceMethod<
+      /*desc=*/"The results' splits and the partitioner's work for these "
+               "operand splits.",
+      /*retTy=*/"::mlir::anvil::ShardingRule", /*methodName=*/"getShardingRule",
+      /*args=*/(ins "::llvm::ArrayRef<::mlir::anvil::AxisSplit>":$operands,
+                    "const ::mlir::anvil::ShardingContext &":$context)>,
   ];
 }
 
