@@ -522,7 +522,11 @@ Status Trainer::checkpoint(int64_t step) {
       pieces.push_back({s.info->globalSpec(), std::move(layout),
                         s.current.bytes().first(bytes)});
     }
-    path = saveShardedCheckpoint(o_.ckptDir, info, pieces, *comm_);
+    std::unique_ptr<Communicator> alone;
+    if (!comm_)
+      alone = makeSelfCommunicator(); // a mesh of one rank
+    path = saveShardedCheckpoint(o_.ckptDir, info, pieces,
+                                 comm_ ? *comm_ : *alone);
   } else {
     // Data-parallel ranks hold the same state: rank 0 writes it.
     if (world_.rank != 0)

@@ -108,19 +108,23 @@ ANVIL_UNARY_VJP(ReluOp,
 ANVIL_UNARY_VJP(StopGradientOp, Value())
 #undef ANVIL_UNARY_VJP
 
+/// `g` over the ranks of `op`'s axis when the collective takes a mean.
+static Value meanOverRanks(OpBuilder &builder, Operation *op, CollectiveOp kind,
+                           StringRef axis, Value g) {
+  if (kind != CollectiveOp::mean)
+    return g;
+  int64_t ranks = std::max<int64_t>(meshAxisSize(op, axis), 1);
+  Emit e{builder, op->getLoc()};
+  return e.scale(g, 1.0 / static_cast<double>(ranks));
+}
+
 // A result the same on every rank: each rank's operand gets its gradient
 // (divided by the ranks for a mean).
 LogicalResult AllReduceOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
                                     SmallVectorImpl<Value> &out) {
   if (getOp() == CollectiveOp::max)
     return emitOpError("an all-reduce max has no gradient");
-  Value g = grads[0];
-  if (getOp() == CollectiveOp::mean) {
-    int64_t ranks = meshAxisSize(*this, getAxis());
-    Emit e{builder, getLoc()};
-    g = e.scale(g, 1.0 / static_cast<double>(std::max<int64_t>(ranks, 1)));
-  }
-  out.push_back(g);
+  out.push_back(meanOverRanks(builder, *this, getOp(), getAxis(), grads[0]));
   return success();
 }
 
@@ -141,12 +145,7 @@ LogicalResult ReduceScatterOp::buildVJP(OpBuilder &builder,
     return emitOpError("a reduce-scatter max has no gradient");
   Value g = AllGatherOp::create(builder, getLoc(), getOperand().getType(),
                                 grads[0], getAxis());
-  if (getOp() == CollectiveOp::mean) {
-    int64_t ranks = meshAxisSize(*this, getAxis());
-    Emit e{builder, getLoc()};
-    g = e.scale(g, 1.0 / static_cast<double>(std::max<int64_t>(ranks, 1)));
-  }
-  out.push_back(g);
+  out.push_back(meanOverRanks(builder, *this, getOp(), getAxis(), g));
   return success();
 }
 
