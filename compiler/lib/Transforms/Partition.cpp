@@ -405,9 +405,28 @@ LogicalResult Partitioner::run() {
           isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType());
       if (of(v).split() || !splitResults || !isFloat)
         continue;
-      v = AxisCopyOp::create(b, op->getLoc(), v, axis);
-      if (llvm::is_contained(rule->blocks, i))
-        v = localBlock(b, op->getLoc(), v, rule->results[0].dim);
+      if (llvm::is_contained(rule->blocks, i)) {
+        int64_t dim = rule->results[0].dim;
+        // A broadcast (a bias, a position table) is cut before it
+        // broadcasts: its operand is copied, and blocked where it maps to
+        // the split dimension, then broadcast to the local shape.
+        if (auto bc = v.getDefiningOp<BroadcastOp>()) {
+          ArrayRef<int64_t> dims = bc.getDimensions();
+          Value small =
+              AxisCopyOp::create(b, op->getLoc(), bc.getOperand(), axis);
+          if (const int64_t *at = llvm::find(dims, dim); at != dims.end())
+            small = localBlock(b, op->getLoc(), small, at - dims.begin());
+          op->setOperand(
+              i, BroadcastOp::create(b, op->getLoc(),
+                                     localType(v.getType(), Spec{dim, 1}),
+                                     small, dims));
+          continue;
+        }
+        v = AxisCopyOp::create(b, op->getLoc(), v, axis);
+        v = localBlock(b, op->getLoc(), v, dim);
+      } else {
+        v = AxisCopyOp::create(b, op->getLoc(), v, axis);
+      }
       op->setOperand(i, v);
     }
     for (auto [result, s] : llvm::zip(op->getResults(), rule->results)) {

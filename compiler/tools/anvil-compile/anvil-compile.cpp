@@ -211,6 +211,8 @@ struct RankFigures {
   int64_t gradientBytes = 0;  ///< One gradient per trainable parameter.
   int64_t optimizerStateBytes = 0;
   int64_t communicationBytes = 0; ///< Sent per step (ring all-reduce).
+  /// Forward values the backward pass reads (activations kept for it).
+  int64_t activationBytes = 0;
 };
 
 /// Bytes of a ranked tensor type.
@@ -238,6 +240,27 @@ RankFigures rankFigures(mlir::func::FuncOp train) {
       f.optimizerStateBytes += bytes;
     }
   }
+  // The forward computation is what the loss depends on; the values it
+  // produces that anything else reads (the VJP rules) are the activations
+  // kept for the backward pass.
+  auto ret =
+      cast<mlir::func::ReturnOp>(train.getBody().front().getTerminator());
+  llvm::DenseSet<mlir::Operation *> forward;
+  SmallVector<mlir::Value> work = {ret.getOperand(0)};
+  while (!work.empty()) {
+    mlir::Operation *def = work.pop_back_val().getDefiningOp();
+    if (!def || !forward.insert(def).second)
+      continue;
+    llvm::append_range(work, def->getOperands());
+  }
+  for (mlir::Operation *op : forward)
+    for (mlir::Value v : op->getResults())
+      // (constants are data of the program, not activations)
+      if (op->getNumOperands() != 0 &&
+          llvm::any_of(v.getUsers(), [&](mlir::Operation *user) {
+            return !forward.contains(user) && user != ret;
+          }))
+        f.activationBytes += tensorBytes(v.getType());
   // A ring reduce-scatter or all-gather of a b-byte tensor over n ranks
   // sends (n - 1) / n b; an all-reduce is one of each.
   train.walk([&](mlir::Operation *op) {
@@ -282,6 +305,7 @@ void printReport(const ModelReport &r, int64_t dispatches, int64_t plannedBytes,
           {"parameter_bytes", rank.parameterBytes},
           {"gradient_bytes", rank.gradientBytes},
           {"optimizer_state_bytes", rank.optimizerStateBytes},
+          {"activation_bytes", rank.activationBytes},
           {"communication_bytes_per_step", rank.communicationBytes}};
     }
     os << json::Value(std::move(o)) << "\n";
@@ -301,8 +325,8 @@ void printReport(const ModelReport &r, int64_t dispatches, int64_t plannedBytes,
   if (rank.valid)
     os << "per rank:        " << rank.parameterBytes << " parameter, "
        << rank.gradientBytes << " gradient, " << rank.optimizerStateBytes
-       << " optimizer-state bytes; " << rank.communicationBytes
-       << " bytes sent per step\n";
+       << " optimizer-state, " << rank.activationBytes << " activation bytes; "
+       << rank.communicationBytes << " bytes sent per step\n";
 }
 } // namespace
 
