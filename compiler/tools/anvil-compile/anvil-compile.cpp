@@ -140,10 +140,12 @@ cl::opt<std::string>
                   cl::init("adamw"), cl::cat(category));
 cl::opt<std::string> meshSpec(
     "mesh",
-    cl::desc("Device mesh of the per-rank program: dp=N compiles one rank of "
-             "N data-parallel ranks (each takes batch / N rows; gradients "
-             "and the loss are averaged over the ranks); run it with "
-             "anvil-run -n N, mpirun or srun"),
+    cl::desc("Device mesh of the per-rank program: dp=N (data parallel: "
+             "each rank takes batch / N rows; gradients and the loss are "
+             "averaged over the ranks), tp=M (tensor parallel in the "
+             "Megatron layout: attention and MLP weights and the vocabulary "
+             "split over M ranks), or both (dp=2,tp=2: N x M ranks, tp "
+             "fastest); run it with anvil-run -n <ranks>, mpirun or srun"),
     cl::value_desc("axis=ranks"), cl::init(""), cl::cat(category));
 cl::opt<bool> sequenceParallel(
     "sequence-parallel",
