@@ -234,4 +234,18 @@ TEST(PieceLayout, SplitGroupsKeepEachRanksBlockOfEveryGroup) {
       back->toJson().dump(),
       R"({"shape":[2,6],"split":{"dim":1,"groups":3,"parts":2,"index":1}})");
   EXPECT_FALSE(PieceLayout::fromJson(l.toJson(), 5));
+
+  // ZeRO's block of that part: its elements [2, 5).
+  l.blockOfPart = true;
+  l.begin = 2;
+  l.end = 5;
+  runs.clear();
+  l.forEachRun(
+      [&](int64_t w, int64_t p, int64_t n) { runs.emplace_back(w, p, n); });
+  EXPECT_EQ(runs, (std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+                      {5, 0, 1}, {7, 1, 1}, {9, 2, 1}}));
+  Expected<PieceLayout> block = PieceLayout::fromJson(l.toJson(), 3);
+  ASSERT_TRUE(block) << block.status().toString();
+  EXPECT_TRUE(block->blockOfPart);
+  EXPECT_EQ(block->elements(), 3);
 }

@@ -166,9 +166,9 @@ TEST(Manifest, ShardedStateIsABlockOfAWholeTensor) {
   const BufferInfo *b = m->find("fc.weight.adam_m");
   ASSERT_TRUE(b && b->sharding);
   EXPECT_EQ(b->globalSpec().shape, (std::vector<int64_t>{4, 3}));
-  EXPECT_EQ(b->layout(0, 2).toJson().dump(),
+  EXPECT_EQ(b->layout(m->mesh, std::vector<int64_t>{0}).toJson().dump(),
             R"({"shape":[4,3],"begin":0,"end":6})");
-  EXPECT_EQ(b->layout(1, 2).toJson().dump(),
+  EXPECT_EQ(b->layout(m->mesh, std::vector<int64_t>{1}).toJson().dump(),
             R"({"shape":[4,3],"begin":6,"end":12})");
   // Checkpoints name whole tensors: the fingerprint is the unsharded one's.
   EXPECT_EQ(m->fingerprint(), Manifest::parse(kGood)->fingerprint());
@@ -177,8 +177,8 @@ TEST(Manifest, ShardedStateIsABlockOfAWholeTensor) {
   std::string wrong = sharded;
   wrong.replace(wrong.find("[6]"), 3, "[5]");
   EXPECT_EQ(parseError(std::string(text).replace(at, whole.size(), wrong)),
-            "manifest: buffers[1] ('fc.weight.adam_m').sharding: a part of "
-            "[4,3] over 2 ranks of 'dp' has shape [6], the buffer [5]");
+            "manifest: buffers[1] ('fc.weight.adam_m').sharding: the part of "
+            "[4,3] a rank holds has shape [6], the buffer [5]");
   std::string axis = sharded;
   axis.replace(axis.find("\"dp\""), 4, "\"tp\"");
   EXPECT_EQ(parseError(std::string(text).replace(at, whole.size(), axis)),

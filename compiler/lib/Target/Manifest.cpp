@@ -197,15 +197,14 @@ FailureOr<ModuleABI> mlir::anvil::buildModuleABI(FunctionOpInterface train,
            sharding.getAs<DenseI64ArrayAttr>("global_shape").asArrayRef())
         shape.push_back(d);
       json::Object part{{"global_shape", std::move(shape)}};
-      if (auto flat = sharding.getAs<StringAttr>("flat_axis")) {
-        part["flat_axis"] = flat.getValue().str();
-      } else {
-        part["split_axis"] =
-            sharding.getAs<StringAttr>("split_axis").getValue().str();
+      if (auto split = sharding.getAs<StringAttr>("split_axis")) {
+        part["split_axis"] = split.getValue().str();
         part["split_dim"] = sharding.getAs<IntegerAttr>("split_dim").getInt();
         part["split_groups"] =
             sharding.getAs<IntegerAttr>("split_groups").getInt();
       }
+      if (auto flat = sharding.getAs<StringAttr>("flat_axis"))
+        part["flat_axis"] = flat.getValue().str();
       (*o)["sharding"] = std::move(part);
     }
     if (std::optional<int64_t> range = indexRange(main, i)) {

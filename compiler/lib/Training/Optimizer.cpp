@@ -318,14 +318,17 @@ void AnvilOptimizerPass::runOnOperation() {
     if (sharding && !sharding.get("global_shape"))
       sharding = {};
     if (sharded) {
-      // Block i of the flattened parameter, zero-padded to a multiple of
-      // the ranks.
+      // Block i of the flattened parameter (of this rank's part of it under
+      // tensor parallelism), zero-padded to a multiple of the ranks.
       int64_t block = (type.getNumElements() + dataParallel - 1) / dataParallel;
       stateType = RankedTensorType::get({block}, type.getElementType());
-      sharding = b.getDictionaryAttr(
-          {b.getNamedAttr("global_shape",
-                          b.getDenseI64ArrayAttr(type.getShape())),
-           b.getNamedAttr("flat_axis", b.getStringAttr("dp"))});
+      NamedAttrList attrs;
+      if (sharding)
+        attrs.append(sharding.getValue());
+      else
+        attrs.set("global_shape", b.getDenseI64ArrayAttr(type.getShape()));
+      attrs.set("flat_axis", b.getStringAttr("dp"));
+      sharding = attrs.getDictionary(ctx);
     }
     SmallVector<BlockArgument> s;
     for (StringRef suffix : stateNames(*kind, useMomentum))
@@ -482,10 +485,12 @@ void AnvilOptimizerPass::runOnOperation() {
       Value &sum = axis.empty() ? total : parts[axis];
       sum = sum ? e.add(sum, norm2(gi)) : norm2(gi);
     }
-    if (sharded)
-      total = sumOverRanks(total);
     for (auto [axis, part] : parts)
       total = e.add(total, sumOverAxis(part, axis));
+    // Under ZeRO every rank holds a block of each: the sum over the
+    // data-parallel ranks is the whole.
+    if (sharded)
+      total = sumOverRanks(total);
     Value coef =
         MinOp::create(b, e.loc, scalar(1.0),
                       e.div(scalar(clip), e.add(SqrtOp::create(b, e.loc, total),

@@ -513,9 +513,6 @@ int main(int argc, char **argv) {
   if (sequenceParallel && tensorParallel == 1)
     return error("--sequence-parallel splits the sequence over the "
                  "tensor-parallel ranks: give --mesh tp=N with N > 1");
-  if (tensorParallel > 1 && zeroStage == 1)
-    return error("--zero 1 with --mesh tp: ZeRO over tensor-parallel "
-                 "parameters is not supported yet");
   if (fromFile && (dataParallel > 1 || tensorParallel > 1))
     return error("--mesh needs a zoo model (--model, --config) for now: it "
                  "divides the model's batch among the ranks");

@@ -129,7 +129,7 @@ Expected<std::string> saveShardedCheckpoint(const std::string &dir,
       continue;
     }
     std::vector<int64_t> shape = {p.layout.elements()};
-    if (p.layout.kind == PieceLayout::Kind::Split) {
+    if (p.layout.kind == PieceLayout::Kind::Split && !p.layout.blockOfPart) {
       shape = p.layout.shape;
       shape[static_cast<size_t>(p.layout.dim)] /= p.layout.parts;
     }

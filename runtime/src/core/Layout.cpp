@@ -27,7 +27,7 @@ int64_t PieceLayout::elements() const {
   case Kind::Flat:
     return end - begin;
   case Kind::Split:
-    return wholeElements() / parts;
+    return blockOfPart ? end - begin : wholeElements() / parts;
   }
   return 0;
 }
@@ -52,10 +52,16 @@ void PieceLayout::forEachRun(
     }
     int64_t block = shape[static_cast<size_t>(dim)] / groups / parts;
     int64_t run = block * inner, at = 0;
+    // The part's runs; a block of the part keeps their overlap with
+    // [begin, end), renumbered from 0.
+    int64_t lo = blockOfPart ? begin : 0;
+    int64_t hi = blockOfPart ? end : outer * groups * run;
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t g = 0; g < groups; ++g) {
         int64_t first = ((o * groups + g) * parts + index) * run;
-        fn(first, at, run);
+        int64_t from = std::max(at, lo), to = std::min(at + run, hi);
+        if (from < to)
+          fn(first + (from - at), from - lo, to - from);
         at += run;
       }
     return;
@@ -97,6 +103,10 @@ JsonValue PieceLayout::toJson() const {
     o.set("begin", num(begin));
     o.set("end", num(end));
     return o;
+  }
+  if (blockOfPart) {
+    o.set("begin", num(begin));
+    o.set("end", num(end));
   }
   JsonValue s = JsonValue::object();
   s.set("dim", num(dim));
@@ -144,6 +154,14 @@ Expected<PieceLayout> PieceLayout::fromJson(const JsonValue &json,
         l.groups < 1 || l.parts < 1 || l.index < 0 || l.index >= l.parts ||
         l.shape[static_cast<size_t>(l.dim)] % (l.groups * l.parts) != 0)
       return bad("the split does not divide the shape");
+    if (json.get("begin") || json.get("end")) {
+      l.blockOfPart = true;
+      int64_t part = l.wholeElements() / l.parts;
+      if (!integer(json.get("begin"), l.begin) ||
+          !integer(json.get("end"), l.end) || l.begin < 0 || l.end < l.begin ||
+          l.end > part)
+        return bad("expected \"begin\" and \"end\" within the part");
+    }
   } else {
     l.kind = Kind::Flat;
     if (!integer(json.get("begin"), l.begin) ||

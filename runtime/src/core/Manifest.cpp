@@ -221,12 +221,12 @@ Expected<Manifest> Manifest::parse(std::string_view json) {
           sh->isObject() ? sh->get("global_shape") : nullptr;
       const JsonValue *flat = sh->isObject() ? sh->get("flat_axis") : nullptr;
       const JsonValue *split = sh->isObject() ? sh->get("split_axis") : nullptr;
-      if (!shape || !shape->isArray() || !flat == !split ||
-          !(flat ? flat : split)->isString())
+      if (!shape || !shape->isArray() || (!flat && !split) ||
+          (flat && !flat->isString()) || (split && !split->isString()))
         return fail(at, "expected {\"global_shape\": [...], \"flat_axis\": "
-                        "\"<mesh axis>\"} or {\"global_shape\": [...], "
+                        "\"<mesh axis>\"}, {\"global_shape\": [...], "
                         "\"split_axis\": \"<mesh axis>\", \"split_dim\": d, "
-                        "\"split_groups\": g}");
+                        "\"split_groups\": g} or both");
       Sharding sharding;
       for (const JsonValue &d : shape->items()) {
         Expected<int64_t> v = d.asInteger();
@@ -234,22 +234,25 @@ Expected<Manifest> Manifest::parse(std::string_view json) {
           return fail(at + ".global_shape", "expected non-negative integers");
         sharding.globalShape.push_back(*v);
       }
-      sharding.flat = flat != nullptr;
-      sharding.axis = (flat ? flat : split)->asString();
-      bool known = false;
-      for (const auto &entry : m.mesh)
-        known |= entry.first == sharding.axis;
-      if (!known)
-        return fail(at + (flat ? ".flat_axis" : ".split_axis"),
-                    "'" + sharding.axis + "' is not an axis of the mesh");
-      Expected<int64_t> whole = numElements(sharding.globalShape);
-      if (!whole)
-        return fail(at + ".global_shape", whole.status().message());
-      int64_t n = m.meshAxis(sharding.axis);
-      std::vector<int64_t> local;
-      if (flat) {
-        local = {(*whole + n - 1) / n};
-      } else {
+      if (!numElements(sharding.globalShape))
+        return fail(at + ".global_shape", "too many elements");
+      for (auto [key, axis, field] :
+           {std::tuple{"split_axis", split, &sharding.splitAxis},
+            std::tuple{"flat_axis", flat, &sharding.flatAxis}}) {
+        if (!axis)
+          continue;
+        *field = axis->asString();
+        bool known = false;
+        for (const auto &entry : m.mesh)
+          known |= entry.first == *field;
+        if (!known)
+          return fail(at + "." + key,
+                      "'" + *field + "' is not an axis of the mesh");
+      }
+      // The tensor-parallel part, then ZeRO's block of it.
+      std::vector<int64_t> local = sharding.globalShape;
+      if (split) {
+        int64_t n = m.meshAxis(sharding.splitAxis);
         for (auto [key, field] :
              {std::pair{"split_dim", &sharding.dim},
               std::pair{"split_groups", &sharding.groups}}) {
@@ -261,25 +264,26 @@ Expected<Manifest> Manifest::parse(std::string_view json) {
             return fail(at + "." + key, "expected an integer");
           *field = *k;
         }
-        int64_t rank = static_cast<int64_t>(sharding.globalShape.size());
+        int64_t rank = static_cast<int64_t>(local.size());
         if (sharding.dim < 0 || sharding.dim >= rank || sharding.groups < 1 ||
-            sharding.globalShape[static_cast<size_t>(sharding.dim)] %
-                    (sharding.groups * n) !=
+            local[static_cast<size_t>(sharding.dim)] % (sharding.groups * n) !=
                 0)
           return fail(at, "dimension " + std::to_string(sharding.dim) + " of " +
                               formatShape(sharding.globalShape) +
                               " does not split into " +
                               std::to_string(sharding.groups) + " groups of " +
                               std::to_string(n) + " parts");
-        local = sharding.globalShape;
         local[static_cast<size_t>(sharding.dim)] /= n;
       }
+      if (flat) {
+        int64_t n = m.meshAxis(sharding.flatAxis);
+        int64_t part = *numElements(local);
+        local = {(part + n - 1) / n};
+      }
       if (info.spec.shape != local)
-        return fail(at, "a part of " + formatShape(sharding.globalShape) +
-                            " over " + std::to_string(n) + " ranks of '" +
-                            sharding.axis + "' has shape " +
-                            formatShape(local) + ", the buffer " +
-                            formatShape(info.spec.shape));
+        return fail(at, "the part of " + formatShape(sharding.globalShape) +
+                            " a rank holds has shape " + formatShape(local) +
+                            ", the buffer " + formatShape(info.spec.shape));
       info.sharding = std::move(sharding);
     }
     m.buffers.push_back(std::move(info));
@@ -389,23 +393,39 @@ TensorSpec BufferInfo::globalSpec() const {
   return TensorSpec{spec.name, spec.dtype, sharding->globalShape};
 }
 
-PieceLayout BufferInfo::layout(int64_t position, int64_t ranks) const {
+PieceLayout
+BufferInfo::layout(const std::vector<std::pair<std::string, int64_t>> &mesh,
+                   std::span<const int64_t> coordinates) const {
   PieceLayout l = PieceLayout::whole(globalSpec().shape);
   if (!sharding)
     return l;
-  if (sharding->flat) {
-    int64_t n = l.wholeElements();
+  auto place = [&](const std::string &axis) {
+    for (size_t a = 0; a < mesh.size() && a < coordinates.size(); ++a)
+      if (mesh[a].first == axis)
+        return std::pair{coordinates[a], mesh[a].second};
+    return std::pair<int64_t, int64_t>{0, 1};
+  };
+  if (!sharding->splitAxis.empty()) {
+    auto [position, ranks] = place(sharding->splitAxis);
+    l.kind = PieceLayout::Kind::Split;
+    l.dim = sharding->dim;
+    l.groups = sharding->groups;
+    l.parts = ranks;
+    l.index = position;
+  }
+  if (!sharding->flatAxis.empty()) {
+    // Block `position` of the part, clipped to it (the padding is not
+    // part of any tensor).
+    auto [position, ranks] = place(sharding->flatAxis);
+    int64_t n = l.elements();
     int64_t block = spec.shape.empty() ? 1 : spec.shape[0];
-    l.kind = PieceLayout::Kind::Flat;
     l.begin = std::min(n, position * block);
     l.end = std::min(n, l.begin + block);
-    return l;
+    if (l.kind == PieceLayout::Kind::Whole)
+      l.kind = PieceLayout::Kind::Flat;
+    else
+      l.blockOfPart = true;
   }
-  l.kind = PieceLayout::Kind::Split;
-  l.dim = sharding->dim;
-  l.groups = sharding->groups;
-  l.parts = ranks;
-  l.index = position;
   return l;
 }
 

@@ -56,13 +56,11 @@ extern "C" int32_t anvil_rt_init_state(const char *manifestJson, uint64_t seed,
                               whole.shape, whole.dtype, all);
         !s)
       return fail(s.withContext("initializing '" + b.spec.name + "'"));
-    int64_t position = 0;
+    std::vector<int64_t> coordinates;
     for (size_t a = 0; a < m->mesh.size(); ++a)
-      if (m->mesh[a].first == b.sharding->axis)
-        position = meshAxisPosition(a);
+      coordinates.push_back(meshAxisPosition(a));
     std::memset(data, 0, mine.size());
-    b.layout(position, m->meshAxis(b.sharding->axis))
-        .extract(all, mine, dtypeSize(b.spec.dtype));
+    b.layout(m->mesh, coordinates).extract(all, mine, dtypeSize(b.spec.dtype));
   }
   return 0;
 }

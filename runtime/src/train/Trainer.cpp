@@ -481,23 +481,20 @@ Status Trainer::initState(int64_t numArgs) {
 
 /// Which elements of its whole tensor buffer `b` holds on this rank.
 PieceLayout Trainer::layoutOf(const BufferInfo &b) const {
-  int64_t position = 0, ranks = 1;
-  for (size_t a = 0; a < mesh_.axes.size(); ++a)
-    if (b.sharding && mesh_.axes[a].first == b.sharding->axis) {
-      position = coordinates_[a];
-      ranks = mesh_.axes[a].second;
-    }
-  return b.layout(position, ranks);
+  return b.layout(mesh_.axes, coordinates_);
 }
 
 /// Whether this rank writes its piece of `b` to checkpoints: the ranks at
-/// position 0 of every axis other than the one `b` is sharded over (rank 0
-/// alone for what every rank holds whole).
+/// position 0 of every axis `b` is not sharded over (rank 0 alone for what
+/// every rank holds whole).
 bool Trainer::writesPiece(const BufferInfo &b) const {
-  for (size_t a = 0; a < mesh_.axes.size(); ++a)
-    if (coordinates_[a] != 0 &&
-        !(b.sharding && mesh_.axes[a].first == b.sharding->axis))
+  for (size_t a = 0; a < mesh_.axes.size(); ++a) {
+    const std::string &axis = mesh_.axes[a].first;
+    bool shardedOver = b.sharding && (b.sharding->splitAxis == axis ||
+                                      b.sharding->flatAxis == axis);
+    if (coordinates_[a] != 0 && !shardedOver)
       return false;
+  }
   return true;
 }
 

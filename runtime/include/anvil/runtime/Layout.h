@@ -13,7 +13,8 @@
 //          of every group (tensor parallelism: a column-parallel linear's
 //          [in, out / parts] weight is split {dim 1, groups 1}; a fused
 //          q/k/v weight keeps each rank's heads of q, k and v with groups
-//          3).
+//          3); with `blockOfPart`, only elements [begin, end) of that
+//          part, in its order (ZeRO's block of a tensor-parallel part).
 //
 // Initialization, checkpoints and resumption all go through the same runs
 // of contiguous elements, so a piece written by one mesh is read back by
@@ -41,6 +42,9 @@ struct PieceLayout {
   std::vector<int64_t> shape;                        ///< The whole tensor's.
   int64_t begin = 0, end = 0;                        ///< Flat.
   int64_t dim = 0, groups = 1, parts = 1, index = 0; ///< Split.
+  /// Split, and only elements [begin, end) of that part in its own order
+  /// (ZeRO's block of a tensor-parallel part).
+  bool blockOfPart = false;
 
   static PieceLayout whole(std::vector<int64_t> shape);
 
@@ -59,9 +63,9 @@ struct PieceLayout {
   void insert(std::span<const std::byte> piece, std::span<std::byte> whole,
               size_t elementSize) const;
 
-  /// {"shape": [...], "begin": b, "end": e} or {"shape": [...], "split":
-  /// {"dim", "groups", "parts", "index"}} (no "shape" for a whole tensor's
-  /// layout: the tensor's own shape says it).
+  /// {"shape": [...], "begin": b, "end": e}, {"shape": [...], "split":
+  /// {"dim", "groups", "parts", "index"}} or both (a block of a part); no
+  /// "shape" for a whole tensor's layout: the tensor's own shape says it.
   JsonValue toJson() const;
   /// The layout `json` describes; errors say what is wrong with it. A
   /// piece of `pieceElements` elements must fit it.

@@ -26,9 +26,10 @@
 // "eval_index" (the buffer's argument position in the eval function) and
 // "range" (an integer input's values lie in [0, range): token ids, class
 // labels) and "sharding": the buffer is this rank's part of a whole tensor,
-// {"global_shape": [...], "flat_axis": "dp"} (a ZeRO block) or
+// {"global_shape": [...], "flat_axis": "dp"} (a ZeRO block),
 // {"global_shape": [...], "split_axis": "tp", "split_dim": 1,
-// "split_groups": 3} (a tensor-parallel part); see Sharding.
+// "split_groups": 3} (a tensor-parallel part), or both keys (ZeRO's block
+// of a tensor-parallel part); see Sharding.
 // "train_step" {"args", "results"} and "eval_step" {"args", "results":
 // [{"shape", "dtype"}...]} give the entry points' arities; a module compiled
 // for evaluation only has "train_step": null. Parse errors name the JSON path:
@@ -44,6 +45,7 @@
 #include "anvil/runtime/Safetensors.h"
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,19 +55,19 @@ namespace anvil::rt {
 enum class BufferRole { Param, State, Input, Loss, Metric };
 
 /// How a buffer of a sharded program relates to the tensor of the whole
-/// model it is a part of (see Layout.h).
+/// model it is a part of (see Layout.h): a tensor-parallel part, ZeRO's
+/// block of the whole tensor, or ZeRO's block of a tensor-parallel part.
 struct Sharding {
   std::vector<int64_t> globalShape; ///< The whole tensor's shape.
-  /// The mesh axis whose ranks hold the parts.
-  std::string axis;
-  /// ZeRO's layout: the whole tensor flattened, zero-padded to a multiple
-  /// of the axis's n ranks and cut into n equal blocks; the buffer (1-D) is
-  /// block i of the rank at position i on the axis.
-  bool flat = false;
-  /// Tensor parallelism's layout (not flat): dimension `dim` viewed as
-  /// [groups, size / groups], the inner part cut into n blocks; the buffer
-  /// is block i of every group.
+  /// Tensor parallelism (non-empty axis): dimension `dim` viewed as
+  /// [groups, size / groups], the inner part cut into one block per rank
+  /// of `splitAxis`; the rank holds its block of every group.
+  std::string splitAxis;
   int64_t dim = 0, groups = 1;
+  /// ZeRO (non-empty axis): that part (or the whole tensor) flattened,
+  /// zero-padded to a multiple of `flatAxis`'s n ranks and cut into n
+  /// equal blocks; the buffer (1-D) is the rank's block.
+  std::string flatAxis;
 };
 
 struct BufferInfo {
@@ -82,10 +84,11 @@ struct BufferInfo {
   /// The whole tensor's spec (the buffer's own when it is not sharded):
   /// the name and shape checkpoints use.
   TensorSpec globalSpec() const;
-  /// The elements of the whole tensor this buffer holds at `position` on
-  /// its sharding axis of `ranks` ranks (the whole tensor when it is not
-  /// sharded). A flat block's padding lies past the layout's elements.
-  PieceLayout layout(int64_t position, int64_t ranks) const;
+  /// The elements of the whole tensor this buffer holds on the rank at
+  /// `coordinates` of `mesh` (the whole tensor when it is not sharded). A
+  /// flat block's padding lies past the layout's elements.
+  PieceLayout layout(const std::vector<std::pair<std::string, int64_t>> &mesh,
+                     std::span<const int64_t> coordinates) const;
 };
 
 /// The arity of an exported step function.

@@ -73,48 +73,54 @@ static LogicalResult verifySharding(FunctionOpInterface fn, unsigned argIndex,
   auto split = dict ? dict.getAs<StringAttr>("split_axis") : StringAttr();
   auto dim = dict ? dict.getAs<IntegerAttr>("split_dim") : IntegerAttr();
   auto groups = dict ? dict.getAs<IntegerAttr>("split_groups") : IntegerAttr();
-  bool flatForm = flat && shape && dict.size() == 2;
-  bool splitForm = split && dim && groups && dict.size() == (shape ? 4u : 3u) &&
-                   groups.getInt() >= 1;
-  if (!flatForm && !splitForm)
+  // A tensor-parallel part (split_*), ZeRO's flat block (flat_axis), or
+  // ZeRO's block of a tensor-parallel part (both); a partitioner's
+  // instruction has split_* alone, without the whole shape.
+  bool hasSplit = split && dim && groups && groups.getInt() >= 1;
+  size_t keys = (shape ? 1 : 0) + (flat ? 1 : 0) + (hasSplit ? 3 : 0);
+  bool wellFormed = dict && keys == dict.size() && (hasSplit || flat) &&
+                    (shape || (hasSplit && !flat));
+  if (!wellFormed)
     return error() << "must be {global_shape = array<i64: ...>, flat_axis = "
-                      "\"<mesh axis>\"} or {[global_shape = array<i64: ...>, "
+                      "\"<mesh axis>\"}, {[global_shape = array<i64: ...>, "
                       "]split_axis = \"<mesh axis>\", split_dim = d, "
-                      "split_groups = g}, got "
+                      "split_groups = g} or both, got "
                    << value;
-  StringRef axis = flatForm ? flat.getValue() : split.getValue();
-  int64_t ranks = meshAxisSize(fn, axis);
   auto type = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[argIndex]);
   if (!type)
     return error() << "needs a ranked tensor argument";
-  if (splitForm && !shape) {
+  if (!shape) {
     // A partitioner's instruction on the whole tensor.
     if (dim.getInt() < 0 || dim.getInt() >= type.getRank())
       return error() << "splits dimension " << dim.getInt() << " of " << type;
     return success();
   }
-  if (ranks < 0)
-    return error() << "names axis '" << axis
-                   << "', which the module's mesh does not have";
+  for (StringAttr axis : {split, flat})
+    if (axis && meshAxisSize(fn, axis.getValue()) < 0)
+      return error() << "names axis '" << axis.getValue()
+                     << "', which the module's mesh does not have";
+  // The tensor-parallel part, then ZeRO's block of it.
   SmallVector<int64_t> local(shape.asArrayRef());
-  if (flatForm) {
-    int64_t whole = 1;
-    for (int64_t d : shape.asArrayRef())
-      whole *= d;
-    local = {(whole + ranks - 1) / ranks};
-  } else if (dim.getInt() < 0 ||
-             dim.getInt() >= static_cast<int64_t>(local.size()) ||
-             local[dim.getInt()] % (ranks * groups.getInt()) != 0) {
-    return error() << "cannot split dimension " << dim.getInt() << " of "
-                   << shape << " into " << groups.getInt() << " groups of "
-                   << ranks << " parts";
-  } else {
+  if (hasSplit) {
+    int64_t ranks = meshAxisSize(fn, split.getValue());
+    if (dim.getInt() < 0 ||
+        dim.getInt() >= static_cast<int64_t>(local.size()) ||
+        local[dim.getInt()] % (ranks * groups.getInt()) != 0)
+      return error() << "cannot split dimension " << dim.getInt() << " of ["
+                     << shape.asArrayRef() << "] into " << groups.getInt()
+                     << " groups of " << ranks << " parts";
     local[dim.getInt()] /= ranks;
   }
+  if (flat) {
+    int64_t ranks = meshAxisSize(fn, flat.getValue());
+    int64_t part = 1;
+    for (int64_t d : local)
+      part *= d;
+    local = {(part + ranks - 1) / ranks};
+  }
   if (type.getShape() != ArrayRef<int64_t>(local))
-    return error() << "needs a tensor of shape [" << local << "] (a part of ["
-                   << shape.asArrayRef() << "] over " << ranks
-                   << " ranks), got " << type;
+    return error() << "needs a tensor of shape [" << local << "] (its part of ["
+                   << shape.asArrayRef() << "]), got " << type;
   return success();
 }
 
