@@ -1437,8 +1437,8 @@ struct AnvilConvertToLinalgPass
     // Collectives stay: anvil-bufferize turns them into runtime calls.
     for (StringRef name :
          {AllReduceOp::getOperationName(), AxisIndexOp::getOperationName(),
-          AllGatherOp::getOperationName(),
-          ReduceScatterOp::getOperationName(), AxisSliceOp::getOperationName()})
+          AllGatherOp::getOperationName(), ReduceScatterOp::getOperationName(),
+          AxisSliceOp::getOperationName()})
       lowered.insert(name);
     getOperation().walk([&](Operation *op) {
       if (op->getDialect() != anvil ||
