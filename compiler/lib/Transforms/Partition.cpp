@@ -74,6 +74,8 @@ private:
                                                        EmbeddingOp op);
   FailureOr<SmallVector<Value>> vocabParallelCrossEntropy(OpBuilder &b,
                                                           CrossEntropyOp op);
+  FailureOr<SmallVector<Value>> splitDropout(OpBuilder &b, DropoutOp op,
+                                             Spec split);
   /// The sharding of the sum over the ranks of partial values like `v`:
   /// replicated, or split on the sequence under sequence parallelism.
   Spec sumSpec(Value v) const {
@@ -327,6 +329,21 @@ Partitioner::vocabParallelCrossEntropy(OpBuilder &b, CrossEntropyOp op) {
   return SmallVector<Value>{loss};
 }
 
+/// Dropout of a split value: the mask of the whole tensor (the dropout of
+/// a tensor of ones, as one process draws it), the rank's block of it, and
+/// the product. The mask takes no gradient, so the backward pass scales by
+/// the same block.
+FailureOr<SmallVector<Value>>
+Partitioner::splitDropout(OpBuilder &b, DropoutOp op, Spec split) {
+  Location loc = op.getLoc();
+  Emit e{b, loc};
+  // (The op still has the whole tensor's type; its operand is local.)
+  Value ones = e.splat(op.getType(), 1.0);
+  Value mask = DropoutOp::create(b, loc, ones, op.getSeed(), op.getRate());
+  Value mine = localBlock(b, loc, mask, split.dim);
+  return SmallVector<Value>{e.mul(op.getOperand(), mine)};
+}
+
 LogicalResult Partitioner::run() {
   MLIRContext *ctx = fn.getContext();
   OpBuilder b(ctx);
@@ -379,10 +396,20 @@ LogicalResult Partitioner::run() {
       return failure();
     b.setInsertionPoint(op);
     if (rule->expansion != Rule::Expansion::None) {
-      FailureOr<SmallVector<Value>> values =
-          rule->expansion == Rule::Expansion::VocabParallelEmbedding
-              ? vocabParallelEmbedding(b, cast<EmbeddingOp>(op))
-              : vocabParallelCrossEntropy(b, cast<CrossEntropyOp>(op));
+      FailureOr<SmallVector<Value>> values;
+      switch (rule->expansion) {
+      case Rule::Expansion::VocabParallelEmbedding:
+        values = vocabParallelEmbedding(b, cast<EmbeddingOp>(op));
+        break;
+      case Rule::Expansion::VocabParallelCrossEntropy:
+        values = vocabParallelCrossEntropy(b, cast<CrossEntropyOp>(op));
+        break;
+      case Rule::Expansion::SplitDropout:
+        values = splitDropout(b, cast<DropoutOp>(op), rule->results[0]);
+        break;
+      case Rule::Expansion::None:
+        break;
+      }
       if (failed(values))
         return failure();
       for (auto [i, v] : llvm::enumerate(*values))

@@ -215,6 +215,19 @@ ShardingRule crossEntropyRule(CrossEntropyOp op, ArrayRef<AxisSplit> in,
   return r;
 }
 
+/// A value split on a dimension (in one group): the single-process mask,
+/// cut to the rank's block.
+ShardingRule dropoutRule(DropoutOp op, ArrayRef<AxisSplit> in,
+                         const ShardingContext &) {
+  if (in[0].groups != 1 || in[1].split())
+    return ShardingRule::failure("dropout needs its operand split in one "
+                                 "group and a whole seed");
+  ShardingRule r;
+  r.expansion = ShardingRule::Expansion::SplitDropout;
+  r.results.push_back(in[0]);
+  return r;
+}
+
 template <typename OpTy, auto Rule>
 struct RuleModel
     : ShardingRuleOpInterface::ExternalModel<RuleModel<OpTy, Rule>, OpTy> {
@@ -237,10 +250,6 @@ mlir::anvil::getElementwiseShardingRule(Operation *op,
       return ShardingRule::failure("its operands are split differently");
     s = o;
   }
-  if (isa<DropoutOp>(op) && s.split())
-    return ShardingRule::failure(
-        "dropout of values split over the axis is not supported yet (each "
-        "rank would need its part of the single-process mask)");
   ShardingRule r = all(op, s);
   for (auto [i, o] : llvm::enumerate(operands))
     if (!o.split()) {
@@ -270,5 +279,6 @@ void mlir::anvil::registerShardingRuleExternalModels(
     EmbeddingOp::attachInterface<RuleModel<EmbeddingOp, embeddingRule>>(*ctx);
     CrossEntropyOp::attachInterface<
         RuleModel<CrossEntropyOp, crossEntropyRule>>(*ctx);
+    DropoutOp::attachInterface<RuleModel<DropoutOp, dropoutRule>>(*ctx);
   });
 }

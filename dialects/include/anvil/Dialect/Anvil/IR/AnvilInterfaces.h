@@ -65,11 +65,14 @@ struct ShardingRule {
   llvm::SmallVector<unsigned> blocks;
   /// The results are partial sums over the ranks.
   bool partial = false;
-  /// Ops the partitioner replaces by a vocabulary-parallel form.
+  /// Ops the partitioner replaces by another form.
   enum class Expansion {
     None,
     VocabParallelEmbedding,
-    VocabParallelCrossEntropy
+    VocabParallelCrossEntropy,
+    /// Dropout of a split value with the whole tensor's mask, of which each
+    /// rank applies its block: every mesh drops what one process drops.
+    SplitDropout
   };
   Expansion expansion = Expansion::None;
 
