@@ -150,13 +150,11 @@ struct AllReduceBufferization
 };
 
 /// The collectives that read their operand and write a new buffer:
-/// anvil.all_gather, anvil.reduce_scatter and anvil.axis_slice become calls
-/// of the runtime with the two addresses (the operand's made contiguous
-/// first) and the elements per rank.
-template <typename OpTy>
-struct OutOfPlaceCollective
-    : bufferization::BufferizableOpInterface::ExternalModel<
-          OutOfPlaceCollective<OpTy>, OpTy> {
+/// The analysis side of ops that read their operands and write a new
+/// buffer (no operand is written or aliased).
+template <typename Model, typename OpTy>
+struct NewBufferModel
+    : bufferization::BufferizableOpInterface::ExternalModel<Model, OpTy> {
   bool bufferizesToMemoryRead(Operation *, OpOperand &,
                               const bufferization::AnalysisState &) const {
     return true;
@@ -170,6 +168,13 @@ struct OutOfPlaceCollective
                     const bufferization::AnalysisState &) const {
     return {};
   }
+};
+
+/// anvil.all_gather, anvil.reduce_scatter and anvil.axis_slice become calls
+/// of the runtime with the two addresses (the operand's made contiguous
+/// first) and the elements per rank.
+template <typename OpTy>
+struct OutOfPlaceCollective : NewBufferModel<OutOfPlaceCollective<OpTy>, OpTy> {
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const bufferization::BufferizationOptions &options,
                           bufferization::BufferizationState &state) const {
@@ -214,21 +219,7 @@ struct OutOfPlaceCollective
 
 /// anvil.axis_index: a new i64 buffer holding anvil_rt_axis_index(axis).
 struct AxisIndexBufferization
-    : bufferization::BufferizableOpInterface::ExternalModel<
-          AxisIndexBufferization, anvil::AxisIndexOp> {
-  bool bufferizesToMemoryRead(Operation *, OpOperand &,
-                              const bufferization::AnalysisState &) const {
-    return false;
-  }
-  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
-                               const bufferization::AnalysisState &) const {
-    return false;
-  }
-  bufferization::AliasingValueList
-  getAliasingValues(Operation *, OpOperand &,
-                    const bufferization::AnalysisState &) const {
-    return {};
-  }
+    : NewBufferModel<AxisIndexBufferization, anvil::AxisIndexOp> {
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const bufferization::BufferizationOptions &,
                           bufferization::BufferizationState &) const {

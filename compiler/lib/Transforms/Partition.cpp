@@ -49,8 +49,6 @@ namespace {
 using Spec = AxisSplit;
 using Rule = ShardingRule;
 
-std::string describe(Spec s) { return s.describe(); }
-
 int64_t rankOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getRank();
 }
@@ -128,7 +126,7 @@ FailureOr<Rule> Partitioner::ruleFor(Operation *op) {
     std::string d;
     for (auto [i, s] : llvm::enumerate(in))
       d += (i ? ", " : "") + std::string("#") + std::to_string(i) + " " +
-           describe(s);
+           s.describe();
     return fail(op, "no tensor-parallel rule for operands " + d), failure();
   }
   if (!rule->error.empty())
@@ -486,7 +484,7 @@ LogicalResult Partitioner::run() {
   auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
   for (auto [i, v] : llvm::enumerate(ret.getOperands()))
     if (of(v).split())
-      return fail(ret, "result #" + Twine(i) + " is " + describe(of(v)) +
+      return fail(ret, "result #" + Twine(i) + " is " + of(v).describe() +
                            "; results must be replicated");
   return success();
 }
