@@ -16,10 +16,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Stages.h"
+
 #include "anvil/Frontend/Graph.h"
 #include "anvil/Frontend/Models/Registry.h"
 
+#include "anvil/Conversion/Passes.h"
 #include "anvil/Dialect/Anvil/IR/AnvilDialect.h"
+#include "anvil/Fusion/Passes.h"
 #include "anvil/Target/CPU/CPUBackend.h"
 #include "anvil/Target/Manifest.h"
 #include "anvil/Training/Passes.h"
@@ -35,6 +39,8 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Tools/Plugins/DialectPlugin.h"
+#include "mlir/Tools/Plugins/PassPlugin.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSet.h"
@@ -54,7 +60,6 @@ using namespace llvm;
 using namespace anvil::frontend;
 
 namespace {
-enum class Emit { None, Forward, TrainStep, Linalg, Fused, Bufferized, LLVM };
 enum class Target { None, CPU };
 enum class Report { None, Text, Json };
 
@@ -83,23 +88,38 @@ cl::opt<int64_t> batchSize("batch",
 cl::opt<int64_t> seqLen("seq-len",
                         cl::desc("Sequence length (same as --set seq_len=N)"),
                         cl::init(0), cl::cat(category));
-cl::opt<Emit>
-    emit("emit", cl::desc("What to write (default: forward when -o is given)"),
-         cl::values(clEnumValN(Emit::None, "none", "nothing"),
-                    clEnumValN(Emit::Forward, "forward",
-                               "the forward graph (anvil dialect)"),
-                    clEnumValN(Emit::TrainStep, "train-step",
-                               "@forward and @train_step (forward, backward "
-                               "and the optimizer update)"),
-                    clEnumValN(Emit::Linalg, "linalg",
-                               "after lowering to linalg/tensor/arith/math"),
-                    clEnumValN(Emit::Fused, "fused",
-                               "after elementwise fusion (one linalg op per "
-                               "dispatch region)"),
-                    clEnumValN(Emit::Bufferized, "bufferized",
-                               "after bufferization and deallocation"),
-                    clEnumValN(Emit::LLVM, "llvm", "the LLVM dialect")),
-         cl::init(Emit::None), cl::cat(category));
+// The stages' names and descriptions are set in main (from allStages()).
+cl::opt<std::string> emit("emit", cl::value_desc("stage"), cl::init(""),
+                          cl::cat(category));
+cl::list<std::string>
+    dumpIrAfter("dump-ir-after",
+                cl::desc("Also write the IR after these stages (or 'all') to "
+                         "<dir>/<model>.<stage>.mlir, and go on compiling"),
+                cl::value_desc("stage"), cl::CommaSeparated, cl::cat(category));
+cl::opt<std::string> dumpIrDir("dump-ir-dir",
+                               cl::desc("Directory of --dump-ir-after's files "
+                                        "(default: the current one)"),
+                               cl::value_desc("dir"), cl::init("."),
+                               cl::cat(category));
+cl::list<std::string> insertPasses(
+    "insert-pass",
+    cl::desc("Run a pass pipeline at an extension point: "
+             "after:STAGE:PASSES or before:STAGE:PASSES, PASSES as inside "
+             "anvil-opt's builtin.module(...) (e.g. "
+             "after:forward:my-pass{opt=1},canonicalize); repeatable"),
+    cl::value_desc("where:stage:passes"), cl::cat(category));
+cl::list<std::string> passPlugins(
+    "load-pass-plugin",
+    cl::desc("Load a pass plugin (a shared library exporting "
+             "mlirGetPassPluginInfo) so that --insert-pass can name its "
+             "passes; repeatable"),
+    cl::value_desc("library"), cl::cat(category));
+cl::list<std::string> dialectPlugins(
+    "load-dialect-plugin",
+    cl::desc("Load a dialect plugin (a shared library exporting "
+             "mlirGetDialectPluginInfo): its dialects, and their lowerings, "
+             "join the compiler's; repeatable"),
+    cl::value_desc("library"), cl::cat(category));
 cl::opt<Target> target(
     "target",
     cl::desc("Compile a training executable for this target (-o names it)"),
@@ -400,7 +420,6 @@ LogicalResult partitionTensorParallel(mlir::ModuleOp module,
                  b.getNamedAttr("split_groups",
                                 b.getI64IntegerAttr(rule.groups))}));
   }
-  mlir::anvil::registerAnvilTransformsPasses();
   mlir::PassManager pm(module.getContext());
   std::string pipeline = "anvil-partition{axis=tp sequence-parallel=" +
                          std::string(sequenceParallel ? "true" : "false") + "}";
@@ -420,7 +439,6 @@ LogicalResult partitionTensorParallel(mlir::ModuleOp module,
 
 /// Builds @train_step into `module` with the optimizer options.
 LogicalResult buildTrainStep(mlir::ModuleOp module) {
-  mlir::anvil::registerAnvilTrainingPasses();
   mlir::PassManager pm(module.getContext());
   // Full precision: std::to_string would print 1e-7 as 0.000000.
   auto num = [](double v) { return llvm::formatv("{0:e16}", v).str(); };
@@ -472,8 +490,40 @@ int64_t countDispatches(mlir::func::FuncOp fn) {
   return n;
 }
 
+/// The stages, one per line, for --help.
+std::string stageHelp() {
+  std::string help = "The stages (for --emit, --dump-ir-after and "
+                     "--insert-pass), in order:\n";
+  for (const anvil::compile::StageInfo &info : anvil::compile::allStages())
+    help += llvm::formatv("  {0,-11} {1}\n", info.name, info.description);
+  return help;
+}
+
+/// Loads the plugins of --load-dialect-plugin into `registry` and those of
+/// --load-pass-plugin into the pass registry.
+LogicalResult loadPlugins(mlir::DialectRegistry &registry) {
+  for (const std::string &path : dialectPlugins) {
+    auto plugin = mlir::DialectPlugin::load(path);
+    if (!plugin)
+      return error("--load-dialect-plugin=" + path + ": " +
+                   toString(plugin.takeError())),
+             mlir::failure();
+    plugin->registerDialectRegistryCallbacks(registry);
+  }
+  for (const std::string &path : passPlugins) {
+    auto plugin = mlir::PassPlugin::load(path);
+    if (!plugin)
+      return error("--load-pass-plugin=" + path + ": " +
+                   toString(plugin.takeError())),
+             mlir::failure();
+    plugin->registerPassRegistryCallbacks();
+  }
+  return mlir::success();
+}
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  using anvil::compile::Stage;
   // The printer's options (--mlir-print-debuginfo, ...) apply to --emit;
   // the rest of what the linked libraries register stays out of --help.
   mlir::registerAsmPrinterCLOptions();
@@ -483,6 +533,10 @@ int main(int argc, char **argv) {
     if (auto it = options.find(name); it != options.end())
       it->second->addCategory(category);
   }
+  emit.setDescription("Print the IR after this stage (and the passes "
+                      "inserted after it) and stop; none: print nothing "
+                      "(the default; but with -o and no --target, sharded: "
+                      "the forward graph, one rank's under --mesh)");
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -494,7 +548,13 @@ int main(int argc, char **argv) {
       "  anvil-compile --model gpt --config gpt-tiny --target=cpu -o "
       "gpt.train\n"
       "  anvil-compile model.mlir --target=cpu -o model.train\n"
-      "  anvil-compile model.mlir --emit=fused -o model.fused.mlir\n");
+      "  anvil-compile model.mlir --emit=fused -o model.fused.mlir\n"
+      "  anvil-compile --model bert --config bert-tiny --target=cpu -o "
+      "b.train \\\n"
+      "      --load-pass-plugin=libAnvilExamplePlugin.so \\\n"
+      "      "
+      "--insert-pass='after:forward:example-gelu-tanh{modules=bert}'\n\n" +
+          stageHelp());
 
   if (listModelsFlag) {
     printModels(outs());
@@ -522,11 +582,59 @@ int main(int argc, char **argv) {
     return error("--model and --config are required (see --list-models), or "
                  "an .mlir file");
 
+  // The last stage to run: --emit's, else all of them for an executable,
+  // else the (sharded) forward graph: -o alone writes it, --report reads it.
+  std::optional<Stage> emitStage;
+  if (!emit.empty() && emit != "none") {
+    emitStage = anvil::compile::parseStage(emit);
+    if (!emitStage)
+      return error("--emit=" + emit + ": no stage named '" + emit +
+                   "' (none, or a stage: " + anvil::compile::stageNameList() +
+                   ")");
+  }
+  bool emitIR = emitStage.has_value() ||
+                (emit.empty() && !outputFile.empty() && target == Target::None);
+  Stage last = emitStage                                     ? *emitStage
+               : target != Target::None                      ? Stage::LLVM
+               : emitIR                                      ? Stage::Sharded
+               : dumpIrAfter.empty() && insertPasses.empty() ? Stage::Sharded
+                                                             : Stage::LLVM;
+  if (!entryName.empty() && emitStage == Stage::TrainStep)
+    return error("--emit=train-step: --entry compiles one function for "
+                 "evaluation, without a training step");
+  auto runs = [&](Stage stage) {
+    return stage <= last && !(stage == Stage::TrainStep && !entryName.empty());
+  };
+  bool irToStdout = emitIR && (outputFile.empty() || outputFile == "-");
+
   mlir::DialectRegistry registry;
   registry.insert<mlir::anvil::AnvilDialect, mlir::func::FuncDialect>();
   mlir::anvil::cpu::registerCPUBackendDialects(registry);
+  // Every Anvil pass and MLIR's generic ones, for --insert-pass.
+  mlir::anvil::registerAnvilConversionPasses();
+  mlir::anvil::registerAnvilFusionPasses();
+  mlir::anvil::registerAnvilTrainingPasses();
+  mlir::anvil::registerAnvilTransformsPasses();
+  mlir::registerTransformsPasses();
+  if (failed(loadPlugins(registry)))
+    return 1;
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
+
+  anvil::compile::PipelineHooks hooks(context);
+  for (const std::string &spec : insertPasses)
+    if (Error e = hooks.addInsertion(spec))
+      return error(toString(std::move(e)));
+  for (const std::string &stage : dumpIrAfter)
+    if (Error e = hooks.addDump(stage))
+      return error(toString(std::move(e)));
+  std::string why =
+      emitStage ? "--emit=" + emit + " stops there"
+      : !entryName.empty()
+          ? "--entry compiles one function, without a training step"
+          : "give --emit=STAGE or --target to compile further";
+  if (Error e = hooks.checkReached(runs, why))
+    return error(toString(std::move(e)));
 
   BuiltModel built;
   std::string model;
@@ -577,42 +685,58 @@ int main(int argc, char **argv) {
     model = configName;
   }
   mlir::ModuleOp module = *built.module;
+  hooks.setDumpFiles(dumpIrDir, model);
 
-  Emit what = emit;
-  if (emit.getNumOccurrences() == 0 && !outputFile.empty() &&
-      target == Target::None)
-    what = Emit::Forward;
-  bool lowering = target != Target::None || what == Emit::Linalg ||
-                  what == Emit::Fused || what == Emit::Bufferized ||
-                  what == Emit::LLVM;
-  bool irToStdout =
-      what != Emit::None && (outputFile.empty() || outputFile == "-");
+  // Runs `stage`: what is inserted before it, its work, what is inserted
+  // after it and the dumps. Stages past `last` do not run.
+  auto runStage = [&](Stage stage, llvm::function_ref<LogicalResult()> work) {
+    if (!runs(stage))
+      return mlir::success();
+    return mlir::success(succeeded(hooks.runBefore(stage, module)) &&
+                         succeeded(work()) &&
+                         succeeded(hooks.runAfter(stage, module)));
+  };
 
-  if (dataParallel > 1 || tensorParallel > 1) {
-    mlir::Builder b(&context);
-    SmallVector<mlir::NamedAttribute> axes;
-    if (dataParallel > 1)
-      axes.push_back(b.getNamedAttr("dp", b.getI64IntegerAttr(dataParallel)));
-    if (tensorParallel > 1)
-      axes.push_back(b.getNamedAttr("tp", b.getI64IntegerAttr(tensorParallel)));
-    module->setAttr(mlir::anvil::AnvilDialect::kMeshAttrName,
-                    b.getDictionaryAttr(axes));
-    if (tensorParallel > 1 &&
-        failed(partitionTensorParallel(module, *findModel(modelName))))
-      return 1;
-  }
+  // forward: built above.
+  if (failed(runStage(Stage::Forward, [] { return mlir::success(); })))
+    return 1;
 
-  // The functions to compile: --entry alone, else @train_step (built from
-  // @forward when the module has none) and @forward for evaluation.
+  // sharded: the mesh, and the tensor-parallel partitioning.
+  if (failed(runStage(Stage::Sharded, [&] {
+        if (dataParallel == 1 && tensorParallel == 1)
+          return mlir::success();
+        mlir::Builder b(&context);
+        SmallVector<mlir::NamedAttribute> axes;
+        if (dataParallel > 1)
+          axes.push_back(
+              b.getNamedAttr("dp", b.getI64IntegerAttr(dataParallel)));
+        if (tensorParallel > 1)
+          axes.push_back(
+              b.getNamedAttr("tp", b.getI64IntegerAttr(tensorParallel)));
+        module->setAttr(mlir::anvil::AnvilDialect::kMeshAttrName,
+                        b.getDictionaryAttr(axes));
+        if (tensorParallel > 1)
+          return partitionTensorParallel(module, *findModel(modelName));
+        return mlir::success();
+      })))
+    return 1;
+
+  // train-step: @train_step, built from @forward unless the module has one.
+  if (failed(runStage(Stage::TrainStep, [&] {
+        if (module.lookupSymbol<mlir::func::FuncOp>("train_step"))
+          return mlir::success();
+        return buildTrainStep(module);
+      })))
+    return 1;
+
+  // The functions to compile: --entry alone, else @train_step and @forward
+  // for evaluation.
   mlir::func::FuncOp train, eval;
   if (!entryName.empty()) {
     eval = module.lookupSymbol<mlir::func::FuncOp>(entryName);
     if (!eval)
       return error("--entry: the module has no function @" + entryName);
-  } else if (what == Emit::TrainStep || lowering) {
-    if (!module.lookupSymbol<mlir::func::FuncOp>("train_step") &&
-        failed(buildTrainStep(module)))
-      return 1;
+  } else if (runs(Stage::TrainStep)) {
     train = module.lookupSymbol<mlir::func::FuncOp>("train_step");
     eval = module.lookupSymbol<mlir::func::FuncOp>("forward");
     if (!train)
@@ -623,64 +747,66 @@ int main(int argc, char **argv) {
   if (train)
     rankFiguresOfStep = rankFigures(train);
 
+  // The backend's stages.
   std::optional<mlir::anvil::ModuleABI> abi;
   int64_t dispatches = -1, plannedBytes = -1;
-  if (lowering) {
-    // Drop every function the executable does not export.
-    for (auto fn :
-         llvm::make_early_inc_range(module.getOps<mlir::func::FuncOp>()))
-      if (fn != train && fn != eval)
-        fn.erase();
-    auto built = mlir::anvil::buildModuleABI(train, eval, model, 0);
-    if (failed(built))
-      return 1;
-    abi = std::move(*built);
+  mlir::anvil::cpu::CPUPipelineOptions pipelineOptions;
+  pipelineOptions.fuse = !noFusion;
+  auto lower = [&](mlir::anvil::cpu::Stage upTo,
+                   std::optional<mlir::anvil::cpu::Stage> after) {
+    mlir::PassManager pm(&context);
+    mlir::anvil::cpu::buildCPUPipeline(pm, upTo, after, pipelineOptions);
+    if (failed(pm.run(module)))
+      return error("lowering failed (see above)"), mlir::failure();
+    return mlir::success();
+  };
+  using CPUStage = mlir::anvil::cpu::Stage;
+  if (failed(runStage(Stage::Linalg, [&] {
+        // Drop every function the executable does not export.
+        for (auto fn :
+             llvm::make_early_inc_range(module.getOps<mlir::func::FuncOp>()))
+          if (fn != train && fn != eval)
+            fn.erase();
+        auto built = mlir::anvil::buildModuleABI(train, eval, model, 0);
+        if (failed(built))
+          return mlir::failure();
+        abi = std::move(*built);
+        return lower(CPUStage::Linalg, std::nullopt);
+      })))
+    return 1;
+  if (failed(runStage(Stage::Fused, [&] {
+        if (failed(lower(CPUStage::Fused, CPUStage::Linalg)))
+          return mlir::failure();
+        auto step = module.lookupSymbol<mlir::func::FuncOp>(
+            abi->entries.front().function);
+        if (step)
+          dispatches = countDispatches(step);
+        return mlir::success();
+      })))
+    return 1;
+  if (failed(runStage(Stage::Bufferized, [&] {
+        if (failed(lower(CPUStage::Bufferized, CPUStage::Fused)))
+          return mlir::failure();
+        // The memory plan: each entry point's last argument is its
+        // workspace; the runtime allocates the largest once.
+        for (const mlir::anvil::EntryPoint &entry : abi->entries) {
+          auto fn = module.lookupSymbol<mlir::func::FuncOp>(entry.function);
+          auto ws =
+              fn ? dyn_cast<mlir::MemRefType>(fn.getArgumentTypes().back())
+                 : nullptr;
+          if (ws)
+            plannedBytes = std::max(plannedBytes, ws.getNumElements());
+        }
+        mlir::anvil::setPlannedBytes(*abi, plannedBytes);
+        return mlir::success();
+      })))
+    return 1;
+  if (failed(runStage(Stage::LLVM, [&] {
+        return lower(CPUStage::LLVM, CPUStage::Bufferized);
+      })))
+    return 1;
 
-    using mlir::anvil::cpu::Stage;
-    Stage last = what == Emit::Linalg       ? Stage::Linalg
-                 : what == Emit::Fused      ? Stage::Fused
-                 : what == Emit::Bufferized ? Stage::Bufferized
-                                            : Stage::LLVM;
-    // Count the dispatch regions after fusion, then go on.
-    mlir::anvil::cpu::CPUPipelineOptions pipelineOptions;
-    pipelineOptions.fuse = !noFusion;
-    mlir::PassManager fusion(&context);
-    mlir::anvil::cpu::buildCPUPipeline(
-        fusion, last < Stage::Fused ? last : Stage::Fused, std::nullopt,
-        pipelineOptions);
-    if (failed(fusion.run(module)))
-      return error("lowering failed (see above)");
-    if (last >= Stage::Fused) {
-      auto step = module.lookupSymbol<mlir::func::FuncOp>(
-          abi->entries.front().function);
-      dispatches = countDispatches(step);
-    }
-    if (last > Stage::Fused) {
-      mlir::PassManager bufferize(&context);
-      mlir::anvil::cpu::buildCPUPipeline(bufferize, Stage::Bufferized,
-                                         /*after=*/Stage::Fused);
-      if (failed(bufferize.run(module)))
-        return error("lowering failed (see above)");
-      // The memory plan: each entry point's last argument is its
-      // workspace; the runtime allocates the largest once.
-      for (const mlir::anvil::EntryPoint &entry : abi->entries) {
-        auto fn = module.lookupSymbol<mlir::func::FuncOp>(entry.function);
-        auto ws = dyn_cast<mlir::MemRefType>(fn.getArgumentTypes().back());
-        if (ws)
-          plannedBytes = std::max(plannedBytes, ws.getNumElements());
-      }
-      mlir::anvil::setPlannedBytes(*abi, plannedBytes);
-    }
-    if (last > Stage::Bufferized) {
-      mlir::PassManager rest(&context);
-      mlir::anvil::cpu::buildCPUPipeline(rest, last,
-                                         /*after=*/Stage::Bufferized);
-      if (failed(rest.run(module)))
-        return error("lowering failed (see above)");
-    }
-  }
-
-  if (what != Emit::None) {
+  if (emitIR) {
     std::string errorMessage;
     auto output = mlir::openOutputFile(
         outputFile.empty() ? std::string("-") : outputFile, &errorMessage);
