@@ -29,6 +29,8 @@ llvm_config.add_tool_substitutions(
     [config.anvil_tools_dir, config.llvm_tools_dir])
 config.substitutions.append(("%anvil_src_root", config.anvil_src_root))
 config.substitutions.append(("%anvil_tools_dir", config.anvil_tools_dir))
+# The example plugin (examples/pass-plugin), built with the tools.
+config.substitutions.append(("%example_plugin", config.anvil_example_plugin))
 # The Python that scripts/setup.sh installed NumPy into: the first python3 on
 # PATH (lit itself may run under another one).
 import shutil

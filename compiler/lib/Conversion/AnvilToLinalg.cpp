@@ -40,6 +40,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "anvil/Conversion/ConvertToLinalgInterface.h"
 #include "anvil/Conversion/Passes.h"
 #include "anvil/Dialect/Anvil/IR/AnvilDialect.h"
 #include "anvil/Dialect/Anvil/IR/AnvilOps.h"
@@ -1425,6 +1426,16 @@ struct AnvilConvertToLinalgPass
                  LowerReduce<ReduceMeanOp, Combine::Sum, /*Mean=*/true>,
                  LowerReduce<ReduceMaxOp, Combine::Max>,
                  LowerReduce<ReduceMinOp, Combine::Min>>(ctx);
+    // The lowerings other dialects bring (plugins' dialects).
+    llvm::SmallPtrSet<Dialect *, 4> lowers;
+    lowers.insert(ctx->getLoadedDialect<AnvilDialect>());
+    for (Dialect *dialect : ctx->getLoadedDialects())
+      if (auto *lowering =
+              dialect
+                  ->getRegisteredInterface<ConvertToLinalgDialectInterface>()) {
+        lowering->populateConvertToLinalgPatterns(patterns);
+        lowers.insert(dialect);
+      }
 
     // Report every op without a lowering up front, with the list of those
     // that have one, rather than leaving a half-lowered function.
@@ -1432,7 +1443,6 @@ struct AnvilConvertToLinalgPass
     for (const auto &pattern : patterns.getNativePatterns())
       if (std::optional<OperationName> root = pattern->getRootKind())
         lowered.insert(root->getStringRef());
-    auto *anvil = ctx->getLoadedDialect<AnvilDialect>();
     bool missing = false;
     // Collectives stay: anvil-bufferize turns them into runtime calls.
     for (StringRef name :
@@ -1441,7 +1451,7 @@ struct AnvilConvertToLinalgPass
           AxisSliceOp::getOperationName()})
       lowered.insert(name);
     getOperation().walk([&](Operation *op) {
-      if (op->getDialect() != anvil ||
+      if (!lowers.contains(op->getDialect()) ||
           lowered.contains(op->getName().getStringRef()))
         return;
       SmallVector<StringRef> names;
@@ -1466,7 +1476,7 @@ struct AnvilConvertToLinalgPass
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     WalkResult left = getOperation().walk([&](Operation *op) {
-      if (op->getDialect() != anvil ||
+      if (!lowers.contains(op->getDialect()) ||
           isa<AllReduceOp, AxisIndexOp, AllGatherOp, ReduceScatterOp,
               AxisSliceOp>(op))
         return WalkResult::advance();
@@ -1480,3 +1490,5 @@ struct AnvilConvertToLinalgPass
 };
 
 } // namespace
+
+MLIR_DEFINE_EXPLICIT_TYPE_ID(mlir::anvil::ConvertToLinalgDialectInterface)

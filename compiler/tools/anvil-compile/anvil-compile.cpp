@@ -502,18 +502,28 @@ std::string stageHelp() {
 /// Loads the plugins of --load-dialect-plugin into `registry` and those of
 /// --load-pass-plugin into the pass registry.
 LogicalResult loadPlugins(mlir::DialectRegistry &registry) {
-  for (const std::string &path : dialectPlugins) {
+  // dlopen searches the library path for a name without a slash; a file
+  // named on the command line is meant as a path.
+  auto resolve = [](const std::string &path) {
+    SmallString<256> absolute(path);
+    if (sys::fs::exists(absolute))
+      sys::fs::make_absolute(absolute);
+    return std::string(absolute);
+  };
+  for (const std::string &given : dialectPlugins) {
+    std::string path = resolve(given);
     auto plugin = mlir::DialectPlugin::load(path);
     if (!plugin)
-      return error("--load-dialect-plugin=" + path + ": " +
+      return error("--load-dialect-plugin=" + given + ": " +
                    toString(plugin.takeError())),
              mlir::failure();
     plugin->registerDialectRegistryCallbacks(registry);
   }
-  for (const std::string &path : passPlugins) {
+  for (const std::string &given : passPlugins) {
+    std::string path = resolve(given);
     auto plugin = mlir::PassPlugin::load(path);
     if (!plugin)
-      return error("--load-pass-plugin=" + path + ": " +
+      return error("--load-pass-plugin=" + given + ": " +
                    toString(plugin.takeError())),
              mlir::failure();
     plugin->registerPassRegistryCallbacks();

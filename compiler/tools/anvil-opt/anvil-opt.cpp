@@ -37,8 +37,75 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/DynamicLibrary.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/WithColor.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+/// Checks the plugins of --load-pass-plugin and --load-dialect-plugin before
+/// MlirOptMain loads them (it would go on without one it cannot load), and
+/// makes a path relative to the current directory absolute (dlopen would
+/// search the library path for it). Returns the arguments to use, or
+/// nothing after printing the error.
+static std::optional<std::vector<std::string>> checkPlugins(int argc,
+                                                            char **argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size(); ++i) {
+    for (auto [option, entry] :
+         {std::pair<llvm::StringRef, const char *>{"load-pass-plugin",
+                                                   "mlirGetPassPluginInfo"},
+          {"load-dialect-plugin", "mlirGetDialectPluginInfo"}}) {
+      // -option=value, --option=value, or the value as the next argument.
+      llvm::StringRef name(args[i]);
+      if (!name.consume_front("--"))
+        name.consume_front("-");
+      auto [flag, value] = name.split('=');
+      if (flag != option)
+        continue;
+      bool inlineValue = name.contains('=');
+      size_t at = i;
+      if (!inlineValue) {
+        if (i + 1 == args.size())
+          break; // cl reports the missing value.
+        at = ++i;
+      }
+      std::string given = inlineValue ? value.str() : args[at];
+      llvm::SmallString<256> path(given);
+      if (llvm::sys::fs::exists(path))
+        llvm::sys::fs::make_absolute(path);
+      std::string message;
+      auto library = llvm::sys::DynamicLibrary::getPermanentLibrary(
+          path.c_str(), &message);
+      if (library.isValid() && !library.getAddressOfSymbol(entry))
+        message = std::string("the library has no entry point ") + entry +
+                  " (is it a plugin built with anvil_add_plugin?)";
+      if (!message.empty()) {
+        llvm::WithColor::error(llvm::errs(), "anvil-opt")
+            << "--" << option << "=" << given << ": " << message << "\n";
+        return std::nullopt;
+      }
+      args[at] =
+          inlineValue ? ("--" + option + "=" + path).str() : std::string(path);
+      break;
+    }
+  }
+  return args;
+}
 
 int main(int argc, char **argv) {
+  std::optional<std::vector<std::string>> args = checkPlugins(argc, argv);
+  if (!args)
+    return 1;
+  std::vector<char *> argvChecked;
+  for (std::string &arg : *args)
+    argvChecked.push_back(arg.data());
+  argvChecked.push_back(nullptr);
+  argc = static_cast<int>(args->size());
+  argv = argvChecked.data();
+
   mlir::DialectRegistry registry;
   registry.insert<mlir::anvil::AnvilDialect, mlir::arith::ArithDialect,
                   mlir::bufferization::BufferizationDialect,
