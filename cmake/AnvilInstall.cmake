@@ -34,6 +34,8 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/
 if(ANVIL_BUILD_COMPILER)
   # Tools found as ../lib beside themselves: the runtime above; LLVM's
   # shared library through the rpath to Debian's LLVM.
+  set_target_properties(anvil-compile anvil-opt anvil-interp PROPERTIES
+    INSTALL_RPATH "${LLVM_LIBRARY_DIR}")
   install(TARGETS anvil-compile anvil-opt anvil-interp
     EXPORT AnvilTargets
     RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT anvil)
