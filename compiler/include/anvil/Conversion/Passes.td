@@ -49,6 +49,12 @@ def AnvilConvertToLinalgPass : Pass<"anvil-convert-to-linalg", "mlir::ModuleOp">
     clamped into range). Composite ops must have been decomposed first
     (`anvil-decompose`); an op without a lowering is an error naming it.
 
+    Other dialects join through `ConvertToLinalgDialectInterface`
+    (`anvil/Conversion/ConvertToLinalgInterface.h`): the patterns of every
+    loaded dialect that attaches it run with Anvil's, and that dialect's
+    ops must be gone afterwards too. A plugin's dialect lowers its own ops
+    this way (`examples/pass-plugin`).
+
     Input:
     ```mlir
     %y = anvil.add %a, %b : tensor<4x8xf32>
