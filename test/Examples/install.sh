@@ -50,8 +50,10 @@ tanh=$("$prefix/bin/anvil-compile" --model bert --config bert-tiny \
   --insert-pass='after:forward:example-gelu-tanh{modules=bert.encoder}' \
   --emit=forward | grep -c 'anvil.gelu tanh')
 [ "$tanh" = 2 ] || fail "expected 2 tanh GELUs after example-gelu-tanh, got $tanh"
-"$prefix/bin/anvil-opt" --load-pass-plugin="$plugin" --help \
-  | grep -q -- '--example-flops-per-module' \
+# (the help to a file first: grep -q would close the pipe early, and
+# pipefail would count anvil-opt's SIGPIPE as a failure)
+"$prefix/bin/anvil-opt" --load-pass-plugin="$plugin" --help > "$work/opt-help.txt"
+grep -q -- '--example-flops-per-module' "$work/opt-help.txt" \
   || fail "anvil-opt --load-pass-plugin does not list the plugin's passes"
 echo "install: anvil-compile and anvil-opt run the plugin's passes"
 
