@@ -30,7 +30,10 @@ ArrayRef<StageInfo> anvil::compile::allStages() {
        "after elementwise fusion: one linalg op per dispatch region"},
       {Stage::Bufferized, "bufferized",
        "bufferized, memory planned, dispatch regions outlined"},
-      {Stage::LLVM, "llvm", "the LLVM dialect, ready for object emission"},
+      {Stage::Kernels, "kernels",
+       "--target=cuda: dispatches as gpu.module kernels, gpu.launch_func"},
+      {Stage::LLVM, "llvm",
+       "--target=cpu: the LLVM dialect, ready for object emission"},
   };
   return stages;
 }

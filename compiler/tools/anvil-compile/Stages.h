@@ -2,7 +2,8 @@
 //
 // anvil-compile runs a model through a fixed list of named stages:
 //
-//   forward -> sharded -> train-step -> linalg -> fused -> bufferized -> llvm
+//   forward -> sharded -> train-step -> linalg -> fused -> bufferized
+//     -> kernels (--target=cuda) | llvm (--target=cpu)
 //
 // Each stage is a point where the IR can be printed (--emit=STAGE, then
 // stop), written to a file while compiling goes on (--dump-ir-after=STAGE),
@@ -37,7 +38,8 @@ enum class Stage {
   Linalg,
   Fused,
   Bufferized,
-  LLVM
+  Kernels, ///< --target=cuda only.
+  LLVM,    ///< --target=cpu only, for now.
 };
 
 /// A stage's command-line name and what its IR is.

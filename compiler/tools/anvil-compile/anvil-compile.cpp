@@ -25,6 +25,7 @@
 #include "anvil/Dialect/Anvil/IR/AnvilDialect.h"
 #include "anvil/Fusion/Passes.h"
 #include "anvil/Target/CPU/CPUBackend.h"
+#include "anvil/Target/CUDA/CUDABackend.h"
 #include "anvil/Target/Manifest.h"
 #include "anvil/Training/Passes.h"
 #include "anvil/Transforms/Passes.h"
@@ -60,7 +61,7 @@ using namespace llvm;
 using namespace anvil::frontend;
 
 namespace {
-enum class Target { None, CPU };
+enum class Target { None, CPU, CUDA };
 enum class Report { None, Text, Json };
 
 cl::OptionCategory category("anvil-compile options");
@@ -124,8 +125,27 @@ cl::opt<Target> target(
     "target",
     cl::desc("Compile a training executable for this target (-o names it)"),
     cl::values(clEnumValN(Target::CPU, "cpu",
-                          "the host CPU (LLVM, vectorized for its ISA)")),
+                          "the host CPU (LLVM, vectorized for its ISA)"),
+               clEnumValN(Target::CUDA, "cuda",
+                          "NVIDIA GPUs: so far the kernels (--emit=kernels, "
+                          "--kernel-report), not yet an executable")),
     cl::init(Target::None), cl::cat(category));
+cl::opt<std::string>
+    cudaArch("cuda-arch",
+             cl::desc("GPU architecture of --target=cuda's kernels: sm_80, "
+                      "sm_90 (default), sm_100, ..."),
+             cl::value_desc("sm_XY"), cl::init("sm_90"), cl::cat(category));
+cl::opt<std::string> cudaToolkit(
+    "cuda-toolkit",
+    cl::desc("Root of the CUDA toolkit whose ptxas and libdevice build the "
+             "kernels (default: the one Anvil was configured with)"),
+    cl::value_desc("dir"), cl::init(""), cl::cat(category));
+cl::opt<std::string> kernelReport(
+    "kernel-report",
+    cl::desc("With --target=cuda: assemble every kernel of the step with "
+             "ptxas -v and write what it reports (registers, stack, spills, "
+             "the launch shape) as JSON to this file"),
+    cl::value_desc("file"), cl::init(""), cl::cat(category));
 cl::opt<std::string>
     entryName("entry",
               cl::desc("Compile only this function, for evaluation (no "
@@ -490,6 +510,49 @@ int64_t countDispatches(mlir::func::FuncOp fn) {
   return n;
 }
 
+/// Assembles the kernels of `module` (at the kernels stage) for --cuda-arch
+/// and writes what ptxas reports to --kernel-report.
+LogicalResult writeKernelReport(mlir::ModuleOp module) {
+  mlir::anvil::cuda::CUDATarget cudaTarget;
+  cudaTarget.chip = cudaArch;
+  cudaTarget.features = mlir::anvil::cuda::defaultPTXFeatures(cudaArch);
+  cudaTarget.toolkit = cudaToolkit;
+  auto kernels = mlir::anvil::cuda::assembleKernels(module, cudaTarget);
+  if (failed(kernels))
+    return error("--kernel-report: the kernels do not assemble for " +
+                 cudaArch + " (see above)"),
+           mlir::failure();
+  json::Array rows;
+  int64_t maxRegisters = 0, spilling = 0, oneThread = 0;
+  for (const mlir::anvil::cuda::KernelResources &k : *kernels) {
+    rows.push_back(json::Object{{"module", k.module},
+                                {"kernel", k.kernel},
+                                {"registers", k.registers},
+                                {"stack_frame_bytes", k.stackFrameBytes},
+                                {"spill_store_bytes", k.spillStoreBytes},
+                                {"spill_load_bytes", k.spillLoadBytes},
+                                {"shared_bytes", k.sharedBytes},
+                                {"blocks", k.blocks},
+                                {"threads_per_block", k.threadsPerBlock}});
+    maxRegisters = std::max(maxRegisters, k.registers);
+    spilling += k.spillStoreBytes + k.spillLoadBytes > 0;
+    oneThread += k.blocks == 1 && k.threadsPerBlock == 1;
+  }
+  json::Object report{{"chip", std::string(cudaArch)},
+                      {"kernels", static_cast<int64_t>(kernels->size())},
+                      {"max_registers", maxRegisters},
+                      {"kernels_with_spills", spilling},
+                      {"single_thread_kernels", oneThread},
+                      {"per_kernel", std::move(rows)}};
+  std::string message;
+  auto file = mlir::openOutputFile(kernelReport, &message);
+  if (!file)
+    return error("--kernel-report: " + message), mlir::failure();
+  file->os() << formatv("{0:2}", json::Value(std::move(report))) << "\n";
+  file->keep();
+  return mlir::success();
+}
+
 /// The stages, one per line, for --help.
 std::string stageHelp() {
   std::string help = "The stages (for --emit, --dump-ir-after and "
@@ -604,22 +667,43 @@ int main(int argc, char **argv) {
   }
   bool emitIR = emitStage.has_value() ||
                 (emit.empty() && !outputFile.empty() && target == Target::None);
+  bool cuda = target == Target::CUDA;
+  // The CUDA backend ends at its kernels for now; the CPU's at the LLVM
+  // dialect (then the object file).
+  Stage backendEnd = cuda ? Stage::Kernels : Stage::LLVM;
   Stage last = emitStage                                     ? *emitStage
-               : target != Target::None                      ? Stage::LLVM
+               : target != Target::None                      ? backendEnd
                : emitIR                                      ? Stage::Sharded
                : dumpIrAfter.empty() && insertPasses.empty() ? Stage::Sharded
-                                                             : Stage::LLVM;
+                                                             : backendEnd;
   if (!entryName.empty() && emitStage == Stage::TrainStep)
     return error("--emit=train-step: --entry compiles one function for "
                  "evaluation, without a training step");
+  if (emitStage == Stage::Kernels && !cuda)
+    return error("--emit=kernels: the kernels stage is the CUDA backend's; "
+                 "add --target=cuda");
+  if (emitStage == Stage::LLVM && cuda)
+    return error("--emit=llvm: the CUDA backend ends at its kernels for now "
+                 "(--emit=kernels)");
+  if (!kernelReport.empty() && !cuda)
+    return error("--kernel-report assembles CUDA kernels: add --target=cuda");
+  if (cuda && !emitStage && emit != "none" && !outputFile.empty())
+    return error("--target=cuda cannot write an executable yet: the host "
+                 "side and the CUDA runtime are still to come. --emit=kernels "
+                 "-o FILE writes the kernels, --kernel-report=FILE assembles "
+                 "them with ptxas");
   auto runs = [&](Stage stage) {
-    return stage <= last && !(stage == Stage::TrainStep && !entryName.empty());
+    if (stage > last || (stage == Stage::TrainStep && !entryName.empty()))
+      return false;
+    if (stage == Stage::Kernels)
+      return cuda;
+    return stage != Stage::LLVM || !cuda;
   };
   bool irToStdout = emitIR && (outputFile.empty() || outputFile == "-");
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::anvil::AnvilDialect, mlir::func::FuncDialect>();
-  mlir::anvil::cpu::registerCPUBackendDialects(registry);
+  mlir::anvil::cuda::registerCUDABackendDialects(registry); // (and CPU's)
   // Every Anvil pass and MLIR's generic ones, for --insert-pass.
   mlir::anvil::registerAnvilConversionPasses();
   mlir::anvil::registerAnvilFusionPasses();
@@ -642,7 +726,8 @@ int main(int argc, char **argv) {
       emitStage ? "--emit=" + emit + " stops there"
       : !entryName.empty()
           ? "--entry compiles one function, without a training step"
-          : "give --emit=STAGE or --target to compile further";
+      : cuda ? "--target=cuda ends at 'kernels'; 'llvm' is --target=cpu's"
+             : "give --emit=STAGE or --target to compile further";
   if (Error e = hooks.checkReached(runs, why))
     return error(toString(std::move(e)));
 
@@ -760,17 +845,43 @@ int main(int argc, char **argv) {
   // The backend's stages.
   std::optional<mlir::anvil::ModuleABI> abi;
   int64_t dispatches = -1, plannedBytes = -1;
-  mlir::anvil::cpu::CPUPipelineOptions pipelineOptions;
-  pipelineOptions.fuse = !noFusion;
-  auto lower = [&](mlir::anvil::cpu::Stage upTo,
-                   std::optional<mlir::anvil::cpu::Stage> after) {
+  // Runs the backend's passes of driver stage `stage` (those after the
+  // previous stage): the CPU's pipeline, or the CUDA one.
+  auto lower = [&](Stage stage) {
     mlir::PassManager pm(&context);
-    mlir::anvil::cpu::buildCPUPipeline(pm, upTo, after, pipelineOptions);
+    if (cuda) {
+      using S = mlir::anvil::cuda::Stage;
+      S upTo = stage == Stage::Linalg       ? S::Linalg
+               : stage == Stage::Fused      ? S::Fused
+               : stage == Stage::Bufferized ? S::Bufferized
+                                            : S::Kernels;
+      mlir::anvil::cuda::CUDAPipelineOptions options;
+      options.fuse = !noFusion;
+      mlir::anvil::cuda::buildCUDAPipeline(
+          pm, upTo,
+          upTo == S::Linalg
+              ? std::nullopt
+              : std::optional(static_cast<S>(static_cast<int>(upTo) - 1)),
+          options);
+    } else {
+      using S = mlir::anvil::cpu::Stage;
+      S upTo = stage == Stage::Linalg       ? S::Linalg
+               : stage == Stage::Fused      ? S::Fused
+               : stage == Stage::Bufferized ? S::Bufferized
+                                            : S::LLVM;
+      mlir::anvil::cpu::CPUPipelineOptions options;
+      options.fuse = !noFusion;
+      mlir::anvil::cpu::buildCPUPipeline(
+          pm, upTo,
+          upTo == S::Linalg
+              ? std::nullopt
+              : std::optional(static_cast<S>(static_cast<int>(upTo) - 1)),
+          options);
+    }
     if (failed(pm.run(module)))
       return error("lowering failed (see above)"), mlir::failure();
     return mlir::success();
   };
-  using CPUStage = mlir::anvil::cpu::Stage;
   if (failed(runStage(Stage::Linalg, [&] {
         // Drop every function the executable does not export.
         for (auto fn :
@@ -781,11 +892,11 @@ int main(int argc, char **argv) {
         if (failed(built))
           return mlir::failure();
         abi = std::move(*built);
-        return lower(CPUStage::Linalg, std::nullopt);
+        return lower(Stage::Linalg);
       })))
     return 1;
   if (failed(runStage(Stage::Fused, [&] {
-        if (failed(lower(CPUStage::Fused, CPUStage::Linalg)))
+        if (failed(lower(Stage::Fused)))
           return mlir::failure();
         auto step = module.lookupSymbol<mlir::func::FuncOp>(
             abi->entries.front().function);
@@ -795,7 +906,7 @@ int main(int argc, char **argv) {
       })))
     return 1;
   if (failed(runStage(Stage::Bufferized, [&] {
-        if (failed(lower(CPUStage::Bufferized, CPUStage::Fused)))
+        if (failed(lower(Stage::Bufferized)))
           return mlir::failure();
         // The memory plan: each entry point's last argument is its
         // workspace; the runtime allocates the largest once.
@@ -811,9 +922,11 @@ int main(int argc, char **argv) {
         return mlir::success();
       })))
     return 1;
-  if (failed(runStage(Stage::LLVM, [&] {
-        return lower(CPUStage::LLVM, CPUStage::Bufferized);
-      })))
+  if (failed(runStage(Stage::Kernels, [&] { return lower(Stage::Kernels); })))
+    return 1;
+  if (failed(runStage(Stage::LLVM, [&] { return lower(Stage::LLVM); })))
+    return 1;
+  if (!kernelReport.empty() && failed(writeKernelReport(module)))
     return 1;
 
   if (emitIR) {

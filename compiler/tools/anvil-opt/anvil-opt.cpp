@@ -10,9 +10,12 @@
 #include "anvil/Dialect/Anvil/IR/AnvilDialect.h"
 #include "anvil/Fusion/Passes.h"
 #include "anvil/Target/CPU/Passes.h"
+#include "anvil/Target/CUDA/CUDABackend.h"
+#include "anvil/Target/CUDA/Passes.h"
 #include "anvil/Training/Passes.h"
 #include "anvil/Transforms/Passes.h"
 
+#include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -20,6 +23,7 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -28,6 +32,7 @@
 #include "mlir/Dialect/MPI/IR/MPI.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
@@ -123,6 +128,8 @@ int main(int argc, char **argv) {
   mlir::linalg::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::scf::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  // The CUDA backend's kernels: the NVVM lowering and serialization.
+  mlir::anvil::cuda::registerCUDABackendDialects(registry);
 
   // Upstream generic passes (canonicalize, cse, inline, symbol-dce, ...) and
   // those of the dialects the pipeline lowers through.
@@ -130,8 +137,16 @@ int main(int argc, char **argv) {
   mlir::registerLinalgPasses();
   mlir::bufferization::registerBufferizationPasses();
   mlir::shard::registerShardPasses();
+  // The CUDA kernels' lowering (cuda::buildKernelToNVVMPipeline).
+  mlir::registerGPUPasses();
+  mlir::registerConvertGpuOpsToNVVMOps();
+  mlir::registerLowerAffinePass();
+  mlir::registerSCFToControlFlowPass();
+  mlir::registerReconcileUnrealizedCastsPass();
+  mlir::memref::registerExpandStridedMetadataPass();
   mlir::anvil::registerAnvilConversionPasses();
   mlir::anvil::registerAnvilCPUPasses();
+  mlir::anvil::registerAnvilCUDAPasses();
   mlir::anvil::registerAnvilFusionPasses();
   mlir::anvil::registerAnvilTrainingPasses();
   mlir::anvil::registerAnvilTransformsPasses();

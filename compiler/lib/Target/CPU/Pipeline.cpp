@@ -103,7 +103,8 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createAnvilCPUGemmToBlasPass());
     pm.addPass(createAnvilOutlineDispatchesPass());
-    pm.addPass(createAnvilCPUParallelDispatchesPass());
+    if (options.threadChunks)
+      pm.addPass(createAnvilCPUParallelDispatchesPass());
   }
 
   // 4. llvm

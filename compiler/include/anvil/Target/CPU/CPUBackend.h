@@ -35,6 +35,10 @@ enum class Stage { Linalg, Fused, Bufferized, LLVM };
 /// Choices of the pipeline.
 struct CPUPipelineOptions {
   bool fuse = true; ///< Run anvil-fuse (off: one dispatch per linalg op).
+  /// Split each dispatch into chunks for the CPU's threads
+  /// (anvil-cpu-parallel-dispatches); off for a GPU target, which maps the
+  /// dispatches onto a grid instead.
+  bool threadChunks = true;
 };
 
 /// Adds the passes of the stages after `after` (from the start when not

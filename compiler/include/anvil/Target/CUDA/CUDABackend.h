@@ -1,0 +1,97 @@
+//===- CUDABackend.h - anvil graphs to CUDA kernels ---------------*- C++
+//-*-===//
+//
+// The CUDA backend so far: the compiler half of the kernels.
+//
+// 1. `buildCUDAPipeline`: the target-independent stages (linalg, fused,
+//    bufferized: those of the CPU backend, without its thread chunks), then
+//    `kernels`: each dispatch region mapped onto a grid
+//    (anvil-cuda-map-dispatches) and outlined into a gpu.module kernel
+//    launched by gpu.launch_func. GEMMs are calls of the runtime's
+//    anvil_rt_sgemm, as on the CPU, for the CUDA runtime to run on cuBLAS.
+// 2. `buildKernelToNVVMPipeline`: the kernels to the NVVM dialect, with a
+//    target (chip, PTX features) attached.
+// 3. `assembleKernels`: every kernel to PTX and through the toolkit's
+//    `ptxas -v`, which reports its registers, stack and spills.
+//
+// The host side (launches through the runtime's CUDA device, constants and
+// copies in device memory) and the runtime itself come next.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ANVIL_TARGET_CUDA_CUDABACKEND_H
+#define ANVIL_TARGET_CUDA_CUDABACKEND_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::anvil::cuda {
+
+/// The stages of the CUDA pipeline, in order.
+enum class Stage { Linalg, Fused, Bufferized, Kernels };
+
+/// Choices of the pipeline.
+struct CUDAPipelineOptions {
+  bool fuse = true;        ///< Run anvil-fuse.
+  int64_t blockSize = 256; ///< Threads per block of a mapped dispatch.
+};
+
+/// Adds the passes of the stages after `after` (from the start when not
+/// given) up to `last`, inclusive.
+void buildCUDAPipeline(OpPassManager &pm, Stage last = Stage::Kernels,
+                       std::optional<Stage> after = std::nullopt,
+                       const CUDAPipelineOptions &options = {});
+
+/// The GPU architecture the kernels are built for.
+struct CUDATarget {
+  std::string chip = "sm_90";      ///< sm_80, sm_90, sm_100, ...
+  std::string features = "+ptx80"; ///< PTX ISA version (sm_90 needs 7.8+).
+  unsigned optLevel = 3;
+  std::string toolkit; ///< CUDA toolkit root (ptxas, libdevice).
+};
+
+/// The toolkit Anvil was configured with (ANVIL_CUDA_TOOLKIT), or "".
+std::string defaultCUDAToolkit();
+
+/// PTX ISA features that suit `chip`: +ptx78 for sm_80/sm_90, +ptx86 for
+/// sm_100 and later.
+std::string defaultPTXFeatures(StringRef chip);
+
+/// Adds the passes that lower the gpu.module kernels of the `kernels` stage
+/// to the NVVM dialect with `target` attached (the host functions are left
+/// alone).
+void buildKernelToNVVMPipeline(OpPassManager &pm, const CUDATarget &target);
+
+/// Registers the dialects, interfaces and translations the pipeline and
+/// the kernels' serialization need.
+void registerCUDABackendDialects(DialectRegistry &registry);
+
+/// What ptxas reports for one kernel.
+struct KernelResources {
+  std::string module; ///< The gpu.module (the dispatch it came from).
+  std::string kernel; ///< The entry function.
+  int64_t registers = 0;
+  int64_t stackFrameBytes = 0;
+  int64_t spillStoreBytes = 0;
+  int64_t spillLoadBytes = 0;
+  int64_t sharedBytes = 0;
+  /// The launch shape of its gpu.launch_func (1-D), 0 when not constant.
+  int64_t blocks = 0;
+  int64_t threadsPerBlock = 0;
+};
+
+/// Compiles the gpu.module kernels of `module` (at the `kernels` stage; it
+/// is left unchanged) to PTX for `target` and assembles each with the
+/// toolkit's `ptxas -v`. Fails, with the diagnostics on `module`, when a
+/// kernel does not lower or assemble.
+FailureOr<std::vector<KernelResources>>
+assembleKernels(ModuleOp module, const CUDATarget &target);
+
+} // namespace mlir::anvil::cuda
+
+#endif // ANVIL_TARGET_CUDA_CUDABACKEND_H

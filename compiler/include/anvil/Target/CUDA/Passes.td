@@ -1,0 +1,58 @@
+//===- Passes.td - passes of the CUDA backend ---------------*- tablegen -*-===//
+//
+// Passes specific to the CUDA target. Flags are `anvil-cuda-` prefixed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ANVIL_TARGET_CUDA_PASSES_TD
+#define ANVIL_TARGET_CUDA_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AnvilCUDAMapDispatchesPass
+    : Pass<"anvil-cuda-map-dispatches", "mlir::ModuleOp"> {
+  let summary = "Maps each dispatch region onto a CUDA grid (gpu.launch)";
+  let description = [{
+    Runs on the functions `anvil-outline-dispatches` made
+    (`<function>__dispatch_<n>`), after bufferization. Each linalg op of a
+    dispatch becomes parallel loops over its parallel dimensions (with its
+    reduction dimensions as sequential loops inside), and each loop nest one
+    `gpu.launch`: the iteration space is linearized with the innermost
+    dimension fastest, so that consecutive threads of a warp touch
+    consecutive elements (coalesced loads and stores of identity-mapped
+    operands), and cut into blocks of `block-size` threads (fewer for a
+    smaller space, rounded up to a warp). A thread whose index falls past
+    the end does nothing. A dispatch whose code is not all loop nests (a
+    rank-0 result, a loop with dynamic bounds) runs on one thread: correct,
+    and visible as a 1 x 1 launch.
+
+    `gpu-kernel-outlining` then moves each launch body into a `gpu.module`
+    kernel and leaves a `gpu.launch_func` in the dispatch function.
+
+    Input:
+    ```mlir
+    func.func private @step__dispatch_0(%a: memref<64x128xf32>,
+                                        %b: memref<64x128xf32>) {
+      linalg.generic {...} ins(%a) outs(%b) { exp }
+    }
+    ```
+    Output (block size 256):
+    ```mlir
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %c32, ...)
+               threads(%tx, %ty, %tz) in (%sx = %c256, ...) {
+      %i = bx * 256 + tx;  if %i < 8192: i -> (%i / 128, %i mod 128)
+      %x = memref.load %a[...]; memref.store (exp %x), %b[...]
+    }
+    ```
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Threads per block (a multiple of 32, at most 1024)">,
+  ];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::gpu::GPUDialect",
+    "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect"
+  ];
+}
+
+#endif // ANVIL_TARGET_CUDA_PASSES_TD

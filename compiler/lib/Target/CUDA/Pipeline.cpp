@@ -1,0 +1,122 @@
+//===- Pipeline.cpp - the CUDA backend's pass pipeline --------------------===//
+//
+// anvil IR -> gpu kernels:
+//
+// 1-3. linalg, fused, bufferized: as on the CPU (Target/CPU/Pipeline.cpp),
+//      GEMMs included (calls of the runtime's anvil_rt_sgemm), without the
+//      CPU's chunking of dispatches over threads.
+// 4.   kernels: anvil-cuda-map-dispatches (each dispatch's loop nests onto
+//      a 1-D grid), canonicalize (the launch sizes fold to constants, which
+//      outlining then sinks into the kernels), gpu-kernel-outlining.
+//
+// buildKernelToNVVMPipeline then lowers the kernels: affine and scf to cf,
+// strided memrefs expanded, gpu/math/memref/arith to NVVM and LLVM (math
+// through libdevice), with the target attached for serialization.
+//
+//===----------------------------------------------------------------------===//
+
+#include "anvil/Target/CUDA/CUDABackend.h"
+
+#include "anvil/Target/CPU/CPUBackend.h"
+#include "anvil/Target/CUDA/Passes.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVM.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+#ifndef ANVIL_CUDA_TOOLKIT
+#define ANVIL_CUDA_TOOLKIT ""
+#endif
+
+std::string mlir::anvil::cuda::defaultCUDAToolkit() {
+  return ANVIL_CUDA_TOOLKIT;
+}
+
+std::string mlir::anvil::cuda::defaultPTXFeatures(StringRef chip) {
+  unsigned sm = 0;
+  if (chip.consume_front("sm_"))
+    chip.take_while([](char c) { return std::isdigit(c); })
+        .getAsInteger(10, sm);
+  return sm >= 100 ? "+ptx86" : "+ptx80";
+}
+
+void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
+                                          std::optional<Stage> after,
+                                          const CUDAPipelineOptions &options) {
+  // The target-independent stages are the CPU backend's first three.
+  auto shared = [](Stage s) { return static_cast<cpu::Stage>(s); };
+  if (last >= Stage::Linalg && (!after || *after < Stage::Bufferized)) {
+    cpu::CPUPipelineOptions cpuOptions;
+    cpuOptions.fuse = options.fuse;
+    cpuOptions.threadChunks = false;
+    Stage upTo = std::min(last, Stage::Bufferized);
+    cpu::buildCPUPipeline(pm, shared(upTo),
+                          after ? std::optional(shared(*after)) : std::nullopt,
+                          cpuOptions);
+  }
+  if (last < Stage::Kernels || (after && *after >= Stage::Kernels))
+    return;
+  AnvilCUDAMapDispatchesPassOptions map;
+  map.blockSize = options.blockSize;
+  pm.addPass(createAnvilCUDAMapDispatchesPass(map));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createGpuKernelOutliningPass());
+}
+
+void mlir::anvil::cuda::buildKernelToNVVMPipeline(OpPassManager &pm,
+                                                  const CUDATarget &target) {
+  GpuNVVMAttachTargetOptions attach;
+  attach.chip = target.chip;
+  attach.features = target.features.empty() ? defaultPTXFeatures(target.chip)
+                                            : target.features;
+  attach.optLevel = target.optLevel;
+  pm.addPass(createGpuNVVMAttachTarget(attach));
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createLowerAffinePass());
+  kernels.addPass(createSCFToControlFlowPass());
+  kernels.addPass(memref::createExpandStridedMetadataPass());
+  kernels.addPass(createLowerAffinePass());
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  nvvm.useBarePtrCallConv = true;
+  kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void mlir::anvil::cuda::registerCUDABackendDialects(DialectRegistry &registry) {
+  cpu::registerCPUBackendDialects(registry);
+  registry.insert<gpu::GPUDialect, NVVM::NVVMDialect>();
+  // convert-gpu-to-nvvm lowers the other dialects of a kernel through their
+  // ConvertToLLVMPatternInterface.
+  arith::registerConvertArithToLLVMInterface(registry);
+  cf::registerConvertControlFlowToLLVMInterface(registry);
+  registerConvertFuncToLLVMInterface(registry);
+  index::registerConvertIndexToLLVMInterface(registry);
+  registerConvertMathToLLVMInterface(registry);
+  registerConvertMemRefToLLVMInterface(registry);
+  registerConvertNVVMToLLVMInterface(registry);
+  NVVM::registerConvertGpuToNVVMInterface(registry);
+  // gpu-module-to-binary: the NVVM target, and the translations of the
+  // kernels to LLVM IR.
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  registerGPUDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+}
