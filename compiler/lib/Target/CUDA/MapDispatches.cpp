@@ -130,7 +130,8 @@ struct AnvilCUDAMapDispatchesPass
   void runOnOperation() override {
     if (blockSize < 32 || blockSize > 1024 || blockSize % 32 != 0) {
       getOperation().emitError("anvil-cuda-map-dispatches: block-size = ")
-          << blockSize << " is not a multiple of 32 in [32, 1024]";
+          << static_cast<int64_t>(blockSize)
+          << " is not a multiple of 32 in [32, 1024]";
       return signalPassFailure();
     }
     IRRewriter rewriter(&getContext());

@@ -6,8 +6,9 @@
 //      GEMMs included (calls of the runtime's anvil_rt_sgemm), without the
 //      CPU's chunking of dispatches over threads.
 // 4.   kernels: anvil-cuda-map-dispatches (each dispatch's loop nests onto
-//      a 1-D grid), canonicalize (the launch sizes fold to constants, which
-//      outlining then sinks into the kernels), gpu-kernel-outlining.
+//      a 1-D grid), canonicalize, gpu-launch-sink-index-computations (the
+//      constants into the launches: kernels take only their buffers),
+//      gpu-kernel-outlining.
 //
 // buildKernelToNVVMPipeline then lowers the kernels: affine and scf to cf,
 // strided memrefs expanded, gpu/math/memref/arith to NVVM and LLVM (math
@@ -79,6 +80,7 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
   map.blockSize = options.blockSize;
   pm.addPass(createAnvilCUDAMapDispatchesPass(map));
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
 }
 

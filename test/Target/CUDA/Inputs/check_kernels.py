@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+"""Checks an anvil-compile --kernel-report against the kernels it came from.
+
+usage: check_kernels.py REPORT.json KERNELS.mlir
+
+KERNELS.mlir is the same compilation's --emit=kernels. Every gpu.module in
+it must appear in the report (ptxas assembled it), every kernel must have a
+launch shape and use registers, and none may spill. Prints one summary line
+for FileCheck.
+"""
+import json
+import re
+import sys
+
+report = json.load(open(sys.argv[1]))
+modules = set(re.findall(r"gpu\.module @(\w+)", open(sys.argv[2]).read()))
+rows = report["per_kernel"]
+reported = {row["module"] for row in rows}
+errors = []
+if modules != reported:
+    errors.append(f"gpu.modules not in the report: {sorted(modules - reported)}; "
+                  f"reported but not in the IR: {sorted(reported - modules)}")
+for row in rows:
+    if row["registers"] <= 0 or row["blocks"] <= 0 or row["threads_per_block"] <= 0:
+        errors.append(f"{row['kernel']}: no registers or launch shape: {row}")
+    if row["spill_store_bytes"] or row["spill_load_bytes"]:
+        errors.append(f"{row['kernel']}: spills: {row}")
+if report["kernels"] != len(rows):
+    errors.append(f"'kernels' is {report['kernels']}, but {len(rows)} are listed")
+if errors:
+    sys.exit("check_kernels: " + "\n".join(errors))
+print(f"{report['chip']}: {len(rows)} kernels assembled, at most "
+      f"{report['max_registers']} registers, {report['kernels_with_spills']} "
+      f"spilling, {report['single_thread_kernels']} on one thread")

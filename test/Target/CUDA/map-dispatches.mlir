@@ -1,0 +1,95 @@
+// RUN: anvil-opt %s --split-input-file --anvil-cuda-map-dispatches | FileCheck %s
+// RUN: anvil-opt %s --split-input-file --anvil-cuda-map-dispatches=block-size=64 | FileCheck %s --check-prefix=B64
+// RUN: not anvil-opt %s --anvil-cuda-map-dispatches=block-size=100 2>&1 | FileCheck %s --check-prefix=BADSIZE
+// BADSIZE: error: anvil-cuda-map-dispatches: block-size = 100 is not a multiple of 32 in [32, 1024]
+
+// Tests anvil-cuda-map-dispatches: a dispatch's loop nest becomes one
+// launch over its linearized iteration space, innermost dimension fastest;
+// what is not a loop nest runs on one thread; functions that are not
+// dispatches are left alone.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// 64 x 100 = 6400 points: 25 blocks of 256 threads, the last partly idle.
+// CHECK-LABEL: func.func private @step__dispatch_0
+// CHECK-DAG: %[[C25:.+]] = arith.constant 25 : index
+// CHECK-DAG: %[[C256:.+]] = arith.constant 256 : index
+// CHECK: gpu.launch blocks(%[[BX:.+]], %{{.+}}, %{{.+}}) in (%{{.+}} = %[[C25]], %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}) threads(%[[TX:.+]], %{{.+}}, %{{.+}}) in (%{{.+}} = %[[C256]],
+// CHECK: %[[T:.+]] = arith.constant 256 : index
+// CHECK: %[[BASE:.+]] = arith.muli %[[BX]], %[[T]]
+// CHECK: %[[I:.+]] = arith.addi %[[BASE]], %[[TX]]
+// CHECK: %[[N:.+]] = arith.constant 6400 : index
+// CHECK: %[[IN:.+]] = arith.cmpi ult, %[[I]], %[[N]]
+// CHECK: scf.if %[[IN]] {
+// CHECK:   %[[W:.+]] = arith.constant 100 : index
+// CHECK:   %[[COL:.+]] = arith.remui %[[I]], %[[W]]
+// CHECK:   %[[ROW:.+]] = arith.divui %[[I]], %{{.+}}
+// CHECK:   %[[R:.+]] = affine.apply #{{.+}}(%[[ROW]])
+// CHECK:   %[[C:.+]] = affine.apply #{{.+}}(%[[COL]])
+// CHECK:   %[[X:.+]] = memref.load %{{.+}}[%[[R]], %[[C]]]
+// CHECK:   %[[E:.+]] = math.exp %[[X]]
+// CHECK:   memref.store %[[E]], %{{.+}}[%{{.+}}, %{{.+}}]
+// CHECK: gpu.terminator
+// B64-LABEL: func.func private @step__dispatch_0
+// B64: gpu.launch blocks({{.+}}) in ({{.+}} = %c100{{.*}}, {{.+}}) threads({{.+}}) in ({{.+}} = %c64{{.*}},
+func.func private @step__dispatch_0(%a: memref<64x100xf32>, %b: memref<64x100xf32>) {
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<64x100xf32>) outs(%b : memref<64x100xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %e = math.exp %x : f32
+    linalg.yield %e : f32
+  }
+  return
+}
+
+// -----
+
+// A row reduction: one thread per row (8 rows: one warp, a block of 32),
+// the reduced dimension a loop inside.
+// CHECK-LABEL: func.func private @step__dispatch_1
+// CHECK: %[[C32:.+]] = arith.constant 32 : index
+// CHECK: gpu.launch blocks({{.+}}) in ({{.+}} = %c1{{.*}}, {{.+}}) threads({{.+}}) in ({{.+}} = %[[C32]],
+// CHECK: %[[C8:.+]] = arith.constant 8 : index
+// CHECK: arith.cmpi ult, %{{.+}}, %[[C8]]
+// CHECK: scf.for
+// CHECK:   arith.addf
+func.func private @step__dispatch_1(%a: memref<8x300xf32>, %b: memref<8xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%a : memref<8x300xf32>) outs(%b : memref<8xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A rank-0 result has no loop nest to map: one thread.
+// CHECK-LABEL: func.func private @step__dispatch_2
+// CHECK: gpu.launch blocks({{.+}}) in ({{.+}} = %c1{{[_0-9]*}}, {{.+}} = %c1{{[_0-9]*}}, {{.+}} = %c1{{[_0-9]*}}) threads({{.+}}) in ({{.+}} = %c1{{[_0-9]*}}, {{.+}} = %c1{{[_0-9]*}}, {{.+}} = %c1{{[_0-9]*}})
+// CHECK: scf.for
+// CHECK: gpu.terminator
+// CHECK: return
+func.func private @step__dispatch_2(%a: memref<300xf32>, %b: memref<f32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>],
+                  iterator_types = ["reduction"]}
+      ins(%a : memref<300xf32>) outs(%b : memref<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Not a dispatch (the host's function): untouched.
+// CHECK-LABEL: func.func @train_step
+// CHECK-NOT: gpu.launch
+// CHECK: linalg.fill
+func.func @train_step(%b: memref<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%b : memref<4xf32>)
+  return
+}
