@@ -140,6 +140,12 @@ cl::opt<std::string> cudaToolkit(
     cl::desc("Root of the CUDA toolkit whose ptxas and libdevice build the "
              "kernels (default: the one Anvil was configured with)"),
     cl::value_desc("dir"), cl::init(""), cl::cat(category));
+cl::opt<bool> emulateCUDAGrid(
+    "emulate-cuda-grid",
+    cl::desc("With --target=cpu: run every dispatch through the CUDA "
+             "backend's grid mapping, its launches emulated as loops on the "
+             "host (tests the kernels' logic without a GPU; slow)"),
+    cl::init(false), cl::Hidden, cl::cat(category));
 cl::opt<std::string> kernelReport(
     "kernel-report",
     cl::desc("With --target=cuda: assemble every kernel of the step with "
@@ -685,6 +691,9 @@ int main(int argc, char **argv) {
   if (emitStage == Stage::LLVM && cuda)
     return error("--emit=llvm: the CUDA backend ends at its kernels for now "
                  "(--emit=kernels)");
+  if (emulateCUDAGrid && target != Target::CPU)
+    return error("--emulate-cuda-grid runs the CUDA kernels' logic on the "
+                 "CPU: use it with --target=cpu");
   if (!kernelReport.empty() && !cuda)
     return error("--kernel-report assembles CUDA kernels: add --target=cuda");
   if (cuda && !emitStage && emit != "none" && !outputFile.empty())
@@ -871,12 +880,15 @@ int main(int argc, char **argv) {
                                             : S::LLVM;
       mlir::anvil::cpu::CPUPipelineOptions options;
       options.fuse = !noFusion;
+      options.threadChunks = !emulateCUDAGrid;
       mlir::anvil::cpu::buildCPUPipeline(
           pm, upTo,
           upTo == S::Linalg
               ? std::nullopt
               : std::optional(static_cast<S>(static_cast<int>(upTo) - 1)),
           options);
+      if (upTo == S::Bufferized && emulateCUDAGrid)
+        mlir::anvil::cuda::buildGridEmulationPipeline(pm);
     }
     if (failed(pm.run(module)))
       return error("lowering failed (see above)"), mlir::failure();

@@ -84,6 +84,15 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
   pm.addPass(createGpuKernelOutliningPass());
 }
 
+void mlir::anvil::cuda::buildGridEmulationPipeline(OpPassManager &pm,
+                                                   int64_t blockSize) {
+  AnvilCUDAMapDispatchesPassOptions map;
+  map.blockSize = blockSize;
+  pm.addPass(createAnvilCUDAMapDispatchesPass(map));
+  pm.addPass(createAnvilCUDAEmulateLaunchesPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
 void mlir::anvil::cuda::buildKernelToNVVMPipeline(OpPassManager &pm,
                                                   const CUDATarget &target) {
   GpuNVVMAttachTargetOptions attach;

@@ -47,6 +47,12 @@ void buildCUDAPipeline(OpPassManager &pm, Stage last = Stage::Kernels,
                        std::optional<Stage> after = std::nullopt,
                        const CUDAPipelineOptions &options = {});
 
+/// Adds the passes that make a bufferized module's dispatches run through
+/// the grid mapping of the `kernels` stage, emulated on the host
+/// (anvil-cuda-map-dispatches, anvil-cuda-emulate-launches): for testing
+/// the kernels' logic with the CPU backend, where there is no GPU.
+void buildGridEmulationPipeline(OpPassManager &pm, int64_t blockSize = 256);
+
 /// The GPU architecture the kernels are built for.
 struct CUDATarget {
   std::string chip = "sm_90";      ///< sm_80, sm_90, sm_100, ...

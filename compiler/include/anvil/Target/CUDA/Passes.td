@@ -55,4 +55,35 @@ def AnvilCUDAMapDispatchesPass
   ];
 }
 
+def AnvilCUDAEmulateLaunchesPass
+    : Pass<"anvil-cuda-emulate-launches", "mlir::ModuleOp"> {
+  let summary = "Runs gpu.launch regions as loops on the host (testing)";
+  let description = [{
+    Replaces each `gpu.launch` with constant sizes by loops over its blocks
+    and threads that run the launch body, so that the kernels
+    `anvil-cuda-map-dispatches` makes (their index arithmetic, bounds
+    guards and reduction loops) can be run and checked on a machine
+    without a GPU: `anvil-compile --target=cpu --emulate-cuda-grid` builds
+    a CPU executable whose dispatches go through the CUDA mapping. Runs
+    before `gpu-kernel-outlining`; a launch with dynamic sizes is an error.
+
+    Input:
+    ```mlir
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %c25, %gy = %c1, %gz = %c1)
+               threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1) {
+      ... %bx, %tx ...
+      gpu.terminator
+    }
+    ```
+    Output:
+    ```mlir
+    scf.for %bz = %c0 to %c1 step %c1 { scf.for %by ... { scf.for %bx = %c0 to %c25 ... {
+      scf.for %tz ... { scf.for %ty ... { scf.for %tx = %c0 to %c256 ... {
+        ... %bx, %tx ...
+    }}}}}}
+    ```
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
+}
+
 #endif // ANVIL_TARGET_CUDA_PASSES_TD
