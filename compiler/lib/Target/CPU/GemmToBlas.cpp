@@ -35,8 +35,6 @@ using namespace mlir;
 
 namespace {
 
-constexpr StringLiteral kSgemm = "anvil_rt_sgemm";
-
 /// An operand of the contraction as BLAS sees it.
 struct Matrix {
   bool transposed = false;
@@ -111,7 +109,9 @@ std::optional<Matrix> asMatrix(Value v, AffineMap map, ArrayRef<unsigned> batch,
 }
 
 struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
-  using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
+  GemmToBlas(MLIRContext *context, StringRef callee)
+      : OpInterfaceRewritePattern(context), calleeName(callee.str()) {}
+  std::string calleeName; ///< anvil_rt_sgemm, or a device's variant.
   LogicalResult matchAndRewrite(linalg::LinalgOp op,
                                 PatternRewriter &rewriter) const override {
     if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
@@ -192,12 +192,12 @@ struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
         i64(mc->ld),         i64(mc->batchStride), i64(product(batch))};
 
     auto module = op->getParentOfType<ModuleOp>();
-    auto callee = module.lookupSymbol<func::FuncOp>(kSgemm);
+    auto callee = module.lookupSymbol<func::FuncOp>(calleeName);
     if (!callee) {
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(module.getBody());
       callee = func::FuncOp::create(
-          rewriter, module.getLoc(), kSgemm,
+          rewriter, module.getLoc(), calleeName,
           rewriter.getFunctionType(ValueRange(args).getTypes(), {}));
       callee.setPrivate();
     }
@@ -208,9 +208,10 @@ struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
 
 struct AnvilCPUGemmToBlasPass
     : mlir::anvil::impl::AnvilCPUGemmToBlasPassBase<AnvilCPUGemmToBlasPass> {
+  using Base::Base;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<GemmToBlas>(&getContext());
+    patterns.add<GemmToBlas>(&getContext(), callee);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -101,7 +101,9 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     bufferization::buildBufferDeallocationPipeline(pm);
     pm.addPass(createConvertBufferizationToMemRefPass());
     pm.addPass(createCanonicalizerPass());
-    pm.addPass(createAnvilCPUGemmToBlasPass());
+    AnvilCPUGemmToBlasPassOptions gemm;
+    gemm.callee = options.sgemm;
+    pm.addPass(createAnvilCPUGemmToBlasPass(gemm));
     pm.addPass(createAnvilOutlineDispatchesPass());
     if (options.threadChunks)
       pm.addPass(createAnvilCPUParallelDispatchesPass());

@@ -3,8 +3,8 @@
 // anvil IR -> gpu kernels:
 //
 // 1-3. linalg, fused, bufferized: as on the CPU (Target/CPU/Pipeline.cpp),
-//      GEMMs included (calls of the runtime's anvil_rt_sgemm), without the
-//      CPU's chunking of dispatches over threads.
+//      without the CPU's chunking of dispatches over threads; f32 GEMMs
+//      call the CUDA runtime's anvil_rt_cuda_sgemm (cuBLAS).
 // 4.   kernels: anvil-cuda-map-dispatches (each dispatch's loop nests onto
 //      a 1-D grid), canonicalize, gpu-launch-sink-index-computations (the
 //      constants into the launches: kernels take only their buffers),
@@ -69,6 +69,7 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     cpu::CPUPipelineOptions cpuOptions;
     cpuOptions.fuse = options.fuse;
     cpuOptions.threadChunks = false;
+    cpuOptions.sgemm = "anvil_rt_cuda_sgemm";
     Stage upTo = std::min(last, Stage::Bufferized);
     cpu::buildCPUPipeline(pm, shared(upTo),
                           after ? std::optional(shared(*after)) : std::nullopt,

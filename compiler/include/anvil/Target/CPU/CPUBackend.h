@@ -39,6 +39,8 @@ struct CPUPipelineOptions {
   /// (anvil-cpu-parallel-dispatches); off for a GPU target, which maps the
   /// dispatches onto a grid instead.
   bool threadChunks = true;
+  /// The runtime function f32 GEMMs call (anvil-cpu-gemm-to-blas callee).
+  std::string sgemm = "anvil_rt_sgemm";
 };
 
 /// Adds the passes of the stages after `after` (from the start when not

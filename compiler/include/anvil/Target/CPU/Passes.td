@@ -32,6 +32,12 @@ def AnvilCPUGemmToBlasPass : Pass<"anvil-cpu-gemm-to-blas", "mlir::ModuleOp"> {
                          %ldb, %sb, %pc, %ldc, %sc, %batch) : (...) -> ()
     ```
   }];
+  let options = [
+    Option<"callee", "callee", "std::string", /*default=*/"\"anvil_rt_sgemm\"",
+           "The runtime function called (same arguments): anvil_rt_sgemm "
+           "(OpenBLAS) on the CPU, anvil_rt_cuda_sgemm (cuBLAS) for "
+           "--target=cuda">,
+  ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::func::FuncDialect",
     "mlir::LLVM::LLVMDialect", "mlir::memref::MemRefDialect"

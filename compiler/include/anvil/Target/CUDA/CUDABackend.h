@@ -7,8 +7,8 @@
 //    bufferized: those of the CPU backend, without its thread chunks), then
 //    `kernels`: each dispatch region mapped onto a grid
 //    (anvil-cuda-map-dispatches) and outlined into a gpu.module kernel
-//    launched by gpu.launch_func. GEMMs are calls of the runtime's
-//    anvil_rt_sgemm, as on the CPU, for the CUDA runtime to run on cuBLAS.
+//    launched by gpu.launch_func. f32 GEMMs are calls of the CUDA
+//    runtime's anvil_rt_cuda_sgemm (cuBLAS).
 // 2. `buildKernelToNVVMPipeline`: the kernels to the NVVM dialect, with a
 //    target (chip, PTX features) attached.
 // 3. `assembleKernels`: every kernel to PTX and through the toolkit's
