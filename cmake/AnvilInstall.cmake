@@ -21,9 +21,11 @@ include(CMakePackageConfigHelpers)
 
 # The runtime: libraries that executables link, and its tools.
 set(_anvil_runtime_libs anvil_runtime anvil_cpu anvil_trainer anvil_single)
-if(TARGET anvil_mpi)
-  list(APPEND _anvil_runtime_libs anvil_mpi)
-endif()
+foreach(_lib anvil_mpi anvil_cuda)
+  if(TARGET ${_lib})
+    list(APPEND _anvil_runtime_libs ${_lib})
+  endif()
+endforeach()
 install(TARGETS ${_anvil_runtime_libs}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT anvil)
 install(TARGETS anvil-run anvil-inspect anvil-make-shard

@@ -1,0 +1,91 @@
+//===- Cuda.h - the CUDA device of the runtime ---------------------*- C++
+//-*-===//
+//
+// What CUDA executables link (runtime/src/cuda, libanvil_cuda.a, built when
+// the CUDA toolkit is found):
+//
+// - The driver is loaded at run time (dlopen of libcuda.so.1, entry points
+//   through cuGetProcAddress), not linked: an executable built here starts
+//   on a machine without a GPU and says so, instead of failing to load.
+// - The functions MLIR's lowering of gpu.launch_func calls (mgpuModuleLoad,
+//   mgpuModuleGetFunction, mgpuLaunchKernel, mgpuStream*): their names and
+//   signatures are MLIR's (what `gpu-to-llvm` emits), the rest of the
+//   generated code's ABI is Anvil's `anvil_rt_cuda_*`.
+// - Every driver and cuBLAS error is reported with the call, the kernel or
+//   region it was for, and the training step; generated code cannot handle
+//   an error mid-step, so those calls print the report and abort.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ANVIL_RUNTIME_CUDA_H
+#define ANVIL_RUNTIME_CUDA_H
+
+#include "anvil/runtime/Status.h"
+
+#include <cstdint>
+#include <string>
+
+namespace anvil::rt::cuda {
+
+/// Whether a CUDA driver and at least one device are present. The first
+/// call loads the driver, initializes it and makes device `LOCAL_RANK`
+/// (0 without it) current on the calling thread; a failure is remembered
+/// and returned again.
+Status initialize();
+
+/// The current device.
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int64_t memoryBytes = 0;
+  int computeMajor = 0, computeMinor = 0;
+  int multiprocessors = 0;
+};
+Expected<DeviceInfo> currentDevice();
+
+/// The training step errors are reported for (the trainer sets it before
+/// each step; -1: not in a step).
+void setCurrentStep(int64_t step);
+
+/// "cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE (invalid argument), for
+/// kernel 'k', at step 12": the report of driver result `result` of `call`
+/// for `what` (a kernel or region name; may be empty).
+std::string describeDriverError(int result, const char *call,
+                                const std::string &what);
+
+/// The name `function` (a CUfunction) was looked up by, or "".
+std::string kernelName(void *function);
+
+} // namespace anvil::rt::cuda
+
+extern "C" {
+// MLIR's launch ABI (gpu-to-llvm): modules are loaded from the embedded
+// cubins by a constructor of the generated code, and each launch runs on a
+// stream of its own that it synchronizes and destroys.
+void *mgpuModuleLoad(void *data, uint64_t bytes);
+void mgpuModuleUnload(void *module);
+void *mgpuModuleGetFunction(void *module, const char *name);
+void mgpuLaunchKernel(void *function, int64_t gridX, int64_t gridY,
+                      int64_t gridZ, int64_t blockX, int64_t blockY,
+                      int64_t blockZ, int32_t sharedBytes, void *stream,
+                      void **params, void **extra, int64_t paramCount);
+void *mgpuStreamCreate(void);
+void mgpuStreamSynchronize(void *stream);
+void mgpuStreamDestroy(void *stream);
+
+/// Memory that host code and kernels both address (managed): the
+/// trainer's buffers and anything generated code allocates.
+void *anvil_rt_cuda_alloc(int64_t bytes);
+void anvil_rt_cuda_free(void *ptr);
+
+/// anvil_rt_sgemm's contract (RuntimeABI.h) on device pointers, through
+/// cuBLAS: for i in [0, batch): C_i += op(A_i) op(B_i), row-major. Returns
+/// when the product is complete.
+void anvil_rt_cuda_sgemm(int32_t transA, int32_t transB, int64_t m, int64_t n,
+                         int64_t k, const float *a, int64_t lda,
+                         int64_t strideA, const float *b, int64_t ldb,
+                         int64_t strideB, float *c, int64_t ldc,
+                         int64_t strideC, int64_t batch);
+} // extern "C"
+
+#endif // ANVIL_RUNTIME_CUDA_H

@@ -1,0 +1,314 @@
+//===- Device.cpp - the CUDA driver, loaded at run time, and MLIR's launches
+//---===//
+//
+// The driver library is opened with dlopen and its entry points fetched
+// through cuGetProcAddress (the versions of the CUDA 12.0 ABI, which every
+// driver since has), so nothing here needs libcuda.so at link time. A
+// process uses one device, LOCAL_RANK's (0 without it), through its primary
+// context.
+//
+//===----------------------------------------------------------------------===//
+
+#include "anvil/runtime/Cuda.h"
+
+#include <cuda.h>
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+using namespace anvil::rt;
+
+namespace {
+
+/// The driver entry points Anvil uses.
+struct Driver {
+  decltype(&::cuInit) init = nullptr;
+  decltype(&::cuDriverGetVersion) driverGetVersion = nullptr;
+  decltype(&::cuDeviceGetCount) deviceGetCount = nullptr;
+  decltype(&::cuDeviceGet) deviceGet = nullptr;
+  decltype(&::cuDeviceGetName) deviceGetName = nullptr;
+  decltype(&::cuDeviceTotalMem) deviceTotalMem = nullptr;
+  decltype(&::cuDeviceGetAttribute) deviceGetAttribute = nullptr;
+  decltype(&::cuDevicePrimaryCtxRetain) primaryCtxRetain = nullptr;
+  decltype(&::cuCtxSetCurrent) ctxSetCurrent = nullptr;
+  decltype(&::cuCtxSynchronize) ctxSynchronize = nullptr;
+  decltype(&::cuModuleLoadData) moduleLoadData = nullptr;
+  decltype(&::cuModuleUnload) moduleUnload = nullptr;
+  decltype(&::cuModuleGetFunction) moduleGetFunction = nullptr;
+  decltype(&::cuLaunchKernel) launchKernel = nullptr;
+  decltype(&::cuStreamCreate) streamCreate = nullptr;
+  decltype(&::cuStreamSynchronize) streamSynchronize = nullptr;
+  decltype(&::cuStreamDestroy) streamDestroy = nullptr;
+  decltype(&::cuMemAllocManaged) memAllocManaged = nullptr;
+  decltype(&::cuMemFree) memFree = nullptr;
+  decltype(&::cuGetErrorName) getErrorName = nullptr;
+  decltype(&::cuGetErrorString) getErrorString = nullptr;
+};
+
+struct State {
+  std::once_flag once;
+  Status status;
+  Driver driver;
+  CUdevice device = 0;
+  int ordinal = 0;
+  CUcontext context = nullptr;
+  std::mutex namesLock;
+  std::unordered_map<void *, std::string> kernelNames;
+};
+
+State &state() {
+  static State s;
+  return s;
+}
+
+thread_local int64_t currentStep = -1;
+
+Status unavailable(const std::string &why) {
+  return Status::error(ErrorCode::Unavailable, "CUDA: " + why);
+}
+
+Status loadDriver(State &s) {
+  void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!library)
+    return unavailable(std::string("no CUDA driver (libcuda.so.1): ") +
+                       dlerror());
+  using GetProcAddress = CUresult (*)(const char *, void **, int, cuuint64_t,
+                                      CUdriverProcAddressQueryResult *);
+  auto getProcAddress =
+      reinterpret_cast<GetProcAddress>(dlsym(library, "cuGetProcAddress_v2"));
+  if (!getProcAddress)
+    return unavailable("the driver is older than CUDA 12 (no "
+                       "cuGetProcAddress_v2); Anvil needs a CUDA 12 driver or "
+                       "newer");
+  Driver &d = s.driver;
+  std::string missing;
+  auto get = [&](auto &fn, const char *name) {
+    void *p = nullptr;
+    CUdriverProcAddressQueryResult found;
+    if (getProcAddress(name, &p, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &found) !=
+            CUDA_SUCCESS ||
+        !p)
+      missing += (missing.empty() ? "" : ", ") + std::string(name);
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
+  };
+  get(d.init, "cuInit");
+  get(d.driverGetVersion, "cuDriverGetVersion");
+  get(d.deviceGetCount, "cuDeviceGetCount");
+  get(d.deviceGet, "cuDeviceGet");
+  get(d.deviceGetName, "cuDeviceGetName");
+  get(d.deviceTotalMem, "cuDeviceTotalMem");
+  get(d.deviceGetAttribute, "cuDeviceGetAttribute");
+  get(d.primaryCtxRetain, "cuDevicePrimaryCtxRetain");
+  get(d.ctxSetCurrent, "cuCtxSetCurrent");
+  get(d.ctxSynchronize, "cuCtxSynchronize");
+  get(d.moduleLoadData, "cuModuleLoadData");
+  get(d.moduleUnload, "cuModuleUnload");
+  get(d.moduleGetFunction, "cuModuleGetFunction");
+  get(d.launchKernel, "cuLaunchKernel");
+  get(d.streamCreate, "cuStreamCreate");
+  get(d.streamSynchronize, "cuStreamSynchronize");
+  get(d.streamDestroy, "cuStreamDestroy");
+  get(d.memAllocManaged, "cuMemAllocManaged");
+  get(d.memFree, "cuMemFree");
+  get(d.getErrorName, "cuGetErrorName");
+  get(d.getErrorString, "cuGetErrorString");
+  if (!missing.empty())
+    return unavailable("the driver lacks " + missing);
+  return Status::ok();
+}
+
+Status startDevice(State &s) {
+  if (Status st = loadDriver(s); !st.isOk())
+    return st;
+  Driver &d = s.driver;
+  if (CUresult r = d.init(0); r != CUDA_SUCCESS)
+    return unavailable(cuda::describeDriverError(r, "cuInit", ""));
+  int count = 0;
+  if (CUresult r = d.deviceGetCount(&count); r != CUDA_SUCCESS)
+    return unavailable(cuda::describeDriverError(r, "cuDeviceGetCount", ""));
+  if (count == 0)
+    return unavailable("the driver sees no device");
+  if (const char *local = std::getenv("LOCAL_RANK"))
+    s.ordinal = std::atoi(local) % count;
+  if (CUresult r = d.deviceGet(&s.device, s.ordinal); r != CUDA_SUCCESS)
+    return unavailable(cuda::describeDriverError(r, "cuDeviceGet", ""));
+  if (CUresult r = d.primaryCtxRetain(&s.context, s.device); r != CUDA_SUCCESS)
+    return unavailable(
+        cuda::describeDriverError(r, "cuDevicePrimaryCtxRetain", ""));
+  if (CUresult r = d.ctxSetCurrent(s.context); r != CUDA_SUCCESS)
+    return unavailable(cuda::describeDriverError(r, "cuCtxSetCurrent", ""));
+  return Status::ok();
+}
+
+/// The started device for a call from generated code: aborts with the
+/// reason when there is none (generated code has no error path).
+Driver &driverOrAbort(const char *call) {
+  Status st = cuda::initialize();
+  if (!st.isOk()) {
+    std::fprintf(stderr, "anvil: %s: %s\n", call, st.message().c_str());
+    std::abort();
+  }
+  State &s = state();
+  // Launches may come from another thread than the one that initialized.
+  s.driver.ctxSetCurrent(s.context);
+  return s.driver;
+}
+
+/// Aborts with the report of `result` unless it is success.
+void check(CUresult result, const char *call, const std::string &what) {
+  if (result == CUDA_SUCCESS)
+    return;
+  std::fprintf(stderr, "anvil: %s\n",
+               cuda::describeDriverError(result, call, what).c_str());
+  std::abort();
+}
+
+} // namespace
+
+Status cuda::initialize() {
+  State &s = state();
+  std::call_once(s.once, [&] { s.status = startDevice(s); });
+  if (s.status.isOk() && s.context)
+    s.driver.ctxSetCurrent(s.context);
+  return s.status;
+}
+
+Expected<cuda::DeviceInfo> cuda::currentDevice() {
+  if (Status st = initialize(); !st.isOk())
+    return st;
+  State &s = state();
+  Driver &d = s.driver;
+  DeviceInfo info;
+  info.ordinal = s.ordinal;
+  char name[256] = {};
+  d.deviceGetName(name, sizeof name, s.device);
+  info.name = name;
+  size_t bytes = 0;
+  d.deviceTotalMem(&bytes, s.device);
+  info.memoryBytes = static_cast<int64_t>(bytes);
+  d.deviceGetAttribute(&info.computeMajor,
+                       CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, s.device);
+  d.deviceGetAttribute(&info.computeMinor,
+                       CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, s.device);
+  d.deviceGetAttribute(&info.multiprocessors,
+                       CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, s.device);
+  return info;
+}
+
+void cuda::setCurrentStep(int64_t step) { currentStep = step; }
+
+std::string cuda::describeDriverError(int result, const char *call,
+                                      const std::string &what) {
+  const char *name = nullptr, *text = nullptr;
+  Driver &d = state().driver;
+  if (d.getErrorName)
+    d.getErrorName(static_cast<CUresult>(result), &name);
+  if (d.getErrorString)
+    d.getErrorString(static_cast<CUresult>(result), &text);
+  std::string message = std::string(call) + " failed: " +
+                        (name ? name : "CUDA error " + std::to_string(result));
+  if (text)
+    message += std::string(" (") + text + ")";
+  if (!what.empty())
+    message += ", for " + what;
+  if (currentStep >= 0)
+    message += ", at step " + std::to_string(currentStep);
+  return message;
+}
+
+std::string cuda::kernelName(void *function) {
+  State &s = state();
+  std::lock_guard<std::mutex> guard(s.namesLock);
+  auto it = s.kernelNames.find(function);
+  return it == s.kernelNames.end() ? std::string() : it->second;
+}
+
+//===- MLIR's launch ABI
+//---------------------------------------------------===//
+
+extern "C" void *mgpuModuleLoad(void *data, uint64_t bytes) {
+  Driver &d = driverOrAbort("mgpuModuleLoad");
+  CUmodule module = nullptr;
+  check(d.moduleLoadData(&module, data), "cuModuleLoadData",
+        "the kernels' module (" + std::to_string(bytes) + " bytes)");
+  return module;
+}
+
+extern "C" void mgpuModuleUnload(void *module) {
+  // At exit the driver may already be shutting down: nothing to report.
+  State &s = state();
+  if (s.status.isOk() && s.driver.moduleUnload)
+    s.driver.moduleUnload(static_cast<CUmodule>(module));
+}
+
+extern "C" void *mgpuModuleGetFunction(void *module, const char *name) {
+  Driver &d = driverOrAbort("mgpuModuleGetFunction");
+  CUfunction function = nullptr;
+  check(d.moduleGetFunction(&function, static_cast<CUmodule>(module), name),
+        "cuModuleGetFunction", std::string("kernel '") + name + "'");
+  State &s = state();
+  std::lock_guard<std::mutex> guard(s.namesLock);
+  s.kernelNames[function] = name;
+  return function;
+}
+
+extern "C" void mgpuLaunchKernel(void *function, int64_t gridX, int64_t gridY,
+                                 int64_t gridZ, int64_t blockX, int64_t blockY,
+                                 int64_t blockZ, int32_t sharedBytes,
+                                 void *stream, void **params, void **extra,
+                                 int64_t /*paramCount*/) {
+  Driver &d = driverOrAbort("mgpuLaunchKernel");
+  CUresult r = d.launchKernel(
+      static_cast<CUfunction>(function), static_cast<unsigned>(gridX),
+      static_cast<unsigned>(gridY), static_cast<unsigned>(gridZ),
+      static_cast<unsigned>(blockX), static_cast<unsigned>(blockY),
+      static_cast<unsigned>(blockZ), static_cast<unsigned>(sharedBytes),
+      static_cast<CUstream>(stream), params, extra);
+  if (r != CUDA_SUCCESS) {
+    std::string what = "kernel '" + cuda::kernelName(function) + "' (grid " +
+                       std::to_string(gridX) + "x" + std::to_string(gridY) +
+                       "x" + std::to_string(gridZ) + ", block " +
+                       std::to_string(blockX) + "x" + std::to_string(blockY) +
+                       "x" + std::to_string(blockZ) + ")";
+    check(r, "cuLaunchKernel", what);
+  }
+}
+
+extern "C" void *mgpuStreamCreate(void) {
+  Driver &d = driverOrAbort("mgpuStreamCreate");
+  CUstream stream = nullptr;
+  check(d.streamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate", "");
+  return stream;
+}
+
+extern "C" void mgpuStreamSynchronize(void *stream) {
+  Driver &d = driverOrAbort("mgpuStreamSynchronize");
+  // An error of a kernel surfaces here: name the last one launched.
+  check(d.streamSynchronize(static_cast<CUstream>(stream)),
+        "cuStreamSynchronize", "the kernels launched before it");
+}
+
+extern "C" void mgpuStreamDestroy(void *stream) {
+  Driver &d = driverOrAbort("mgpuStreamDestroy");
+  check(d.streamDestroy(static_cast<CUstream>(stream)), "cuStreamDestroy", "");
+}
+
+extern "C" void *anvil_rt_cuda_alloc(int64_t bytes) {
+  Driver &d = driverOrAbort("anvil_rt_cuda_alloc");
+  CUdeviceptr p = 0;
+  check(d.memAllocManaged(&p, static_cast<size_t>(bytes > 0 ? bytes : 1),
+                          CU_MEM_ATTACH_GLOBAL),
+        "cuMemAllocManaged", std::to_string(bytes) + " bytes");
+  return reinterpret_cast<void *>(p);
+}
+
+extern "C" void anvil_rt_cuda_free(void *ptr) {
+  if (!ptr)
+    return;
+  Driver &d = driverOrAbort("anvil_rt_cuda_free");
+  check(d.memFree(reinterpret_cast<CUdeviceptr>(ptr)), "cuMemFree", "");
+}

@@ -1,0 +1,69 @@
+//===- Gemm.cpp - anvil_rt_cuda_sgemm on cuBLAS ---------------------------===//
+//
+// Row-major C (m x n) += op(A) op(B) is, read column-major, C^T += op(B)^T
+// op(A)^T: cuBLAS multiplies B then A with the transposes as given, n and m
+// swapped. One handle per process, on the default stream, synchronized
+// before returning: the launches of the generated code run on streams of
+// their own that do not wait for the default one.
+//
+//===----------------------------------------------------------------------===//
+
+#include "anvil/runtime/Cuda.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+namespace {
+
+const char *cublasName(cublasStatus_t status) {
+  return cublasGetStatusName(status);
+}
+
+[[noreturn]] void fail(const std::string &message) {
+  std::fprintf(stderr, "anvil: %s\n", message.c_str());
+  std::abort();
+}
+
+cublasHandle_t handle() {
+  static std::once_flag once;
+  static cublasHandle_t h = nullptr;
+  std::call_once(once, [] {
+    anvil::rt::Status st = anvil::rt::cuda::initialize();
+    if (!st.isOk())
+      fail("anvil_rt_cuda_sgemm: " + st.message());
+    if (cublasStatus_t s = cublasCreate(&h); s != CUBLAS_STATUS_SUCCESS)
+      fail(std::string("cublasCreate failed: ") + cublasName(s));
+  });
+  return h;
+}
+
+} // namespace
+
+extern "C" void anvil_rt_cuda_sgemm(int32_t transA, int32_t transB, int64_t m,
+                                    int64_t n, int64_t k, const float *a,
+                                    int64_t lda, int64_t strideA,
+                                    const float *b, int64_t ldb,
+                                    int64_t strideB, float *c, int64_t ldc,
+                                    int64_t strideC, int64_t batch) {
+  const float one = 1.0f;
+  cublasStatus_t s = cublasSgemmStridedBatched_64(
+      handle(), transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+      transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &one, b, ldb, strideB, a,
+      lda, strideA, &one, c, ldc, strideC, batch);
+  auto shape = [&] {
+    return "a " + std::to_string(batch) + " x (" + std::to_string(m) + " x " +
+           std::to_string(k) + ") (" + std::to_string(k) + " x " +
+           std::to_string(n) + ") GEMM";
+  };
+  if (s != CUBLAS_STATUS_SUCCESS)
+    fail(std::string("cublasSgemmStridedBatched_64 failed: ") + cublasName(s) +
+         ", for " + shape());
+  if (cudaError_t e = cudaStreamSynchronize(nullptr); e != cudaSuccess)
+    fail(std::string("cudaStreamSynchronize failed: ") + cudaGetErrorName(e) +
+         " (" + cudaGetErrorString(e) + "), after " + shape());
+}

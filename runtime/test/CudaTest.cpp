@@ -1,0 +1,194 @@
+//===- CudaTest.cpp - the CUDA device (label gpu) -------------------------===//
+//
+// Tests that need a GPU skip themselves where initialize() finds none (and
+// say why); ctest counts them as skipped. The error formatting needs none.
+//
+//===----------------------------------------------------------------------===//
+
+#include "anvil/runtime/Cuda.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+using namespace anvil::rt;
+
+namespace {
+
+#define SKIP_WITHOUT_GPU()                                                     \
+  do {                                                                         \
+    Status st = cuda::initialize();                                            \
+    if (!st.isOk())                                                            \
+      GTEST_SKIP() << st.message();                                            \
+  } while (0)
+
+// scale(float *x, float a, int n): x[i] *= a for i < n (sm_80 PTX, which
+// the driver compiles for the device at load).
+constexpr const char *kScalePtx = R"(
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry scale(
+	.param .u64 scale_param_0,
+	.param .f32 scale_param_1,
+	.param .u32 scale_param_2
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<6>;
+	.reg .f32 	%f<4>;
+	.reg .b64 	%rd<5>;
+	ld.param.u64 	%rd1, [scale_param_0];
+	ld.param.f32 	%f1, [scale_param_1];
+	ld.param.u32 	%r2, [scale_param_2];
+	mov.u32 	%r3, %ctaid.x;
+	mov.u32 	%r4, %ntid.x;
+	mov.u32 	%r5, %tid.x;
+	mad.lo.s32 	%r1, %r3, %r4, %r5;
+	setp.ge.s32 	%p1, %r1, %r2;
+	@%p1 bra 	DONE;
+	cvta.to.global.u64 	%rd2, %rd1;
+	mul.wide.s32 	%rd3, %r1, 4;
+	add.s64 	%rd4, %rd2, %rd3;
+	ld.global.f32 	%f2, [%rd4];
+	mul.f32 	%f3, %f2, %f1;
+	st.global.f32 	[%rd4], %f3;
+DONE:
+	ret;
+}
+)";
+
+/// Launches scale on `x` (n floats, managed) with `blocks` x `threads`.
+void launchScale(void *function, float *x, float a, int32_t n, int64_t blocks,
+                 int64_t threads) {
+  void *params[] = {&x, &a, &n};
+  void *stream = mgpuStreamCreate();
+  mgpuLaunchKernel(function, blocks, 1, 1, threads, 1, 1, 0, stream, params,
+                   nullptr, 3);
+  mgpuStreamSynchronize(stream);
+  mgpuStreamDestroy(stream);
+}
+
+TEST(CudaDevice, InitializesOrSaysWhy) {
+  Status st = cuda::initialize();
+  if (!st.isOk()) {
+    EXPECT_EQ(st.code(), ErrorCode::Unavailable);
+    EXPECT_EQ(st.message().rfind("CUDA: ", 0), 0u) << st.message();
+    GTEST_SKIP() << st.message();
+  }
+  Expected<cuda::DeviceInfo> info = cuda::currentDevice();
+  ASSERT_TRUE(info.hasValue()) << info.status().message();
+  EXPECT_FALSE(info->name.empty());
+  EXPECT_GT(info->memoryBytes, 0);
+  EXPECT_GE(info->computeMajor, 7);
+  EXPECT_GT(info->multiprocessors, 0);
+}
+
+TEST(CudaDevice, DescribesDriverErrors) {
+  cuda::setCurrentStep(12);
+  std::string message =
+      cuda::describeDriverError(1, "cuLaunchKernel", "kernel 'k'");
+  cuda::setCurrentStep(-1);
+  // CUDA_ERROR_INVALID_VALUE is 1; without a driver there is no name.
+  EXPECT_TRUE(message.rfind("cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE",
+                            0) == 0 ||
+              message.rfind("cuLaunchKernel failed: CUDA error 1", 0) == 0)
+      << message;
+  EXPECT_NE(message.find(", for kernel 'k', at step 12"), std::string::npos)
+      << message;
+  EXPECT_EQ(cuda::describeDriverError(1, "cuInit", "").find("step"),
+            std::string::npos);
+}
+
+TEST(CudaDevice, LaunchesAKernel) {
+  SKIP_WITHOUT_GPU();
+  void *module = mgpuModuleLoad(const_cast<char *>(kScalePtx), 0);
+  void *scale = mgpuModuleGetFunction(module, "scale");
+  EXPECT_EQ(cuda::kernelName(scale), "scale");
+  const int32_t n = 1000; // not a multiple of the block: the guard matters
+  auto *x = static_cast<float *>(anvil_rt_cuda_alloc(n * sizeof(float)));
+  for (int32_t i = 0; i < n; ++i)
+    x[i] = static_cast<float>(i);
+  launchScale(scale, x, 0.5f, n, (n + 255) / 256, 256);
+  for (int32_t i = 0; i < n; ++i)
+    ASSERT_EQ(x[i], 0.5f * static_cast<float>(i)) << "at " << i;
+  anvil_rt_cuda_free(x);
+  mgpuModuleUnload(module);
+}
+
+/// Row-major reference of anvil_rt_sgemm's contract.
+void referenceGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                   const std::vector<float> &a, int64_t lda, int64_t sa,
+                   const std::vector<float> &b, int64_t ldb, int64_t sb,
+                   std::vector<float> &c, int64_t ldc, int64_t sc,
+                   int64_t batch) {
+  for (int64_t i = 0; i < batch; ++i)
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t col = 0; col < n; ++col) {
+        double sum = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          float x = ta ? a[i * sa + p * lda + r] : a[i * sa + r * lda + p];
+          float y = tb ? b[i * sb + col * ldb + p] : b[i * sb + p * ldb + col];
+          sum += static_cast<double>(x) * y;
+        }
+        c[i * sc + r * ldc + col] += static_cast<float>(sum);
+      }
+}
+
+TEST(CudaDevice, SgemmMatchesTheHost) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  const int64_t m = 37, n = 53, k = 29, batch = 3;
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (bool sharedB : {false, true}) {
+        int64_t lda = ta ? m : k, ldb = tb ? k : n, ldc = n;
+        int64_t sa = m * k, sb = sharedB ? 0 : k * n, sc = m * n;
+        std::vector<float> a(batch * sa), b(sharedB ? k * n : batch * sb),
+            c(batch * sc);
+        for (float &v : a)
+          v = dist(rng);
+        for (float &v : b)
+          v = dist(rng);
+        for (float &v : c)
+          v = dist(rng); // C += A B: the old C counts
+        auto *da = static_cast<float *>(anvil_rt_cuda_alloc(a.size() * 4));
+        auto *db = static_cast<float *>(anvil_rt_cuda_alloc(b.size() * 4));
+        auto *dc = static_cast<float *>(anvil_rt_cuda_alloc(c.size() * 4));
+        std::copy(a.begin(), a.end(), da);
+        std::copy(b.begin(), b.end(), db);
+        std::copy(c.begin(), c.end(), dc);
+        anvil_rt_cuda_sgemm(ta, tb, m, n, k, da, lda, sa, db, ldb, sb, dc, ldc,
+                            sc, batch);
+        referenceGemm(ta, tb, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc,
+                      batch);
+        for (size_t i = 0; i < c.size(); ++i)
+          ASSERT_NEAR(dc[i], c[i], 1e-4f)
+              << "transA " << ta << " transB " << tb << " shared B " << sharedB
+              << " at " << i;
+        anvil_rt_cuda_free(da);
+        anvil_rt_cuda_free(db);
+        anvil_rt_cuda_free(dc);
+      }
+}
+
+TEST(CudaDeviceDeathTest, ALaunchErrorNamesTheKernelAndTheStep) {
+  SKIP_WITHOUT_GPU();
+  // A child process of its own: CUDA does not survive fork.
+  ::testing::GTEST_FLAG(death_test_style) = "threadsafe";
+  EXPECT_DEATH(
+      {
+        void *module = mgpuModuleLoad(const_cast<char *>(kScalePtx), 0);
+        void *scale = mgpuModuleGetFunction(module, "scale");
+        auto *x = static_cast<float *>(anvil_rt_cuda_alloc(4));
+        cuda::setCurrentStep(7);
+        launchScale(scale, x, 2.0f, 1, 1, 4096); // > 1024 threads per block
+      },
+      "cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE.*for kernel 'scale' "
+      "\\(grid 1x1x1, block 4096x1x1\\), at step 7");
+}
+
+} // namespace
