@@ -127,8 +127,8 @@ cl::opt<Target> target(
     cl::values(clEnumValN(Target::CPU, "cpu",
                           "the host CPU (LLVM, vectorized for its ISA)"),
                clEnumValN(Target::CUDA, "cuda",
-                          "NVIDIA GPUs: so far the kernels (--emit=kernels, "
-                          "--kernel-report), not yet an executable")),
+                          "NVIDIA GPUs (--cuda-arch): kernels through NVVM "
+                          "and ptxas, GEMMs on cuBLAS, f32")),
     cl::init(Target::None), cl::cat(category));
 cl::opt<std::string>
     cudaArch("cuda-arch",
@@ -674,39 +674,29 @@ int main(int argc, char **argv) {
   bool emitIR = emitStage.has_value() ||
                 (emit.empty() && !outputFile.empty() && target == Target::None);
   bool cuda = target == Target::CUDA;
-  // The CUDA backend ends at its kernels for now; the CPU's at the LLVM
-  // dialect (then the object file).
-  Stage backendEnd = cuda ? Stage::Kernels : Stage::LLVM;
+  // --kernel-report alone (no -o) needs the kernels, not an executable.
+  bool reportOnly = cuda && !kernelReport.empty() && outputFile.empty();
   Stage last = emitStage                                     ? *emitStage
-               : target != Target::None                      ? backendEnd
+               : reportOnly                                  ? Stage::Kernels
+               : target != Target::None                      ? Stage::LLVM
                : emitIR                                      ? Stage::Sharded
                : dumpIrAfter.empty() && insertPasses.empty() ? Stage::Sharded
-                                                             : backendEnd;
+                                                             : Stage::LLVM;
   if (!entryName.empty() && emitStage == Stage::TrainStep)
     return error("--emit=train-step: --entry compiles one function for "
                  "evaluation, without a training step");
   if (emitStage == Stage::Kernels && !cuda)
     return error("--emit=kernels: the kernels stage is the CUDA backend's; "
                  "add --target=cuda");
-  if (emitStage == Stage::LLVM && cuda)
-    return error("--emit=llvm: the CUDA backend ends at its kernels for now "
-                 "(--emit=kernels)");
   if (emulateCUDAGrid && target != Target::CPU)
     return error("--emulate-cuda-grid runs the CUDA kernels' logic on the "
                  "CPU: use it with --target=cpu");
   if (!kernelReport.empty() && !cuda)
     return error("--kernel-report assembles CUDA kernels: add --target=cuda");
-  if (cuda && !emitStage && emit != "none" && !outputFile.empty())
-    return error("--target=cuda cannot write an executable yet: the host "
-                 "side and the CUDA runtime are still to come. --emit=kernels "
-                 "-o FILE writes the kernels, --kernel-report=FILE assembles "
-                 "them with ptxas");
   auto runs = [&](Stage stage) {
     if (stage > last || (stage == Stage::TrainStep && !entryName.empty()))
       return false;
-    if (stage == Stage::Kernels)
-      return cuda;
-    return stage != Stage::LLVM || !cuda;
+    return stage != Stage::Kernels || cuda;
   };
   bool irToStdout = emitIR && (outputFile.empty() || outputFile == "-");
 
@@ -735,8 +725,8 @@ int main(int argc, char **argv) {
       emitStage ? "--emit=" + emit + " stops there"
       : !entryName.empty()
           ? "--entry compiles one function, without a training step"
-      : cuda ? "--target=cuda ends at 'kernels'; 'llvm' is --target=cpu's"
-             : "give --emit=STAGE or --target to compile further";
+      : !cuda ? "'kernels' is --target=cuda's"
+              : "give --emit=STAGE or --target to compile further";
   if (Error e = hooks.checkReached(runs, why))
     return error(toString(std::move(e)));
 
@@ -863,9 +853,12 @@ int main(int argc, char **argv) {
       S upTo = stage == Stage::Linalg       ? S::Linalg
                : stage == Stage::Fused      ? S::Fused
                : stage == Stage::Bufferized ? S::Bufferized
-                                            : S::Kernels;
+               : stage == Stage::Kernels    ? S::Kernels
+                                            : S::LLVM;
       mlir::anvil::cuda::CUDAPipelineOptions options;
       options.fuse = !noFusion;
+      options.target.chip = cudaArch;
+      options.target.toolkit = cudaToolkit;
       mlir::anvil::cuda::buildCUDAPipeline(
           pm, upTo,
           upTo == S::Linalg
@@ -934,11 +927,15 @@ int main(int argc, char **argv) {
         return mlir::success();
       })))
     return 1;
-  if (failed(runStage(Stage::Kernels, [&] { return lower(Stage::Kernels); })))
+  if (failed(runStage(Stage::Kernels, [&] {
+        if (failed(lower(Stage::Kernels)))
+          return mlir::failure();
+        // The report reads the kernels as this stage leaves them.
+        return kernelReport.empty() ? mlir::success()
+                                    : writeKernelReport(module);
+      })))
     return 1;
   if (failed(runStage(Stage::LLVM, [&] { return lower(Stage::LLVM); })))
-    return 1;
-  if (!kernelReport.empty() && failed(writeKernelReport(module)))
     return 1;
 
   if (emitIR) {
@@ -949,9 +946,10 @@ int main(int argc, char **argv) {
       return error(errorMessage);
     module.print(output->os());
     output->keep();
-  } else if (target == Target::CPU) {
+  } else if (target != Target::None && !reportOnly) {
     if (outputFile.empty() || outputFile == "-")
-      return error("--target=cpu needs -o <executable>");
+      return error(std::string("--target=") + (cuda ? "cuda" : "cpu") +
+                   " needs -o <executable>");
     SmallString<128> object;
     if (std::error_code ec =
             llvm::sys::fs::createTemporaryFile("anvil-module", "o", object))
@@ -968,7 +966,9 @@ int main(int argc, char **argv) {
     std::string log;
     if (failed(mlir::anvil::cpu::linkExecutable(
             object, outputFile, defaultRuntimeDir(argv[0]), cxx,
-            /*distributed=*/dataParallel * tensorParallel > 1, log)))
+            /*distributed=*/dataParallel * tensorParallel > 1, log,
+            cuda ? mlir::anvil::cuda::deviceLibraries(cudaToolkit)
+                 : mlir::anvil::cpu::DeviceLibraries())))
       return error(log);
   }
   if (report != Report::None)

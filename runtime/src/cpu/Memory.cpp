@@ -30,7 +30,8 @@ void *allocate(uint64_t alignment, uint64_t bytes) {
   if (bytes > (uint64_t(1) << 62) - 2 * align)
     return nullptr;
   uint64_t total = (align + bytes + align - 1) / align * align;
-  auto *block = static_cast<unsigned char *>(std::aligned_alloc(align, total));
+  auto *block =
+      static_cast<unsigned char *>(anvil_rt_buffer_alloc(align, total));
   if (!block)
     return nullptr;
   unsigned char *payload = block + align;
@@ -62,9 +63,31 @@ extern "C" void _mlir_memref_to_llvm_free(void *ptr) {
   std::memcpy(&bytes, payload - 8, sizeof bytes);
   std::memcpy(&align, payload - 16, sizeof align);
   allocated -= static_cast<int64_t>(bytes);
-  std::free(payload - align);
+  anvil_rt_buffer_free(payload - align);
 }
+
+// Host memory; weak, for a device library to replace (RuntimeABI.h).
+extern "C" __attribute__((weak)) void *anvil_rt_buffer_alloc(uint64_t alignment,
+                                                             uint64_t bytes) {
+  uint64_t align = alignment < 64 ? 64 : alignment;
+  uint64_t total = (std::max<uint64_t>(bytes, 1) + align - 1) / align * align;
+  return std::aligned_alloc(align, total);
+}
+
+extern "C" __attribute__((weak)) void anvil_rt_buffer_free(void *ptr) {
+  std::free(ptr);
+}
+
+extern "C" __attribute__((weak)) void anvil_rt_begin_step(int64_t) {}
 
 extern "C" int64_t anvil_rt_allocated_bytes(void) { return allocated.load(); }
 extern "C" int64_t anvil_rt_peak_bytes(void) { return peak.load(); }
 extern "C" void anvil_rt_reset_peak_bytes(void) { peak = allocated.load(); }
+
+extern "C" __attribute__((weak)) const char *anvil_rt_device_open(void) {
+  return nullptr;
+}
+
+extern "C" __attribute__((weak)) const char *anvil_rt_device_description(void) {
+  return "";
+}

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "anvil/runtime/Cuda.h"
+#include "anvil/runtime/RuntimeABI.h"
 
 #include <cuda.h>
 #include <dlfcn.h>
@@ -231,6 +232,12 @@ std::string cuda::kernelName(void *function) {
 //---------------------------------------------------===//
 
 extern "C" void *mgpuModuleLoad(void *data, uint64_t bytes) {
+  // Generated code loads its kernels from a constructor, before main: on a
+  // machine without a GPU the executable must still start (--help, and the
+  // trainer's own report of why it cannot train), so this is not an error
+  // yet; a launch is.
+  if (!cuda::initialize().isOk())
+    return nullptr;
   Driver &d = driverOrAbort("mgpuModuleLoad");
   CUmodule module = nullptr;
   check(d.moduleLoadData(&module, data), "cuModuleLoadData",
@@ -241,7 +248,7 @@ extern "C" void *mgpuModuleLoad(void *data, uint64_t bytes) {
 extern "C" void mgpuModuleUnload(void *module) {
   // At exit the driver may already be shutting down: nothing to report.
   State &s = state();
-  if (s.status.isOk() && s.driver.moduleUnload)
+  if (module && s.status.isOk() && s.driver.moduleUnload)
     s.driver.moduleUnload(static_cast<CUmodule>(module));
 }
 
@@ -311,4 +318,52 @@ extern "C" void anvil_rt_cuda_free(void *ptr) {
     return;
   Driver &d = driverOrAbort("anvil_rt_cuda_free");
   check(d.memFree(reinterpret_cast<CUdeviceptr>(ptr)), "cuMemFree", "");
+}
+
+//===- The trainer's buffers and generated code's allocations
+//---------------===//
+
+// Managed memory replaces the CPU device's host memory (RuntimeABI.h): the
+// trainer fills and reads buffers on the host between steps, the kernels
+// use them during a step. Managed allocations are aligned to at least 256
+// bytes.
+extern "C" void *anvil_rt_buffer_alloc(uint64_t alignment, uint64_t bytes) {
+  if (alignment > 256) {
+    std::fprintf(stderr,
+                 "anvil: anvil_rt_buffer_alloc: an alignment of %llu bytes "
+                 "(managed memory gives 256)\n",
+                 static_cast<unsigned long long>(alignment));
+    std::abort();
+  }
+  return anvil_rt_cuda_alloc(static_cast<int64_t>(bytes));
+}
+
+extern "C" void anvil_rt_buffer_free(void *ptr) { anvil_rt_cuda_free(ptr); }
+
+extern "C" void anvil_rt_begin_step(int64_t step) {
+  cuda::setCurrentStep(step);
+}
+
+extern "C" const char *anvil_rt_device_open(void) {
+  static std::string why;
+  Status st = cuda::initialize();
+  if (st.isOk())
+    return nullptr;
+  why = st.message() + " (this executable was compiled with --target=cuda)";
+  return why.c_str();
+}
+
+extern "C" const char *anvil_rt_device_description(void) {
+  static std::string text;
+  Expected<cuda::DeviceInfo> info = cuda::currentDevice();
+  if (!info.hasValue())
+    return "";
+  char line[512];
+  std::snprintf(line, sizeof line, "%s (device %d, sm_%d%d, %.1f GiB, %d SMs)",
+                info->name.c_str(), info->ordinal, info->computeMajor,
+                info->computeMinor,
+                static_cast<double>(info->memoryBytes) / (1 << 30),
+                info->multiprocessors);
+  text = line;
+  return text.c_str();
 }

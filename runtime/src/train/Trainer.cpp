@@ -47,7 +47,8 @@ class Storage {
 public:
   static Expected<Storage> allocate(size_t bytes) {
     size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
-    void *p = std::aligned_alloc(64, rounded);
+    // The device's memory (RuntimeABI.h): host memory on the CPU.
+    void *p = anvil_rt_buffer_alloc(64, rounded);
     if (!p)
       return Status::error(ErrorCode::OutOfMemory, "cannot allocate " +
                                                        std::to_string(bytes) +
@@ -64,7 +65,7 @@ public:
 
 private:
   struct Free {
-    void operator()(std::byte *p) const { std::free(p); }
+    void operator()(std::byte *p) const { anvil_rt_buffer_free(p); }
   };
   std::unique_ptr<std::byte, Free> data_;
   size_t size_ = 0;
@@ -237,6 +238,9 @@ Slot *Trainer::slot(const std::string &name) {
 }
 
 Status Trainer::setUp() {
+  // The device (a GPU in CUDA executables) before any buffer exists.
+  if (const char *why = anvil_rt_device_open())
+    return Status::error(ErrorCode::Unavailable, why);
   // The world the launcher started, against the mesh compiled in.
   Expected<WorldInfo> world = worldFromEnvironment();
   if (!world)
@@ -647,6 +651,8 @@ Status Trainer::run() {
               static_cast<long long>(o_.steps), m_.flopsPerStep / 1e9,
               static_cast<unsigned long long>(o_.seed),
               o_.data.empty() && o_.batchDir.empty() ? ", synthetic data" : "");
+  if (const char *device = anvil_rt_device_description(); *device)
+    std::printf("device: %s\n", device);
   if (comm_) {
     std::string meshText;
     for (const auto &[axis, n] : mesh_.axes)
@@ -697,7 +703,9 @@ Status Trainer::run() {
     anvil_rt_reset_peak_bytes();
     int64_t before = anvil_rt_allocated_bytes();
     auto t0 = std::chrono::steady_clock::now();
+    anvil_rt_begin_step(step + 1);
     anvil_module_train_step(args.data(), results.data(), workspace_.data());
+    anvil_rt_begin_step(-1);
     auto t1 = std::chrono::steady_clock::now();
     measuredPeak_ = std::max(measuredPeak_,
                              m_.plannedBytes + anvil_rt_peak_bytes() - before);

@@ -93,3 +93,52 @@ func.func @train_step(%b: memref<4xf32>) {
   linalg.fill ins(%zero : f32) outs(%b : memref<4xf32>)
   return
 }
+
+// -----
+
+// Kernels cannot read the host's globals. A constant every call passes is
+// read inside the kernel (outlining then copies the global into the kernel's
+// module); where calls disagree, a call that passes a global passes a copy
+// in allocated memory instead.
+// CHECK-LABEL: func.func private @step__dispatch_3
+// CHECK: gpu.launch
+// CHECK: memref.get_global @table : memref<4xf32>
+// CHECK: gpu.terminator
+// CHECK-LABEL: func.func private @step__dispatch_4
+// CHECK: gpu.launch
+// CHECK-NOT: memref.get_global
+// CHECK: gpu.terminator
+// CHECK-LABEL: func.func @host
+// CHECK: %[[G:.+]] = memref.get_global @table
+// CHECK: call @step__dispatch_3(%[[G]], %{{.+}})
+// CHECK: %[[COPY:.+]] = memref.alloc() : memref<4xf32>
+// CHECK: memref.copy %[[G]], %[[COPY]]
+// CHECK: call @step__dispatch_4(%[[COPY]], %{{.+}})
+// CHECK: memref.dealloc %[[COPY]]
+// CHECK: call @step__dispatch_4(%arg0, %{{.+}})
+memref.global "private" constant @table : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
+func.func private @step__dispatch_3(%t: memref<4xf32>, %o: memref<4xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],
+                  iterator_types = ["parallel"]}
+      ins(%t : memref<4xf32>) outs(%o : memref<4xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    linalg.yield %x : f32
+  }
+  return
+}
+func.func private @step__dispatch_4(%t: memref<4xf32>, %o: memref<4xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],
+                  iterator_types = ["parallel"]}
+      ins(%t : memref<4xf32>) outs(%o : memref<4xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    linalg.yield %x : f32
+  }
+  return
+}
+func.func @host(%a: memref<4xf32>, %o: memref<4xf32>) {
+  %g = memref.get_global @table : memref<4xf32>
+  call @step__dispatch_3(%g, %o) : (memref<4xf32>, memref<4xf32>) -> ()
+  call @step__dispatch_4(%g, %o) : (memref<4xf32>, memref<4xf32>) -> ()
+  call @step__dispatch_4(%a, %o) : (memref<4xf32>, memref<4xf32>) -> ()
+  return
+}

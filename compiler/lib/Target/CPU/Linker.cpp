@@ -18,11 +18,9 @@
 
 using namespace mlir;
 
-LogicalResult mlir::anvil::cpu::linkExecutable(StringRef object,
-                                               StringRef output,
-                                               StringRef runtimeDir,
-                                               StringRef cxx, bool distributed,
-                                               std::string &log) {
+LogicalResult mlir::anvil::cpu::linkExecutable(
+    StringRef object, StringRef output, StringRef runtimeDir, StringRef cxx,
+    bool distributed, std::string &log, const DeviceLibraries &device) {
   llvm::ErrorOr<std::string> driver = llvm::sys::findProgramByName(cxx);
   if (!driver) {
     log = "cannot find the C++ compiler driver '" + cxx.str() +
@@ -38,8 +36,13 @@ LogicalResult mlir::anvil::cpu::linkExecutable(StringRef object,
   // none (a world of one) otherwise, so those need no MPI.
   llvm::sys::path::append(transport,
                           distributed ? "libanvil_mpi.a" : "libanvil_single.a");
-  for (StringRef lib : {StringRef(trainer), StringRef(transport),
-                        StringRef(cpu), StringRef(runtime)})
+  SmallString<256> deviceLib(runtimeDir);
+  if (!device.library.empty())
+    llvm::sys::path::append(deviceLib, device.library);
+  SmallVector<StringRef> libs = {trainer, transport, cpu, runtime};
+  if (!device.library.empty())
+    libs.insert(libs.begin() + 2, deviceLib);
+  for (StringRef lib : libs)
     if (!llvm::sys::fs::exists(lib)) {
       log = "the runtime library '" + lib.str() + "' does not exist (" +
             (lib == transport && distributed
@@ -56,12 +59,16 @@ LogicalResult mlir::anvil::cpu::linkExecutable(StringRef object,
     log = "cannot create a temporary file: " + ec.message();
     return failure();
   }
-  SmallVector<StringRef> args = {*driver, object,    "-o", output,
-                                 trainer, transport, cpu,  runtime};
+  // The device library first: its definitions of the weak buffer hooks
+  // (RuntimeABI.h) must win over the CPU device's.
+  SmallVector<StringRef> args = {*driver, object, "-o", output};
+  args.append(libs.begin(), libs.end());
   SmallVector<StringRef> mpiLibs;
   if (distributed)
     StringRef(ANVIL_MPI_LIBRARIES).split(mpiLibs, ',', -1, false);
   args.append(mpiLibs.begin(), mpiLibs.end());
+  for (const std::string &arg : device.linkArguments)
+    args.push_back(arg);
   args.append({"-lopenblas", "-lm", "-pthread"});
   std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logFile),
                                           StringRef(logFile)};

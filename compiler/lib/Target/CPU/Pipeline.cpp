@@ -112,6 +112,10 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
   // 4. llvm
   if (!wants(Stage::LLVM))
     return;
+  buildHostToLLVMPipeline(pm);
+}
+
+void mlir::anvil::cpu::buildHostToLLVMPipeline(OpPassManager &pm, bool finish) {
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
@@ -131,6 +135,8 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
   func.useBarePtrCallConv = true;
   pm.addPass(createConvertFuncToLLVMPass(func));
   pm.addPass(createConvertControlFlowToLLVMPass());
+  if (!finish)
+    return;
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
 }

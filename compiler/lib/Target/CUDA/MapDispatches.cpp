@@ -122,6 +122,75 @@ void runOnOneThread(func::FuncOp fn) {
       op.moveBefore(end);
 }
 
+/// For each argument of `fn`: the constant global every call passes for it,
+/// or null. Kernels cannot read the host's globals, so these are read inside
+/// the kernels instead (outlining then copies the global into the kernel's
+/// module, in device memory). Where some calls pass a global for an
+/// argument and others something else, those calls pass a copy of the
+/// global in memory the device can read instead (memref.alloc: the
+/// runtime's managed memory in CUDA executables), made before the call and
+/// freed after it.
+SmallVector<memref::GlobalOp> constantArguments(func::FuncOp fn,
+                                                SymbolTable &symbols,
+                                                ArrayRef<func::CallOp> calls) {
+  SmallVector<memref::GlobalOp> globals(fn.getNumArguments());
+  auto constantOf = [&](Value v) {
+    auto get = v.getDefiningOp<memref::GetGlobalOp>();
+    auto global =
+        get ? symbols.lookup<memref::GlobalOp>(get.getName()) : nullptr;
+    return global && global.getConstant() ? global : memref::GlobalOp();
+  };
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+    memref::GlobalOp global;
+    bool same = !calls.empty();
+    for (func::CallOp call : calls) {
+      memref::GlobalOp g = constantOf(call.getOperand(i));
+      same &= g && (!global || g == global);
+      global = g ? g : global;
+    }
+    if (same) {
+      globals[i] = global;
+      continue;
+    }
+    for (func::CallOp call : calls) {
+      Value operand = call.getOperand(i);
+      if (!constantOf(operand))
+        continue;
+      OpBuilder b(call);
+      auto type = cast<MemRefType>(operand.getType());
+      Value copy = memref::AllocOp::create(b, call.getLoc(), type);
+      memref::CopyOp::create(b, call.getLoc(), operand, copy);
+      call->setOperand(i, copy);
+      b.setInsertionPointAfter(call);
+      memref::DeallocOp::create(b, call.getLoc(), copy);
+    }
+  }
+  return globals;
+}
+
+/// In every launch of `fn`, reads the constant globals of `globals` (by
+/// argument) inside the launch rather than through the argument.
+void readConstantsInKernels(func::FuncOp fn,
+                            ArrayRef<memref::GlobalOp> globals) {
+  fn.walk([&](gpu::LaunchOp launch) {
+    OpBuilder b(&launch.getBody().front(), launch.getBody().front().begin());
+    for (auto [arg, constGlobal] : llvm::zip(fn.getArguments(), globals)) {
+      memref::GlobalOp global = constGlobal;
+      if (!global)
+        continue;
+      Value inside;
+      for (OpOperand &use : llvm::make_early_inc_range(arg.getUses())) {
+        if (!launch->isProperAncestor(use.getOwner()))
+          continue;
+        if (!inside)
+          inside = memref::GetGlobalOp::create(
+              b, launch.getLoc(), global.getType(), global.getSymName());
+        use.set(inside);
+      }
+    }
+  });
+}
+
 struct AnvilCUDAMapDispatchesPass
     : mlir::anvil::impl::AnvilCUDAMapDispatchesPassBase<
           AnvilCUDAMapDispatchesPass> {
@@ -135,9 +204,16 @@ struct AnvilCUDAMapDispatchesPass
       return signalPassFailure();
     }
     IRRewriter rewriter(&getContext());
-    for (func::FuncOp fn : getOperation().getOps<func::FuncOp>()) {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    llvm::DenseMap<StringRef, SmallVector<func::CallOp>> calls;
+    module.walk(
+        [&](func::CallOp call) { calls[call.getCallee()].push_back(call); });
+    for (func::FuncOp fn : module.getOps<func::FuncOp>()) {
       if (fn.isExternal() || !fn.getName().contains("__dispatch_"))
         continue;
+      SmallVector<memref::GlobalOp> constants =
+          constantArguments(fn, symbols, calls.lookup(fn.getName()));
       // Linalg ops to loops: parallel dimensions as scf.parallel, reduction
       // dimensions as scf.for inside.
       SmallVector<linalg::LinalgOp> ops;
@@ -173,6 +249,7 @@ struct AnvilCUDAMapDispatchesPass
       } else {
         runOnOneThread(fn);
       }
+      readConstantsInKernels(fn, constants);
     }
   }
 };

@@ -25,6 +25,7 @@
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/GPUCommon/GPUCommonPass.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVM.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
@@ -75,14 +76,31 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
                           after ? std::optional(shared(*after)) : std::nullopt,
                           cpuOptions);
   }
-  if (last < Stage::Kernels || (after && *after >= Stage::Kernels))
+  if (last >= Stage::Kernels && (!after || *after < Stage::Kernels)) {
+    AnvilCUDAMapDispatchesPassOptions map;
+    map.blockSize = options.blockSize;
+    pm.addPass(createAnvilCUDAMapDispatchesPass(map));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createGpuLaunchSinkIndexComputationsPass());
+    pm.addPass(createGpuKernelOutliningPass());
+  }
+  if (last < Stage::LLVM)
     return;
-  AnvilCUDAMapDispatchesPassOptions map;
-  map.blockSize = options.blockSize;
-  pm.addPass(createAnvilCUDAMapDispatchesPass(map));
+  // 5. llvm: the kernels into a cubin in the module, the host to LLVM with
+  // the launches as calls of MLIR's launch ABI.
+  buildKernelToNVVMPipeline(pm, options.target);
+  GpuModuleToBinaryPassOptions binary;
+  binary.toolkitPath = options.target.toolkit.empty() ? defaultCUDAToolkit()
+                                                      : options.target.toolkit;
+  binary.compilationTarget = "bin";
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+  cpu::buildHostToLLVMPipeline(pm, /*finish=*/false);
+  GpuToLLVMConversionPassOptions launches;
+  launches.hostBarePtrCallConv = true;
+  launches.kernelBarePtrCallConv = true;
+  pm.addPass(createGpuToLLVMConversionPass(launches));
+  pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
-  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
-  pm.addPass(createGpuKernelOutliningPass());
 }
 
 void mlir::anvil::cuda::buildGridEmulationPipeline(OpPassManager &pm,
@@ -100,6 +118,7 @@ void mlir::anvil::cuda::buildKernelToNVVMPipeline(OpPassManager &pm,
   attach.chip = target.chip;
   attach.features = target.features.empty() ? defaultPTXFeatures(target.chip)
                                             : target.features;
+
   attach.optLevel = target.optLevel;
   pm.addPass(createGpuNVVMAttachTarget(attach));
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
@@ -111,6 +130,14 @@ void mlir::anvil::cuda::buildKernelToNVVMPipeline(OpPassManager &pm,
   nvvm.useBarePtrCallConv = true;
   kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
   kernels.addPass(createReconcileUnrealizedCastsPass());
+}
+
+mlir::anvil::cpu::DeviceLibraries
+mlir::anvil::cuda::deviceLibraries(StringRef toolkit) {
+  std::string root = toolkit.empty() ? defaultCUDAToolkit() : toolkit.str();
+  std::string lib = root + "/lib64";
+  return {"libanvil_cuda.a",
+          {"-L" + lib, "-Wl,-rpath," + lib, "-lcublas", "-lcudart", "-ldl"}};
 }
 
 void mlir::anvil::cuda::registerCUDABackendDialects(DialectRegistry &registry) {
@@ -131,4 +158,7 @@ void mlir::anvil::cuda::registerCUDABackendDialects(DialectRegistry &registry) {
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
   registerGPUDialectTranslation(registry);
   registerNVVMDialectTranslation(registry);
+  // The host module's gpu.binary and launches, translated to LLVM IR
+  // (#gpu.select_object: the one cubin, loaded at start-up).
+  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
 }

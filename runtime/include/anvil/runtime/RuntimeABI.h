@@ -51,6 +51,23 @@ void anvil_rt_set_num_threads(int32_t threads);
 void anvil_rt_parallel_for(int64_t n, void (*fn)(void *, int64_t, int64_t),
                            void *ctx);
 
+/// Memory of the trainer's buffers (state, inputs, results, the workspace)
+/// and of generated code's own allocations: `alignment`-aligned host
+/// memory in CPU executables. The CPU device library defines these weakly;
+/// a device whose kernels cannot read host memory defines them too (the
+/// CUDA device: managed memory, which both the host and its kernels
+/// address), and its definitions win at link time.
+void *anvil_rt_buffer_alloc(uint64_t alignment, uint64_t bytes);
+void anvil_rt_buffer_free(void *ptr);
+/// Opens the executable's device before the trainer allocates anything:
+/// null when it is ready, else why not (a message that lives as long as
+/// the process). The CPU is always ready.
+const char *anvil_rt_device_open(void);
+/// One line on the device for the trainer's log ("" for the CPU).
+const char *anvil_rt_device_description(void);
+/// The trainer calls this before each step (the step number), after it
+/// (-1): a device reports errors with the step they happened in.
+void anvil_rt_begin_step(int64_t step);
 /// Allocation of generated code (whatever the static memory plan did not
 /// place in the workspace): malloc/free that count the bytes outstanding.
 /// These are the names MLIR's memref lowering calls with

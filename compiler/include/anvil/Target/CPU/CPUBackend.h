@@ -26,6 +26,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir::anvil::cpu {
 
@@ -49,6 +50,12 @@ void buildCPUPipeline(OpPassManager &pm, Stage last = Stage::LLVM,
                       std::optional<Stage> after = std::nullopt,
                       const CPUPipelineOptions &options = {});
 
+/// Adds the `llvm` stage's passes: host code (memrefs, loops, math, calls)
+/// to the LLVM dialect, bare pointers at function boundaries. With
+/// `finish` false the unrealized casts are left for a target's own
+/// conversions (the CUDA backend's launches) to meet.
+void buildHostToLLVMPipeline(OpPassManager &pm, bool finish = true);
+
 /// Registers the dialects and interfaces the pipeline needs (bufferization
 /// models, LLVM translations) in `registry`.
 void registerCPUBackendDialects(DialectRegistry &registry);
@@ -66,9 +73,15 @@ LogicalResult emitObjectFile(ModuleOp module, const ModuleABI &abi,
 /// `cxx`. The transport is libanvil_mpi.a and MPI when `distributed` (a
 /// program compiled with a mesh), else libanvil_single.a. On failure `log`
 /// holds the driver's output.
+/// A device's runtime library and what linking it needs (none: the CPU).
+struct DeviceLibraries {
+  std::string library; ///< In runtimeDir, linked before libanvil_cpu.a.
+  std::vector<std::string> linkArguments; ///< -L, -l, -Wl,-rpath, ...
+};
 LogicalResult linkExecutable(StringRef object, StringRef output,
                              StringRef runtimeDir, StringRef cxx,
-                             bool distributed, std::string &log);
+                             bool distributed, std::string &log,
+                             const DeviceLibraries &device = {});
 
 } // namespace mlir::anvil::cpu
 

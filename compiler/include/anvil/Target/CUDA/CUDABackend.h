@@ -13,14 +13,17 @@
 //    target (chip, PTX features) attached.
 // 3. `assembleKernels`: every kernel to PTX and through the toolkit's
 //    `ptxas -v`, which reports its registers, stack and spills.
-//
-// The host side (launches through the runtime's CUDA device, constants and
-// copies in device memory) and the runtime itself come next.
+// 4. The `llvm` stage: the kernels to NVVM and a cubin embedded in the
+//    module (gpu-module-to-binary), the host code to the LLVM dialect with
+//    the launches as calls of MLIR's launch ABI (gpu-to-llvm), which the
+//    runtime's CUDA device implements (runtime/include/anvil/runtime/Cuda.h).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef ANVIL_TARGET_CUDA_CUDABACKEND_H
 #define ANVIL_TARGET_CUDA_CUDABACKEND_H
+
+#include "anvil/Target/CPU/CPUBackend.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -33,12 +36,21 @@
 namespace mlir::anvil::cuda {
 
 /// The stages of the CUDA pipeline, in order.
-enum class Stage { Linalg, Fused, Bufferized, Kernels };
+enum class Stage { Linalg, Fused, Bufferized, Kernels, LLVM };
+
+/// The GPU architecture the kernels are built for.
+struct CUDATarget {
+  std::string chip = "sm_90"; ///< sm_80, sm_90, sm_100, ...
+  std::string features;       ///< PTX ISA (default: defaultPTXFeatures).
+  unsigned optLevel = 3;
+  std::string toolkit; ///< CUDA toolkit root (default: defaultCUDAToolkit).
+};
 
 /// Choices of the pipeline.
 struct CUDAPipelineOptions {
   bool fuse = true;        ///< Run anvil-fuse.
   int64_t blockSize = 256; ///< Threads per block of a mapped dispatch.
+  CUDATarget target;       ///< The llvm stage's cubin.
 };
 
 /// Adds the passes of the stages after `after` (from the start when not
@@ -52,14 +64,6 @@ void buildCUDAPipeline(OpPassManager &pm, Stage last = Stage::Kernels,
 /// (anvil-cuda-map-dispatches, anvil-cuda-emulate-launches): for testing
 /// the kernels' logic with the CPU backend, where there is no GPU.
 void buildGridEmulationPipeline(OpPassManager &pm, int64_t blockSize = 256);
-
-/// The GPU architecture the kernels are built for.
-struct CUDATarget {
-  std::string chip = "sm_90";      ///< sm_80, sm_90, sm_100, ...
-  std::string features = "+ptx80"; ///< PTX ISA version (sm_90 needs 7.8+).
-  unsigned optLevel = 3;
-  std::string toolkit; ///< CUDA toolkit root (ptxas, libdevice).
-};
 
 /// The toolkit Anvil was configured with (ANVIL_CUDA_TOOLKIT), or "".
 std::string defaultCUDAToolkit();
@@ -76,6 +80,10 @@ void buildKernelToNVVMPipeline(OpPassManager &pm, const CUDATarget &target);
 /// Registers the dialects, interfaces and translations the pipeline and
 /// the kernels' serialization need.
 void registerCUDABackendDialects(DialectRegistry &registry);
+
+/// The CUDA runtime library and the toolkit's libraries (cuBLAS, the CUDA
+/// runtime) an executable links, with an rpath to `toolkit`'s libraries.
+cpu::DeviceLibraries deviceLibraries(StringRef toolkit);
 
 /// What ptxas reports for one kernel.
 struct KernelResources {
