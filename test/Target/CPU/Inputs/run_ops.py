@@ -2,7 +2,7 @@
 """Compiles each function of an .mlir file for the CPU and compares it with
 the reference interpreter.
 
-usage: run_ops.py OPS.mlir WORKDIR --bin BIN_DIR
+usage: run_ops.py OPS.mlir WORKDIR --bin BIN_DIR [--compile-flag=F ...]
 
 For every `func.func @name(...)`: random inputs (seeded by the function's
 position) are written as WORKDIR/name/in/arg<i>.npy, `anvil-compile
@@ -56,6 +56,8 @@ def main():
     ap.add_argument("ops")
     ap.add_argument("workdir")
     ap.add_argument("--bin", required=True)
+    ap.add_argument("--compile-flag", action="append", default=[],
+                    help="one more anvil-compile flag (repeatable)")
     a = ap.parse_args()
     funcs = parse(open(a.ops).read())
     for seed, (name, args, opts) in enumerate(funcs):
@@ -76,7 +78,7 @@ def main():
                     np.asarray(x, dtype=DTYPES[dtype]))
         exe = os.path.join(d, name + ".run")
         run([os.path.join(a.bin, "anvil-compile"), a.ops, "--entry=" + name,
-             "--target=cpu", "-o", exe])
+             "--target=cpu", "-o", exe] + a.compile_flag)
         run([exe, "--eval-inputs", os.path.join(d, "in"), "--eval-outputs",
              os.path.join(d, "cpu")])
         run([os.path.join(a.bin, "anvil-interp"), a.ops, "--function=" + name,

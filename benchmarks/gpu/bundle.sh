@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+#===- benchmarks/gpu/bundle.sh - what a GPU machine runs, built here -----===#
+#
+# Builds, on the CPU build machine (MLIR and the CUDA toolkit, no GPU), a
+# folder a machine with an NVIDIA GPU and the CUDA libraries runs without
+# MLIR: run.sh there checks correctness against the CPU references made
+# here and measures GPT-2 124M training.
+#
+#   benchmarks/gpu/bundle.sh [OUT_DIR]     (default: build/gpu-bundle)
+#
+#   bin/gpt-tiny.cuda.train, bin/gpt2-124m.cuda.train   CUDA executables
+#   bin/anvil-cuda-tests                  the runtime's GPU tests
+#   ops/<op>/                             every function of the op tests
+#                                         (test/Target/CPU/Inputs/ops.mlir) as
+#                                         a CUDA executable, its inputs and
+#                                         the CPU backend's results
+#   ref/gpt-tiny.cpu.jsonl                the CPU's losses of the tiny GPT's
+#                                         first 10 steps (seed 1)
+#   kernels/gpt2-124m.<arch>.json         ptxas -v of every GPT-2 kernel
+#   run.sh, compare_*.py, torch_gpt2.py   the run and its peers
+#
+# ANVIL_BUILD_DIR (build/) and ANVIL_CUDA_ARCH (sm_90) choose the build and
+# the GPU. The folder must stay under 64 MiB; the script checks.
+#
+#===----------------------------------------------------------------------===#
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD="${ANVIL_BUILD_DIR:-$ROOT/build}"
+OUT="${1:-$BUILD/gpu-bundle}"
+ARCH="${ANVIL_CUDA_ARCH:-sm_90}"
+BIN="$BUILD/bin"
+HERE="$ROOT/benchmarks/gpu"
+
+for tool in "$BIN/anvil-compile" "$BUILD/runtime/anvil-cuda-tests"; do
+  [ -x "$tool" ] || { echo "bundle.sh: no $tool: build Anvil with CUDA first" \
+    "(scripts/setup.sh; the toolkit at /usr/local/cuda)" >&2; exit 1; }
+done
+rm -rf "$OUT"
+mkdir -p "$OUT/bin" "$OUT/ref" "$OUT/kernels" "$OUT/ops"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+echo "bundle: CUDA executables for $ARCH"
+"$BIN/anvil-compile" --model gpt --config gpt-tiny --target=cuda \
+  --cuda-arch="$ARCH" -o "$OUT/bin/gpt-tiny.cuda.train"
+"$BIN/anvil-compile" --model gpt --config gpt2-124m --target=cuda \
+  --cuda-arch="$ARCH" -o "$OUT/bin/gpt2-124m.cuda.train" \
+  --kernel-report="$OUT/kernels/gpt2-124m.$ARCH.json"
+cp "$BUILD/runtime/anvil-cuda-tests" "$OUT/bin/"
+strip "$OUT"/bin/*
+
+echo "bundle: the op cases"
+python3 "$HERE/make_op_cases.py" "$ROOT/test/Target/CPU/Inputs/ops.mlir" \
+  "$OUT/ops" --bin "$BIN" --cuda-arch="$ARCH"
+
+echo "bundle: the CPU reference of the tiny GPT"
+"$BIN/anvil-compile" --model gpt --config gpt-tiny --target=cpu \
+  -o "$work/gpt-tiny.cpu.train"
+"$work/gpt-tiny.cpu.train" --steps 10 --seed 1 --threads 2 \
+  --log "$OUT/ref/gpt-tiny.cpu.jsonl" --log-every 1 > /dev/null
+
+cp "$HERE/run.sh" "$HERE/compare_losses.py" "$HERE/compare_npy.py" \
+  "$HERE/torch_gpt2.py" "$OUT/"
+commit="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+{
+  echo "Anvil GPU bundle"
+  echo "built: $(date -u +%Y-%m-%dT%H:%MZ), commit $commit, $ARCH"
+  echo "run: OUT=<results dir> ./run.sh"
+} > "$OUT/BUNDLE.txt"
+
+bytes=$(du -sb "$OUT" | cut -f1)
+limit=$((64 * 1024 * 1024))
+echo "bundle: $OUT, $((bytes / 1024)) KiB"
+if [ "$bytes" -ge "$limit" ]; then
+  echo "bundle.sh: the bundle is over 64 MiB" >&2
+  exit 1
+fi

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Builds the GPU bundle's op cases: every function of an ops file as a CUDA
+executable (--entry), with random inputs and the CPU backend's results for
+them (the CPU backend is itself checked against the float64 interpreter by
+test/Target/CPU/ops-cpu.test).
+
+usage: make_op_cases.py OPS.mlir OUTDIR --bin BIN_DIR [--cuda-arch sm_90]
+
+Writes OUTDIR/<function>/{<function>.cuda.run, in/arg<i>.npy,
+cpu/result<i>.npy, tolerance.json} (inputs and tolerances as run_ops.py
+makes them).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "test", "Target", "CPU", "Inputs"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "test", "Inputs"))
+from run_ops import DTYPES, parse  # noqa: E402
+from tolerances import TOLERANCES  # noqa: E402
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode:
+        sys.exit(f"make_op_cases: {' '.join(cmd)} failed:\n{p.stdout}{p.stderr}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("ops")
+    ap.add_argument("out")
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--cuda-arch", default="sm_90")
+    a = ap.parse_args()
+    compile_ = os.path.join(a.bin, "anvil-compile")
+    funcs = parse(open(a.ops).read())
+    for seed, (name, args, opts) in enumerate(funcs):
+        d = os.path.join(a.out, name)
+        for sub in ("in", "cpu"):
+            os.makedirs(os.path.join(d, sub), exist_ok=True)
+        rng = np.random.default_rng(seed)
+        for i, (dims, dtype) in enumerate(args):
+            if dtype.startswith("f"):
+                x = rng.standard_normal(dims)
+                if "positive" in opts:
+                    x = np.abs(x) + 0.1
+            elif dtype == "i1":
+                x = rng.random(dims) < 0.5
+            else:
+                x = rng.integers(0, int(opts.get("int-high", 8)), dims)
+            np.save(os.path.join(d, "in", f"arg{i}.npy"),
+                    np.asarray(x, dtype=DTYPES[dtype]))
+        cpu = os.path.join(d, name + ".cpu.run")
+        run([compile_, a.ops, "--entry=" + name, "--target=cpu", "-o", cpu])
+        run([cpu, "--eval-inputs", os.path.join(d, "in"), "--eval-outputs",
+             os.path.join(d, "cpu")])
+        os.remove(cpu)
+        cuda = os.path.join(d, name + ".cuda.run")
+        run([compile_, a.ops, "--entry=" + name, "--target=cuda",
+             "--cuda-arch=" + a.cuda_arch, "-o", cuda])
+        run(["strip", cuda])
+        tol = TOLERANCES[opts.get("tolerance", "f32")]
+        json.dump(tol, open(os.path.join(d, "tolerance.json"), "w"))
+    print(f"make_op_cases: {len(funcs)} op cases in {a.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+#===- run.sh - the GPU bundle's checks and measurements ------------------===#
+#
+# On a machine with an NVIDIA GPU and the CUDA libraries (cuBLAS, the CUDA
+# runtime; CUDA_HOME, default /usr/local/cuda), no MLIR:
+#
+#   OUT=results ./run.sh
+#
+# 1. the runtime's GPU tests (bin/anvil-cuda-tests),
+# 2. every op case against the CPU backend's results (ops/),
+# 3. the tiny GPT's first 10 losses against the CPU's (ref/),
+# 4. GPT-2 124M training (llm.c's shapes: batch 8 x 1024 tokens):
+#    tokens/s, step time, MFU against the GPU's dense bf16 peak,
+# 5. the same model in PyTorch eager and torch.compile when PyTorch is
+#    installed, with the ratios printed last.
+#
+# Everything goes to $OUT (default ./results); summary.txt has one line per
+# check or figure. The exit status is non-zero when a check fails.
+#
+#===----------------------------------------------------------------------===#
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+out="${OUT:-$here/results}"
+mkdir -p "$out"
+summary="$out/summary.txt"
+: > "$summary"
+failed=0
+note() { echo "$*" | tee -a "$summary"; }
+check() { # NAME COMMAND...: runs it, notes its last line, counts failure
+  local name=$1; shift
+  local log="$out/$name.log"
+  if "$@" > "$log" 2>&1; then
+    note "PASS $name: $(tail -1 "$log")"
+  else
+    note "FAIL $name: $(tail -1 "$log") (log: $log)"
+    failed=$((failed + 1))
+  fi
+}
+export LD_LIBRARY_PATH="${CUDA_HOME:-/usr/local/cuda}/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+note "$(head -2 "$here/BUNDLE.txt" | tail -1)"
+nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
+gpu="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+note "gpu: ${gpu:-unknown}"
+
+# 1-3: correctness.
+check cuda-tests "$here/bin/anvil-cuda-tests"
+for dir in "$here"/ops/*/; do
+  name="$(basename "$dir")"
+  mkdir -p "$out/ops/$name"
+  check "op-$name" bash -c "'$dir/$name.cuda.run' --eval-inputs '$dir/in' \
+    --eval-outputs '$out/ops/$name' > /dev/null && python3 '$here/compare_npy.py' \
+    '$dir/cpu' '$out/ops/$name' '$dir/tolerance.json' '$name'"
+done
+check gpt-tiny bash -c "'$here/bin/gpt-tiny.cuda.train' --steps 10 --seed 1 \
+  --log '$out/gpt-tiny.gpu.jsonl' --log-every 1 > '$out/gpt-tiny.out' && \
+  python3 '$here/compare_losses.py' '$out/gpt-tiny.gpu.jsonl' \
+  '$here/ref/gpt-tiny.cpu.jsonl'"
+
+# 4: GPT-2 124M.
+steps="${GPT2_STEPS:-20}"
+"$here/bin/gpt2-124m.cuda.train" --print-manifest > "$out/gpt2.manifest.json"
+if "$here/bin/gpt2-124m.cuda.train" --steps "$steps" --seed 1 \
+    --log "$out/gpt2.jsonl" --log-every 1 > "$out/gpt2.out" 2>&1; then
+  python3 - "$out/gpt2.jsonl" "$out/gpt2.manifest.json" "$gpu" \
+      > "$out/gpt2.json" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+manifest = json.load(open(sys.argv[2]))
+gpu = sys.argv[3]
+# Dense bf16 peaks (NVIDIA's datasheets, FLOP/s).
+peaks = {"H200": 989.4e12, "H100": 989.4e12, "B200": 2250e12, "A100": 312e12}
+peak = next((v for k, v in peaks.items() if k in gpu), None)
+timed = rows[3:] if len(rows) > 5 else rows  # the first steps warm up
+step_s = statistics.median(r["ms_per_step"] for r in timed) / 1e3
+tokens = statistics.median(r["tokens_per_s"] for r in timed)
+flops = manifest.get("flops_per_step", 0)
+print(json.dumps({"model": "gpt2-124m", "steps": len(rows), "step_s": step_s,
+                  "tokens_per_s": tokens, "flops_per_step": flops,
+                  "mfu_vs_bf16_peak": flops / step_s / peak if peak else None,
+                  "peak_bf16_flops": peak, "gpu": gpu,
+                  "final_loss": rows[-1]["loss"]}))
+PY
+  note "gpt2-124m: $(cat "$out/gpt2.json")"
+  grep "step memory" "$out/gpt2.out" | tail -1 | sed 's/^/gpt2-124m: /' | tee -a "$summary"
+else
+  note "FAIL gpt2-124m: $(tail -1 "$out/gpt2.out")"
+  failed=$((failed + 1))
+fi
+
+# 5: PyTorch, when it is there.
+if python3 -c "import torch, sys; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then
+  if python3 "$here/torch_gpt2.py" --steps "$steps" > "$out/torch.jsonl" 2> "$out/torch.log"; then
+    python3 - "$out/gpt2.json" "$out/torch.jsonl" <<'PY' | tee -a "$summary"
+import json, sys
+anvil = json.load(open(sys.argv[1]))
+for line in open(sys.argv[2]):
+    peer = json.loads(line)
+    print(f"ratio: Anvil / PyTorch {peer['mode']} ({peer['dtype']}) tokens/s = "
+          f"{anvil['tokens_per_s'] / peer['tokens_per_s']:.3f} "
+          f"({anvil['tokens_per_s']:.0f} / {peer['tokens_per_s']:.0f})")
+PY
+  else
+    note "torch: failed ($(tail -1 "$out/torch.log"))"
+  fi
+else
+  note "torch: not installed with CUDA here; no peer ratio"
+fi
+note "checks failed: $failed"
+exit $((failed > 0))
