@@ -33,7 +33,7 @@ ArrayRef<StageInfo> anvil::compile::allStages() {
       {Stage::Kernels, "kernels",
        "--target=cuda: dispatches as gpu.module kernels, gpu.launch_func"},
       {Stage::LLVM, "llvm",
-       "--target=cpu: the LLVM dialect, ready for object emission"},
+       "the LLVM dialect, ready for object emission (CUDA: cubin inside)"},
   };
   return stages;
 }

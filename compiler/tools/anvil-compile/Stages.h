@@ -3,7 +3,7 @@
 // anvil-compile runs a model through a fixed list of named stages:
 //
 //   forward -> sharded -> train-step -> linalg -> fused -> bufferized
-//     -> kernels (--target=cuda) | llvm (--target=cpu)
+//     -> kernels (--target=cuda only) -> llvm
 //
 // Each stage is a point where the IR can be printed (--emit=STAGE, then
 // stop), written to a file while compiling goes on (--dump-ir-after=STAGE),
@@ -39,7 +39,7 @@ enum class Stage {
   Fused,
   Bufferized,
   Kernels, ///< --target=cuda only.
-  LLVM,    ///< --target=cpu only, for now.
+  LLVM,
 };
 
 /// A stage's command-line name and what its IR is.
