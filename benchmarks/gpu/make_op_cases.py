@@ -16,13 +16,11 @@ import os
 import subprocess
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "test", "Target", "CPU", "Inputs"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "test", "Inputs"))
-from run_ops import DTYPES, parse  # noqa: E402
+from run_ops import parse, write_inputs  # noqa: E402
 from tolerances import TOLERANCES  # noqa: E402
 
 
@@ -45,18 +43,7 @@ def main():
         d = os.path.join(a.out, name)
         for sub in ("in", "cpu"):
             os.makedirs(os.path.join(d, sub), exist_ok=True)
-        rng = np.random.default_rng(seed)
-        for i, (dims, dtype) in enumerate(args):
-            if dtype.startswith("f"):
-                x = rng.standard_normal(dims)
-                if "positive" in opts:
-                    x = np.abs(x) + 0.1
-            elif dtype == "i1":
-                x = rng.random(dims) < 0.5
-            else:
-                x = rng.integers(0, int(opts.get("int-high", 8)), dims)
-            np.save(os.path.join(d, "in", f"arg{i}.npy"),
-                    np.asarray(x, dtype=DTYPES[dtype]))
+        write_inputs(os.path.join(d, "in"), seed, args, opts)
         cpu = os.path.join(d, name + ".cpu.run")
         run([compile_, a.ops, "--entry=" + name, "--target=cpu", "-o", cpu])
         run([cpu, "--eval-inputs", os.path.join(d, "in"), "--eval-outputs",

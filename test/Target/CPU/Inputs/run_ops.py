@@ -45,6 +45,24 @@ def parse(text):
     return funcs
 
 
+def write_inputs(directory, seed, args, opts):
+    """Random inputs of one function, DIRECTORY/arg<i>.npy (seeded by the
+    function's position): normal floats (positive with `// positive`),
+    fair booleans, integers in [0, `// int-high: N`) (default 8)."""
+    rng = np.random.default_rng(seed)
+    for i, (dims, dtype) in enumerate(args):
+        if dtype.startswith("f"):
+            x = rng.standard_normal(dims)
+            if "positive" in opts:
+                x = np.abs(x) + 0.1
+        elif dtype == "i1":
+            x = rng.random(dims) < 0.5
+        else:
+            x = rng.integers(0, int(opts.get("int-high", 8)), dims)
+        np.save(os.path.join(directory, f"arg{i}.npy"),
+                np.asarray(x, dtype=DTYPES[dtype]))
+
+
 def run(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode:
@@ -64,18 +82,7 @@ def main():
         d = os.path.join(a.workdir, name)
         for sub in ("in", "cpu", "ref"):
             os.makedirs(os.path.join(d, sub), exist_ok=True)
-        rng = np.random.default_rng(seed)
-        for i, (dims, dtype) in enumerate(args):
-            if dtype.startswith("f"):
-                x = rng.standard_normal(dims)
-                if "positive" in opts:
-                    x = np.abs(x) + 0.1
-            elif dtype == "i1":
-                x = rng.random(dims) < 0.5
-            else:
-                x = rng.integers(0, int(opts.get("int-high", 8)), dims)
-            np.save(os.path.join(d, "in", f"arg{i}.npy"),
-                    np.asarray(x, dtype=DTYPES[dtype]))
+        write_inputs(os.path.join(d, "in"), seed, args, opts)
         exe = os.path.join(d, name + ".run")
         run([os.path.join(a.bin, "anvil-compile"), a.ops, "--entry=" + name,
              "--target=cpu", "-o", exe] + a.compile_flag)
