@@ -698,6 +698,9 @@ int main(int argc, char **argv) {
       return false;
     return stage != Stage::Kernels || cuda;
   };
+  if (!kernelReport.empty() && !runs(Stage::Kernels))
+    return error("--kernel-report reads the kernels stage, which --emit=" +
+                 emit + " stops before");
   bool irToStdout = emitIR && (outputFile.empty() || outputFile == "-");
 
   mlir::DialectRegistry registry;
