@@ -31,8 +31,7 @@ using namespace example;
 #define GET_OP_CLASSES
 #include "ExampleOps.cpp.inc"
 
-//===- Cost and gradient
-//---------------------------------------------------===//
+//===- Cost and gradient --------------------------------------------------===//
 
 int64_t SquaredReluOp::getFlops() {
   // max and multiply per element.
@@ -55,8 +54,7 @@ LogicalResult SquaredReluOp::buildVJP(OpBuilder &builder,
   return success();
 }
 
-//===- Lowering
-//--------------------------------------------------------------===//
+//===- Lowering -----------------------------------------------------------===//
 
 namespace {
 /// example.squared_relu -> one elementwise linalg.generic, which anvil-fuse

@@ -1,5 +1,4 @@
-//===- Device.cpp - the CUDA driver, loaded at run time, and MLIR's launches
-//---===//
+//===- Device.cpp - the CUDA driver at run time, MLIR's launches ---------===//
 //
 // The driver library is opened with dlopen and its entry points fetched
 // through cuGetProcAddress (the versions of the CUDA 12.0 ABI, which every
@@ -228,8 +227,7 @@ std::string cuda::kernelName(void *function) {
   return it == s.kernelNames.end() ? std::string() : it->second;
 }
 
-//===- MLIR's launch ABI
-//---------------------------------------------------===//
+//===- MLIR's launch ABI --------------------------------------------------===//
 
 extern "C" void *mgpuModuleLoad(void *data, uint64_t bytes) {
   // Generated code loads its kernels from a constructor, before main: on a
@@ -320,8 +318,7 @@ extern "C" void anvil_rt_cuda_free(void *ptr) {
   check(d.memFree(reinterpret_cast<CUdeviceptr>(ptr)), "cuMemFree", "");
 }
 
-//===- The trainer's buffers and generated code's allocations
-//---------------===//
+//===- The trainer's buffers and generated code's allocations -------------===//
 
 // Managed memory replaces the CPU device's host memory (RuntimeABI.h): the
 // trainer fills and reads buffers on the host between steps, the kernels
