@@ -55,8 +55,10 @@ install_packages() {
 }
 
 # Python packages the tests use (NumPy: the independent reference of the
-# interpreter's GPT test), for the python3 first on PATH, which lit uses.
-PY_PACKAGES=(numpy)
+# interpreter's GPT test; ml_dtypes: the reference of the 8-bit float
+# conversions), for the python3 first on PATH, which lit uses. Module names,
+# which are also the pip names.
+PY_PACKAGES=(numpy ml_dtypes)
 install_python_packages() {
   local missing=()
   for p in "${PY_PACKAGES[@]}"; do

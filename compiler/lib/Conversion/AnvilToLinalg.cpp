@@ -116,10 +116,21 @@ Value convertScalar(OpBuilder &b, Location loc, Value x, Type to) {
                : Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
                                              x, zero));
   }
-  if (fromFloat && toFloat)
-    return fromFloat.getWidth() < toFloat.getWidth()
-               ? Value(arith::ExtFOp::create(b, loc, to, x))
-               : Value(arith::TruncFOp::create(b, loc, to, x));
+  if (fromFloat && toFloat) {
+    if (fromFloat.getWidth() < toFloat.getWidth())
+      return arith::ExtFOp::create(b, loc, to, x);
+    if (toFloat.getWidth() == 8) {
+      // anvil.cast saturates the 8-bit floats: beyond the largest finite
+      // value (infinities included) is that value; NaN stays NaN.
+      double largest = llvm::APFloat::getLargest(toFloat.getFloatSemantics())
+                           .convertToDouble();
+      x = arith::MinimumFOp::create(b, loc, x,
+                                    scalarConstant(b, loc, from, largest));
+      x = arith::MaximumFOp::create(b, loc, x,
+                                    scalarConstant(b, loc, from, -largest));
+    }
+    return arith::TruncFOp::create(b, loc, to, x);
+  }
   if (fromFloat)
     return arith::FPToSIOp::create(b, loc, to, x);
   bool fromBool = from.isInteger(1);

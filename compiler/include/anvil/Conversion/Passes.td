@@ -188,4 +188,27 @@ def AnvilPlanMemoryPass : Pass<"anvil-plan-memory", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
 }
 
+def AnvilExpandF8CastsPass : Pass<"anvil-expand-f8-casts"> {
+  let summary = "Expands conversions to and from the 8-bit floats into "
+                "integer arithmetic";
+  let description = [{
+    LLVM has no 8-bit float types, so `arith.truncf` to and `arith.extf`
+    from `f8E4M3FN` and `f8E5M2` become bit manipulation on the integers
+    that hold them (the LLVM lowering stores them as `i8`), with the
+    semantics of `arith` and of `ml_dtypes` (PyPI), bit for bit:
+
+    - truncf rounds to nearest even from an f32 or f64 source (bf16 and
+      f16 sources are extended to f32 first, exactly), subnormals included;
+      a value beyond the largest finite one after rounding becomes
+      infinity in E5M2 and NaN in E4M3FN, which has no infinity; NaN stays
+      NaN (0x7F in E4M3FN, 0x7E in E5M2, with the sign).
+    - extf is exact.
+
+    `anvil.cast`'s saturation (to the largest finite value) is the
+    lowering's clamp before the truncf (`anvil-convert-to-linalg`). Both
+    backends run this pass: the CPU's host code and the CUDA kernels.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect"];
+}
+
 #endif // ANVIL_CONVERSION_PASSES_TD

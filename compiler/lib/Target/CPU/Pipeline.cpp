@@ -116,6 +116,8 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
 }
 
 void mlir::anvil::cpu::buildHostToLLVMPipeline(OpPassManager &pm, bool finish) {
+  // LLVM has no 8-bit floats: their conversions become integer code.
+  pm.addPass(createAnvilExpandF8CastsPass());
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());

@@ -18,6 +18,7 @@
 
 #include "anvil/Target/CUDA/CUDABackend.h"
 
+#include "anvil/Conversion/Passes.h"
 #include "anvil/Target/CPU/CPUBackend.h"
 #include "anvil/Target/CUDA/Passes.h"
 
@@ -122,6 +123,7 @@ void mlir::anvil::cuda::buildKernelToNVVMPipeline(OpPassManager &pm,
   attach.optLevel = target.optLevel;
   pm.addPass(createGpuNVVMAttachTarget(attach));
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createAnvilExpandF8CastsPass());
   kernels.addPass(createLowerAffinePass());
   kernels.addPass(createSCFToControlFlowPass());
   kernels.addPass(memref::createExpandStridedMetadataPass());
