@@ -29,13 +29,16 @@ const char *cublasName(cublasStatus_t status) {
   std::abort();
 }
 
+/// The process's cuBLAS handle, with the device's primary context current
+/// on the calling thread: the CUDA runtime under cuBLAS then works on the
+/// device the driver side opened (LOCAL_RANK's), not device 0.
 cublasHandle_t handle() {
+  anvil::rt::Status st = anvil::rt::cuda::initialize();
+  if (!st.isOk())
+    fail("anvil_rt_cuda_sgemm: " + st.message());
   static std::once_flag once;
   static cublasHandle_t h = nullptr;
   std::call_once(once, [] {
-    anvil::rt::Status st = anvil::rt::cuda::initialize();
-    if (!st.isOk())
-      fail("anvil_rt_cuda_sgemm: " + st.message());
     if (cublasStatus_t s = cublasCreate(&h); s != CUBLAS_STATUS_SUCCESS)
       fail(std::string("cublasCreate failed: ") + cublasName(s));
   });
