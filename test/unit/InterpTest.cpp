@@ -93,7 +93,7 @@ TEST_F(InterpTest, EveryOpHasAnEvaluator) {
     ++ops;
     EXPECT_TRUE(hasEvaluator(name)) << name.getStringRef().str();
   }
-  EXPECT_EQ(ops, 72);
+  EXPECT_EQ(ops, 73);
 }
 
 TEST_F(InterpTest, ArithmeticAndMath) {

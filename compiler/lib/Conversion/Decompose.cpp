@@ -53,6 +53,39 @@ std::pair<Value, Value> shiftedExp(Emit &e, Value x, int64_t dim) {
   return {ExpOp::create(e.b, e.loc, shifted), shifted};
 }
 
+/// fp8_quantize with a forward format: scale to the format's range, cast
+/// there and back, unscale (the op's definition, in anvil ops). Without
+/// one it is the identity (its backward format acted in autodiff).
+struct DecomposeFp8Quantize : OpRewritePattern<Fp8QuantizeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(Fp8QuantizeOp op,
+                                PatternRewriter &rewriter) const override {
+    Value x = op.getOperand();
+    std::optional<Type> format = op.getForward();
+    if (!format) {
+      rewriter.replaceOp(op, x);
+      return success();
+    }
+    Emit e{rewriter, op.getLoc()};
+    auto type = e.typeOf(x);
+    double largest =
+        llvm::APFloat::getLargest(cast<FloatType>(*format).getFloatSemantics())
+            .convertToDouble();
+    Value amax = ReduceMaxOp::create(
+        rewriter, op.getLoc(), AbsOp::create(rewriter, op.getLoc(), x),
+        range(0, type.getRank()), /*keep_dims=*/false);
+    Value scale =
+        e.select(e.cmp(ComparisonDirection::gt, amax, e.like(amax, 0)),
+                 e.div(e.like(amax, largest), amax), e.like(amax, 1.0));
+    Value s = e.broadcast(scale, type, {});
+    auto eightBit = RankedTensorType::get(type.getShape(), *format);
+    Value q = CastOp::create(rewriter, op.getLoc(), eightBit, e.mul(x, s));
+    q = CastOp::create(rewriter, op.getLoc(), type, q);
+    rewriter.replaceOp(op, e.div(q, s));
+    return success();
+  }
+};
+
 struct DecomposeSoftmax : OpRewritePattern<SoftmaxOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(SoftmaxOp op,
@@ -514,6 +547,7 @@ struct AnvilDecomposePass
     : mlir::anvil::impl::AnvilDecomposePassBase<AnvilDecomposePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
+    patterns.add<DecomposeFp8Quantize>(&getContext());
     patterns.add<DecomposeAttention, DecomposeCrossEntropy, DecomposeLayerNorm,
                  DecomposeLogSoftmax, DecomposeRMSNorm, DecomposeSoftmax,
                  DecomposeMSE, DecomposeBCE, DecomposeFocal, DecomposeDice,

@@ -227,6 +227,38 @@ void registerElementwiseEvaluators(EvaluatorTable &t) {
                            : 0.0;
     return success();
   });
+
+  // Current scaling: the tensor's largest magnitude goes to the format's
+  // largest finite value; the cast rounds (saturating) as anvil.cast does.
+  t.add<ad::Fp8QuantizeOp>([](ad::Fp8QuantizeOp op, ArrayRef<const Buffer *> in,
+                              std::vector<Buffer> &out) {
+    const Buffer &x = *in[0];
+    std::optional<Type> format = op.getForward();
+    int64_t n = out[0].numElements();
+    if (!format) {
+      for (int64_t i = 0; i < n; ++i)
+        out[0].data[i] = x.data[i];
+      return success();
+    }
+    double amax = 0.0;
+    for (int64_t i = 0; i < n; ++i)
+      amax = std::isnan(amax) || std::isnan(x.data[i])
+                 ? NAN
+                 : std::max(amax, std::abs(x.data[i]));
+    double largest =
+        llvm::APFloat::getLargest(cast<FloatType>(*format).getFloatSemantics())
+            .convertToDouble();
+    // The scale and the scaled value in the operand's type, as the op's
+    // definition (and its decomposition) computes them: the 8-bit rounding
+    // then sees the same value on every backend.
+    Type element = out[0].elementType;
+    double scale = amax > 0 ? roundToType(largest / amax, element) : 1.0;
+    for (int64_t i = 0; i < n; ++i)
+      out[0].data[i] =
+          roundToType(roundToType(x.data[i] * scale, element), *format) /
+          scale;
+    return success();
+  });
 }
 
 } // namespace anvil::interp

@@ -22,6 +22,8 @@ ArrayRef<StageInfo> anvil::compile::allStages() {
        "@forward, the model's graph (anvil; a data-parallel rank's batch)"},
       {Stage::Sharded, "sharded",
        "with --mesh: anvil.mesh set; tp=M partitioned by anvil-partition"},
+      {Stage::Precision, "precision",
+       "with --precision=fp8: chosen GEMMs through FP8 (anvil-fp8)"},
       {Stage::TrainStep, "train-step",
        "@train_step: forward, backward, optimizer update (not with --entry)"},
       {Stage::Linalg, "linalg",

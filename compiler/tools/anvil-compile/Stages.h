@@ -2,7 +2,8 @@
 //
 // anvil-compile runs a model through a fixed list of named stages:
 //
-//   forward -> sharded -> train-step -> linalg -> fused -> bufferized
+//   forward -> sharded -> precision -> train-step -> linalg -> fused
+//     -> bufferized
 //     -> kernels (--target=cuda only) -> llvm
 //
 // Each stage is a point where the IR can be printed (--emit=STAGE, then
@@ -34,6 +35,7 @@ namespace anvil::compile {
 enum class Stage {
   Forward,
   Sharded,
+  Precision,
   TrainStep,
   Linalg,
   Fused,

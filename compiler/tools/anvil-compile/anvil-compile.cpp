@@ -23,6 +23,7 @@
 
 #include "anvil/Conversion/Passes.h"
 #include "anvil/Dialect/Anvil/IR/AnvilDialect.h"
+#include "anvil/Dialect/Anvil/IR/AnvilOps.h"
 #include "anvil/Fusion/Passes.h"
 #include "anvil/Target/CPU/CPUBackend.h"
 #include "anvil/Target/CUDA/CUDABackend.h"
@@ -207,6 +208,13 @@ cl::opt<int64_t> zeroStage(
              "reduce-scattered and the updated parameters all-gathered); 0: "
              "every rank keeps all of it"),
     cl::value_desc("stage"), cl::init(0), cl::cat(category));
+cl::opt<std::string> precision(
+    "precision",
+    cl::desc("Numeric precision of the step: f32 (default), or fp8[=recipe] "
+             "(the transformer blocks' GEMMs in FP8: E4M3 operands, E5M2 "
+             "gradients; recipe current, the default, scales by each "
+             "tensor's amax now)"),
+    cl::value_desc("f32|fp8[=current]"), cl::init("f32"), cl::cat(category));
 cl::opt<double> learningRate("lr", cl::desc("Peak learning rate"),
                              cl::init(1e-3), cl::cat(category));
 cl::opt<int64_t> warmupSteps("warmup", cl::desc("Linear warm-up steps"),
@@ -330,6 +338,20 @@ RankFigures rankFigures(mlir::func::FuncOp train) {
   return f;
 }
 
+/// The GEMMs anvil-fp8 put in FP8, by module path (from --precision=fp8).
+std::vector<std::string> fp8Gemms;
+
+/// Collects the matmuls of `module` that anvil-fp8 marked, by the module
+/// path of their location (or "?" without one).
+void collectFP8Gemms(mlir::ModuleOp module) {
+  module.walk([&](mlir::anvil::MatmulOp op) {
+    if (!op->hasAttr(mlir::anvil::AnvilDialect::kFP8AttrName))
+      return;
+    auto name = dyn_cast<mlir::NameLoc>(op.getLoc());
+    fp8Gemms.push_back(name ? name.getName().str() : "?");
+  });
+}
+
 /// `dispatches` is the number of dispatch regions of the compiled step and
 /// `plannedBytes` its workspace, or -1 when not compiled that far.
 void printReport(const ModelReport &r, int64_t dispatches, int64_t plannedBytes,
@@ -348,6 +370,12 @@ void printReport(const ModelReport &r, int64_t dispatches, int64_t plannedBytes,
       o["dispatches_per_step"] = dispatches;
     if (plannedBytes >= 0)
       o["planned_bytes"] = plannedBytes;
+    if (!fp8Gemms.empty()) {
+      json::Array names;
+      for (const std::string &n : fp8Gemms)
+        names.push_back(n);
+      o["fp8_gemms"] = std::move(names);
+    }
     if (rank.valid) {
       o["per_rank"] = json::Object{
           {"parameter_bytes", rank.parameterBytes},
@@ -370,6 +398,12 @@ void printReport(const ModelReport &r, int64_t dispatches, int64_t plannedBytes,
   if (plannedBytes >= 0)
     os << "planned_bytes:   " << plannedBytes
        << " (the step's workspace, static memory plan)\n";
+  if (!fp8Gemms.empty()) {
+    os << "fp8 gemms:       " << fp8Gemms.size() << " (";
+    for (size_t i = 0; i < fp8Gemms.size(); ++i)
+      os << (i ? ", " : "") << fp8Gemms[i];
+    os << ")\n";
+  }
   if (rank.valid)
     os << "per rank:        " << rank.parameterBytes << " parameter, "
        << rank.gradientBytes << " gradient, " << rank.optimizerStateBytes
@@ -661,6 +695,24 @@ int main(int argc, char **argv) {
     return error("--model and --config are required (see --list-models), or "
                  "an .mlir file");
 
+  // --precision: f32, or fp8 with a recipe.
+  std::string fp8Recipe;
+  if (precision != "f32") {
+    auto [kind, recipe] = StringRef(precision).split('=');
+    if (kind != "fp8")
+      return error("--precision=" + precision +
+                   ": expected f32 or fp8[=current]");
+    fp8Recipe = recipe.empty() ? "current" : recipe.str();
+    if (fp8Recipe != "current")
+      return error("--precision=" + precision + ": the " + fp8Recipe +
+                   " recipe is not implemented yet (current is)");
+  }
+  if (!fp8Recipe.empty() && tensorParallel > 1)
+    return error(
+        "--precision=fp8 with --mesh tp=" + std::to_string(tensorParallel) +
+        ": the amax of a split tensor must be reduced over the "
+        "tensor-parallel ranks, which is not implemented yet");
+
   // The last stage to run: --emit's, else all of them for an executable,
   // else the (sharded) forward graph: -o alone writes it, --report reads it.
   std::optional<Stage> emitStage;
@@ -814,6 +866,21 @@ int main(int argc, char **argv) {
                         b.getDictionaryAttr(axes));
         if (tensorParallel > 1)
           return partitionTensorParallel(module, *findModel(modelName));
+        return mlir::success();
+      })))
+    return 1;
+
+  // precision: the GEMMs that run in FP8.
+  if (failed(runStage(Stage::Precision, [&] {
+        if (fp8Recipe.empty())
+          return mlir::success();
+        mlir::PassManager pm(&context);
+        if (failed(mlir::parsePassPipeline(
+                "anvil-fp8{recipe=" + fp8Recipe + "}", pm)) ||
+            failed(pm.run(module)))
+          return error("--precision=" + precision + " failed (see above)"),
+                 mlir::failure();
+        collectFP8Gemms(module);
         return mlir::success();
       })))
     return 1;

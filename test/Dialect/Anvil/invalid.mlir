@@ -1097,3 +1097,27 @@ func.func @slice_without_mesh(%g: tensor<4xf32>) -> tensor<2xf32> {
 // expected-error@+1 {{'anvil.mesh': axis 'dp' needs a positive number of ranks, got 0 : i64}}
 module attributes {anvil.mesh = {dp = 0 : i64}} {
 }
+
+// -----
+
+func.func @fp8_no_format(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'anvil.fp8_quantize' op needs a forward format, a backward format or both}}
+  %0 = anvil.fp8_quantize %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @fp8_not_eight_bit(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'anvil.fp8_quantize' op formats must be f8E4M3FN or f8E5M2}}
+  %0 = anvil.fp8_quantize %x forward bf16 : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @fp8_attribute_on_add(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'anvil.fp8' must be a recipe name on an anvil.matmul}}
+  %0 = anvil.add %x, %x {anvil.fp8 = "current"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -89,4 +89,35 @@ def AnvilPartitionPass : Pass<"anvil-partition", "mlir::ModuleOp"> {
   ];
 }
 
+def AnvilFP8Pass : Pass<"anvil-fp8", "mlir::ModuleOp"> {
+  let summary = "Runs chosen GEMMs in FP8 (Transformer Engine's recipe)";
+  let description = [{
+    On the forward graph, before the training step is built: each chosen
+    `anvil.matmul` takes its operands through `anvil.fp8_quantize` with
+    E4M3 (`forward f8E4M3FN`) and its result through one that quantizes
+    the gradient to E5M2 (`backward f8E5M2`), so that autodiff's backward
+    GEMMs (dX = dY W^T, dW = X^T dY) read E5M2 gradients and E4M3 operands.
+    Products of 8-bit values are exact in f32, so a GEMM on the quantized
+    values with f32 accumulation is what an FP8 GEMM computes; the CPU
+    backend runs exactly that (the casts of anvil-expand-f8-casts).
+
+    Chosen: the matmuls in `modules` (prefixes of the ops' module paths,
+    e.g. `h.0.mlp`), by default the linear layers of the transformer
+    blocks (a module path with a numbered block: `h.3.attn.c_attn`,
+    `model.layers.0.mlp.up_proj`, `bert.encoder.layer.1...`). Each chosen
+    matmul is marked `anvil.fp8 = "<recipe>"` (--report lists them).
+
+    Recipes: `current` (the scale from this tensor's amax now). `delayed`
+    and `mxfp8` are not implemented yet and are refused.
+  }];
+  let options = [
+    Option<"recipe", "recipe", "std::string", /*default=*/"\"current\"",
+           "Scaling recipe: current">,
+    ListOption<"modules", "modules", "std::string",
+               "Module-path prefixes whose matmuls run in FP8 (default: the "
+               "transformer blocks' linear layers)">,
+  ];
+  let dependentDialects = ["mlir::anvil::AnvilDialect"];
+}
+
 #endif // ANVIL_TRANSFORMS_PASSES_TD

@@ -192,3 +192,14 @@ func.func @collectives(%x: tensor<3x5xf32>) -> (tensor<3x5xf32>, tensor<3x5xf32>
   %5 = anvil.all_gather %4 axis "dp" : tensor<3x5xf32> -> tensor<3x5xf32>
   return %0, %1, %5 : tensor<3x5xf32>, tensor<3x5xf32>, tensor<3x5xf32>
 }
+
+// FP8 quantization with current scaling (anvil.fp8_quantize): the scale
+// from the tensor's amax, the cast to E4M3 or E5M2 and back, the scale
+// undone; without a forward format the identity.
+// tolerance: f32
+func.func @fp8(%x: tensor<6x7xf32>) -> (tensor<6x7xf32>, tensor<6x7xf32>, tensor<6x7xf32>) {
+  %0 = anvil.fp8_quantize %x forward f8E4M3FN : tensor<6x7xf32>
+  %1 = anvil.fp8_quantize %x forward f8E5M2 backward f8E5M2 : tensor<6x7xf32>
+  %2 = anvil.fp8_quantize %x backward f8E5M2 : tensor<6x7xf32>
+  return %0, %1, %2 : tensor<6x7xf32>, tensor<6x7xf32>, tensor<6x7xf32>
+}

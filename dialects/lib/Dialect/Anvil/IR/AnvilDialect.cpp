@@ -257,6 +257,13 @@ LogicalResult AnvilDialect::verifyOperationAttribute(Operation *op,
     }
     return success();
   }
+  // A GEMM that runs in FP8, and its recipe.
+  if (attr.getName() == kFP8AttrName) {
+    if (!isa<MatmulOp>(op) || !isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << kFP8AttrName
+                             << "' must be a recipe name on an anvil.matmul";
+    return success();
+  }
   return op->emitError() << "unknown anvil attribute '"
                          << attr.getName().getValue() << "' on an op";
 }

@@ -152,6 +152,17 @@ LogicalResult DropoutOp::verify() {
   return success();
 }
 
+LogicalResult Fp8QuantizeOp::verify() {
+  auto eightBit = [](std::optional<Type> t) {
+    return !t || isa<Float8E4M3FNType, Float8E5M2Type>(*t);
+  };
+  if (!getForward() && !getBackward())
+    return emitOpError("needs a forward format, a backward format or both");
+  if (!eightBit(getForward()) || !eightBit(getBackward()))
+    return emitOpError("formats must be f8E4M3FN or f8E5M2");
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Shape and data movement
 //===----------------------------------------------------------------------===//

@@ -283,6 +283,18 @@ LogicalResult DropoutOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
   return success();
 }
 
+LogicalResult Fp8QuantizeOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                      SmallVectorImpl<Value> &out) {
+  // Straight through the forward quantization; the gradient is quantized
+  // with the backward format, if any.
+  std::optional<Type> backward = getBackward();
+  out.push_back(backward ? Value(Fp8QuantizeOp::create(
+                               builder, getLoc(), grads[0],
+                               TypeAttr::get(*backward), TypeAttr()))
+                         : grads[0]);
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Shape and data movement
 //===----------------------------------------------------------------------===//

@@ -63,6 +63,9 @@ def Anvil_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kTiedAttrName = "anvil.tied_to";
     /// On a result that is a named scalar metric of a step ("lr").
     static constexpr ::llvm::StringLiteral kMetricAttrName = "anvil.metric";
+    /// On an anvil.matmul that anvil-fp8 runs in FP8: the recipe
+    /// ("current").
+    static constexpr ::llvm::StringLiteral kFP8AttrName = "anvil.fp8";
 
   private:
     void registerAttributes();

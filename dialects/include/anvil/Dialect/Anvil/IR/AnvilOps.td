@@ -663,6 +663,46 @@ def Anvil_DropoutOp : Anvil_CostedOp<"dropout", [Anvil_VJP,
   let hasVerifier = 1;
 }
 
+def Anvil_Fp8QuantizeOp : Anvil_Op<"fp8_quantize", [Anvil_VJP,
+    AllTypesMatch<["operand", "result"]>,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "FP8 quantization with current (tensorwise) scaling";
+  let description = [{
+    The value an FP8 GEMM sees, in the operand's type: with `forward`
+    (`f8E4M3FN` or `f8E5M2`), the tensor is scaled so that its largest
+    magnitude is the format's largest finite value, cast to the format
+    (round to nearest even, saturating) and back, and unscaled:
+
+      amax = max |x|;  s = (amax > 0 ? fmax / amax : 1);
+      y = cast(cast(x * s, forward), f32) / s
+
+    Without `forward` the forward value is `x`. The gradient is quantized
+    the same way with `backward` (none: passed through), Transformer
+    Engine's recipe: E4M3 for weights and activations in the forward pass,
+    E5M2 for the gradients of the backward GEMMs. The quantization itself
+    is not differentiated (a straight-through estimator): finite
+    differences see a step function, so test/Training checks the rule.
+
+    ```mlir
+    %xq = anvil.fp8_quantize %x forward f8E4M3FN : tensor<8x64xf32>
+    %yq = anvil.fp8_quantize %y backward f8E5M2 : tensor<8x64xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$operand,
+                       OptionalAttr<TypeAttr>:$forward,
+                       OptionalAttr<TypeAttr>:$backward);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand (`forward` $forward^)? (`backward` $backward^)? attr-dict `:`
+    type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    // max, divide, two casts, multiply, divide.
+    static constexpr int64_t kFlopsPerElement = 6;
+  }];
+}
+
 def Anvil_EmbeddingOp : Anvil_GatheringOp<"embedding", [Anvil_VJP, InferTypeOpAdaptor]> {
   let summary = "Looks up rows of an embedding table";
   let description = [{
