@@ -25,6 +25,11 @@ TOLERANCES = {
     # losses of 50 steps agree to this (seen: 1.6e-6 for gpt-tiny, 4e-5
     # for the MLP, whose loss ends near 1e-3).
     "f32-training": {"rtol": 2e-4, "atol": 0.0},
+    # FP8 training runs against each other: 8-bit rounding turns the f32
+    # differences of summation order into whole FP8 steps now and then, so
+    # the same program on 1 and 2 threads already differs by 1.3e-3 over 20
+    # steps (gpt-tiny, --precision=fp8); tp=2 against one process: 2.5e-3.
+    "fp8-training": {"rtol": 5e-3, "atol": 0.0},
     # The float64 interpreter against itself after an exact rewrite.
     "f64": {"rtol": 1e-12, "atol": 0.0},
 }

@@ -74,6 +74,10 @@ struct DecomposeFp8Quantize : OpRewritePattern<Fp8QuantizeOp> {
     Value amax = ReduceMaxOp::create(
         rewriter, op.getLoc(), AbsOp::create(rewriter, op.getLoc(), x),
         range(0, type.getRank()), /*keep_dims=*/false);
+    // One rank's part of a split tensor: the whole tensor's amax.
+    if (std::optional<StringRef> axis = op.getAmaxAxis())
+      amax = AllReduceOp::create(rewriter, op.getLoc(), CollectiveOp::max, amax,
+                                 *axis);
     Value scale =
         e.select(e.cmp(ComparisonDirection::gt, amax, e.like(amax, 0)),
                  e.div(e.like(amax, largest), amax), e.like(amax, 1.0));

@@ -58,6 +58,8 @@ struct AnvilFP8Pass : mlir::anvil::impl::AnvilFP8PassBase<AnvilFP8Pass> {
     MLIRContext *ctx = &getContext();
     auto e4m3 = TypeAttr::get(Float8E4M3FNType::get(ctx));
     auto e5m2 = TypeAttr::get(Float8E5M2Type::get(ctx));
+    StringAttr axis =
+        amaxAxis.empty() ? StringAttr() : StringAttr::get(ctx, amaxAxis);
     auto chosen = [&](MatmulOp op) {
       StringRef path = modulePath(op.getLoc());
       if (modules.empty())
@@ -73,11 +75,11 @@ struct AnvilFP8Pass : mlir::anvil::impl::AnvilFP8PassBase<AnvilFP8Pass> {
       OpBuilder b(op);
       Location loc = op.getLoc();
       for (OpOperand &operand : op->getOpOperands())
-        operand.set(
-            Fp8QuantizeOp::create(b, loc, operand.get(), e4m3, TypeAttr()));
+        operand.set(Fp8QuantizeOp::create(b, loc, operand.get(), e4m3,
+                                          TypeAttr(), axis));
       b.setInsertionPointAfter(op);
       auto gradient =
-          Fp8QuantizeOp::create(b, loc, op.getResult(), TypeAttr(), e5m2);
+          Fp8QuantizeOp::create(b, loc, op.getResult(), TypeAttr(), e5m2, axis);
       op.getResult().replaceAllUsesExcept(gradient, gradient);
       op->setAttr(AnvilDialect::kFP8AttrName, b.getStringAttr(recipe));
     });

@@ -707,11 +707,6 @@ int main(int argc, char **argv) {
       return error("--precision=" + precision + ": the " + fp8Recipe +
                    " recipe is not implemented yet (current is)");
   }
-  if (!fp8Recipe.empty() && tensorParallel > 1)
-    return error(
-        "--precision=fp8 with --mesh tp=" + std::to_string(tensorParallel) +
-        ": the amax of a split tensor must be reduced over the "
-        "tensor-parallel ranks, which is not implemented yet");
 
   // The last stage to run: --emit's, else all of them for an executable,
   // else the (sharded) forward graph: -o alone writes it, --report reads it.
@@ -876,7 +871,9 @@ int main(int argc, char **argv) {
           return mlir::success();
         mlir::PassManager pm(&context);
         if (failed(mlir::parsePassPipeline(
-                "anvil-fp8{recipe=" + fp8Recipe + "}", pm)) ||
+                "anvil-fp8{recipe=" + fp8Recipe +
+                    (tensorParallel > 1 ? " amax-axis=tp" : "") + "}",
+                pm)) ||
             failed(pm.run(module)))
           return error("--precision=" + precision + " failed (see above)"),
                  mlir::failure();

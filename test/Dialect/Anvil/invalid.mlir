@@ -1121,3 +1121,13 @@ func.func @fp8_attribute_on_add(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = anvil.add %x, %x {anvil.fp8 = "current"} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+module attributes {anvil.mesh = {dp = 2 : i64}} {
+  func.func @fp8_unknown_axis(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error@+1 {{'anvil.fp8_quantize' op amax_axis 'tp' is not an axis of the module's anvil.mesh}}
+    %0 = anvil.fp8_quantize %x forward f8E4M3FN amax_axis "tp" : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}

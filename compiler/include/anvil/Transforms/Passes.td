@@ -108,7 +108,9 @@ def AnvilFP8Pass : Pass<"anvil-fp8", "mlir::ModuleOp"> {
     matmul is marked `anvil.fp8 = "<recipe>"` (--report lists them).
 
     Recipes: `current` (the scale from this tensor's amax now). `delayed`
-    and `mxfp8` are not implemented yet and are refused.
+    and `mxfp8` are not implemented yet and are refused. In a program
+    partitioned over a tensor-parallel axis, `amax-axis=tp` reduces every
+    amax over its ranks (a split operand is then scaled as the whole).
   }];
   let options = [
     Option<"recipe", "recipe", "std::string", /*default=*/"\"current\"",
@@ -116,6 +118,9 @@ def AnvilFP8Pass : Pass<"anvil-fp8", "mlir::ModuleOp"> {
     ListOption<"modules", "modules", "std::string",
                "Module-path prefixes whose matmuls run in FP8 (default: the "
                "transformer blocks' linear layers)">,
+    Option<"amaxAxis", "amax-axis", "std::string", /*default=*/"\"\"",
+           "Mesh axis over whose ranks each amax is reduced (the "
+           "tensor-parallel axis of a partitioned program; none: local)">,
   ];
   let dependentDialects = ["mlir::anvil::AnvilDialect"];
 }

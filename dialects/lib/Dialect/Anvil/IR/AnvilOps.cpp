@@ -160,6 +160,10 @@ LogicalResult Fp8QuantizeOp::verify() {
     return emitOpError("needs a forward format, a backward format or both");
   if (!eightBit(getForward()) || !eightBit(getBackward()))
     return emitOpError("formats must be f8E4M3FN or f8E5M2");
+  if (std::optional<StringRef> axis = getAmaxAxis();
+      axis && meshAxisSize(*this, *axis) < 0)
+    return emitOpError("amax_axis '")
+           << *axis << "' is not an axis of the module's anvil.mesh";
   return success();
 }
 

@@ -288,10 +288,11 @@ LogicalResult Fp8QuantizeOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
   // Straight through the forward quantization; the gradient is quantized
   // with the backward format, if any.
   std::optional<Type> backward = getBackward();
-  out.push_back(backward ? Value(Fp8QuantizeOp::create(
-                               builder, getLoc(), grads[0],
-                               TypeAttr::get(*backward), TypeAttr()))
-                         : grads[0]);
+  out.push_back(
+      backward ? Value(Fp8QuantizeOp::create(builder, getLoc(), grads[0],
+                                             TypeAttr::get(*backward),
+                                             TypeAttr(), getAmaxAxisAttr()))
+               : grads[0]);
   return success();
 }
 

@@ -683,6 +683,11 @@ def Anvil_Fp8QuantizeOp : Anvil_Op<"fp8_quantize", [Anvil_VJP,
     is not differentiated (a straight-through estimator): finite
     differences see a step function, so test/Training checks the rule.
 
+    With `amax_axis`, the operand is one rank's part of a tensor split over
+    that mesh axis (tensor parallelism): the amax is the maximum over the
+    axis's ranks, so every rank scales its part as the whole tensor would
+    be scaled.
+
     ```mlir
     %xq = anvil.fp8_quantize %x forward f8E4M3FN : tensor<8x64xf32>
     %yq = anvil.fp8_quantize %y backward f8E5M2 : tensor<8x64xf32>
@@ -690,11 +695,12 @@ def Anvil_Fp8QuantizeOp : Anvil_Op<"fp8_quantize", [Anvil_VJP,
   }];
   let arguments = (ins Anvil_FloatTensor:$operand,
                        OptionalAttr<TypeAttr>:$forward,
-                       OptionalAttr<TypeAttr>:$backward);
+                       OptionalAttr<TypeAttr>:$backward,
+                       OptionalAttr<StrAttr>:$amax_axis);
   let results = (outs Anvil_FloatTensor:$result);
   let assemblyFormat = [{
-    $operand (`forward` $forward^)? (`backward` $backward^)? attr-dict `:`
-    type($result)
+    $operand (`forward` $forward^)? (`backward` $backward^)?
+    (`amax_axis` $amax_axis^)? attr-dict `:` type($result)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
