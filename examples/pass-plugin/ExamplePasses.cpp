@@ -7,7 +7,8 @@
 //   example-flops-per-module{depth=N}  FLOPs of @forward per module path
 //
 // Ops carry the module path that built them as their location
-// (loc("bert.encoder.layer.0")), so a module is a prefix of that path.
+// (loc("bert.encoder.layer.0"); anvil::modulePathOf reads it), so a module is
+// a prefix of that path.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,17 +28,6 @@
 using namespace mlir;
 
 namespace {
-
-/// The module path in an op's location ("bert.encoder.layer.0"), or "".
-StringRef modulePath(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().getValue();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location part : fused.getLocations())
-      if (StringRef path = modulePath(part); !path.empty())
-        return path;
-  return "";
-}
 
 /// Whether `path` is `module` or inside it ("a.b.c" is in "a.b", not "a.bc").
 bool isInModule(StringRef path, StringRef module) {
@@ -66,7 +56,7 @@ struct GeluTanhPass : PassWrapper<GeluTanhPass, OperationPass<ModuleOp>> {
     getOperation().walk([&](anvil::GeluOp gelu) {
       if (gelu.getApproximation() == anvil::GeluApproximation::tanh)
         return;
-      StringRef path = modulePath(gelu.getLoc());
+      StringRef path = anvil::modulePathOf(gelu.getLoc());
       if (!modules.empty() && !llvm::any_of(modules, [&](const std::string &m) {
             return isInModule(path, m);
           }))
@@ -107,7 +97,7 @@ struct FlopsPerModulePass
     llvm::MapVector<StringRef, int64_t> flops;
     int64_t total = 0;
     fn.walk([&](anvil::CostOpInterface op) {
-      StringRef path = modulePath(op->getLoc());
+      StringRef path = anvil::modulePathOf(op->getLoc());
       if (path.empty())
         path = "(no module)";
       else if (depth > 0) {

@@ -24,17 +24,6 @@ using namespace mlir::anvil;
 
 namespace {
 
-/// The module path in an op's location ("h.0.attn.c_attn"), or "".
-StringRef modulePath(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().getValue();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location part : fused.getLocations())
-      if (StringRef path = modulePath(part); !path.empty())
-        return path;
-  return "";
-}
-
 /// Whether `path` is inside a numbered block ("h.3.mlp", "layers.0.x").
 bool inNumberedBlock(StringRef path) {
   SmallVector<StringRef> parts;
@@ -61,7 +50,7 @@ struct AnvilFP8Pass : mlir::anvil::impl::AnvilFP8PassBase<AnvilFP8Pass> {
     StringAttr axis =
         amaxAxis.empty() ? StringAttr() : StringAttr::get(ctx, amaxAxis);
     auto chosen = [&](MatmulOp op) {
-      StringRef path = modulePath(op.getLoc());
+      StringRef path = modulePathOf(op.getLoc());
       if (modules.empty())
         return inNumberedBlock(path);
       return llvm::any_of(modules, [&](const std::string &m) {

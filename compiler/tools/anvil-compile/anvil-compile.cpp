@@ -347,8 +347,8 @@ void collectFP8Gemms(mlir::ModuleOp module) {
   module.walk([&](mlir::anvil::MatmulOp op) {
     if (!op->hasAttr(mlir::anvil::AnvilDialect::kFP8AttrName))
       return;
-    auto name = dyn_cast<mlir::NameLoc>(op.getLoc());
-    fp8Gemms.push_back(name ? name.getName().str() : "?");
+    StringRef path = mlir::anvil::modulePathOf(op.getLoc());
+    fp8Gemms.push_back(path.empty() ? "?" : path.str());
   });
 }
 

@@ -152,6 +152,16 @@ LogicalResult DropoutOp::verify() {
   return success();
 }
 
+StringRef mlir::anvil::modulePathOf(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().getValue();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location part : fused.getLocations())
+      if (StringRef path = modulePathOf(part); !path.empty())
+        return path;
+  return "";
+}
+
 LogicalResult Fp8QuantizeOp::verify() {
   auto eightBit = [](std::optional<Type> t) {
     return !t || isa<Float8E4M3FNType, Float8E5M2Type>(*t);

@@ -26,6 +26,10 @@ Type getBoolTensorType(Type type);
 /// when the module has no mesh (a world of one), -1 when its mesh has no
 /// such axis.
 int64_t meshAxisSize(Operation *op, StringRef axis);
+/// The module path the model builders give an op as its location
+/// ("h.0.attn.c_attn", "bert.encoder.layer.0"), looked for through fused
+/// locations; "" when there is none.
+StringRef modulePathOf(Location loc);
 } // namespace mlir::anvil
 
 #define GET_OP_CLASSES
