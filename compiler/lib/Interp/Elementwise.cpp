@@ -255,8 +255,7 @@ void registerElementwiseEvaluators(EvaluatorTable &t) {
     double scale = amax > 0 ? roundToType(largest / amax, element) : 1.0;
     for (int64_t i = 0; i < n; ++i)
       out[0].data[i] =
-          roundToType(roundToType(x.data[i] * scale, element), *format) /
-          scale;
+          roundToType(roundToType(x.data[i] * scale, element), *format) / scale;
     return success();
   });
 }
