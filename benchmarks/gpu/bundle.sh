@@ -17,7 +17,9 @@
 #   ref/gpt-tiny.cpu.jsonl                the CPU's losses of the tiny GPT's
 #                                         first 10 steps (seed 1)
 #   kernels/gpt2-124m.<arch>.json         ptxas -v of every GPT-2 kernel
-#   run.sh, compare_*.py, torch_gpt2.py   the run and its peers
+#   run.sh, torch_gpt2.py                 the run and its peer
+#   compare_losses.py, tolerances.py      the tests' loss comparison
+#   compare_npy.py                        .npy comparison without NumPy
 #
 # ANVIL_BUILD_DIR (build/) and ANVIL_CUDA_ARCH (sm_90) choose the build and
 # the GPU. The folder must stay under 64 MiB; the script checks.
@@ -59,8 +61,9 @@ echo "bundle: the CPU reference of the tiny GPT"
 "$work/gpt-tiny.cpu.train" --steps 10 --seed 1 --threads 2 \
   --log "$OUT/ref/gpt-tiny.cpu.jsonl" --log-every 1 > /dev/null
 
-cp "$HERE/run.sh" "$HERE/compare_losses.py" "$HERE/compare_npy.py" \
-  "$HERE/torch_gpt2.py" "$OUT/"
+cp "$HERE/run.sh" "$HERE/compare_npy.py" "$HERE/torch_gpt2.py" \
+  "$ROOT/test/Target/CPU/Inputs/compare_losses.py" \
+  "$ROOT/test/Inputs/tolerances.py" "$OUT/"
 commit="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 {
   echo "Anvil GPU bundle"

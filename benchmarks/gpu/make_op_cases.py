@@ -13,21 +13,19 @@ makes them).
 import argparse
 import json
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "test", "Target", "CPU", "Inputs"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "test", "Inputs"))
+import run_ops  # noqa: E402
 from run_ops import parse, write_inputs  # noqa: E402
 from tolerances import TOLERANCES  # noqa: E402
 
 
 def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode:
-        sys.exit(f"make_op_cases: {' '.join(cmd)} failed:\n{p.stdout}{p.stderr}")
+    run_ops.run(cmd, prog="make_op_cases")
 
 
 def main():

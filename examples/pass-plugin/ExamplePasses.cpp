@@ -29,12 +29,6 @@ using namespace mlir;
 
 namespace {
 
-/// Whether `path` is `module` or inside it ("a.b.c" is in "a.b", not "a.bc").
-bool isInModule(StringRef path, StringRef module) {
-  return path == module ||
-         (path.starts_with(module) && path[module.size()] == '.');
-}
-
 struct GeluTanhPass : PassWrapper<GeluTanhPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(GeluTanhPass)
 
@@ -58,7 +52,7 @@ struct GeluTanhPass : PassWrapper<GeluTanhPass, OperationPass<ModuleOp>> {
         return;
       StringRef path = anvil::modulePathOf(gelu.getLoc());
       if (!modules.empty() && !llvm::any_of(modules, [&](const std::string &m) {
-            return isInModule(path, m);
+            return anvil::isInModule(path, m);
           }))
         return;
       gelu.setApproximation(anvil::GeluApproximation::tanh);

@@ -53,10 +53,8 @@ struct AnvilFP8Pass : mlir::anvil::impl::AnvilFP8PassBase<AnvilFP8Pass> {
       StringRef path = modulePathOf(op.getLoc());
       if (modules.empty())
         return inNumberedBlock(path);
-      return llvm::any_of(modules, [&](const std::string &m) {
-        return path == m || (path.starts_with(m) && path.size() > m.size() &&
-                             path[m.size()] == '.');
-      });
+      return llvm::any_of(
+          modules, [&](const std::string &m) { return isInModule(path, m); });
     };
     getOperation().walk([&](MatmulOp op) {
       if (!chosen(op) || !isa<Float32Type>(op.getType().getElementType()))

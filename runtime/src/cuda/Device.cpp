@@ -152,10 +152,7 @@ Driver &driverOrAbort(const char *call) {
     std::fprintf(stderr, "anvil: %s: %s\n", call, st.message().c_str());
     std::abort();
   }
-  State &s = state();
-  // Launches may come from another thread than the one that initialized.
-  s.driver.ctxSetCurrent(s.context);
-  return s.driver;
+  return state().driver; // initialize() made the context current
 }
 
 /// Aborts with the report of `result` unless it is success.
@@ -172,8 +169,12 @@ void check(CUresult result, const char *call, const std::string &what) {
 Status cuda::initialize() {
   State &s = state();
   std::call_once(s.once, [&] { s.status = startDevice(s); });
-  if (s.status.isOk() && s.context)
-    s.driver.ctxSetCurrent(s.context);
+  // The context is current per thread: once on each thread that calls in
+  // (launches may come from another thread than the one that started the
+  // device), not once per launch.
+  thread_local bool current = false;
+  if (s.status.isOk() && s.context && !current)
+    current = s.driver.ctxSetCurrent(s.context) == CUDA_SUCCESS;
   return s.status;
 }
 

@@ -16,8 +16,9 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "..", "..", "Inputs"))
+# tolerances.py: test/Inputs in the tree, beside this file in the GPU bundle.
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(here, "..", "..", "..", "Inputs"), here]
 from tolerances import TOLERANCES  # noqa: E402
 
 

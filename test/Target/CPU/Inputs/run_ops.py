@@ -63,10 +63,11 @@ def write_inputs(directory, seed, args, opts):
                 np.asarray(x, dtype=DTYPES[dtype]))
 
 
-def run(cmd):
+def run(cmd, prog="run_ops"):
+    """Runs `cmd`; exits with its output (prefixed by `prog`) if it fails."""
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode:
-        sys.exit(f"run_ops: {' '.join(cmd)} failed:\n{p.stdout}{p.stderr}")
+        sys.exit(f"{prog}: {' '.join(cmd)} failed:\n{p.stdout}{p.stderr}")
 
 
 def main():

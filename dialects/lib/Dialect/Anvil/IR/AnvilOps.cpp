@@ -162,6 +162,11 @@ StringRef mlir::anvil::modulePathOf(Location loc) {
   return "";
 }
 
+bool mlir::anvil::isInModule(StringRef path, StringRef module) {
+  return path.starts_with(module) &&
+         (path.size() == module.size() || path[module.size()] == '.');
+}
+
 LogicalResult Fp8QuantizeOp::verify() {
   auto eightBit = [](std::optional<Type> t) {
     return !t || isa<Float8E4M3FNType, Float8E5M2Type>(*t);

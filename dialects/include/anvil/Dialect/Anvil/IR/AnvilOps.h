@@ -30,6 +30,9 @@ int64_t meshAxisSize(Operation *op, StringRef axis);
 /// ("h.0.attn.c_attn", "bert.encoder.layer.0"), looked for through fused
 /// locations; "" when there is none.
 StringRef modulePathOf(Location loc);
+/// Whether module path `path` is `module` or inside it ("a.b.c" is in "a.b",
+/// "a.bc" is not).
+bool isInModule(StringRef path, StringRef module);
 } // namespace mlir::anvil
 
 #define GET_OP_CLASSES
