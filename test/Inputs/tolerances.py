@@ -32,4 +32,7 @@ TOLERANCES = {
     "fp8-training": {"rtol": 5e-3, "atol": 0.0},
     # The float64 interpreter against itself after an exact rewrite.
     "f64": {"rtol": 1e-12, "atol": 0.0},
+    # The same program on the same inputs and threads (a resumed run
+    # against an uninterrupted one): bit for bit.
+    "exact": {"rtol": 0.0, "atol": 0.0},
 }

@@ -946,6 +946,108 @@ Value buildReduction(
 
 namespace {
 
+/// fp8_quantize with MX blocks (anvil-decompose writes the tensorwise forms
+/// in anvil ops; a block's power-of-two scale needs its amax's bits). The
+/// operand is viewed with its block dimension d split in (d / N, N); one
+/// reduction gives each block's amax (in f32), then per element
+///   X = 2^clamp(exponent(amax) - emax, -127, 127), NaN for a non-finite
+///   amax;  y = ext(trunc(x / X, format)) * X,
+/// the exponent read from the amax's bit pattern (a zero or subnormal amax
+/// clamps to 2^-127, stored as the f32 subnormal it is).
+struct LowerFp8Blocks : OpRewritePattern<Fp8QuantizeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(Fp8QuantizeOp op,
+                                PatternRewriter &rewriter) const override {
+    std::optional<int64_t> size = op.getBlockSize();
+    std::optional<Type> format = op.getForward();
+    if (!size || !format)
+      return rewriter.notifyMatchFailure(op, "anvil-decompose's form");
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    Type element = type.getElementType();
+    int64_t dim = *op.getBlockDim();
+    SmallVector<int64_t> blocked(type.getShape());
+    blocked[dim] /= *size;
+    blocked.insert(blocked.begin() + dim + 1, *size);
+    auto blockedType = RankedTensorType::get(blocked, element);
+    Value x = reshapeTensor(rewriter, loc, op.getOperand(), blockedType);
+    int64_t rank = blockedType.getRank(), within = dim + 1;
+
+    // The amax of each block: loops over the other dimensions, in order,
+    // then the block's.
+    Type f32 = rewriter.getF32Type();
+    SmallVector<int64_t> amaxShape(blocked);
+    amaxShape.erase(amaxShape.begin() + within);
+    auto amaxType = RankedTensorType::get(amaxShape, f32);
+    SmallVector<AffineExpr> xExprs, amaxExprs;
+    for (int64_t d = 0; d < rank; ++d)
+      xExprs.push_back(rewriter.getAffineDimExpr(
+          d < within ? d : d == within ? rank - 1 : d - 1));
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != within)
+        amaxExprs.push_back(rewriter.getAffineDimExpr(d));
+    MLIRContext *ctx = rewriter.getContext();
+    auto toF32 = [&](OpBuilder &b, Location l, Value v) {
+      return convertScalar(b, l, v, f32);
+    };
+    Value amax = buildReduction(
+        rewriter, loc, {x}, {AffineMap::get(rank, 0, xExprs, ctx)},
+        filled(rewriter, loc, amaxType, scalarConstant(rewriter, loc, f32, 0)),
+        AffineMap::get(rank, 0,
+                       llvm::map_to_vector(llvm::seq<int64_t>(0, rank - 1),
+                                           [&](int64_t d) {
+                                             return rewriter.getAffineDimExpr(
+                                                 d);
+                                           }),
+                       ctx),
+        rank - 1, 1,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value magnitude = math::AbsFOp::create(b, l, toF32(b, l, args[0]));
+          return combine(b, l, Combine::Max, args[1], magnitude);
+        });
+
+    int emax = std::ilogb(
+        llvm::APFloat::getLargest(cast<FloatType>(*format).getFloatSemantics())
+            .convertToDouble());
+    Value result = buildGeneric(
+        rewriter, loc, blockedType, {x, amax},
+        {rewriter.getMultiDimIdentityMap(rank),
+         AffineMap::get(rank, 0, amaxExprs, ctx)},
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Type i32 = b.getI32Type();
+          auto int32 = [&](int64_t v) {
+            return arith::ConstantOp::create(b, l, b.getI32IntegerAttr(v));
+          };
+          Value bits = arith::BitcastOp::create(b, l, i32, args[1]);
+          Value field = arith::AndIOp::create(
+              b, l, arith::ShRUIOp::create(b, l, bits, int32(23)),
+              int32(0xff));
+          Value exponent = arith::MaxSIOp::create(
+              b, l, arith::SubIOp::create(b, l, field, int32(127 + emax)),
+              int32(-127));
+          Value normal = arith::ShLIOp::create(
+              b, l, arith::AddIOp::create(b, l, exponent, int32(127)),
+              int32(23));
+          Value smallest = arith::CmpIOp::create(
+              b, l, arith::CmpIPredicate::eq, exponent, int32(-127));
+          Value scale = arith::BitcastOp::create(
+              b, l, f32,
+              arith::SelectOp::create(b, l, smallest, int32(0x00400000),
+                                      normal));
+          Value finite = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne,
+                                               field, int32(0xff));
+          scale = arith::SelectOp::create(
+              b, l, finite, scale, scalarConstant(b, l, f32, NAN));
+          Value q = arith::DivFOp::create(b, l, toF32(b, l, args[0]), scale);
+          q = convertScalar(b, l, convertScalar(b, l, q, *format), f32);
+          return convertScalar(b, l, arith::MulFOp::create(b, l, q, scale),
+                               element);
+        });
+    rewriter.replaceOp(op, reshapeTensor(rewriter, loc, result, type));
+    return success();
+  }
+};
+
 struct LowerArgmax : OpRewritePattern<ArgmaxOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ArgmaxOp op,
@@ -1033,7 +1135,8 @@ struct AnvilConvertToLinalgPass
           DropoutOp::getOperationName()})
       patterns.add<LowerElementwise>(ctx, name);
     patterns.add<LowerArgmax, LowerBroadcast, LowerConcat, LowerConstant,
-                 LowerEmbedding, LowerEmbeddingGrad, LowerGather, LowerMatmul,
+                 LowerEmbedding, LowerEmbeddingGrad, LowerFp8Blocks,
+                 LowerGather, LowerMatmul,
                  LowerPad, LowerReshape, LowerSlice, LowerSplit,
                  LowerIdentity<StopGradientOp>, LowerIdentity<AxisCopyOp>,
                  LowerTranspose>(ctx);

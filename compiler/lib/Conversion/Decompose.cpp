@@ -53,9 +53,10 @@ std::pair<Value, Value> shiftedExp(Emit &e, Value x, int64_t dim) {
   return {ExpOp::create(e.b, e.loc, shifted), shifted};
 }
 
-/// fp8_quantize with a forward format: scale to the format's range, cast
-/// there and back, unscale (the op's definition, in anvil ops). Without
-/// one it is the identity (its backward format acted in autodiff).
+/// Tensorwise fp8_quantize with a forward format: scale to the format's
+/// range (or by the given scale), cast there and back, unscale (the op's
+/// definition, in anvil ops). Without one it is the identity (its backward
+/// format acted in autodiff).
 struct DecomposeFp8Quantize : OpRewritePattern<Fp8QuantizeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(Fp8QuantizeOp op,
@@ -66,21 +67,27 @@ struct DecomposeFp8Quantize : OpRewritePattern<Fp8QuantizeOp> {
       rewriter.replaceOp(op, x);
       return success();
     }
+    // MX blocks: anvil-convert-to-linalg (the scale is read off the bits of
+    // each block's amax).
+    if (op.getBlockSize())
+      return failure();
     Emit e{rewriter, op.getLoc()};
     auto type = e.typeOf(x);
-    double largest =
-        llvm::APFloat::getLargest(cast<FloatType>(*format).getFloatSemantics())
-            .convertToDouble();
-    Value amax = ReduceMaxOp::create(
-        rewriter, op.getLoc(), AbsOp::create(rewriter, op.getLoc(), x),
-        range(0, type.getRank()), /*keep_dims=*/false);
-    // One rank's part of a split tensor: the whole tensor's amax.
-    if (std::optional<StringRef> axis = op.getAmaxAxis())
-      amax = AllReduceOp::create(rewriter, op.getLoc(), CollectiveOp::max, amax,
-                                 *axis);
-    Value scale =
-        e.select(e.cmp(ComparisonDirection::gt, amax, e.like(amax, 0)),
-                 e.div(e.like(amax, largest), amax), e.like(amax, 1.0));
+    Value scale = op.getScale();
+    if (!scale) {
+      double largest = llvm::APFloat::getLargest(
+                           cast<FloatType>(*format).getFloatSemantics())
+                           .convertToDouble();
+      Value amax = ReduceMaxOp::create(
+          rewriter, op.getLoc(), AbsOp::create(rewriter, op.getLoc(), x),
+          range(0, type.getRank()), /*keep_dims=*/false);
+      // One rank's part of a split tensor: the whole tensor's amax.
+      if (std::optional<StringRef> axis = op.getAmaxAxis())
+        amax = AllReduceOp::create(rewriter, op.getLoc(), CollectiveOp::max,
+                                   amax, *axis);
+      scale = e.select(e.cmp(ComparisonDirection::gt, amax, e.like(amax, 0)),
+                       e.div(e.like(amax, largest), amax), e.like(amax, 1.0));
+    }
     Value s = e.broadcast(scale, type, {});
     auto eightBit = RankedTensorType::get(type.getShape(), *format);
     Value q = CastOp::create(rewriter, op.getLoc(), eightBit, e.mul(x, s));

@@ -9,7 +9,8 @@
 //                   nearest even: the carry of a full mantissa moves into
 //                   the exponent as it should)
 //   subnormal results (|x| < 2^(1-B)): code = roundeven(|x| * 2^(B-1+M)),
-//                   exact in the source type
+//                   the product exact in the source type, rounded from its
+//                   integer part and remainder
 //   code > the largest finite code: the format's overflow (inf or NaN)
 //
 // extf: the fields moved into an f32, subnormals as man * 2^(1-B-M).
@@ -19,7 +20,6 @@
 #include "anvil/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -105,13 +105,31 @@ struct ExpandTruncF : OpRewritePattern<arith::TruncFOp> {
         arith::ShRUIOp::create(rewriter, loc, rounded, cst(shift)),
         cst(uint64_t(srcBias - f->bias) << f->mantissa));
 
-    // Subnormal results.
+    // Subnormal results: s = |x| 2^(B-1+M) < 2^M, rounded to nearest even
+    // from its integer part t and the remainder s - t (both exact). Not
+    // math.roundeven: its expansion (math-expand-ops, trunc(s + 0.5) with
+    // the tie fixed) rounds the f32 just below 0.5 up to 1.
     Value absF = arith::BitcastOp::create(rewriter, loc, source, abs);
     Value scaled = arith::MulFOp::create(
         rewriter, loc, absF, fcst(std::ldexp(1.0, f->bias - 1 + f->mantissa)));
-    Value subnormal = arith::FPToUIOp::create(
-        rewriter, loc, intType,
-        math::RoundEvenOp::create(rewriter, loc, scaled));
+    Value whole = arith::FPToUIOp::create(rewriter, loc, intType, scaled);
+    Value rest = arith::SubFOp::create(
+        rewriter, loc, scaled,
+        arith::UIToFPOp::create(rewriter, loc, source, whole));
+    Value above = arith::CmpFOp::create(rewriter, loc,
+                                        arith::CmpFPredicate::OGT, rest,
+                                        fcst(0.5));
+    Value tie = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OEQ,
+                                      rest, fcst(0.5));
+    Value wholeOdd = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::ne,
+        arith::AndIOp::create(rewriter, loc, whole, cst(1)), cst(0));
+    Value up = arith::OrIOp::create(
+        rewriter, loc, above,
+        arith::AndIOp::create(rewriter, loc, tie, wholeOdd));
+    Value subnormal = arith::AddIOp::create(
+        rewriter, loc, whole,
+        arith::ExtUIOp::create(rewriter, loc, intType, up));
     Value isSubnormal =
         arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OLT, absF,
                               fcst(std::ldexp(1.0, 1 - f->bias)));

@@ -228,8 +228,9 @@ void registerElementwiseEvaluators(EvaluatorTable &t) {
     return success();
   });
 
-  // Current scaling: the tensor's largest magnitude goes to the format's
-  // largest finite value; the cast rounds (saturating) as anvil.cast does.
+  // The scale goes to the format's range (the tensor's amax to its largest
+  // finite value, or the given scale), or per block a power of two (MX);
+  // the cast rounds (saturating) as anvil.cast does.
   t.add<ad::Fp8QuantizeOp>([](ad::Fp8QuantizeOp op, ArrayRef<const Buffer *> in,
                               std::vector<Buffer> &out) {
     const Buffer &x = *in[0];
@@ -240,19 +241,58 @@ void registerElementwiseEvaluators(EvaluatorTable &t) {
         out[0].data[i] = x.data[i];
       return success();
     }
-    double amax = 0.0;
-    for (int64_t i = 0; i < n; ++i)
-      amax = std::isnan(amax) || std::isnan(x.data[i])
-                 ? NAN
-                 : std::max(amax, std::abs(x.data[i]));
-    double largest =
-        llvm::APFloat::getLargest(cast<FloatType>(*format).getFloatSemantics())
-            .convertToDouble();
+    const llvm::fltSemantics &semantics =
+        cast<FloatType>(*format).getFloatSemantics();
+    double largest = llvm::APFloat::getLargest(semantics).convertToDouble();
+    auto absMax = [&](double amax, double v) {
+      return std::isnan(amax) || std::isnan(v) ? NAN
+                                               : std::max(amax, std::abs(v));
+    };
     // The scale and the scaled value in the operand's type, as the op's
     // definition (and its decomposition) computes them: the 8-bit rounding
     // then sees the same value on every backend.
     Type element = out[0].elementType;
-    double scale = amax > 0 ? roundToType(largest / amax, element) : 1.0;
+    if (std::optional<int64_t> size = op.getBlockSize()) {
+      // Blocks of `size` along dimension `dim`: element i's block is its
+      // index with the dimension's coordinate rounded down to the block.
+      int64_t dim = *op.getBlockDim();
+      int64_t inner = 1;
+      for (int64_t d = dim + 1; d < x.rank(); ++d)
+        inner *= x.shape[d];
+      int64_t extent = x.shape[dim];
+      int emax = std::ilogb(largest); // 8 for E4M3, 15 for E5M2
+      for (int64_t outer = 0; outer < n / (inner * extent); ++outer)
+        for (int64_t b = 0; b < extent; b += *size)
+          for (int64_t j = 0; j < inner; ++j) {
+            auto at = [&](int64_t k) {
+              return (outer * extent + b + k) * inner + j;
+            };
+            double amax = 0.0;
+            for (int64_t k = 0; k < *size; ++k)
+              amax = absMax(amax, x.data[at(k)]);
+            double scale = NAN;
+            if (std::isfinite(amax)) {
+              int exponent = amax > 0 ? std::ilogb(amax) - emax : -127;
+              scale = std::ldexp(1.0, std::clamp(exponent, -127, 127));
+            }
+            for (int64_t k = 0; k < *size; ++k)
+              out[0].data[at(k)] = roundToType(
+                  roundToType(roundToType(x.data[at(k)] / scale, element),
+                              *format) *
+                      scale,
+                  element);
+          }
+      return success();
+    }
+    double scale;
+    if (op.getScale()) {
+      scale = in[1]->data[0];
+    } else {
+      double amax = 0.0;
+      for (int64_t i = 0; i < n; ++i)
+        amax = absMax(amax, x.data[i]);
+      scale = amax > 0 ? roundToType(largest / amax, element) : 1.0;
+    }
     for (int64_t i = 0; i < n; ++i)
       out[0].data[i] =
           roundToType(roundToType(x.data[i] * scale, element), *format) / scale;

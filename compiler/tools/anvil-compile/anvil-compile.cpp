@@ -212,9 +212,28 @@ cl::opt<std::string> precision(
     "precision",
     cl::desc("Numeric precision of the step: f32 (default), or fp8[=recipe] "
              "(the transformer blocks' GEMMs in FP8: E4M3 operands, E5M2 "
-             "gradients; recipe current, the default, scales by each "
-             "tensor's amax now)"),
-    cl::value_desc("f32|fp8[=current]"), cl::init("f32"), cl::cat(category));
+             "gradients). Recipes: current (the default) scales each tensor "
+             "by its amax now; delayed by the largest amax of the last "
+             "--fp8-amax-history steps (training state, checkpointed); "
+             "mxfp8 gives each block of 32 elements along the contraction a "
+             "power-of-two scale"),
+    cl::value_desc("f32|fp8[=current|delayed|mxfp8]"), cl::init("f32"),
+    cl::cat(category));
+cl::opt<int64_t> fp8AmaxHistory(
+    "fp8-amax-history",
+    cl::desc("--precision=fp8=delayed: steps of amax history per tensor "
+             "(Transformer Engine's default: 1024)"),
+    cl::value_desc("steps"), cl::init(1024), cl::cat(category));
+cl::opt<std::string> fp8AmaxCompute(
+    "fp8-amax-compute",
+    cl::desc("--precision=fp8=delayed: the amax a scale comes from, the "
+             "history's max or its most_recent entry"),
+    cl::value_desc("max|most_recent"), cl::init("max"), cl::cat(category));
+cl::opt<int64_t> fp8Margin(
+    "fp8-margin",
+    cl::desc("--precision=fp8=delayed: powers of two of headroom below the "
+             "format's largest value"),
+    cl::value_desc("n"), cl::init(0), cl::cat(category));
 cl::opt<double> learningRate("lr", cl::desc("Peak learning rate"),
                              cl::init(1e-3), cl::cat(category));
 cl::opt<int64_t> warmupSteps("warmup", cl::desc("Linear warm-up steps"),
@@ -701,12 +720,27 @@ int main(int argc, char **argv) {
     auto [kind, recipe] = StringRef(precision).split('=');
     if (kind != "fp8")
       return error("--precision=" + precision +
-                   ": expected f32 or fp8[=current]");
+                   ": expected f32 or fp8[=current|delayed|mxfp8]");
     fp8Recipe = recipe.empty() ? "current" : recipe.str();
-    if (fp8Recipe != "current")
-      return error("--precision=" + precision + ": the " + fp8Recipe +
-                   " recipe is not implemented yet (current is)");
+    if (fp8Recipe != "current" && fp8Recipe != "delayed" &&
+        fp8Recipe != "mxfp8")
+      return error("--precision=" + precision + ": no FP8 recipe named '" +
+                   fp8Recipe + "' (current, delayed or mxfp8)");
   }
+  for (const cl::Option *o : std::initializer_list<const cl::Option *>{
+           &fp8AmaxHistory, &fp8AmaxCompute, &fp8Margin})
+    if (o->getNumOccurrences() && fp8Recipe != "delayed")
+      return error("--" + o->ArgStr.str() +
+                   " applies to --precision=fp8=delayed only");
+  if (fp8AmaxHistory < 1)
+    return error("--fp8-amax-history=" + std::to_string(fp8AmaxHistory) +
+                 ": needs at least one step");
+  if (fp8AmaxCompute != "max" && fp8AmaxCompute != "most_recent")
+    return error("--fp8-amax-compute=" + fp8AmaxCompute +
+                 ": expected max or most_recent");
+  if (fp8Margin < 0)
+    return error("--fp8-margin=" + std::to_string(fp8Margin) +
+                 ": must not be negative");
 
   // The last stage to run: --emit's, else all of them for an executable,
   // else the (sharded) forward graph: -o alone writes it, --report reads it.
@@ -886,7 +920,21 @@ int main(int argc, char **argv) {
   if (failed(runStage(Stage::TrainStep, [&] {
         if (module.lookupSymbol<mlir::func::FuncOp>("train_step"))
           return mlir::success();
-        return buildTrainStep(module);
+        if (failed(buildTrainStep(module)))
+          return mlir::failure();
+        if (fp8Recipe != "delayed")
+          return mlir::success();
+        // The delayed recipe's histories: state of the differentiated step.
+        mlir::PassManager pm(&context);
+        std::string pipeline =
+            "anvil-fp8-delayed-scaling{history-length=" +
+            std::to_string(fp8AmaxHistory) + " amax-compute=" +
+            fp8AmaxCompute + " margin=" + std::to_string(fp8Margin) + "}";
+        if (failed(mlir::parsePassPipeline(pipeline, pm)) ||
+            failed(pm.run(module)))
+          return error("--precision=" + precision + " failed (see above)"),
+                 mlir::failure();
+        return mlir::success();
       })))
     return 1;
 

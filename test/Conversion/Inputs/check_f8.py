@@ -4,12 +4,12 @@
 usage: check_f8.py make INPUT_DIR
        check_f8.py check FORMAT INPUT_DIR OUTPUT_DIR NAME
 
-`make` writes arg0.npy: 1,067,072 f32 values: every bf16 value (65,536 bit
+`make` writes arg0.npy: 1,067,584 f32 values: every bf16 value (65,536 bit
 patterns: zeros, subnormals, infinities and NaNs included), 1,000,000
 random ones (half uniform over all 2^32 bit patterns, half spread over the
 8-bit formats' ranges, 2^-24 to 2^18, both signs), every E4M3FN and E5M2
-value and every midpoint between neighbours (the ties of round to nearest
-even).
+value, every midpoint between neighbours (the ties of round to nearest
+even) and the f32 values either side of each midpoint.
 
 `check` compares OUTPUT_DIR/result0.npy, the executable's (or the
 interpreter's) f32 -> FORMAT -> f32, with ml_dtypes' conversion of the input
@@ -22,7 +22,7 @@ import sys
 import ml_dtypes
 import numpy as np
 
-N = 1067072
+N = 1067584
 FORMATS = {"e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}
 
 
@@ -36,7 +36,9 @@ def make(directory):
     for fmt in FORMATS.values():
         values = np.arange(256, dtype=np.uint8).view(fmt).astype(np.float32)
         finite = np.sort(np.unique(values[np.isfinite(values)]))
-        grids += [values, (finite[:-1] + finite[1:]) / 2]
+        ties = (finite[:-1] + finite[1:]) / 2
+        grids += [values, ties, np.nextafter(ties, np.float32(-np.inf)),
+                  np.nextafter(ties, np.float32(np.inf))]
     x = np.concatenate([bf16, uniform.view(np.float32), spread] + grids)
     x = np.concatenate([x, np.zeros(N - len(x), np.float32)]).astype(np.float32)
     assert len(x) == N, len(x)

@@ -1124,6 +1124,65 @@ func.func @fp8_attribute_on_add(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+func.func @fp8_block_dim_out_of_range(%x: tensor<4x64xf32>) -> tensor<4x64xf32> {
+  // expected-error@+1 {{'anvil.fp8_quantize' op block dim 2 is not a dimension of 'tensor<4x64xf32>'}}
+  %0 = anvil.fp8_quantize %x forward f8E4M3FN block 32 dim 2 : tensor<4x64xf32>
+  return %0 : tensor<4x64xf32>
+}
+
+// -----
+
+func.func @fp8_blocks_do_not_divide(%x: tensor<4x48xf32>) -> tensor<4x48xf32> {
+  // expected-error@+1 {{'anvil.fp8_quantize' op blocks of 32 do not divide dimension 1 of 'tensor<4x48xf32>'}}
+  %0 = anvil.fp8_quantize %x forward f8E4M3FN block 32 dim 1 : tensor<4x48xf32>
+  return %0 : tensor<4x48xf32>
+}
+
+// -----
+
+func.func @fp8_blocks_with_history(%x: tensor<4x64xf32>) -> tensor<4x64xf32> {
+  // expected-error@+1 {{'anvil.fp8_quantize' op block scaling takes no scale, amax_axis or history (each block's scale comes from the block)}}
+  %0 = anvil.fp8_quantize %x forward f8E4M3FN block 32 dim 1 history "h.0.fc.input" : tensor<4x64xf32>
+  return %0 : tensor<4x64xf32>
+}
+
+// -----
+
+func.func @fp8_block_size_without_dim(%x: tensor<4x64xf32>) -> tensor<4x64xf32> {
+  // expected-error@+1 {{'anvil.fp8_quantize' op needs both block_size and block_dim, or neither}}
+  %0 = anvil.fp8_quantize %x forward f8E4M3FN {block_size = 32 : i64} : tensor<4x64xf32>
+  return %0 : tensor<4x64xf32>
+}
+
+// -----
+
+func.func @fp8_scale_without_forward(%x: tensor<4xf32>, %s: tensor<f32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'anvil.fp8_quantize' op a given scale needs a forward format}}
+  %0 = anvil.fp8_quantize %x scale %s backward f8E5M2 : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-note@+1 {{prior use here}}
+func.func @fp8_scale_not_scalar(%x: tensor<4xf32>, %s: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{use of value '%s' expects different type than prior uses: 'tensor<f32>' vs 'tensor<4xf32>'}}
+  %0 = anvil.fp8_quantize %x scale %s forward f8E4M3FN : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+module attributes {anvil.mesh = {tp = 2 : i64}} {
+  func.func @fp8_scale_and_axis(%x: tensor<4xf32>, %s: tensor<f32>) -> tensor<4xf32> {
+    // expected-error@+1 {{'anvil.fp8_quantize' op a given scale takes no amax_axis}}
+    %0 = anvil.fp8_quantize %x scale %s forward f8E4M3FN amax_axis "tp" : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+
+// -----
+
 module attributes {anvil.mesh = {dp = 2 : i64}} {
   func.func @fp8_unknown_axis(%x: tensor<4xf32>) -> tensor<4xf32> {
     // expected-error@+1 {{'anvil.fp8_quantize' op amax_axis 'tp' is not an axis of the module's anvil.mesh}}

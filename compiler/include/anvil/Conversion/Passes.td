@@ -208,7 +208,7 @@ def AnvilExpandF8CastsPass : Pass<"anvil-expand-f8-casts"> {
     lowering's clamp before the truncf (`anvil-convert-to-linalg`). Both
     backends run this pass: the CPU's host code and the CUDA kernels.
   }];
-  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect"];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
 #endif // ANVIL_CONVERSION_PASSES_TD

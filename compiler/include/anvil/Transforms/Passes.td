@@ -90,7 +90,7 @@ def AnvilPartitionPass : Pass<"anvil-partition", "mlir::ModuleOp"> {
 }
 
 def AnvilFP8Pass : Pass<"anvil-fp8", "mlir::ModuleOp"> {
-  let summary = "Runs chosen GEMMs in FP8 (Transformer Engine's recipe)";
+  let summary = "Runs chosen GEMMs in FP8 (Transformer Engine's recipes)";
   let description = [{
     On the forward graph, before the training step is built: each chosen
     `anvil.matmul` takes its operands through `anvil.fp8_quantize` with
@@ -107,20 +107,76 @@ def AnvilFP8Pass : Pass<"anvil-fp8", "mlir::ModuleOp"> {
     `model.layers.0.mlp.up_proj`, `bert.encoder.layer.1...`). Each chosen
     matmul is marked `anvil.fp8 = "<recipe>"` (--report lists them).
 
-    Recipes: `current` (the scale from this tensor's amax now). `delayed`
-    and `mxfp8` are not implemented yet and are refused. In a program
-    partitioned over a tensor-parallel axis, `amax-axis=tp` reduces every
-    amax over its ranks (a split operand is then scaled as the whole).
+    Recipes:
+    - `current`: tensorwise, the scale from this tensor's amax now.
+    - `delayed`: tensorwise, the scale from an amax history kept as
+      training state. This pass names each quantization's history
+      (`history "<module path>.input|weight|grad_output"`); after the
+      training step is built, anvil-fp8-delayed-scaling gives
+      @train_step the histories and the scales. Until then, and in
+      evaluation, the quantizations scale by the current amax.
+    - `mxfp8`: MX block scaling, blocks of `block-size` (32) elements along
+      each GEMM's contraction dimension, each with a power-of-two (E8M0)
+      scale: the operands' K, and the gradient's last dimension (the
+      contraction of dX = dY W^T). A dimension the blocks do not divide
+      fails naming the GEMM, the operand and the dimension.
+
+    In a program partitioned over a tensor-parallel axis, `amax-axis=tp`
+    reduces every tensorwise amax over its ranks (a split operand is then
+    scaled as the whole).
   }];
   let options = [
     Option<"recipe", "recipe", "std::string", /*default=*/"\"current\"",
-           "Scaling recipe: current">,
+           "Scaling recipe: current, delayed or mxfp8">,
     ListOption<"modules", "modules", "std::string",
                "Module-path prefixes whose matmuls run in FP8 (default: the "
                "transformer blocks' linear layers)">,
     Option<"amaxAxis", "amax-axis", "std::string", /*default=*/"\"\"",
            "Mesh axis over whose ranks each amax is reduced (the "
            "tensor-parallel axis of a partitioned program; none: local)">,
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"32",
+           "mxfp8: the elements that share one scale">,
+  ];
+  let dependentDialects = ["mlir::anvil::AnvilDialect"];
+}
+
+def AnvilFP8DelayedScalingPass
+    : Pass<"anvil-fp8-delayed-scaling", "mlir::ModuleOp"> {
+  let summary = "Gives the training step the delayed recipe's amax histories";
+  let description = [{
+    Transformer Engine's delayed scaling, on the differentiated training
+    step (after anvil-optimizer; anvil-fp8 with `recipe=delayed` named the
+    histories): every `anvil.fp8_quantize` of `function` with a `history`
+    and a forward format gets
+
+    - a state argument `fp8.amax_history.<history>`, `tensor<Lxf32>` of
+      zeros (L = `history-length`), checkpointed with the rest of the
+      state; a name used twice gets `.1`, `.2`, ...;
+    - the scale `fmax / a / 2^margin`, where `a` is the history's maximum
+      (`amax-compute=max`) or its newest entry (`most_recent`), and 1
+      while `a` is zero or not finite (the first step). The op takes it as
+      its `scale` operand;
+    - the updated history as a result tied to the argument: this step's
+      amax first (reduced with `max` over every axis of the module's
+      anvil.mesh, so that all ranks keep the same history and scale), then
+      the first L - 1 entries of the old one.
+
+    The quantization of step t thus uses the amaxes of steps t - L ... t - 1.
+    The gradient's quantizations (built by autodiff from the forward
+    graph's `backward` formats) are among them: their histories are
+    updated by the backward pass of the same step.
+  }];
+  let options = [
+    Option<"function", "function", "std::string",
+           /*default=*/"\"train_step\"", "The training step to give state">,
+    Option<"historyLength", "history-length", "int64_t", /*default=*/"1024",
+           "Entries of each amax history (Transformer Engine: 1024)">,
+    Option<"amaxCompute", "amax-compute", "std::string",
+           /*default=*/"\"max\"",
+           "The amax a scale is computed from: max (of the history) or "
+           "most_recent">,
+    Option<"margin", "margin", "int64_t", /*default=*/"0",
+           "Powers of two of headroom below the format's largest value">,
   ];
   let dependentDialects = ["mlir::anvil::AnvilDialect"];
 }

@@ -193,13 +193,18 @@ func.func @collectives(%x: tensor<3x5xf32>) -> (tensor<3x5xf32>, tensor<3x5xf32>
   return %0, %1, %5 : tensor<3x5xf32>, tensor<3x5xf32>, tensor<3x5xf32>
 }
 
-// FP8 quantization with current scaling (anvil.fp8_quantize): the scale
-// from the tensor's amax, the cast to E4M3 or E5M2 and back, the scale
-// undone; without a forward format the identity.
+// FP8 quantization (anvil.fp8_quantize): the scale from the tensor's amax
+// or given (the delayed recipe's), the cast to E4M3 or E5M2 and back, the
+// scale undone; without a forward format the identity. MX blocks along
+// either dimension: a power-of-two scale per block, read off the bits of
+// the block's amax (test/Conversion/mx-blocks.test has the edge cases).
 // tolerance: f32
-func.func @fp8(%x: tensor<6x7xf32>) -> (tensor<6x7xf32>, tensor<6x7xf32>, tensor<6x7xf32>) {
+func.func @fp8(%x: tensor<6x7xf32>, %s: tensor<f32>) -> (tensor<6x7xf32>, tensor<6x7xf32>, tensor<6x7xf32>, tensor<6x7xf32>, tensor<6x7xf32>, tensor<6x7xf32>) {
   %0 = anvil.fp8_quantize %x forward f8E4M3FN : tensor<6x7xf32>
   %1 = anvil.fp8_quantize %x forward f8E5M2 backward f8E5M2 : tensor<6x7xf32>
   %2 = anvil.fp8_quantize %x backward f8E5M2 : tensor<6x7xf32>
-  return %0, %1, %2 : tensor<6x7xf32>, tensor<6x7xf32>, tensor<6x7xf32>
+  %3 = anvil.fp8_quantize %x scale %s forward f8E4M3FN : tensor<6x7xf32>
+  %4 = anvil.fp8_quantize %x forward f8E4M3FN block 7 dim 1 : tensor<6x7xf32>
+  %5 = anvil.fp8_quantize %x forward f8E5M2 block 3 dim 0 : tensor<6x7xf32>
+  return %0, %1, %2, %3, %4, %5 : tensor<6x7xf32>, tensor<6x7xf32>, tensor<6x7xf32>, tensor<6x7xf32>, tensor<6x7xf32>, tensor<6x7xf32>
 }

@@ -14,6 +14,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -179,7 +180,46 @@ LogicalResult Fp8QuantizeOp::verify() {
       axis && meshAxisSize(*this, *axis) < 0)
     return emitOpError("amax_axis '")
            << *axis << "' is not an axis of the module's anvil.mesh";
+  std::optional<int64_t> size = getBlockSize(), dim = getBlockDim();
+  if (size.has_value() != dim.has_value())
+    return emitOpError("needs both block_size and block_dim, or neither");
+  if (size) {
+    auto type = getOperand().getType();
+    if (*dim < 0 || *dim >= type.getRank())
+      return emitOpError("block dim ")
+             << *dim << " is not a dimension of " << type;
+    if (*size < 1 || (!type.isDynamicDim(*dim) &&
+                      type.getDimSize(*dim) % *size != 0))
+      return emitOpError("blocks of ")
+             << *size << " do not divide dimension " << *dim << " of "
+             << type;
+    if (getScale() || getAmaxAxis() || getHistory())
+      return emitOpError(
+          "block scaling takes no scale, amax_axis or history (each block's "
+          "scale comes from the block)");
+  }
+  if (getScale() && getAmaxAxis())
+    return emitOpError("a given scale takes no amax_axis");
+  if (getScale() && !getForward())
+    return emitOpError("a given scale needs a forward format");
   return success();
+}
+
+Value Fp8QuantizeOp::quantizeGradient(OpBuilder &builder, Value gradient) {
+  std::optional<Type> backward = getBackward();
+  if (!backward)
+    return gradient;
+  IntegerAttr blockDim;
+  if (getBlockSize())
+    blockDim = builder.getI64IntegerAttr(
+        cast<RankedTensorType>(gradient.getType()).getRank() - 1);
+  StringAttr history = getHistoryAttr();
+  if (history && getForward())
+    history = builder.getStringAttr(history.getValue() + ".grad");
+  return Fp8QuantizeOp::create(builder, getLoc(), gradient, /*scale=*/Value(),
+                               TypeAttr::get(*backward), TypeAttr(),
+                               getBlockSizeAttr(), blockDim,
+                               getAmaxAxisAttr(), history);
 }
 
 //===----------------------------------------------------------------------===//

@@ -286,13 +286,10 @@ LogicalResult DropoutOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
 LogicalResult Fp8QuantizeOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
                                       SmallVectorImpl<Value> &out) {
   // Straight through the forward quantization; the gradient is quantized
-  // with the backward format, if any.
-  std::optional<Type> backward = getBackward();
-  out.push_back(
-      backward ? Value(Fp8QuantizeOp::create(builder, getLoc(), grads[0],
-                                             TypeAttr::get(*backward),
-                                             TypeAttr(), getAmaxAxisAttr()))
-               : grads[0]);
+  // with the backward format, if any. A given scale has no gradient.
+  out.push_back(quantizeGradient(builder, grads[0]));
+  if (getScale())
+    out.push_back(Value());
   return success();
 }
 

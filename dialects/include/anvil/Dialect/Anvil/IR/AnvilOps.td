@@ -665,47 +665,82 @@ def Anvil_DropoutOp : Anvil_CostedOp<"dropout", [Anvil_VJP,
 
 def Anvil_Fp8QuantizeOp : Anvil_Op<"fp8_quantize", [Anvil_VJP,
     AllTypesMatch<["operand", "result"]>,
+    OptionalTypesMatchWith<"scale is a scalar of the operand's element type",
+        "result", "scale",
+        "::mlir::RankedTensorType::get({}, ::mlir::getElementTypeOrSelf($_self))">,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
-  let summary = "FP8 quantization with current (tensorwise) scaling";
+  let summary = "FP8 quantization (tensorwise or MX block scaling)";
   let description = [{
     The value an FP8 GEMM sees, in the operand's type: with `forward`
-    (`f8E4M3FN` or `f8E5M2`), the tensor is scaled so that its largest
-    magnitude is the format's largest finite value, cast to the format
+    (`f8E4M3FN` or `f8E5M2`), the tensor is scaled, cast to the format
     (round to nearest even, saturating) and back, and unscaled:
 
-      amax = max |x|;  s = (amax > 0 ? fmax / amax : 1);
       y = cast(cast(x * s, forward), f32) / s
+
+    The scale `s` is, by the operand form:
+    - tensorwise, current scaling (the default): the format's largest
+      finite value over the tensor's largest magnitude,
+      `s = (amax > 0 ? fmax / amax : 1)`;
+    - tensorwise, given: the `scale` operand (a scalar; the delayed
+      recipe's scale from an amax history, see anvil-fp8-delayed-scaling);
+    - MX block scaling (`block N dim d`): each run of N consecutive elements
+      along dimension d has its own power-of-two scale, the OCP MX rule
+      with an E8M0 shared exponent: `y = cast(x / X, forward) * X` with
+      `X = 2^clamp(floor(log2 amax_block) - emax, -127, 127)`, emax the
+      exponent of the format's largest value (8 for E4M3, 15 for E5M2);
+      a block whose amax is not finite is NaN.
 
     Without `forward` the forward value is `x`. The gradient is quantized
     the same way with `backward` (none: passed through), Transformer
     Engine's recipe: E4M3 for weights and activations in the forward pass,
-    E5M2 for the gradients of the backward GEMMs. The quantization itself
-    is not differentiated (a straight-through estimator): finite
-    differences see a step function, so test/Training checks the rule.
+    E5M2 for the gradients of the backward GEMMs. The gradient's
+    quantization has the op's blocks (along the gradient's dimension d) or
+    is tensorwise with current scaling; its amax history, for the delayed
+    recipe, is `history` (or `<history>.grad` when the op quantizes its
+    forward value too). The quantization itself is not differentiated (a
+    straight-through estimator): finite differences see a step function, so
+    test/Training checks the rule.
 
     With `amax_axis`, the operand is one rank's part of a tensor split over
     that mesh axis (tensor parallelism): the amax is the maximum over the
     axis's ranks, so every rank scales its part as the whole tensor would
     be scaled.
 
+    `history` names the tensor's amax history under the delayed recipe.
+    Until anvil-fp8-delayed-scaling gives the training step its histories
+    (and the op a `scale`), and in evaluation, the op scales by the current
+    amax.
+
     ```mlir
     %xq = anvil.fp8_quantize %x forward f8E4M3FN : tensor<8x64xf32>
     %yq = anvil.fp8_quantize %y backward f8E5M2 : tensor<8x64xf32>
+    %wq = anvil.fp8_quantize %w scale %s forward f8E4M3FN : tensor<64x64xf32>
+    %mx = anvil.fp8_quantize %x forward f8E4M3FN block 32 dim 1 : tensor<8x64xf32>
     ```
   }];
   let arguments = (ins Anvil_FloatTensor:$operand,
+                       Optional<Anvil_FloatTensor>:$scale,
                        OptionalAttr<TypeAttr>:$forward,
                        OptionalAttr<TypeAttr>:$backward,
-                       OptionalAttr<StrAttr>:$amax_axis);
+                       OptionalAttr<I64Attr>:$block_size,
+                       OptionalAttr<I64Attr>:$block_dim,
+                       OptionalAttr<StrAttr>:$amax_axis,
+                       OptionalAttr<StrAttr>:$history);
   let results = (outs Anvil_FloatTensor:$result);
   let assemblyFormat = [{
-    $operand (`forward` $forward^)? (`backward` $backward^)?
-    (`amax_axis` $amax_axis^)? attr-dict `:` type($result)
+    $operand (`scale` $scale^)? (`forward` $forward^)? (`backward` $backward^)?
+    (`block` $block_size^ `dim` $block_dim)? (`amax_axis` $amax_axis^)?
+    (`history` $history^)? attr-dict `:` type($result)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     // max, divide, two casts, multiply, divide.
     static constexpr int64_t kFlopsPerElement = 6;
+
+    /// The quantization of this op's gradient (its `backward` format), at
+    /// `builder`'s insertion point: the op's blocks along the gradient's
+    /// dimension, its amax axis and its gradient history.
+    Value quantizeGradient(OpBuilder &builder, Value gradient);
   }];
 }
 
