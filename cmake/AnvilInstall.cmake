@@ -3,8 +3,10 @@
 #   cmake --install build --prefix <prefix>
 #
 # installs
-#   bin/       anvil-compile, anvil-opt, anvil-interp, anvil-run,
-#              anvil-inspect, anvil-make-shard
+#   bin/       anvil-compile, anvil-opt, anvil-interp, anvil-plan,
+#              anvil-run, anvil-inspect, anvil-make-shard
+#   share/anvil/  hardware.json (anvil-plan's GPUs, found as
+#              ../share/anvil beside the tool)
 #   lib/       the runtime's libraries, which anvil-compile --target=cpu
 #              links into executables (found as ../lib beside the tool);
 #              the compiler's static libraries
@@ -36,11 +38,15 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/
 if(ANVIL_BUILD_COMPILER)
   # Tools found as ../lib beside themselves: the runtime above; LLVM's
   # shared library through the rpath to Debian's LLVM.
-  set_target_properties(anvil-compile anvil-opt anvil-interp PROPERTIES
-    INSTALL_RPATH "${LLVM_LIBRARY_DIR}")
+  set_target_properties(anvil-compile anvil-opt anvil-interp anvil-plan
+    PROPERTIES INSTALL_RPATH "${LLVM_LIBRARY_DIR}")
   install(TARGETS anvil-compile anvil-opt anvil-interp
     EXPORT AnvilTargets
     RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT anvil)
+  install(TARGETS anvil-plan
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT anvil)
+  install(FILES ${PROJECT_SOURCE_DIR}/compiler/tools/anvil-plan/hardware.json
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/anvil COMPONENT anvil)
   set(_anvil_compiler_libs AnvilDialect AnvilConversion AnvilFusion
       AnvilTraining AnvilTransforms AnvilTargetCPU AnvilInterp AnvilFrontend)
   install(TARGETS ${_anvil_compiler_libs}

@@ -24,7 +24,7 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["FileCheck", "not", "count"],
                                    [config.llvm_tools_dir])
 llvm_config.add_tool_substitutions(
-    ["anvil-opt", "anvil-compile", "anvil-interp", "anvil-make-shard", "anvil-inspect",
+    ["anvil-opt", "anvil-compile", "anvil-interp", "anvil-plan", "anvil-make-shard", "anvil-inspect",
      "anvil-run"],
     [config.anvil_tools_dir, config.llvm_tools_dir])
 config.substitutions.append(("%anvil_src_root", config.anvil_src_root))

@@ -981,8 +981,9 @@ struct LowerFp8Blocks : OpRewritePattern<Fp8QuantizeOp> {
     auto amaxType = RankedTensorType::get(amaxShape, f32);
     SmallVector<AffineExpr> xExprs, amaxExprs;
     for (int64_t d = 0; d < rank; ++d)
-      xExprs.push_back(rewriter.getAffineDimExpr(
-          d < within ? d : d == within ? rank - 1 : d - 1));
+      xExprs.push_back(rewriter.getAffineDimExpr(d < within    ? d
+                                                 : d == within ? rank - 1
+                                                               : d - 1));
     for (int64_t d = 0; d < rank; ++d)
       if (d != within)
         amaxExprs.push_back(rewriter.getAffineDimExpr(d));
@@ -1000,8 +1001,7 @@ struct LowerFp8Blocks : OpRewritePattern<Fp8QuantizeOp> {
                                                  d);
                                            }),
                        ctx),
-        rank - 1, 1,
-        [&](OpBuilder &b, Location l, ValueRange args) {
+        rank - 1, 1, [&](OpBuilder &b, Location l, ValueRange args) {
           Value magnitude = math::AbsFOp::create(b, l, toF32(b, l, args[0]));
           return combine(b, l, Combine::Max, args[1], magnitude);
         });
@@ -1020,24 +1020,23 @@ struct LowerFp8Blocks : OpRewritePattern<Fp8QuantizeOp> {
           };
           Value bits = arith::BitcastOp::create(b, l, i32, args[1]);
           Value field = arith::AndIOp::create(
-              b, l, arith::ShRUIOp::create(b, l, bits, int32(23)),
-              int32(0xff));
+              b, l, arith::ShRUIOp::create(b, l, bits, int32(23)), int32(0xff));
           Value exponent = arith::MaxSIOp::create(
               b, l, arith::SubIOp::create(b, l, field, int32(127 + emax)),
               int32(-127));
           Value normal = arith::ShLIOp::create(
               b, l, arith::AddIOp::create(b, l, exponent, int32(127)),
               int32(23));
-          Value smallest = arith::CmpIOp::create(
-              b, l, arith::CmpIPredicate::eq, exponent, int32(-127));
+          Value smallest = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                                 exponent, int32(-127));
           Value scale = arith::BitcastOp::create(
               b, l, f32,
               arith::SelectOp::create(b, l, smallest, int32(0x00400000),
                                       normal));
           Value finite = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne,
                                                field, int32(0xff));
-          scale = arith::SelectOp::create(
-              b, l, finite, scale, scalarConstant(b, l, f32, NAN));
+          scale = arith::SelectOp::create(b, l, finite, scale,
+                                          scalarConstant(b, l, f32, NAN));
           Value q = arith::DivFOp::create(b, l, toF32(b, l, args[0]), scale);
           q = convertScalar(b, l, convertScalar(b, l, q, *format), f32);
           return convertScalar(b, l, arith::MulFOp::create(b, l, q, scale),
@@ -1136,10 +1135,9 @@ struct AnvilConvertToLinalgPass
       patterns.add<LowerElementwise>(ctx, name);
     patterns.add<LowerArgmax, LowerBroadcast, LowerConcat, LowerConstant,
                  LowerEmbedding, LowerEmbeddingGrad, LowerFp8Blocks,
-                 LowerGather, LowerMatmul,
-                 LowerPad, LowerReshape, LowerSlice, LowerSplit,
-                 LowerIdentity<StopGradientOp>, LowerIdentity<AxisCopyOp>,
-                 LowerTranspose>(ctx);
+                 LowerGather, LowerMatmul, LowerPad, LowerReshape, LowerSlice,
+                 LowerSplit, LowerIdentity<StopGradientOp>,
+                 LowerIdentity<AxisCopyOp>, LowerTranspose>(ctx);
     populateWindowLoweringPatterns(patterns);
     patterns.add<LowerReduce<ReduceSumOp, Combine::Sum>,
                  LowerReduce<ReduceMeanOp, Combine::Sum, /*Mean=*/true>,

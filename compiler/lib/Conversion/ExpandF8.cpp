@@ -116,9 +116,8 @@ struct ExpandTruncF : OpRewritePattern<arith::TruncFOp> {
     Value rest = arith::SubFOp::create(
         rewriter, loc, scaled,
         arith::UIToFPOp::create(rewriter, loc, source, whole));
-    Value above = arith::CmpFOp::create(rewriter, loc,
-                                        arith::CmpFPredicate::OGT, rest,
-                                        fcst(0.5));
+    Value above = arith::CmpFOp::create(
+        rewriter, loc, arith::CmpFPredicate::OGT, rest, fcst(0.5));
     Value tie = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OEQ,
                                       rest, fcst(0.5));
     Value wholeOdd = arith::CmpIOp::create(

@@ -62,8 +62,8 @@ struct AnvilFP8Pass : mlir::anvil::impl::AnvilFP8PassBase<AnvilFP8Pass> {
     auto e4m3 = TypeAttr::get(Float8E4M3FNType::get(ctx));
     auto e5m2 = TypeAttr::get(Float8E5M2Type::get(ctx));
     // MX scales belong to their blocks: nothing to reduce over the ranks.
-    StringAttr axis = amaxAxis.empty() || mx ? StringAttr()
-                                             : StringAttr::get(ctx, amaxAxis);
+    StringAttr axis =
+        amaxAxis.empty() || mx ? StringAttr() : StringAttr::get(ctx, amaxAxis);
     auto chosen = [&](MatmulOp op) {
       StringRef path = modulePathOf(op.getLoc());
       if (modules.empty())
@@ -111,9 +111,9 @@ struct AnvilFP8Pass : mlir::anvil::impl::AnvilFP8PassBase<AnvilFP8Pass> {
       FailureOr<IntegerAttr> lhsDim, rhsDim, outDim;
       if (failed(lhsDim = blocksAlong(op, op.getLhs(), lhsK, "input")) ||
           failed(rhsDim = blocksAlong(op, op.getRhs(), rhsK, "weight")) ||
-          failed(outDim = blocksAlong(op, op.getResult(),
-                                      op.getType().getRank() - 1,
-                                      "output gradient")))
+          failed(outDim =
+                     blocksAlong(op, op.getResult(), op.getType().getRank() - 1,
+                                 "output gradient")))
         return WalkResult::interrupt();
       auto quantize = [&](Value v, TypeAttr forward, TypeAttr backward,
                           IntegerAttr dim, StringRef role) {
@@ -170,8 +170,8 @@ struct AnvilFP8DelayedScalingPass
 
     // Every rank keeps the same history: amaxes are reduced over the mesh.
     SmallVector<StringRef> axes;
-    if (auto mesh = module->getAttrOfType<DictionaryAttr>(
-            AnvilDialect::kMeshAttrName))
+    if (auto mesh =
+            module->getAttrOfType<DictionaryAttr>(AnvilDialect::kMeshAttrName))
       for (NamedAttribute a : mesh)
         if (cast<IntegerAttr>(a.getValue()).getInt() > 1)
           axes.push_back(a.getName().getValue());
@@ -179,8 +179,8 @@ struct AnvilFP8DelayedScalingPass
     auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
     SmallVector<Value> results(ret.getOperands());
     SmallVector<unsigned> tiedTo;
-    auto zeros =
-        InitializerAttr::get(ctx, InitKind::zeros, DictionaryAttr::get(ctx, {}));
+    auto zeros = InitializerAttr::get(ctx, InitKind::zeros,
+                                      DictionaryAttr::get(ctx, {}));
     auto f32 = Float32Type::get(ctx);
     auto historyType = RankedTensorType::get({historyLength}, f32);
     auto scalar = RankedTensorType::get({}, f32);
@@ -191,8 +191,9 @@ struct AnvilFP8DelayedScalingPass
         name += "." + std::to_string(n);
       unsigned index = fn.getNumArguments();
       auto attrs = DictionaryAttr::get(
-          ctx, {NamedAttribute(StringAttr::get(ctx, AnvilDialect::kStateAttrName),
-                               StateAttr::get(ctx, name, zeros))});
+          ctx,
+          {NamedAttribute(StringAttr::get(ctx, AnvilDialect::kStateAttrName),
+                          StateAttr::get(ctx, name, zeros))});
       if (failed(fn.insertArgument(index, historyType, attrs, op.getLoc())))
         return fail("could not add the argument " + name);
       Value history = fn.getArgument(index);
@@ -200,18 +201,18 @@ struct AnvilFP8DelayedScalingPass
       OpBuilder b(op);
       Emit e{b, op.getLoc()};
       // The scale from the history.
-      Value a = useMax
-                    ? Value(ReduceMaxOp::create(b, e.loc, history,
-                                                ArrayRef<int64_t>{0},
-                                                /*keep_dims=*/false))
-                    : e.reshape(SliceOp::create(b, e.loc, history,
-                                                b.getDenseI64ArrayAttr({0}),
-                                                b.getDenseI64ArrayAttr({1}),
-                                                b.getDenseI64ArrayAttr({1})),
-                                scalar);
-      double largest = llvm::APFloat::getLargest(
-                           cast<FloatType>(*op.getForward()).getFloatSemantics())
-                           .convertToDouble();
+      Value a = useMax ? Value(ReduceMaxOp::create(b, e.loc, history,
+                                                   ArrayRef<int64_t>{0},
+                                                   /*keep_dims=*/false))
+                       : e.reshape(SliceOp::create(b, e.loc, history,
+                                                   b.getDenseI64ArrayAttr({0}),
+                                                   b.getDenseI64ArrayAttr({1}),
+                                                   b.getDenseI64ArrayAttr({1})),
+                                   scalar);
+      double largest =
+          llvm::APFloat::getLargest(
+              cast<FloatType>(*op.getForward()).getFloatSemantics())
+              .convertToDouble();
       Value usable = e.cmp(ComparisonDirection::gt, a, e.like(a, 0.0));
       Value finite = e.cmp(ComparisonDirection::lt, a, e.like(a, INFINITY));
       Value one = e.like(a, 1.0);
@@ -243,11 +244,11 @@ struct AnvilFP8DelayedScalingPass
       if (historyLength > 1)
         updated = ConcatOp::create(
             b, e.loc,
-            ValueRange{newest,
-                       SliceOp::create(
-                           b, e.loc, history, b.getDenseI64ArrayAttr({0}),
-                           b.getDenseI64ArrayAttr({historyLength - 1}),
-                           b.getDenseI64ArrayAttr({1}))},
+            ValueRange{
+                newest,
+                SliceOp::create(b, e.loc, history, b.getDenseI64ArrayAttr({0}),
+                                b.getDenseI64ArrayAttr({historyLength - 1}),
+                                b.getDenseI64ArrayAttr({1}))},
             0);
       op.erase();
       results.push_back(updated);
@@ -265,8 +266,8 @@ struct AnvilFP8DelayedScalingPass
     for (unsigned arg : tiedTo)
       resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
           AnvilDialect::kTiedAttrName, b.getI64IntegerAttr(arg))));
-    fn.setFunctionType(
-        b.getFunctionType(fn.getArgumentTypes(), ValueRange(results).getTypes()));
+    fn.setFunctionType(b.getFunctionType(fn.getArgumentTypes(),
+                                         ValueRange(results).getTypes()));
     fn.setAllResultAttrs(resultAttrs);
   }
 };

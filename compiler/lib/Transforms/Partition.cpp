@@ -110,6 +110,11 @@ private:
   bool sequenceParallel;
   int64_t seqDim;
   DenseMap<Value, Spec> specs;
+  /// A split value gathered, or a replicated one entering split
+  /// computation, once for all its users (the q, k and v projections of one
+  /// input share its all-gather, and in the backward pass one collective).
+  DenseMap<std::pair<Value, int64_t>, Value> gathered;
+  DenseMap<Value, Value> copied;
 };
 
 FailureOr<Rule> Partitioner::ruleFor(Operation *op) {
@@ -423,7 +428,10 @@ LogicalResult Partitioner::run() {
     for (unsigned i = 0, e = op->getNumOperands(); i < e; ++i) {
       Value v = op->getOperand(i);
       if (llvm::is_contained(rule->gathers, i)) {
-        op->setOperand(i, gatherAlong(b, op->getLoc(), v, of(v).dim));
+        Value &all = gathered[{v, of(v).dim}];
+        if (!all)
+          all = gatherAlong(b, op->getLoc(), v, of(v).dim);
+        op->setOperand(i, all);
         continue;
       }
       bool isFloat =
@@ -450,7 +458,10 @@ LogicalResult Partitioner::run() {
         v = AxisCopyOp::create(b, op->getLoc(), v, axis);
         v = localBlock(b, op->getLoc(), v, dim);
       } else {
-        v = AxisCopyOp::create(b, op->getLoc(), v, axis);
+        Value &copy = copied[v];
+        if (!copy)
+          copy = AxisCopyOp::create(b, op->getLoc(), v, axis);
+        v = copy;
       }
       op->setOperand(i, v);
     }

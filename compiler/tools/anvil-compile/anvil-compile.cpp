@@ -470,7 +470,7 @@ LogicalResult parseMesh() {
 /// partitions it into one rank's program over mesh axis tp.
 LogicalResult partitionTensorParallel(mlir::ModuleOp module,
                                       const ModelInfo &model) {
-  if (model.tensorParallel.empty()) {
+  if (!markTensorParallelLayout(module, model)) {
     std::string with;
     for (const ModelInfo &m : listModels())
       if (!m.tensorParallel.empty())
@@ -481,23 +481,6 @@ LogicalResult partitionTensorParallel(mlir::ModuleOp module,
           "one: " +
           with + ")");
     return mlir::failure();
-  }
-  auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
-  mlir::Builder b(module.getContext());
-  for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i) {
-    auto param = forward.getArgAttrOfType<mlir::anvil::ParamAttr>(
-        i, mlir::anvil::AnvilDialect::kParamAttrName);
-    if (!param)
-      continue;
-    for (const ModelInfo::TensorParallelRule &rule : model.tensorParallel)
-      if (param.getName().ends_with(rule.suffix))
-        forward.setArgAttr(
-            i, mlir::anvil::AnvilDialect::kShardingAttrName,
-            b.getDictionaryAttr(
-                {b.getNamedAttr("split_axis", b.getStringAttr("tp")),
-                 b.getNamedAttr("split_dim", b.getI64IntegerAttr(rule.dim)),
-                 b.getNamedAttr("split_groups",
-                                b.getI64IntegerAttr(rule.groups))}));
   }
   mlir::PassManager pm(module.getContext());
   std::string pipeline = "anvil-partition{axis=tp sequence-parallel=" +
@@ -926,10 +909,10 @@ int main(int argc, char **argv) {
           return mlir::success();
         // The delayed recipe's histories: state of the differentiated step.
         mlir::PassManager pm(&context);
-        std::string pipeline =
-            "anvil-fp8-delayed-scaling{history-length=" +
-            std::to_string(fp8AmaxHistory) + " amax-compute=" +
-            fp8AmaxCompute + " margin=" + std::to_string(fp8Margin) + "}";
+        std::string pipeline = "anvil-fp8-delayed-scaling{history-length=" +
+                               std::to_string(fp8AmaxHistory) +
+                               " amax-compute=" + fp8AmaxCompute +
+                               " margin=" + std::to_string(fp8Margin) + "}";
         if (failed(mlir::parsePassPipeline(pipeline, pm)) ||
             failed(pm.run(module)))
           return error("--precision=" + precision + " failed (see above)"),

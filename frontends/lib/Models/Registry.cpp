@@ -110,13 +110,19 @@ const std::vector<ModelInfo> &listModels() {
                  llamaConfigs()),
           // Linear weights are [out, in]: column-parallel linears split
           // dimension 0, row-parallel ones dimension 1; both embeddings
-          // split the vocabulary.
+          // split the vocabulary. A LoRA adapter (B [out, r] after
+          // A [r, in]) splits B's rows on a column-parallel linear and A's
+          // columns on a row-parallel one.
           {{"model.embed_tokens.weight", 0},
            {"lm_head.weight", 0},
            {".self_attn.q_proj.weight", 0},
            {".self_attn.k_proj.weight", 0},
            {".self_attn.v_proj.weight", 0},
            {".self_attn.o_proj.weight", 1},
+           {".self_attn.q_proj.lora_B.weight", 0},
+           {".self_attn.k_proj.lora_B.weight", 0},
+           {".self_attn.v_proj.lora_B.weight", 0},
+           {".self_attn.o_proj.lora_A.weight", 1},
            {".mlp.gate_proj.weight", 0},
            {".mlp.up_proj.weight", 0},
            {".mlp.down_proj.weight", 1}}),
@@ -232,6 +238,31 @@ buildModel(MLIRContext &context, const std::string &model,
         cast<RankedTensorType>(fn.getArgumentTypes()[i]).getNumElements();
   }
   return built;
+}
+
+bool markTensorParallelLayout(mlir::ModuleOp module, const ModelInfo &model) {
+  if (model.tensorParallel.empty())
+    return false;
+  auto forward = module.lookupSymbol<FunctionOpInterface>("forward");
+  if (!forward)
+    return false;
+  mlir::Builder b(module.getContext());
+  for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i) {
+    auto param = forward.getArgAttrOfType<ad::ParamAttr>(
+        i, mlir::anvil::AnvilDialect::kParamAttrName);
+    if (!param)
+      continue;
+    for (const ModelInfo::TensorParallelRule &rule : model.tensorParallel)
+      if (param.getName().ends_with(rule.suffix))
+        forward.setArgAttr(
+            i, mlir::anvil::AnvilDialect::kShardingAttrName,
+            b.getDictionaryAttr(
+                {b.getNamedAttr("split_axis", b.getStringAttr("tp")),
+                 b.getNamedAttr("split_dim", b.getI64IntegerAttr(rule.dim)),
+                 b.getNamedAttr("split_groups",
+                                b.getI64IntegerAttr(rule.groups))}));
+  }
+  return true;
 }
 
 } // namespace anvil::frontend

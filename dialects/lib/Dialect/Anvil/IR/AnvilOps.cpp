@@ -188,11 +188,10 @@ LogicalResult Fp8QuantizeOp::verify() {
     if (*dim < 0 || *dim >= type.getRank())
       return emitOpError("block dim ")
              << *dim << " is not a dimension of " << type;
-    if (*size < 1 || (!type.isDynamicDim(*dim) &&
-                      type.getDimSize(*dim) % *size != 0))
+    if (*size < 1 ||
+        (!type.isDynamicDim(*dim) && type.getDimSize(*dim) % *size != 0))
       return emitOpError("blocks of ")
-             << *size << " do not divide dimension " << *dim << " of "
-             << type;
+             << *size << " do not divide dimension " << *dim << " of " << type;
     if (getScale() || getAmaxAxis() || getHistory())
       return emitOpError(
           "block scaling takes no scale, amax_axis or history (each block's "
@@ -216,10 +215,9 @@ Value Fp8QuantizeOp::quantizeGradient(OpBuilder &builder, Value gradient) {
   StringAttr history = getHistoryAttr();
   if (history && getForward())
     history = builder.getStringAttr(history.getValue() + ".grad");
-  return Fp8QuantizeOp::create(builder, getLoc(), gradient, /*scale=*/Value(),
-                               TypeAttr::get(*backward), TypeAttr(),
-                               getBlockSizeAttr(), blockDim,
-                               getAmaxAxisAttr(), history);
+  return Fp8QuantizeOp::create(
+      builder, getLoc(), gradient, /*scale=*/Value(), TypeAttr::get(*backward),
+      TypeAttr(), getBlockSizeAttr(), blockDim, getAmaxAxisAttr(), history);
 }
 
 //===----------------------------------------------------------------------===//

@@ -57,6 +57,12 @@ const std::vector<ModelInfo> &listModels();
 /// The family named `name`, or nullptr.
 const ModelInfo *findModel(const std::string &name);
 
+/// Marks the parameters of `module`'s @forward that `model`'s
+/// tensor-parallel layout splits (`anvil.sharding = {split_axis = "tp",
+/// split_dim, split_groups}`), the input of anvil-partition. Returns false
+/// when the family has no layout.
+bool markTensorParallelLayout(mlir::ModuleOp module, const ModelInfo &model);
+
 /// Builds `model` in `config` with `overrides` (field, value) applied.
 /// Throws BuildError for unknown names, bad fields and shape errors.
 BuiltModel
