@@ -16,6 +16,8 @@
 #include "Model.h"
 #include "Program.h"
 
+#include "anvil/Frontend/Models/Registry.h"
+
 #include "anvil/Conversion/Passes.h"
 #include "anvil/Dialect/Anvil/IR/AnvilDialect.h"
 #include "anvil/Training/Passes.h"
@@ -183,25 +185,37 @@ private:
 void printText(const Prediction &p, const Hardware &hw, raw_ostream &os) {
   const Config &c = p.config;
   const Breakdown &b = p.breakdown;
-  auto s = [](double v) { return formatv("{0:f3} s", v).str(); };
+  auto s = [](double v) {
+    return v >= 0.1 || v == 0 ? formatv("{0:f3} s", v).str()
+                              : formatv("{0:f3} ms", v * 1e3).str();
+  };
   auto gb = [](double v) { return formatv("{0:f1} GB", v / 1e9).str(); };
   os << formatv("{0} GPUs ({1}): tp={2} pp={3} vp={4} cp={5} dp={6}, "
                 "micro-batch {7}, {8} micro-batches, {9}\n",
                 c.gpus, hw.key, c.tp, c.pp, c.vp, c.cp, c.dp, c.microBatch,
                 p.microBatches, c.precision);
-  os << formatv("  step time       {0}  ({1:f0} tokens/s, MFU {2:f1}% of "
+  os << formatv("  step time        {0}  ({1:f0} tokens/s, MFU {2:f1}% of "
                 "{3} peak)\n",
                 s(p.stepTime), p.tokensPerSecond, 100 * p.mfu, c.precision);
-  os << "    compute        " << s(b.compute) << "\n"
-     << "    tp exposed     " << s(b.tpExposed) << "\n"
-     << "    cp exposed     " << s(b.cpExposed) << "\n"
-     << "    recompute      " << s(b.recompute) << "\n"
-     << "    pipeline bubble " << s(b.bubble) << "\n"
-     << "    dp exposed     " << s(b.dpExposed) << "  (of " << s(p.dpComm)
-     << ")\n"
-     << "    optimizer      " << s(b.optimizer) << "\n";
+  auto line = [&](const char *name, double v) {
+    os << formatv("    {0,-17}{1}", name, s(v));
+  };
+  line("compute", b.compute);
+  os << "\n";
+  line("tp exposed", b.tpExposed);
+  os << "\n";
+  line("cp exposed", b.cpExposed);
+  os << "\n";
+  line("recompute", b.recompute);
+  os << "\n";
+  line("pipeline bubble", b.bubble);
+  os << "\n";
+  line("dp exposed", b.dpExposed);
+  os << "  (of " << s(p.dpComm) << ")\n";
+  line("optimizer", b.optimizer);
+  os << "\n";
   const Memory &m = p.memory;
-  os << "  memory per GPU  " << gb(m.total()) << " of " << gb(hw.hbmBytes)
+  os << "  memory per GPU   " << gb(m.total()) << " of " << gb(hw.hbmBytes)
      << " (weights " << gb(m.weights) << ", FP8 copies " << gb(m.weightCopies)
      << ", gradients " << gb(m.gradients) << ", optimizer " << gb(m.optimizer)
      << ", activations " << gb(m.activations) << ")\n";
@@ -245,6 +259,24 @@ int main(int argc, char **argv) {
                 ": expected none, selective or full");
   if (report != "text" && report != "json")
     return fail("--report=" + report + ": expected text or json");
+  // The planner pipelines numbered blocks over sequences of tokens.
+  const anvil::frontend::ModelInfo *info =
+      anvil::frontend::findModel(modelName);
+  auto hasField = [&](const char *f) {
+    return info && llvm::is_contained(info->fields, f);
+  };
+  if (info &&
+      !(hasField("layers") && hasField("batch") && hasField("seq_len"))) {
+    std::string planned;
+    for (const anvil::frontend::ModelInfo &m : anvil::frontend::listModels())
+      if (llvm::is_contained(m.fields, "layers") &&
+          llvm::is_contained(m.fields, "seq_len"))
+        planned += (planned.empty() ? "" : ", ") + m.name;
+    return fail("model '" + modelName +
+                "' is not a stack of layers over token sequences; anvil-plan "
+                "plans " +
+                planned);
+  }
   std::vector<std::pair<std::string, std::string>> sets;
   for (const std::string &s : overrides) {
     auto [field, value] = StringRef(s).split('=');
@@ -314,7 +346,7 @@ int main(int argc, char **argv) {
       return fail(formatv("tp={0} x pp={1} x cp={2} x dp={3} must be --gpus "
                           "({4}), the layers ({5}, or with the embedding and "
                           "the loss {5} + 2) must divide by pp x vp, "
-                          "--gbs by dp x mbs and --seqLen by cp",
+                          "--gbs by dp x mbs and --seq by cp",
                           tp.getValue(), pp.getValue(),
                           std::max<int64_t>(cp, 1), dp.getValue(),
                           gpus.getValue(), shape->layers)
