@@ -119,7 +119,14 @@ double ringTime(double bytes, int64_t ranks, const Link &link, bool allReduce) {
   double n = static_cast<double>(ranks);
   double once =
       (n - 1) / n * bytes / link.bytesPerSecond + (n - 1) * link.latency;
-  return allReduce ? 2 * once : once;
+  if (!allReduce)
+    return once;
+  // NCCL's all-reduce takes the faster of the ring (bandwidth-optimal,
+  // 2 (n - 1) latencies) and the double binary tree (the whole message
+  // twice through each rank's link, 2 log2 n latencies).
+  double tree = 2 * (bytes / link.bytesPerSecond +
+                     std::ceil(std::log2(n)) * link.latency);
+  return std::min(2 * once, tree);
 }
 
 const Link &linkFor(const Hardware &hw, int64_t stride, int64_t ranks) {

@@ -104,8 +104,10 @@ Prediction predict(const Config &config, const Hardware &hw,
                    const PartTimes &layer, const PartTimes &rest,
                    const ModelShape &shape);
 
-/// A ring collective of `bytes` over `ranks` on `link`: all-gather and
-/// reduce-scatter move (n-1)/n of the bytes, all-reduce twice that.
+/// A collective of `bytes` over `ranks` on `link`: a ring all-gather or
+/// reduce-scatter moves (n-1)/n of the bytes with n-1 latencies; an
+/// all-reduce is the faster of a ring (twice that) and a double binary tree
+/// (2 x bytes, 2 log2 n latencies), as NCCL chooses.
 double ringTime(double bytes, int64_t ranks, const Link &link, bool allReduce);
 
 /// The link between ranks `stride` apart in groups of `ranks`: NVLink
