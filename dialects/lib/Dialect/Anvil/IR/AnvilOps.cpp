@@ -183,7 +183,7 @@ LogicalResult Fp8QuantizeOp::verify() {
   std::optional<int64_t> size = getBlockSize(), dim = getBlockDim();
   if (size.has_value() != dim.has_value())
     return emitOpError("needs both block_size and block_dim, or neither");
-  if (size) {
+  if (size && dim) {
     auto type = getOperand().getType();
     if (*dim < 0 || *dim >= type.getRank())
       return emitOpError("block dim ")
