@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "anvil/runtime/Cuda.h"
+#include "anvil/runtime/Dist.h"
+#include "anvil/runtime/RuntimeABI.h"
 
 #include <gtest/gtest.h>
 
@@ -189,6 +191,60 @@ TEST(CudaDeviceDeathTest, ALaunchErrorNamesTheKernelAndTheStep) {
       },
       "cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE.*for kernel 'scale' "
       "\\(grid 1x1x1, block 4096x1x1\\), at step 7");
+}
+
+TEST(CudaNccl, AFailureLeavesTheHostCommunicator) {
+  std::unique_ptr<Communicator> host = makeSelfCommunicator();
+  if (cuda::initialize().isOk())
+    GTEST_SKIP() << "a GPU is present: CudaNccl.CollectivesOnOneRank runs";
+  Expected<std::unique_ptr<Communicator>> nccl =
+      cuda::makeNCCLCommunicator(host);
+  ASSERT_FALSE(nccl.hasValue());
+  EXPECT_EQ(nccl.status().code(), ErrorCode::Unavailable);
+  ASSERT_NE(host, nullptr) << "the host communicator was consumed";
+  EXPECT_EQ(host->transport(), "self");
+  // The default hook of the runtime keeps the axis; the CUDA library's
+  // falls back to it, with a notice, when NCCL cannot start.
+  std::unique_ptr<Communicator> axis =
+      deviceAxisCommunicator(makeSelfCommunicator());
+  ASSERT_NE(axis, nullptr);
+  EXPECT_EQ(axis->transport(), "self");
+}
+
+TEST(CudaNccl, CollectivesOnOneRank) {
+  SKIP_WITHOUT_GPU();
+  std::unique_ptr<Communicator> host = makeSelfCommunicator();
+  Expected<std::unique_ptr<Communicator>> nccl =
+      cuda::makeNCCLCommunicator(host);
+  ASSERT_TRUE(nccl.hasValue()) << nccl.status().message();
+  Communicator &c = **nccl;
+  EXPECT_EQ(host, nullptr);
+  EXPECT_EQ(c.transport().rfind("NCCL 2.", 0), 0u) << c.transport();
+  EXPECT_EQ(c.rank(), 0);
+  EXPECT_EQ(c.size(), 1);
+  const int64_t n = 1000;
+  auto *x = static_cast<float *>(anvil_rt_cuda_alloc(n * sizeof(float)));
+  auto *y = static_cast<float *>(anvil_rt_cuda_alloc(n * sizeof(float)));
+  ASSERT_TRUE(cuda::isDeviceAddressable(x));
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = 0.25f * static_cast<float>(i) - 7.0f;
+  for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max}) {
+    ASSERT_TRUE(c.allReduce(x, n, op).isOk()) << reduceOpName(op);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(x[i], 0.25f * static_cast<float>(i) - 7.0f)
+          << reduceOpName(op) << " at " << i;
+  }
+  ASSERT_TRUE(c.allGather(x, n, y).isOk());
+  ASSERT_TRUE(c.reduceScatter(y, n, y, ReduceOp::Sum).isOk());
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(y[i], x[i]) << "at " << i;
+  // Host memory goes through the host communicator.
+  std::vector<float> h(16, 3.0f);
+  EXPECT_FALSE(cuda::isDeviceAddressable(h.data()));
+  ASSERT_TRUE(c.allReduce(h.data(), 16, ReduceOp::Sum).isOk());
+  EXPECT_EQ(h[7], 3.0f);
+  anvil_rt_cuda_free(x);
+  anvil_rt_cuda_free(y);
 }
 
 } // namespace

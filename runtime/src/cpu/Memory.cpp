@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "anvil/runtime/Dist.h"
 #include "anvil/runtime/RuntimeABI.h"
 
 #include <algorithm>
@@ -90,4 +91,9 @@ extern "C" __attribute__((weak)) const char *anvil_rt_device_open(void) {
 
 extern "C" __attribute__((weak)) const char *anvil_rt_device_description(void) {
   return "";
+}
+
+__attribute__((weak)) std::unique_ptr<anvil::rt::Communicator>
+anvil::rt::deviceAxisCommunicator(std::unique_ptr<Communicator> axis) {
+  return axis;
 }

@@ -3,12 +3,13 @@
 // The driver library is opened with dlopen and its entry points fetched
 // through cuGetProcAddress (the versions of the CUDA 12.0 ABI, which every
 // driver since has), so nothing here needs libcuda.so at link time. A
-// process uses one device, LOCAL_RANK's (0 without it), through its primary
-// context.
+// process uses one device, its local rank's (0 in a world of one), through
+// its primary context.
 //
 //===----------------------------------------------------------------------===//
 
 #include "anvil/runtime/Cuda.h"
+#include "anvil/runtime/Dist.h"
 #include "anvil/runtime/RuntimeABI.h"
 
 #include <cuda.h>
@@ -45,6 +46,7 @@ struct Driver {
   decltype(&::cuStreamDestroy) streamDestroy = nullptr;
   decltype(&::cuMemAllocManaged) memAllocManaged = nullptr;
   decltype(&::cuMemFree) memFree = nullptr;
+  decltype(&::cuPointerGetAttribute) pointerGetAttribute = nullptr;
   decltype(&::cuGetErrorName) getErrorName = nullptr;
   decltype(&::cuGetErrorString) getErrorString = nullptr;
 };
@@ -111,6 +113,7 @@ Status loadDriver(State &s) {
   get(d.launchKernel, "cuLaunchKernel");
   get(d.streamCreate, "cuStreamCreate");
   get(d.streamSynchronize, "cuStreamSynchronize");
+  get(d.pointerGetAttribute, "cuPointerGetAttribute");
   get(d.streamDestroy, "cuStreamDestroy");
   get(d.memAllocManaged, "cuMemAllocManaged");
   get(d.memFree, "cuMemFree");
@@ -132,8 +135,11 @@ Status startDevice(State &s) {
     return unavailable(cuda::describeDriverError(r, "cuDeviceGetCount", ""));
   if (count == 0)
     return unavailable("the driver sees no device");
-  if (const char *local = std::getenv("LOCAL_RANK"))
-    s.ordinal = std::atoi(local) % count;
+  // The rank's device among this machine's: its local rank by whichever
+  // launcher started it (mpirun, srun, anvil-run, torchrun), as the
+  // trainer reads the world.
+  if (Expected<WorldInfo> world = worldFromEnvironment(); world.hasValue())
+    s.ordinal = world->localRank % count;
   if (CUresult r = d.deviceGet(&s.device, s.ordinal); r != CUDA_SUCCESS)
     return unavailable(cuda::describeDriverError(r, "cuDeviceGet", ""));
   if (CUresult r = d.primaryCtxRetain(&s.context, s.device); r != CUDA_SUCCESS)
@@ -202,6 +208,31 @@ Expected<cuda::DeviceInfo> cuda::currentDevice() {
 
 void cuda::setCurrentStep(int64_t step) { currentStep = step; }
 
+bool cuda::isDeviceAddressable(const void *ptr) {
+  if (!initialize().isOk())
+    return false;
+  unsigned managed = 0;
+  CUmemorytype type = CU_MEMORYTYPE_HOST;
+  Driver &d = state().driver;
+  auto address = reinterpret_cast<CUdeviceptr>(ptr);
+  if (d.pointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                            address) == CUDA_SUCCESS &&
+      managed)
+    return true;
+  return d.pointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                               address) == CUDA_SUCCESS &&
+         type == CU_MEMORYTYPE_DEVICE;
+}
+
+Status cuda::synchronizeDefaultStream(const char *after) {
+  if (Status st = initialize(); !st.isOk())
+    return st;
+  if (CUresult r = state().driver.streamSynchronize(nullptr); r != CUDA_SUCCESS)
+    return Status::error(ErrorCode::IOError,
+                         describeDriverError(r, "cuStreamSynchronize", after));
+  return Status::ok();
+}
+
 std::string cuda::describeDriverError(int result, const char *call,
                                       const std::string &what) {
   const char *name = nullptr, *text = nullptr;
@@ -226,6 +257,27 @@ std::string cuda::kernelName(void *function) {
   std::lock_guard<std::mutex> guard(s.namesLock);
   auto it = s.kernelNames.find(function);
   return it == s.kernelNames.end() ? std::string() : it->second;
+}
+
+//===- The mesh axes' communicators ---------------------------------------===//
+
+std::unique_ptr<Communicator>
+anvil::rt::deviceAxisCommunicator(std::unique_ptr<Communicator> axis) {
+  // ANVIL_NCCL=0 keeps the collectives on the host transport (to compare).
+  if (const char *use = std::getenv("ANVIL_NCCL");
+      use && std::string(use) == "0")
+    return axis;
+  Expected<std::unique_ptr<Communicator>> nccl =
+      cuda::makeNCCLCommunicator(axis);
+  if (nccl)
+    return std::move(*nccl);
+  if (axis->rank() == 0)
+    std::fprintf(stderr,
+                 "anvil: %s; the collectives of this mesh axis (%d ranks) "
+                 "go over %s\n",
+                 nccl.status().message().c_str(), axis->size(),
+                 axis->transport().c_str());
+  return axis;
 }
 
 //===- MLIR's launch ABI --------------------------------------------------===//

@@ -278,6 +278,10 @@ Status Trainer::setUp() {
     if (!axes)
       return axes.status();
     axes_ = std::move(*axes);
+    // The device's transport for generated code's collectives (NCCL in a
+    // CUDA executable).
+    for (std::unique_ptr<Communicator> &axis : axes_)
+      axis = deviceAxisCommunicator(std::move(axis));
     std::vector<Communicator *> forCode;
     for (const auto &c : axes_)
       forCode.push_back(c.get());
@@ -663,11 +667,17 @@ Status Trainer::run() {
                                   std::to_string(dataParallel_) +
                                   " of every batch"
                             : "";
+    // The device's transport of generated code's collectives (NCCL),
+    // where it is not the world's.
+    std::string transport = comm_->transport();
+    for (const auto &axis : axes_)
+      if (axis->transport() != comm_->transport() &&
+          transport.find(axis->transport()) == std::string::npos)
+        transport += "; collectives over " + axis->transport();
     std::printf("%lld ranks, mesh %s (%s; ranks from %s)%s; the figures "
                 "below are rank 0's\n",
                 static_cast<long long>(world_.size), meshText.c_str(),
-                comm_->transport().c_str(), world_.launcher.c_str(),
-                batch.c_str());
+                transport.c_str(), world_.launcher.c_str(), batch.c_str());
   }
   {
     // What this rank holds (one generation; updated state has two).

@@ -23,7 +23,12 @@
 #include "anvil/runtime/Status.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
+
+namespace anvil::rt {
+class Communicator;
+} // namespace anvil::rt
 
 namespace anvil::rt::cuda {
 
@@ -55,6 +60,25 @@ std::string describeDriverError(int result, const char *call,
 
 /// The name `function` (a CUfunction) was looked up by, or "".
 std::string kernelName(void *function);
+
+/// Whether kernels (and NCCL) can address `ptr`: managed or device memory.
+bool isDeviceAddressable(const void *ptr);
+
+/// Waits for the legacy default stream (NCCL's calls here), reporting a
+/// failure as the driver's error for `after`.
+Status synchronizeDefaultStream(const char *after);
+
+/// An NCCL communicator over the ranks of `host` (an MPI communicator of
+/// one mesh axis), a collective call of its ranks: they agree that each
+/// can open NCCL and its device, rank 0's ncclUniqueId goes to the others
+/// through `host`, then every rank joins with ncclCommInitRank. On success
+/// the result owns `host` (moved from); on failure, on every rank, `host`
+/// is left as it was. The f32 collectives of device-addressable buffers
+/// run in NCCL; host buffers, broadcast, barrier, split and abort stay with
+/// `host`. NCCL is opened at run time (libnccl.so.2): its absence is an
+/// error here, not a missing library at start-up.
+Expected<std::unique_ptr<Communicator>>
+makeNCCLCommunicator(std::unique_ptr<Communicator> &host);
 
 } // namespace anvil::rt::cuda
 

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 extern "C" {
@@ -117,6 +118,13 @@ class Communicator;
 void setMeshCommunicators(std::vector<Communicator *> axes);
 /// This rank's position on mesh axis `axis` (0 without its communicator).
 int64_t meshAxisPosition(size_t axis);
+/// The communicator generated code's collectives use on one mesh axis,
+/// from the axis's host communicator (MPI), a collective call of the
+/// axis's ranks. Weak: the default keeps `axis`; a device library replaces
+/// it (CUDA executables: NCCL over it, or `axis` with a notice when NCCL
+/// cannot start).
+std::unique_ptr<Communicator>
+deviceAxisCommunicator(std::unique_ptr<Communicator> axis);
 } // namespace anvil::rt
 
 #endif // ANVIL_RUNTIME_RUNTIMEABI_H
