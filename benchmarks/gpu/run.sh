@@ -36,7 +36,10 @@ check() { # NAME COMMAND...: runs it, notes its last line, counts failure
     failed=$((failed + 1))
   fi
 }
-export LD_LIBRARY_PATH="${CUDA_HOME:-/usr/local/cuda}/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# The toolkit's libraries (cuBLAS in lib64; NCCL, opened at run time, in
+# lib where it ships with the toolkit).
+cuda_home="${CUDA_HOME:-/usr/local/cuda}"
+export LD_LIBRARY_PATH="$cuda_home/lib64:$cuda_home/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 note "$(head -2 "$here/BUNDLE.txt" | tail -1)"
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
 gpu="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"

@@ -216,6 +216,11 @@ TEST(CudaNccl, CollectivesOnOneRank) {
   std::unique_ptr<Communicator> host = makeSelfCommunicator();
   Expected<std::unique_ptr<Communicator>> nccl =
       cuda::makeNCCLCommunicator(host);
+  // A GPU machine without NCCL installed: nothing to test here.
+  if (!nccl.hasValue() &&
+      nccl.status().message().find("libnccl.so.2 not found") !=
+          std::string::npos)
+    GTEST_SKIP() << nccl.status().message();
   ASSERT_TRUE(nccl.hasValue()) << nccl.status().message();
   Communicator &c = **nccl;
   EXPECT_EQ(host, nullptr);
