@@ -65,6 +65,30 @@ func.func private @step__dispatch_1(%a: memref<8x300xf32>, %b: memref<8xf32>) {
 
 // -----
 
+// A reduction over the leading dimension (the sum over the batch of weight
+// gradients): the parallel loops go outermost, one thread per output point
+// (64 x 96 = 6144: 24 blocks), each summing the 8 batch rows in order.
+// CHECK-LABEL: func.func private @step__dispatch_7
+// CHECK-DAG: %[[C24:.+]] = arith.constant 24 : index
+// CHECK: gpu.launch blocks({{.+}}) in ({{.+}} = %[[C24]],
+// CHECK: arith.constant 6144 : index
+// CHECK: scf.if
+// CHECK: scf.for %{{.+}} = %{{.+}} to %c8
+// CHECK:   memref.load %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}] : memref<8x64x96xf32>
+// CHECK:   arith.addf
+func.func private @step__dispatch_7(%a: memref<8x64x96xf32>, %b: memref<64x96xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>],
+                  iterator_types = ["reduction", "parallel", "parallel"]}
+      ins(%a : memref<8x64x96xf32>) outs(%b : memref<64x96xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
 // A rank-0 result has no loop nest to map: one thread.
 // CHECK-LABEL: func.func private @step__dispatch_2
 // CHECK: gpu.launch blocks({{.+}}) in ({{.+}} = %c1{{[_0-9]*}}, {{.+}} = %c1{{[_0-9]*}}, {{.+}} = %c1{{[_0-9]*}}) threads({{.+}}) in ({{.+}} = %c1{{[_0-9]*}}, {{.+}} = %c1{{[_0-9]*}}, {{.+}} = %c1{{[_0-9]*}})

@@ -1,9 +1,10 @@
 //===- MapDispatches.cpp - dispatch regions onto a CUDA grid --------------===//
 //
-// Each outlined dispatch function's linalg ops become parallel loops, and
-// each loop nest one gpu.launch over its linearized iteration space: thread
-// i of the grid computes the point i of the space, innermost dimension
-// fastest, so a warp's threads read and write consecutive elements.
+// Each outlined dispatch function's linalg ops become parallel loops (the
+// parallel dimensions outermost, reductions inside), and each loop nest one
+// gpu.launch over its linearized iteration space: thread i of the grid
+// computes the point i of the space, innermost dimension fastest, so a
+// warp's threads read and write consecutive elements.
 //
 //===----------------------------------------------------------------------===//
 
@@ -108,6 +109,36 @@ void mapToGrid(scf::ParallelOp loop, const Space &space, int64_t blockSize) {
   for (Operation &op : loop.getBody()->without_terminator())
     b.clone(op, map);
   loop.erase();
+}
+
+/// Puts `op`'s parallel loops outermost (in their order), the reductions
+/// inside: a reduction over a leading dimension (the batch's sum of weight
+/// gradients, [8, K, N] -> [K, N]) would otherwise wrap the parallel nest in
+/// a sequential loop and run the dispatch on one thread. Every point still
+/// accumulates in the same order. Named ops are generalized first; one
+/// that cannot be stays as it is.
+void parallelLoopsFirst(RewriterBase &rewriter, linalg::LinalgOp &op) {
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  SmallVector<unsigned> order;
+  for (unsigned i = 0, e = iterators.size(); i < e; ++i)
+    if (iterators[i] == utils::IteratorType::parallel)
+      order.push_back(i);
+  for (unsigned i = 0, e = iterators.size(); i < e; ++i)
+    if (iterators[i] != utils::IteratorType::parallel)
+      order.push_back(i);
+  if (llvm::equal(order, llvm::seq<unsigned>(0, order.size())))
+    return;
+  rewriter.setInsertionPoint(op);
+  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  if (!generic) {
+    FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, op);
+    if (failed(g))
+      return;
+    generic = *g;
+  }
+  FailureOr<linalg::GenericOp> swapped =
+      linalg::interchangeGenericOp(rewriter, generic, order);
+  op = swapped.value_or(generic);
 }
 
 /// Moves the whole body of `fn` (but its return) into a one-thread launch.
@@ -219,6 +250,7 @@ struct AnvilCUDAMapDispatchesPass
       SmallVector<linalg::LinalgOp> ops;
       fn.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
       for (linalg::LinalgOp op : ops) {
+        parallelLoopsFirst(rewriter, op);
         rewriter.setInsertionPoint(op);
         if (failed(linalg::linalgOpToParallelLoops(rewriter, op))) {
           op->emitError("anvil-cuda-map-dispatches: cannot turn '")
