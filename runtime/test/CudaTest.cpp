@@ -217,9 +217,8 @@ TEST(CudaNccl, CollectivesOnOneRank) {
   Expected<std::unique_ptr<Communicator>> nccl =
       cuda::makeNCCLCommunicator(host);
   // A GPU machine without NCCL installed: nothing to test here.
-  if (!nccl.hasValue() &&
-      nccl.status().message().find("libnccl.so.2 not found") !=
-          std::string::npos)
+  if (!nccl.hasValue() && nccl.status().message().find(
+                              "libnccl.so.2 not found") != std::string::npos)
     GTEST_SKIP() << nccl.status().message();
   ASSERT_TRUE(nccl.hasValue()) << nccl.status().message();
   Communicator &c = **nccl;
@@ -250,6 +249,66 @@ TEST(CudaNccl, CollectivesOnOneRank) {
   EXPECT_EQ(h[7], 3.0f);
   anvil_rt_cuda_free(x);
   anvil_rt_cuda_free(y);
+}
+
+/// An E4M3 (format 0) or E5M2 (1) byte's value.
+double decodeFp8(uint8_t byte, int32_t format) {
+  int mantissaBits = format == 1 ? 2 : 3, bias = format == 1 ? 15 : 7;
+  int exponent = (byte >> mantissaBits) & ((1 << (7 - mantissaBits)) - 1);
+  int mantissa = byte & ((1 << mantissaBits) - 1);
+  double v = exponent == 0
+                 ? std::ldexp(mantissa, 1 - bias - mantissaBits)
+                 : std::ldexp(1.0 + std::ldexp(mantissa, -mantissaBits),
+                              exponent - bias);
+  return byte & 0x80 ? -v : v;
+}
+
+TEST(CudaGemmFp8, MatchesTheHostOnExactProducts) {
+  SKIP_WITHOUT_GPU();
+  Expected<cuda::DeviceInfo> info = cuda::currentDevice();
+  ASSERT_TRUE(info.hasValue());
+  if (info->computeMajor * 10 + info->computeMinor < 89)
+    GTEST_SKIP() << "FP8 GEMMs need sm_89 or newer; this is sm_"
+                 << info->computeMajor << info->computeMinor;
+  const int64_t m = 64, n = 48, k = 96;
+  for (int32_t bFormat : {0, 1}) {
+    auto *a = static_cast<uint8_t *>(anvil_rt_cuda_alloc(m * k));
+    auto *b = static_cast<uint8_t *>(anvil_rt_cuda_alloc(n * k));
+    auto *d = static_cast<float *>(anvil_rt_cuda_alloc(m * n * 4));
+    auto *scales = static_cast<float *>(anvil_rt_cuda_alloc(2 * 4));
+    std::mt19937 rng(8);
+    // Finite values of moderate size (no NaN codes, exponents in the
+    // middle), so every product is exact and the sums round alike.
+    auto pick = [&](int32_t format) {
+      uint8_t exponentBits = format == 1 ? 5 : 4;
+      uint8_t mantissaBits = 7 - exponentBits;
+      uint8_t exponent =
+          static_cast<uint8_t>((1 << (exponentBits - 1)) - 3 + rng() % 6);
+      uint8_t mantissa = static_cast<uint8_t>(rng() % (1u << mantissaBits));
+      return static_cast<uint8_t>(((rng() & 1) << 7) |
+                                  (exponent << mantissaBits) | mantissa);
+    };
+    for (int64_t i = 0; i < m * k; ++i)
+      a[i] = pick(0);
+    for (int64_t i = 0; i < n * k; ++i)
+      b[i] = pick(bFormat);
+    scales[0] = 0.5f;
+    scales[1] = 4.0f;
+    anvil_rt_cuda_gemm_fp8(m, n, k, a, 0, b, bFormat, d, scales, scales + 1);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double want = 0;
+        for (int64_t l = 0; l < k; ++l)
+          want += decodeFp8(a[i * k + l], 0) * decodeFp8(b[j * k + l], bFormat);
+        want *= 0.5 * 4.0;
+        ASSERT_NEAR(d[i * n + j], want, 1e-5 * (std::abs(want) + 1.0))
+            << "D[" << i << ", " << j << "], B in "
+            << (bFormat ? "E5M2" : "E4M3");
+      }
+    for (void *p : {static_cast<void *>(a), static_cast<void *>(b),
+                    static_cast<void *>(d), static_cast<void *>(scales)})
+      anvil_rt_cuda_free(p);
+  }
 }
 
 } // namespace

@@ -110,6 +110,17 @@ void anvil_rt_cuda_sgemm(int32_t transA, int32_t transB, int64_t m, int64_t n,
                          int64_t strideA, const float *b, int64_t ldb,
                          int64_t strideB, float *c, int64_t ldc,
                          int64_t strideC, int64_t batch);
+
+/// An FP8 GEMM on cuBLASLt (sm_89 and newer), FP32 accumulation, all
+/// operands device pointers: row-major D (m x n, f32, overwritten) =
+/// scaleA[0] scaleB[0] A B^T, A m x k and B n x k row-major (k innermost in
+/// both: a linear layer's [out, in] weight as it is), in E4M3 (format 0)
+/// or E5M2 (1), not both E5M2. k must be a multiple of 16. The scales are
+/// the dequantization factors (1/s of each operand's quantization). Returns
+/// when the product is complete; a failure names the call and the shapes.
+void anvil_rt_cuda_gemm_fp8(int64_t m, int64_t n, int64_t k, const void *a,
+                            int32_t aFormat, const void *b, int32_t bFormat,
+                            float *d, const float *scaleA, const float *scaleB);
 } // extern "C"
 
 #endif // ANVIL_RUNTIME_CUDA_H

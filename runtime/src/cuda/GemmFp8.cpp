@@ -1,0 +1,155 @@
+//===- GemmFp8.cpp - anvil_rt_cuda_gemm_fp8 on cuBLASLt
+//--------------------===//
+//
+// FP8 GEMMs take cuBLASLt's "TN" form only: column-major, the first operand
+// transposed, the second not. Row-major D (m x n) = A (m x k) B^T with B
+// stored n x k (a linear layer's [out, in] weight, or any operand laid out
+// with k innermost) is, read column-major, D^T = (B as k x n)^T (A as
+// k x m): exactly that form, with no copy. The quantization scales are the
+// descriptor's A/B scale pointers; accumulation is FP32, D is f32. One
+// handle and one 32 MiB workspace per process, on the default stream,
+// synchronized before returning (the generated code's launches run on
+// streams of their own).
+//
+//===----------------------------------------------------------------------===//
+
+#include "anvil/runtime/Cuda.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+namespace {
+
+constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+
+[[noreturn]] void fail(const std::string &message) {
+  std::fprintf(stderr, "anvil: %s\n", message.c_str());
+  std::abort();
+}
+
+struct Lt {
+  cublasLtHandle_t handle = nullptr;
+  void *workspace = nullptr;
+};
+
+/// The process's cuBLASLt handle and workspace, with the device's primary
+/// context current on the calling thread.
+const Lt &lt() {
+  anvil::rt::Status st = anvil::rt::cuda::initialize();
+  if (!st.isOk())
+    fail("anvil_rt_cuda_gemm_fp8: " + st.message());
+  static std::once_flag once;
+  static Lt lt;
+  std::call_once(once, [] {
+    if (cublasStatus_t s = cublasLtCreate(&lt.handle);
+        s != CUBLAS_STATUS_SUCCESS)
+      fail(std::string("cublasLtCreate failed: ") + cublasGetStatusName(s));
+    if (cudaError_t e = cudaMalloc(&lt.workspace, kWorkspaceBytes);
+        e != cudaSuccess)
+      fail(std::string("cudaMalloc of the cuBLASLt workspace failed: ") +
+           cudaGetErrorString(e));
+  });
+  return lt;
+}
+
+cudaDataType_t fp8Type(int32_t format) {
+  return format == 1 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
+}
+
+const char *formatName(int32_t format) { return format == 1 ? "E5M2" : "E4M3"; }
+
+/// Destroys what it was given at the end of the scope.
+struct Descriptors {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulPreference_t preference = nullptr;
+  ~Descriptors() {
+    if (preference)
+      cublasLtMatmulPreferenceDestroy(preference);
+    for (cublasLtMatrixLayout_t l : {a, b, d})
+      if (l)
+        cublasLtMatrixLayoutDestroy(l);
+    if (op)
+      cublasLtMatmulDescDestroy(op);
+  }
+};
+
+} // namespace
+
+extern "C" void anvil_rt_cuda_gemm_fp8(int64_t m, int64_t n, int64_t k,
+                                       const void *a, int32_t aFormat,
+                                       const void *b, int32_t bFormat, float *d,
+                                       const float *scaleA,
+                                       const float *scaleB) {
+  std::string what = "an FP8 GEMM (" + std::to_string(m) + " x " +
+                     std::to_string(k) + " " + formatName(aFormat) + " by " +
+                     std::to_string(n) + " x " + std::to_string(k) + " " +
+                     formatName(bFormat) + ")";
+  auto check = [&](cublasStatus_t s, const char *call) {
+    if (s != CUBLAS_STATUS_SUCCESS)
+      fail(std::string(call) + " failed: " + cublasGetStatusName(s) + ", for " +
+           what);
+  };
+  if (aFormat == 1 && bFormat == 1)
+    fail("anvil_rt_cuda_gemm_fp8: cuBLASLt has no E5M2 x E5M2 product, for " +
+         what);
+  if (k % 16 != 0)
+    fail("anvil_rt_cuda_gemm_fp8: k must be a multiple of 16 (FP8 rows are "
+         "16-byte aligned), for " +
+         what);
+  const Lt &h = lt();
+  Descriptors desc;
+  check(cublasLtMatmulDescCreate(&desc.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+        "cublasLtMatmulDescCreate");
+  cublasOperation_t transposed = CUBLAS_OP_T, plain = CUBLAS_OP_N;
+  check(cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_TRANSA,
+                                       &transposed, sizeof transposed),
+        "cublasLtMatmulDescSetAttribute(TRANSA)");
+  check(cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_TRANSB,
+                                       &plain, sizeof plain),
+        "cublasLtMatmulDescSetAttribute(TRANSB)");
+  // cuBLASLt's A is our B, its B our A.
+  check(cublasLtMatmulDescSetAttribute(desc.op,
+                                       CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                       &scaleB, sizeof scaleB),
+        "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)");
+  check(cublasLtMatmulDescSetAttribute(desc.op,
+                                       CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                       &scaleA, sizeof scaleA),
+        "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)");
+  check(cublasLtMatrixLayoutCreate(&desc.a, fp8Type(bFormat), k, n, k),
+        "cublasLtMatrixLayoutCreate(B)");
+  check(cublasLtMatrixLayoutCreate(&desc.b, fp8Type(aFormat), k, m, k),
+        "cublasLtMatrixLayoutCreate(A)");
+  check(cublasLtMatrixLayoutCreate(&desc.d, CUDA_R_32F, n, m, n),
+        "cublasLtMatrixLayoutCreate(D)");
+  check(cublasLtMatmulPreferenceCreate(&desc.preference),
+        "cublasLtMatmulPreferenceCreate");
+  size_t workspace = kWorkspaceBytes;
+  check(cublasLtMatmulPreferenceSetAttribute(
+            desc.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+            &workspace, sizeof workspace),
+        "cublasLtMatmulPreferenceSetAttribute");
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  int found = 0;
+  check(cublasLtMatmulAlgoGetHeuristic(h.handle, desc.op, desc.a, desc.b,
+                                       desc.d, desc.d, desc.preference, 1,
+                                       &heuristic, &found),
+        "cublasLtMatmulAlgoGetHeuristic");
+  if (found == 0)
+    fail("cublasLtMatmulAlgoGetHeuristic found no algorithm, for " + what);
+  const float one = 1.0f, zero = 0.0f;
+  check(cublasLtMatmul(h.handle, desc.op, &one, b, desc.a, a, desc.b, &zero, d,
+                       desc.d, d, desc.d, &heuristic.algo, h.workspace,
+                       kWorkspaceBytes, nullptr),
+        "cublasLtMatmul");
+  if (anvil::rt::Status st =
+          anvil::rt::cuda::synchronizeDefaultStream(what.c_str());
+      !st.isOk())
+    fail(st.message());
+}
