@@ -89,6 +89,69 @@ func.func private @step__dispatch_7(%a: memref<8x64x96xf32>, %b: memref<64x96xf3
 
 // -----
 
+// A scatter of rows (the embedding gradient: row idx[t] of the table gets
+// row t of the gradient): the sequential loop over t wraps a loop over the
+// columns, and column j only ever touches column j. The columns go
+// outermost, a thread each (64: two warps), running the rows in order.
+// CHECK-LABEL: func.func private @step__dispatch_8
+// CHECK: gpu.launch blocks({{.+}}) in ({{.+}} = %c1{{[_0-9]*}}, {{.+}}) threads({{.+}}) in ({{.+}} = %c64{{[_0-9]*}},
+// CHECK: scf.if
+// CHECK: scf.for %{{.+}} = %{{.+}} to %c128
+// CHECK:   memref.load %{{.+}}[%{{.+}}] : memref<128xi32>
+// CHECK:   memref.subview
+// CHECK:   memref.store
+func.func private @step__dispatch_8(%idx: memref<128xi32>, %table: memref<256x64xf32>, %grad: memref<128x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c255 = arith.constant 255 : index
+  %c128 = arith.constant 128 : index
+  %c1 = arith.constant 1 : index
+  scf.for %t = %c0 to %c128 step %c1 {
+    %i = memref.load %idx[%t] : memref<128xi32>
+    %r = arith.index_cast %i : i32 to index
+    %lo = arith.maxsi %r, %c0 : index
+    %row = arith.minsi %lo, %c255 : index
+    %dst = memref.subview %table[%row, 0] [1, 64] [1, 1] : memref<256x64xf32> to memref<1x64xf32, strided<[64, 1], offset: ?>>
+    %src = memref.subview %grad[%t, 0] [1, 64] [1, 1] : memref<128x64xf32> to memref<1x64xf32, strided<[64, 1], offset: ?>>
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                    iterator_types = ["parallel", "parallel"]}
+        ins(%src : memref<1x64xf32, strided<[64, 1], offset: ?>>) outs(%dst : memref<1x64xf32, strided<[64, 1], offset: ?>>) {
+    ^bb0(%x: f32, %acc: f32):
+      %s = arith.addf %acc, %x : f32
+      linalg.yield %s : f32
+    }
+  }
+  return
+}
+
+// -----
+
+// Not when a column's iteration reaches another column (here the next
+// row's column j + 1 through a shifted subview): one thread, as before.
+// CHECK-LABEL: func.func private @step__dispatch_9
+// CHECK: gpu.launch blocks({{.+}}) in ({{.+}} = %c1{{[_0-9]*}}, {{.+}} = %c1{{[_0-9]*}}, {{.+}} = %c1{{[_0-9]*}}) threads({{.+}}) in ({{.+}} = %c1{{[_0-9]*}},
+// CHECK: scf.for
+// CHECK: scf.parallel
+func.func private @step__dispatch_9(%table: memref<128x65xf32>) {
+  %c0 = arith.constant 0 : index
+  %c127 = arith.constant 127 : index
+  %c1 = arith.constant 1 : index
+  scf.for %t = %c0 to %c127 step %c1 {
+    %next = arith.addi %t, %c1 : index
+    %src = memref.subview %table[%t, 0] [1, 64] [1, 1] : memref<128x65xf32> to memref<1x64xf32, strided<[65, 1], offset: ?>>
+    %dst = memref.subview %table[%next, 1] [1, 64] [1, 1] : memref<128x65xf32> to memref<1x64xf32, strided<[65, 1], offset: ?>>
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                    iterator_types = ["parallel", "parallel"]}
+        ins(%src : memref<1x64xf32, strided<[65, 1], offset: ?>>) outs(%dst : memref<1x64xf32, strided<[65, 1], offset: ?>>) {
+    ^bb0(%x: f32, %acc: f32):
+      %s = arith.addf %acc, %x : f32
+      linalg.yield %s : f32
+    }
+  }
+  return
+}
+
+// -----
+
 // A rank-0 result has no loop nest to map: one thread.
 // CHECK-LABEL: func.func private @step__dispatch_2
 // CHECK: gpu.launch blocks({{.+}}) in ({{.+}} = %c1{{[_0-9]*}}, {{.+}} = %c1{{[_0-9]*}}, {{.+}} = %c1{{[_0-9]*}}) threads({{.+}}) in ({{.+}} = %c1{{[_0-9]*}}, {{.+}} = %c1{{[_0-9]*}}, {{.+}} = %c1{{[_0-9]*}})

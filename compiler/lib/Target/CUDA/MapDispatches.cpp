@@ -10,6 +10,7 @@
 
 #include "anvil/Target/CUDA/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -141,6 +142,149 @@ void parallelLoopsFirst(RewriterBase &rewriter, linalg::LinalgOp &op) {
   op = swapped.value_or(generic);
 }
 
+/// The memref an access goes to, seen through a subview defined in `loop`:
+/// the source defined outside, and the offsets of the subview's last `n`
+/// dimensions in the source's (a subview that keeps the rank and steps by
+/// one there). A null source when the access cannot be followed.
+std::pair<Value, SmallVector<int64_t>> columnsOf(Value memref, scf::ForOp loop,
+                                                 unsigned n) {
+  auto definedInside = [&](Value v) {
+    return loop->isAncestor(v.getParentBlock()->getParentOp());
+  };
+  auto subview = memref.getDefiningOp<memref::SubViewOp>();
+  if (!subview)
+    return {definedInside(memref) ? Value() : memref,
+            SmallVector<int64_t>(n, 0)};
+  if (!loop->isAncestor(subview) || definedInside(subview.getSource()) ||
+      subview.getSourceType().getRank() != subview.getType().getRank() ||
+      subview.getType().getRank() < n)
+    return {Value(), {}};
+  SmallVector<int64_t> offsets;
+  for (auto [offset, stride] :
+       llvm::zip(subview.getStaticOffsets().take_back(n),
+                 subview.getStaticStrides().take_back(n))) {
+    if (ShapedType::isDynamic(offset) || stride != 1)
+      return {Value(), {}};
+    offsets.push_back(offset);
+  }
+  return {subview.getSource(), offsets};
+}
+
+/// A sequential loop around a parallel loop nest whose iteration j only
+/// ever touches element j of the trailing dimensions of what it writes (a
+/// scatter of rows: the embedding gradient) becomes the parallel nest
+/// around the sequential loop, so that a thread per element runs the rows
+/// in their order. `loop`'s other ops must read nothing the nest writes.
+bool hoistColumnLoops(scf::ForOp loop) {
+  Block *body = loop.getBody();
+  if (loop.getNumRegionIterArgs() != 0 || body->getOperations().size() < 2)
+    return false;
+  auto inner = dyn_cast<scf::ParallelOp>(*std::prev(body->end(), 2));
+  if (!inner || inner.getNumReductions() != 0)
+    return false;
+  // The loops of more than one iteration: their iterations must touch
+  // disjoint elements (a loop of one has nothing to keep apart).
+  SmallVector<Value> ivs;
+  for (auto [iv, lb, ub, step] :
+       llvm::zip(inner.getInductionVars(), inner.getLowerBound(),
+                 inner.getUpperBound(), inner.getStep())) {
+    std::optional<int64_t> l = getConstantIntValue(lb);
+    std::optional<int64_t> u = getConstantIntValue(ub);
+    std::optional<int64_t> st = getConstantIntValue(step);
+    if (!l || !u || !st || *st <= 0)
+      return false;
+    if (*u - *l > *st)
+      ivs.push_back(iv);
+  }
+  unsigned n = ivs.size();
+  if (n == 0)
+    return false;
+  // An index that is an induction variable (through linalg's identity
+  // affine.apply).
+  auto plain = [](Value index) {
+    if (auto apply = index.getDefiningOp<affine::AffineApplyOp>();
+        apply && apply.getAffineMap().isIdentity())
+      return apply.getMapOperands()[0];
+    return index;
+  };
+  auto trailing = [&](ValueRange indices) {
+    return indices.size() >= n &&
+           llvm::equal(llvm::map_range(indices.take_back(n), plain), ivs);
+  };
+  // What the nest writes, by source, and the trailing offsets.
+  llvm::DenseMap<Value, SmallVector<int64_t>> written;
+  bool ok = true;
+  inner.walk([&](memref::StoreOp store) {
+    auto [source, offsets] = columnsOf(store.getMemRef(), loop, n);
+    if (!source || !trailing(store.getIndices())) {
+      ok = false;
+      return;
+    }
+    auto [it, fresh] = written.try_emplace(source, offsets);
+    ok &= fresh || it->second == offsets;
+  });
+  if (!ok || written.empty())
+    return false;
+  // Reads of a written source at the same element; no other effects.
+  WalkResult walk = inner.getBody()->walk([&](Operation *op) {
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      auto [source, offsets] = columnsOf(load.getMemRef(), loop, n);
+      if (!source)
+        return WalkResult::interrupt();
+      if (auto w = written.find(source);
+          w != written.end() &&
+          (offsets != w->second || !trailing(load.getIndices())))
+        return WalkResult::interrupt();
+      return WalkResult::advance();
+    }
+    if (isa<memref::StoreOp, scf::ReduceOp>(op) || isMemoryEffectFree(op))
+      return WalkResult::advance();
+    return WalkResult::interrupt();
+  });
+  if (walk.wasInterrupted())
+    return false;
+  for (Operation &op : body->without_terminator()) {
+    if (&op == inner.getOperation())
+      continue;
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      Value source = columnsOf(load.getMemRef(), loop, 0).first;
+      if (!source || written.count(source))
+        return false;
+      continue;
+    }
+    if (!isMemoryEffectFree(&op))
+      return false;
+  }
+  // for t { pre(t); parallel j { body(t, j) } }  ->
+  // parallel j { for t { pre(t); body(t, j) } }
+  OpBuilder b(loop);
+  // The nest's bounds are constants (checked above), perhaps made inside
+  // `loop`: made again before it.
+  auto constants = [&](ValueRange values) {
+    return llvm::map_to_vector(values, [&](Value v) -> Value {
+      return arith::ConstantIndexOp::create(b, inner.getLoc(),
+                                            *getConstantIntValue(v));
+    });
+  };
+  auto outer = scf::ParallelOp::create(
+      b, inner.getLoc(), constants(inner.getLowerBound()),
+      constants(inner.getUpperBound()), constants(inner.getStep()));
+  b.setInsertionPointToStart(outer.getBody());
+  auto rows = scf::ForOp::create(b, loop.getLoc(), loop.getLowerBound(),
+                                 loop.getUpperBound(), loop.getStep());
+  IRMapping map;
+  map.map(loop.getInductionVar(), rows.getInductionVar());
+  map.map(inner.getInductionVars(), outer.getInductionVars());
+  b.setInsertionPoint(rows.getBody()->getTerminator());
+  for (Operation &op : body->without_terminator())
+    if (&op != inner.getOperation())
+      b.clone(op, map);
+  for (Operation &op : inner.getBody()->without_terminator())
+    b.clone(op, map);
+  loop.erase();
+  return true;
+}
+
 /// Moves the whole body of `fn` (but its return) into a one-thread launch.
 void runOnOneThread(func::FuncOp fn) {
   Block &entry = fn.front();
@@ -259,6 +403,11 @@ struct AnvilCUDAMapDispatchesPass
         }
         rewriter.eraseOp(op);
       }
+
+      // A sequential loop around a column loop: the columns outermost.
+      for (auto loop :
+           llvm::make_early_inc_range(fn.front().getOps<scf::ForOp>()))
+        hoistColumnLoops(loop);
 
       // Every loop nest onto a grid when the body is nothing else.
       SmallVector<std::pair<scf::ParallelOp, Space>> nests;
