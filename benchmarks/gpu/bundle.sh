@@ -9,6 +9,9 @@
 #   benchmarks/gpu/bundle.sh [OUT_DIR]     (default: build/gpu-bundle)
 #
 #   bin/gpt-tiny.cuda.train, bin/gpt2-124m.cuda.train   CUDA executables
+#   bin/gpt-tiny-fp8-<recipe>.cuda.train  the tiny GPT in FP8 (current,
+#                                         delayed, mxfp8: the CPU's exact
+#                                         emulation's kernels)
 #   bin/anvil-cuda-tests                  the runtime's GPU tests
 #   ops/<op>/                             every function of the op tests
 #                                         (test/Target/CPU/Inputs/ops.mlir) as
@@ -16,6 +19,7 @@
 #                                         the CPU backend's results
 #   ref/gpt-tiny.cpu.jsonl                the CPU's losses of the tiny GPT's
 #                                         first 10 steps (seed 1)
+#   ref/gpt-tiny-fp8-<recipe>.cpu.jsonl   the same in FP8
 #   kernels/gpt2-124m.<arch>.json         ptxas -v of every GPT-2 kernel
 #   run.sh, torch_gpt2.py                 the run and its peer
 #   compare_losses.py, tolerances.py      the tests' loss comparison
@@ -48,6 +52,10 @@ echo "bundle: CUDA executables for $ARCH"
 "$BIN/anvil-compile" --model gpt --config gpt2-124m --target=cuda \
   --cuda-arch="$ARCH" -o "$OUT/bin/gpt2-124m.cuda.train" \
   --kernel-report="$OUT/kernels/gpt2-124m.$ARCH.json"
+for recipe in current delayed mxfp8; do
+  "$BIN/anvil-compile" --model gpt --config gpt-tiny --precision=fp8=$recipe \
+    --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/gpt-tiny-fp8-$recipe.cuda.train"
+done
 cp "$BUILD/runtime/anvil-cuda-tests" "$OUT/bin/"
 strip "$OUT"/bin/*
 
@@ -60,6 +68,12 @@ echo "bundle: the CPU reference of the tiny GPT"
   -o "$work/gpt-tiny.cpu.train"
 "$work/gpt-tiny.cpu.train" --steps 10 --seed 1 --threads 2 \
   --log "$OUT/ref/gpt-tiny.cpu.jsonl" --log-every 1 > /dev/null
+for recipe in current delayed mxfp8; do
+  "$BIN/anvil-compile" --model gpt --config gpt-tiny --precision=fp8=$recipe \
+    --target=cpu -o "$work/gpt-tiny-fp8-$recipe.cpu.train"
+  "$work/gpt-tiny-fp8-$recipe.cpu.train" --steps 10 --seed 1 --threads 2 \
+    --log "$OUT/ref/gpt-tiny-fp8-$recipe.cpu.jsonl" --log-every 1 > /dev/null
+done
 
 cp "$HERE/run.sh" "$HERE/compare_npy.py" "$HERE/torch_gpt2.py" \
   "$ROOT/test/Target/CPU/Inputs/compare_losses.py" \

@@ -8,7 +8,8 @@
 #
 # 1. the runtime's GPU tests (bin/anvil-cuda-tests),
 # 2. every op case against the CPU backend's results (ops/),
-# 3. the tiny GPT's first 10 losses against the CPU's (ref/),
+# 3. the tiny GPT's first 10 losses against the CPU's (ref/), in f32 and
+#    with each FP8 recipe,
 # 4. GPT-2 124M training (llm.c's shapes: batch 8 x 1024 tokens):
 #    tokens/s, step time, MFU against the GPU's dense bf16 peak,
 # 5. the same model in PyTorch eager and torch.compile when PyTorch is
@@ -58,6 +59,17 @@ check gpt-tiny bash -c "'$here/bin/gpt-tiny.cuda.train' --steps 10 --seed 1 \
   --log '$out/gpt-tiny.gpu.jsonl' --log-every 1 > '$out/gpt-tiny.out' && \
   python3 '$here/compare_losses.py' '$out/gpt-tiny.gpu.jsonl' \
   '$here/ref/gpt-tiny.cpu.jsonl' --tolerance f32-training"
+
+# The FP8 recipes: the CPU's emulation predicts the GPU's numerics (the
+# FP8 training tolerance: summation order moves a value across an FP8
+# rounding boundary now and then).
+for recipe in current delayed mxfp8; do
+  check "gpt-tiny-fp8-$recipe" bash -c "'$here/bin/gpt-tiny-fp8-$recipe.cuda.train' \
+    --steps 10 --seed 1 --log '$out/gpt-tiny-fp8-$recipe.gpu.jsonl' --log-every 1 \
+    > '$out/gpt-tiny-fp8-$recipe.out' && python3 '$here/compare_losses.py' \
+    '$out/gpt-tiny-fp8-$recipe.gpu.jsonl' '$here/ref/gpt-tiny-fp8-$recipe.cpu.jsonl' \
+    --tolerance fp8-training"
+done
 
 # 4: GPT-2 124M.
 steps="${GPT2_STEPS:-20}"
