@@ -198,7 +198,7 @@ TEST(CudaNccl, AFailureLeavesTheHostCommunicator) {
   if (cuda::initialize().isOk())
     GTEST_SKIP() << "a GPU is present: CudaNccl.CollectivesOnOneRank runs";
   Expected<std::unique_ptr<Communicator>> nccl =
-      cuda::makeNCCLCommunicator(host);
+      cuda::makeNCCLCommunicator(host, /*wanted=*/true);
   ASSERT_FALSE(nccl.hasValue());
   EXPECT_EQ(nccl.status().code(), ErrorCode::Unavailable);
   ASSERT_NE(host, nullptr) << "the host communicator was consumed";
@@ -215,7 +215,7 @@ TEST(CudaNccl, CollectivesOnOneRank) {
   SKIP_WITHOUT_GPU();
   std::unique_ptr<Communicator> host = makeSelfCommunicator();
   Expected<std::unique_ptr<Communicator>> nccl =
-      cuda::makeNCCLCommunicator(host);
+      cuda::makeNCCLCommunicator(host, /*wanted=*/true);
   // A GPU machine without NCCL installed: nothing to test here.
   if (!nccl.hasValue() && nccl.status().message().find(
                               "libnccl.so.2 not found") != std::string::npos)

@@ -32,36 +32,41 @@
 // GRAD: anvil.matmul %[[XQ]], %[[DY]] {transpose_lhs}
 
 // The delayed recipe names each quantization's history after its GEMM and
-// role; anvil-fp8-delayed-scaling then gives the differentiated step one
-// state argument per history (here x's, w's and the output gradient's: the
-// gradient's quantization, built by autodiff, keeps the name), the scale
-// fmax / 2^margin / max(history) (1 until the history holds a positive
-// finite amax), and a result tied to the argument: this step's amax, then
-// the history's first L - 1 entries.
+// role; anvil-fp8-delayed-scaling then gives the differentiated step two
+// state arguments per history (here x's, w's and the output gradient's: the
+// gradient's quantization, built by autodiff, keeps the name): the amax
+// history and the scale, starting at 1. The scale is fmax / 2^margin /
+// max(history), the previous one where the history's amax is zero or not
+// finite or the quotient is not finite; each is returned tied to its
+// argument, the history with this step's amax first, then its first L - 1
+// entries.
 // DELAYED: anvil.fp8_quantize %arg0 forward f8E4M3FN history "h.0.fc.input"
 // DELAYED: anvil.fp8_quantize %arg1 forward f8E4M3FN history "h.0.fc.weight"
 // DELAYED: anvil.matmul {{.+}} {anvil.fp8 = "delayed"}
 // DELAYED: anvil.fp8_quantize %{{.+}} backward f8E5M2 history "h.0.fc.grad_output"
 // STATE-LABEL: func.func @forward_grad(
 // STATE-SAME: %[[HX:[a-z0-9]+]]: tensor<4xf32> {anvil.state = #anvil.state<name = "fp8.amax_history.h.0.fc.input", init = <zeros>>}
+// STATE-SAME: %[[SX:[a-z0-9]+]]: tensor<f32> {anvil.state = #anvil.state<name = "fp8.scale.h.0.fc.input", init = <constant(value = 1.0)>>}
 // STATE-SAME: %[[HW:[a-z0-9]+]]: tensor<4xf32> {anvil.state = #anvil.state<name = "fp8.amax_history.h.0.fc.weight", init = <zeros>>}
 // STATE-SAME: %[[HG:[a-z0-9]+]]: tensor<4xf32> {anvil.state = #anvil.state<name = "fp8.amax_history.h.0.fc.grad_output", init = <zeros>>}
-// STATE-SAME: tensor<4xf32> {anvil.tied_to = 3 : i64}, tensor<4xf32> {anvil.tied_to = 4 : i64}, tensor<4xf32> {anvil.tied_to = 5 : i64})
+// STATE-SAME: tensor<4xf32> {anvil.tied_to = 3 : i64}, tensor<f32> {anvil.tied_to = 4 : i64}, tensor<4xf32> {anvil.tied_to = 5 : i64}, tensor<f32> {anvil.tied_to = 6 : i64}, tensor<4xf32> {anvil.tied_to = 7 : i64}, tensor<f32> {anvil.tied_to = 8 : i64})
 // STATE: %[[A:.+]] = anvil.reduce_max %[[HX]] dims [0] : tensor<4xf32> -> tensor<f32>
-// STATE: %[[POS:.+]] = anvil.compare gt, %[[A]]
-// STATE: %[[FIN:.+]] = anvil.compare lt, %[[A]]
 // STATE: %[[FMAX:.+]] = anvil.constant dense<2.240000e+02> : tensor<f32>
 // STATE: %[[S:.+]] = anvil.div %[[FMAX]], %[[A]]
-// STATE: %[[S1:.+]] = anvil.select %[[FIN]], %[[S]]
-// STATE: %[[S2:.+]] = anvil.select %[[POS]], %[[S1]]
-// STATE: %[[XQ:.+]] = anvil.fp8_quantize %arg0 scale %[[S2]] forward f8E4M3FN history "h.0.fc.input"
+// STATE: %[[POS:.+]] = anvil.compare gt, %[[A]]
+// STATE: %[[FIN:.+]] = anvil.compare lt, %[[A]]
+// STATE: %[[BOUND:.+]] = anvil.compare lt, %[[S]]
+// STATE: %[[S1:.+]] = anvil.select %[[BOUND]], %[[S]], %[[SX]]
+// STATE: %[[S2:.+]] = anvil.select %[[FIN]], %[[S1]], %[[SX]]
+// STATE: %[[S3:.+]] = anvil.select %[[POS]], %[[S2]], %[[SX]]
+// STATE: %[[XQ:.+]] = anvil.fp8_quantize %arg0 scale %[[S3]] forward f8E4M3FN history "h.0.fc.input"
 // STATE: %[[ABS:.+]] = anvil.abs %arg0
 // STATE: %[[AMAX:.+]] = anvil.reduce_max %[[ABS]] dims [0, 1]
 // STATE: %[[NEW:.+]] = anvil.reshape %[[AMAX]] : tensor<f32> -> tensor<1xf32>
 // STATE: %[[OLD:.+]] = anvil.slice %[[HX]] [0:3:1] : tensor<4xf32> -> tensor<3xf32>
 // STATE: %[[HX2:.+]] = anvil.concat %[[NEW]], %[[OLD]] dim = 0
 // STATE: anvil.fp8_quantize %{{.+}} scale %{{.+}} forward f8E5M2 history "h.0.fc.grad_output"
-// STATE: return {{.+}}, %[[HX2]], %{{.+}}, %{{.+}} :
+// STATE: return {{.+}}, %[[HX2]], %[[S3]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} :
 // RECENT-LABEL: func.func @forward_grad(
 // RECENT-SAME: %[[HX:[a-z0-9]+]]: tensor<1xf32> {anvil.state = #anvil.state<name = "fp8.amax_history.h.0.fc.input"
 // RECENT: %[[SLOT:.+]] = anvil.slice %[[HX]] [0:1:1] : tensor<1xf32> -> tensor<1xf32>

@@ -950,8 +950,8 @@ namespace {
 /// in anvil ops; a block's power-of-two scale needs its amax's bits). The
 /// operand is viewed with its block dimension d split in (d / N, N); one
 /// reduction gives each block's amax (in f32), then per element
-///   X = 2^clamp(exponent(amax) - emax, -127, 127), NaN for a non-finite
-///   amax;  y = ext(trunc(x / X, format)) * X,
+///   X = 2^e, e = clamp(exponent(amax) - emax, -127, 127), NaN for a
+///   non-finite amax;  y = ext(trunc(x * 2^-e, format)) * X,
 /// the exponent read from the amax's bit pattern (a zero or subnormal amax
 /// clamps to 2^-127, stored as the f32 subnormal it is).
 struct LowerFp8Blocks : OpRewritePattern<Fp8QuantizeOp> {
@@ -966,6 +966,8 @@ struct LowerFp8Blocks : OpRewritePattern<Fp8QuantizeOp> {
     RankedTensorType type = op.getType();
     Type element = type.getElementType();
     int64_t dim = *op.getBlockDim();
+    if (type.isDynamicDim(dim))
+      return rewriter.notifyMatchFailure(op, "a dynamic block dimension");
     SmallVector<int64_t> blocked(type.getShape());
     blocked[dim] /= *size;
     blocked.insert(blocked.begin() + dim + 1, *size);
@@ -1035,9 +1037,19 @@ struct LowerFp8Blocks : OpRewritePattern<Fp8QuantizeOp> {
                                       normal));
           Value finite = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne,
                                                field, int32(0xff));
-          scale = arith::SelectOp::create(b, l, finite, scale,
-                                          scalarConstant(b, l, f32, NAN));
-          Value q = arith::DivFOp::create(b, l, toF32(b, l, args[0]), scale);
+          Value nan = scalarConstant(b, l, f32, NAN);
+          scale = arith::SelectOp::create(b, l, finite, scale, nan);
+          // x / X as x * 2^-e: the same value (a power of two), and 2^-e is
+          // a normal float over the whole clamped range (e <= 119 for an
+          // f32 amax), where X = 2^-127 is subnormal and a flush-to-zero
+          // division would turn a zero block into NaN.
+          Value inverse = arith::BitcastOp::create(
+              b, l, f32,
+              arith::ShLIOp::create(
+                  b, l, arith::SubIOp::create(b, l, int32(127), exponent),
+                  int32(23)));
+          inverse = arith::SelectOp::create(b, l, finite, inverse, nan);
+          Value q = arith::MulFOp::create(b, l, toF32(b, l, args[0]), inverse);
           q = convertScalar(b, l, convertScalar(b, l, q, *format), f32);
           return convertScalar(b, l, arith::MulFOp::create(b, l, q, scale),
                                element);

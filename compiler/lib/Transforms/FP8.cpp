@@ -184,19 +184,32 @@ struct AnvilFP8DelayedScalingPass
     auto f32 = Float32Type::get(ctx);
     auto historyType = RankedTensorType::get({historyLength}, f32);
     auto scalar = RankedTensorType::get({}, f32);
-    llvm::StringMap<unsigned> uses;
-    for (Fp8QuantizeOp op : ops) {
-      std::string name = ("fp8.amax_history." + *op.getHistory()).str();
-      if (unsigned n = uses[name]++)
-        name += "." + std::to_string(n);
+    NamedAttrList oneArgs;
+    oneArgs.append("value", FloatAttr::get(Float64Type::get(ctx), 1.0));
+    auto ones = InitializerAttr::get(ctx, InitKind::constant,
+                                     oneArgs.getDictionary(ctx));
+    // A state argument at the end (the tied results keep their numbers).
+    auto addState = [&](Type type, const std::string &name,
+                        InitializerAttr init, Location loc) -> Value {
       unsigned index = fn.getNumArguments();
       auto attrs = DictionaryAttr::get(
           ctx,
           {NamedAttribute(StringAttr::get(ctx, AnvilDialect::kStateAttrName),
-                          StateAttr::get(ctx, name, zeros))});
-      if (failed(fn.insertArgument(index, historyType, attrs, op.getLoc())))
-        return fail("could not add the argument " + name);
-      Value history = fn.getArgument(index);
+                          StateAttr::get(ctx, name, init))});
+      if (failed(fn.insertArgument(index, type, attrs, loc)))
+        return Value();
+      return fn.getArgument(index);
+    };
+    llvm::StringMap<unsigned> uses;
+    for (Fp8QuantizeOp op : ops) {
+      std::string name = op.getHistory()->str();
+      if (unsigned n = uses[name]++)
+        name.append(".").append(std::to_string(n));
+      Value history =
+          addState(historyType, "fp8.amax_history." + name, zeros, op.getLoc());
+      Value previous = addState(scalar, "fp8.scale." + name, ones, op.getLoc());
+      if (!history || !previous)
+        return fail("could not add the state of " + name);
 
       OpBuilder b(op);
       Emit e{b, op.getLoc()};
@@ -213,14 +226,19 @@ struct AnvilFP8DelayedScalingPass
           llvm::APFloat::getLargest(
               cast<FloatType>(*op.getForward()).getFloatSemantics())
               .convertToDouble();
-      Value usable = e.cmp(ComparisonDirection::gt, a, e.like(a, 0.0));
+      // Transformer Engine's update: the previous scale stays where the
+      // amax is zero or not finite, or the new scale would not be finite
+      // (a subnormal amax).
+      Value fresh = e.div(e.like(a, std::ldexp(largest, -margin)), a);
+      Value positive = e.cmp(ComparisonDirection::gt, a, e.like(a, 0.0));
       Value finite = e.cmp(ComparisonDirection::lt, a, e.like(a, INFINITY));
-      Value one = e.like(a, 1.0);
+      Value bounded =
+          e.cmp(ComparisonDirection::lt, fresh, e.like(fresh, INFINITY));
       Value scale = e.select(
-          usable,
-          e.select(finite, e.div(e.like(a, std::ldexp(largest, -margin)), a),
-                   one),
-          one);
+          positive,
+          e.select(finite, e.select(bounded, fresh, previous), previous),
+          previous);
+      Value keptScale = scale;
       Value x = op.getOperand();
       Type element = e.typeOf(x).getElementType();
       if (element != f32)
@@ -251,8 +269,9 @@ struct AnvilFP8DelayedScalingPass
                                 b.getDenseI64ArrayAttr({1}))},
             0);
       op.erase();
-      results.push_back(updated);
-      tiedTo.push_back(index);
+      results.append({updated, keptScale});
+      tiedTo.append({cast<BlockArgument>(history).getArgNumber(),
+                     cast<BlockArgument>(previous).getArgNumber()});
     }
 
     // The histories join the step's results, each tied to its argument.

@@ -103,7 +103,7 @@ std::optional<Hardware> loadHardware(const std::string &path,
   hw.attentionForward = numberAt(attention, "forward", 0.75);
   hw.attentionBackward = numberAt(attention, "backward", 0.55);
   hw.attentionBackwardFlops = numberAt(attention, "backward_flops", 2.5);
-  hw.hbmFraction = numberAt(objectAt(eff, "hbm"), "fraction", 0.9);
+  hw.hbmFraction = numberAt(objectAt(eff, "hbm"), "fraction", 0.92);
   if (!hw.peak.count("bf16") || hw.hbmBytes <= 0 || hw.hbmBytesPerSecond <= 0 ||
       hw.nvlink.bytesPerSecond <= 0 || hw.network.bytesPerSecond <= 0) {
     error = path + ": GPU '" + gpu +

@@ -263,19 +263,21 @@ std::string cuda::kernelName(void *function) {
 
 std::unique_ptr<Communicator>
 anvil::rt::deviceAxisCommunicator(std::unique_ptr<Communicator> axis) {
-  // ANVIL_NCCL=0 keeps the collectives on the host transport (to compare).
-  if (const char *use = std::getenv("ANVIL_NCCL");
-      use && std::string(use) == "0")
-    return axis;
+  // ANVIL_NCCL=0 keeps the collectives on the host transport (to compare);
+  // every rank takes part in the agreement either way.
+  const char *use = std::getenv("ANVIL_NCCL");
+  bool wanted = !(use && std::string(use) == "0");
   Expected<std::unique_ptr<Communicator>> nccl =
-      cuda::makeNCCLCommunicator(axis);
+      cuda::makeNCCLCommunicator(axis, wanted);
   if (nccl)
     return std::move(*nccl);
-  if (axis->rank() == 0)
+  // Each rank says why it could not (rank 0 also when another could not).
+  if (wanted && (axis->rank() == 0 || nccl.status().message().find(
+                                          "another rank") == std::string::npos))
     std::fprintf(stderr,
-                 "anvil: %s; the collectives of this mesh axis (%d ranks) "
-                 "go over %s\n",
-                 nccl.status().message().c_str(), axis->size(),
+                 "anvil: rank %d: %s; the collectives of this mesh axis (%d "
+                 "ranks) go over %s\n",
+                 axis->rank(), nccl.status().message().c_str(), axis->size(),
                  axis->transport().c_str());
   return axis;
 }

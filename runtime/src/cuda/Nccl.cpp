@@ -144,7 +144,7 @@ public:
     Expected<std::unique_ptr<Communicator>> part = host->split(color, key);
     if (!part)
       return part.status();
-    return cuda::makeNCCLCommunicator(*part);
+    return cuda::makeNCCLCommunicator(*part, /*wanted=*/true);
   }
   void abort(int code) override { host->abort(code); }
 
@@ -179,17 +179,25 @@ private:
 } // namespace
 
 Expected<std::unique_ptr<Communicator>>
-cuda::makeNCCLCommunicator(std::unique_ptr<Communicator> &host) {
-  // Every rank learns whether every rank can: a rank that failed alone
-  // would leave the others waiting for its unique id.
+cuda::makeNCCLCommunicator(std::unique_ptr<Communicator> &host, bool wanted) {
+  // Every rank learns whether every rank can (and wants to): a rank that
+  // failed alone would leave the others waiting for its unique id.
   Expected<const Nccl *> loaded = nccl();
-  Status local = loaded ? initialize() : loaded.status();
-  float failed = local.isOk() ? 0.0f : 1.0f;
-  if (Status st = host->allReduce(&failed, 1, ReduceOp::Max); !st.isOk())
-    return st.withContext("agreeing on NCCL");
+  Status local = !wanted  ? unavailable("not wanted here (ANVIL_NCCL=0)")
+                 : loaded ? initialize()
+                          : loaded.status();
+  auto agree = [&](bool ok, const char *what) -> Expected<bool> {
+    float failed = ok ? 0.0f : 1.0f;
+    if (Status st = host->allReduce(&failed, 1, ReduceOp::Max); !st.isOk())
+      return st.withContext(what);
+    return failed == 0.0f;
+  };
+  Expected<bool> all = agree(local.isOk(), "agreeing on NCCL");
+  if (!all)
+    return all.status();
   if (!local.isOk())
     return local;
-  if (failed != 0.0f)
+  if (!*all)
     return unavailable("another rank of the axis could not start it");
   const Nccl &n = **loaded;
   struct {
@@ -203,12 +211,25 @@ cuda::makeNCCLCommunicator(std::unique_ptr<Communicator> &host) {
   if (!message.ok)
     return unavailable("ncclGetUniqueId failed on rank 0");
   ncclComm_t comm = nullptr;
-  if (ncclResult_t r =
-          n.commInitRank(&comm, host->size(), message.id, host->rank());
-      r != ncclSuccess)
-    return unavailable(
-        "ncclCommInitRank (rank " + std::to_string(host->rank()) + " of " +
-        std::to_string(host->size()) + ") failed: " + n.getErrorString(r));
+  ncclResult_t r =
+      n.commInitRank(&comm, host->size(), message.id, host->rank());
+  // Where the initialization returned on every rank, they agree again: a
+  // rank that failed must not leave the others on NCCL. (A rank that fails
+  // while another waits inside ncclCommInitRank is NCCL's to time out.)
+  Expected<bool> joined = agree(r == ncclSuccess, "agreeing on NCCL's start");
+  if (!joined || !*joined) {
+    if (r == ncclSuccess)
+      n.commDestroy(comm);
+    if (!joined)
+      return joined.status();
+    return unavailable(r != ncclSuccess
+                           ? "ncclCommInitRank (rank " +
+                                 std::to_string(host->rank()) + " of " +
+                                 std::to_string(host->size()) +
+                                 ") failed: " + n.getErrorString(r)
+                           : std::string("ncclCommInitRank failed on another "
+                                         "rank of the axis"));
+  }
   return std::unique_ptr<Communicator>(
       new NCCLCommunicator(n, std::move(host), comm));
 }

@@ -115,11 +115,16 @@ def AnvilFP8Pass : Pass<"anvil-fp8", "mlir::ModuleOp"> {
       training step is built, anvil-fp8-delayed-scaling gives
       @train_step the histories and the scales. Until then, and in
       evaluation, the quantizations scale by the current amax.
-    - `mxfp8`: MX block scaling, blocks of `block-size` (32) elements along
-      each GEMM's contraction dimension, each with a power-of-two (E8M0)
-      scale: the operands' K, and the gradient's last dimension (the
-      contraction of dX = dY W^T). A dimension the blocks do not divide
-      fails naming the GEMM, the operand and the dimension.
+    - `mxfp8`: MX block scaling, blocks of `block-size` (32) elements, each
+      with a power-of-two (E8M0) scale: the forward GEMM's operands along
+      its contraction K, the output gradient along its last dimension N
+      (the contraction of dX = dY W^T). The backward GEMMs read those same
+      quantized values: W blocked along K in dX (whose contraction is N),
+      X and dY blocked along K and N in dW = X^T dY (whose contraction is
+      the tokens). Transformer Engine quantizes those operands a second
+      time along the other dimension; Anvil does not yet. A dimension the
+      blocks do not divide fails naming the GEMM, the operand and the
+      dimension.
 
     In a program partitioned over a tensor-parallel axis, `amax-axis=tp`
     reduces every tensorwise amax over its ranks (a split operand is then
@@ -149,17 +154,22 @@ def AnvilFP8DelayedScalingPass
     histories): every `anvil.fp8_quantize` of `function` with a `history`
     and a forward format gets
 
-    - a state argument `fp8.amax_history.<history>`, `tensor<Lxf32>` of
-      zeros (L = `history-length`), checkpointed with the rest of the
-      state; a name used twice gets `.1`, `.2`, ...;
+    - state arguments `fp8.amax_history.<history>`, `tensor<Lxf32>` of
+      zeros (L = `history-length`), and `fp8.scale.<history>`, a scalar
+      starting at 1, checkpointed with the rest of the state; a name used
+      twice gets `.1`, `.2`, ...;
     - the scale `fmax / a / 2^margin`, where `a` is the history's maximum
-      (`amax-compute=max`) or its newest entry (`most_recent`), and 1
-      while `a` is zero or not finite (the first step). The op takes it as
-      its `scale` operand;
+      (`amax-compute=max`) or its newest entry (`most_recent`); where `a`
+      is zero or not finite, or that scale would not be finite, the
+      previous step's scale stays (Transformer Engine's rule; 1 at the
+      start). The op takes it as its `scale` operand, and it is the new
+      value of `fp8.scale.<history>`;
     - the updated history as a result tied to the argument: this step's
       amax first (reduced with `max` over every axis of the module's
       anvil.mesh, so that all ranks keep the same history and scale), then
-      the first L - 1 entries of the old one.
+      the first L - 1 entries of the old one. A non-finite amax (an
+      overflowing step) is recorded as it is, as Transformer Engine does:
+      under `max` it holds the scale where it was for L steps.
 
     The quantization of step t thus uses the amaxes of steps t - L ... t - 1.
     The gradient's quantizations (built by autodiff from the forward

@@ -175,7 +175,7 @@ std::pair<Value, SmallVector<int64_t>> columnsOf(Value memref, scf::ForOp loop,
 /// scatter of rows: the embedding gradient) becomes the parallel nest
 /// around the sequential loop, so that a thread per element runs the rows
 /// in their order. `loop`'s other ops must read nothing the nest writes.
-bool hoistColumnLoops(scf::ForOp loop) {
+bool hoistColumnLoops(scf::ForOp loop, ArrayRef<func::CallOp> calls) {
   Block *body = loop.getBody();
   if (loop.getNumRegionIterArgs() != 0 || body->getOperations().size() < 2)
     return false;
@@ -254,6 +254,28 @@ bool hoistColumnLoops(scf::ForOp loop) {
     }
     if (!isMemoryEffectFree(&op))
       return false;
+  }
+  // Distinct buffers: what the nest writes is an argument of the dispatch
+  // laid out with a nonzero stride in each trailing dimension, and no call
+  // passes it as another argument too (a read through another name could
+  // reach another column).
+  auto fn = loop->getParentOfType<func::FuncOp>();
+  for (const auto &[source, offsets] : written) {
+    auto arg = dyn_cast<BlockArgument>(source);
+    auto type = dyn_cast<MemRefType>(source.getType());
+    if (!arg || arg.getOwner() != &fn.front() || !type)
+      return false;
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(type.getStridesAndOffset(strides, offset)) ||
+        llvm::any_of(ArrayRef(strides).take_back(n),
+                     [](int64_t s) { return s == 0; }))
+      return false;
+    for (func::CallOp call : calls)
+      for (auto [i, other] : llvm::enumerate(call.getOperands()))
+        if (i != arg.getArgNumber() &&
+            other == call.getOperand(arg.getArgNumber()))
+          return false;
   }
   // for t { pre(t); parallel j { body(t, j) } }  ->
   // parallel j { for t { pre(t); body(t, j) } }
@@ -407,7 +429,7 @@ struct AnvilCUDAMapDispatchesPass
       // A sequential loop around a column loop: the columns outermost.
       for (auto loop :
            llvm::make_early_inc_range(fn.front().getOps<scf::ForOp>()))
-        hoistColumnLoops(loop);
+        hoistColumnLoops(loop, calls.lookup(fn.getName()));
 
       // Every loop nest onto a grid when the body is nothing else.
       SmallVector<std::pair<scf::ParallelOp, Space>> nests;

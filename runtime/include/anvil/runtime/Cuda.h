@@ -70,15 +70,16 @@ Status synchronizeDefaultStream(const char *after);
 
 /// An NCCL communicator over the ranks of `host` (an MPI communicator of
 /// one mesh axis), a collective call of its ranks: they agree that each
-/// can open NCCL and its device, rank 0's ncclUniqueId goes to the others
-/// through `host`, then every rank joins with ncclCommInitRank. On success
-/// the result owns `host` (moved from); on failure, on every rank, `host`
-/// is left as it was. The f32 collectives of device-addressable buffers
+/// wants it (`wanted`) and can open NCCL and its device, rank 0's
+/// ncclUniqueId goes to the others through `host`, every rank joins with
+/// ncclCommInitRank, and they agree that all joined. On success the result
+/// owns `host` (moved from); on failure, on every rank, `host` is left as
+/// it was. The f32 collectives of device-addressable buffers
 /// run in NCCL; host buffers, broadcast, barrier, split and abort stay with
 /// `host`. NCCL is opened at run time (libnccl.so.2): its absence is an
 /// error here, not a missing library at start-up.
 Expected<std::unique_ptr<Communicator>>
-makeNCCLCommunicator(std::unique_ptr<Communicator> &host);
+makeNCCLCommunicator(std::unique_ptr<Communicator> &host, bool wanted);
 
 } // namespace anvil::rt::cuda
 
