@@ -217,3 +217,16 @@ struct AnvilAutodiffPass
 };
 
 } // namespace
+
+llvm::DenseSet<Operation *> mlir::anvil::lossForwardOps(func::FuncOp fn) {
+  auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+  llvm::DenseSet<Operation *> forward;
+  SmallVector<Value> work = {ret.getOperand(0)};
+  while (!work.empty()) {
+    Operation *def = work.pop_back_val().getDefiningOp();
+    if (!def || !forward.insert(def).second)
+      continue;
+    llvm::append_range(work, def->getOperands());
+  }
+  return forward;
+}

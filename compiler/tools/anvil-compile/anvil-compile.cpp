@@ -28,6 +28,7 @@
 #include "anvil/Target/CPU/CPUBackend.h"
 #include "anvil/Target/CUDA/CUDABackend.h"
 #include "anvil/Target/Manifest.h"
+#include "anvil/Training/Autodiff.h"
 #include "anvil/Training/Passes.h"
 #include "anvil/Transforms/Passes.h"
 
@@ -320,14 +321,8 @@ RankFigures rankFigures(mlir::func::FuncOp train) {
   // kept for the backward pass.
   auto ret =
       cast<mlir::func::ReturnOp>(train.getBody().front().getTerminator());
-  llvm::DenseSet<mlir::Operation *> forward;
-  SmallVector<mlir::Value> work = {ret.getOperand(0)};
-  while (!work.empty()) {
-    mlir::Operation *def = work.pop_back_val().getDefiningOp();
-    if (!def || !forward.insert(def).second)
-      continue;
-    llvm::append_range(work, def->getOperands());
-  }
+  llvm::DenseSet<mlir::Operation *> forward =
+      mlir::anvil::lossForwardOps(train);
   for (mlir::Operation *op : forward)
     for (mlir::Value v : op->getResults())
       // (constants are data of the program, not activations)

@@ -22,6 +22,7 @@
 #include "anvil/Dialect/Anvil/IR/AnvilOps.h"
 #include "anvil/Frontend/Graph.h"
 #include "anvil/Frontend/Models/Registry.h"
+#include "anvil/Training/Autodiff.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -139,14 +140,7 @@ std::optional<ProgramFacts> readProgram(MLIRContext &context,
 
   // The forward pass: what the loss depends on.
   auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
-  llvm::DenseSet<Operation *> forward;
-  SmallVector<Value> work = {ret.getOperand(0)};
-  while (!work.empty()) {
-    Operation *def = work.pop_back_val().getDefiningOp();
-    if (!def || !forward.insert(def).second)
-      continue;
-    llvm::append_range(work, def->getOperands());
-  }
+  llvm::DenseSet<Operation *> forward = ad::lossForwardOps(step);
   // Values computed from the batch (not from parameters alone).
   llvm::DenseSet<Operation *> fromBatch;
   step.walk([&](Operation *op) {

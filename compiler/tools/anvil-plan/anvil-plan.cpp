@@ -312,8 +312,8 @@ int main(int argc, char **argv) {
     return fixed > 0 ? std::vector<int64_t>{fixed} : range;
   };
   std::vector<Config> configs;
-  for (int64_t t :
-       candidates(tp, divisorsOf(gpus, std::min<int64_t>(hw->nvlinkDomain, 64))))
+  for (int64_t t : candidates(
+           tp, divisorsOf(gpus, std::min<int64_t>(hw->nvlinkDomain, 64))))
     for (int64_t x : candidates(cp, {1, 2, 4, 8}))
       for (int64_t p : candidates(pp, {1, 2, 4, 8, 16, 32}))
         for (int64_t v : candidates(vp, {1, 2, 3, 4, 6, 8, 12, 16})) {

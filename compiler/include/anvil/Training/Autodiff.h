@@ -10,6 +10,7 @@
 #define ANVIL_TRAINING_AUTODIFF_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include <string>
 
@@ -30,6 +31,11 @@ struct Gradients {
 /// active op without a VJP rule.
 FailureOr<Gradients> differentiate(func::FuncOp fn, bool wrtInputs,
                                    Value seed = {});
+
+/// The ops of `fn` that its first result (the loss) depends on: the forward
+/// pass of a differentiated step. Values they produce that other ops read
+/// (the VJP rules) are the activations kept for the backward pass.
+llvm::DenseSet<Operation *> lossForwardOps(func::FuncOp fn);
 
 /// Erases the ops of `fn` whose results nothing uses (pure anvil ops only):
 /// gradients the VJP rules built for operands that need none (the frozen
