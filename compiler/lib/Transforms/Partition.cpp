@@ -32,9 +32,16 @@
 
 #include "anvil/Dialect/Anvil/IR/AnvilEmit.h"
 #include "anvil/Dialect/Anvil/IR/AnvilOps.h"
+#include "anvil/Transforms/ShardingModels.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Shard/Transforms/Passes.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Pass/PassManager.h"
 
 namespace mlir::anvil {
 #define GEN_PASS_DEF_ANVILPARTITIONPASS
@@ -183,8 +190,11 @@ Value Partitioner::gatherAlong(OpBuilder &b, Location loc, Value x,
   return swapToFront(b, loc, all, dim);
 }
 
-Value Partitioner::localBlock(OpBuilder &b, Location loc, Value x,
-                              int64_t dim) {
+/// This rank's block of `x` (the same on every rank of `axis`, `ranks`
+/// ranks) along `dim`: a gather of its rows, whose gradient puts the
+/// rank's block back in place.
+static Value blockOf(OpBuilder &b, Location loc, Value x, int64_t dim,
+                     StringRef axis, int64_t ranks) {
   Emit e{b, loc};
   auto type = cast<RankedTensorType>(x.getType());
   int64_t block = type.getDimSize(dim) / ranks;
@@ -200,8 +210,14 @@ Value Partitioner::localBlock(OpBuilder &b, Location loc, Value x,
       e.add(ConstantOp::create(b, loc, indexType,
                                DenseElementsAttr::get(indexType, iota)),
             e.broadcast(first, indexType, {}));
-  return GatherOp::create(b, loc, localType(type, Spec{dim, 1}), x, indices,
-                          dim);
+  SmallVector<int64_t> shape(type.getShape());
+  shape[dim] = block;
+  return GatherOp::create(b, loc, type.clone(shape), x, indices, dim);
+}
+
+Value Partitioner::localBlock(OpBuilder &b, Location loc, Value x,
+                              int64_t dim) {
+  return blockOf(b, loc, x, dim, axis, ranks);
 }
 
 Value Partitioner::localIndices(OpBuilder &b, Location loc, Value ids,
@@ -500,12 +516,339 @@ LogicalResult Partitioner::run() {
   return success();
 }
 
+/// anvil-partition through the upstream shard dialect: the parameters'
+/// splits become `shard.shard` annotations, `sharding-propagation` and
+/// `shard-partition` make one rank's program over the models of
+/// ShardingModels.cpp, and what they leave of the shard dialect becomes
+/// anvil's: `shard.all_reduce` an `anvil.all_reduce`, `shard.all_slice` the
+/// rank's block of an axis copy. Replicated values entering split
+/// computation go through `anvil.axis_copy`, as in anvil's rules, so that
+/// differentiation gives the backward pass its sums. The work is done on a
+/// copy of the function, which replaces it only when every step succeeds.
+class ShardDialectPartitioner {
+public:
+  using RunPipeline = function_ref<LogicalResult(OpPassManager &, Operation *)>;
+
+  ShardDialectPartitioner(ModuleOp module, func::FuncOp fn, StringRef axis,
+                          int64_t ranks, RunPipeline runPipeline)
+      : module(module), fn(fn), axis(axis), ranks(ranks),
+        runPipeline(runPipeline) {}
+
+  /// Partitions `fn`; on failure `fn` is as it was and `whyNot` says why
+  /// the shard dialect does not cover it.
+  LogicalResult run(std::string &whyNot);
+
+private:
+  /// Why `fn` is outside what the shard dialect covers, before trying.
+  std::string precheck();
+  LogicalResult annotate(func::FuncOp copy, std::string &whyNot);
+  LogicalResult markCopiesAndCheck(func::FuncOp copy, std::string &whyNot);
+  void normalize(func::FuncOp copy);
+  LogicalResult toAnvil(func::FuncOp copy, std::string &whyNot);
+  Value sharding(OpBuilder &b, Location loc, int64_t rank,
+                 std::optional<int64_t> splitDim);
+  static std::string where(Operation *op) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    os << "'" << op->getName() << "' at " << op->getLoc();
+    return s;
+  }
+
+  ModuleOp module;
+  func::FuncOp fn;
+  std::string axis;
+  int64_t ranks;
+  RunPipeline runPipeline;
+  StringAttr grid;
+  /// The split parameters' `anvil.sharding` with their whole shapes.
+  SmallVector<std::pair<unsigned, DictionaryAttr>> wholeShapes;
+};
+
+/// The attribute that carries, from propagation through partitioning, the
+/// operands of an op that enter its split computation replicated.
+constexpr StringLiteral kCopyOperands = "__anvil_partition_copy_operands";
+
+/// The sharding of `v` as its users see it: that of the `shard.shard` it
+/// comes from, or replicated.
+static bool isSplit(Value v) {
+  auto shardOp = v.getDefiningOp<shard::ShardOp>();
+  return shardOp && !shard::isFullReplication(shard::Sharding(shardOp.getSharding()));
+}
+
+/// Whether `result` is annotated split by its producer.
+static bool isSplitResult(Value result) {
+  return llvm::any_of(result.getUsers(), [](Operation *user) {
+    auto shardOp = dyn_cast<shard::ShardOp>(user);
+    return shardOp && !shardOp.getAnnotateForUsers() &&
+           !shard::isFullReplication(shard::Sharding(shardOp.getSharding()));
+  });
+}
+
+static bool isShardable(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  return t && t.getRank() > 0;
+}
+
+std::string ShardDialectPartitioner::precheck() {
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+    auto s =
+        fn.getArgAttrOfType<DictionaryAttr>(i, AnvilDialect::kShardingAttrName);
+    auto splitAxis = s ? s.getAs<StringAttr>("split_axis") : StringAttr();
+    if (!splitAxis || splitAxis.getValue() != axis)
+      continue;
+    std::string name = "argument #" + std::to_string(i);
+    if (auto p = fn.getArgAttrOfType<ParamAttr>(i, AnvilDialect::kParamAttrName))
+      name = "'" + p.getName().str() + "'";
+    int64_t dim = s.getAs<IntegerAttr>("split_dim").getInt();
+    int64_t groups = s.getAs<IntegerAttr>("split_groups").getInt();
+    if (groups > 1)
+      return name + " splits dimension " + std::to_string(dim) + " in " +
+             std::to_string(groups) +
+             " groups, which a shard.sharding (even blocks) cannot express";
+    if (cast<RankedTensorType>(fn.getArgumentTypes()[i]).getDimSize(dim) %
+            ranks !=
+        0)
+      return "dimension " + std::to_string(dim) + " of " + name +
+             " does not divide by the axis's ranks";
+    for (Operation *user : fn.getArgument(i).getUsers())
+      if (!hasShardLoopModel(user))
+        return where(user) + " takes " + name +
+               " split, and the shard dialect has no loops for it";
+  }
+  return {};
+}
+
+Value ShardDialectPartitioner::sharding(OpBuilder &b, Location loc,
+                                        int64_t rank,
+                                        std::optional<int64_t> splitDim) {
+  SmallVector<shard::GridAxesAttr> axes(splitDim ? *splitDim + 1 : 1,
+                                        shard::GridAxesAttr::get(
+                                            b.getContext(), ArrayRef<int16_t>{}));
+  if (splitDim)
+    axes[*splitDim] = shard::GridAxesAttr::get(b.getContext(), {int16_t(0)});
+  return shard::ShardingOp::create(b, loc, FlatSymbolRefAttr::get(grid), axes);
+}
+
+LogicalResult ShardDialectPartitioner::annotate(func::FuncOp copy,
+                                                std::string &whyNot) {
+  MLIRContext *ctx = copy.getContext();
+  OpBuilder b(ctx);
+  Block &body = copy.getBody().front();
+  b.setInsertionPointToStart(&body);
+  for (BlockArgument arg : copy.getArguments()) {
+    if (!isShardable(arg.getType()))
+      continue;
+    unsigned i = arg.getArgNumber();
+    std::optional<int64_t> dim;
+    if (auto s = copy.getArgAttrOfType<DictionaryAttr>(
+            i, AnvilDialect::kShardingAttrName)) {
+      auto splitAxis = s.getAs<StringAttr>("split_axis");
+      if (splitAxis && splitAxis.getValue() == axis &&
+          !s.get("global_shape")) {
+        dim = s.getAs<IntegerAttr>("split_dim").getInt();
+        NamedAttrList attrs(s);
+        attrs.set("global_shape", b.getDenseI64ArrayAttr(
+                                      cast<RankedTensorType>(arg.getType())
+                                          .getShape()));
+        // (Recorded once the argument has its local type.)
+        wholeShapes.push_back({i, attrs.getDictionary(ctx)});
+      }
+    }
+    Value s = sharding(b, arg.getLoc(),
+                       cast<RankedTensorType>(arg.getType()).getRank(), dim);
+    auto annotated = shard::ShardOp::create(b, arg.getLoc(), arg, s);
+    arg.replaceAllUsesExcept(annotated, annotated);
+  }
+  // Results are whole on every rank.
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  b.setInsertionPoint(ret);
+  for (OpOperand &result : ret->getOpOperands()) {
+    if (!isShardable(result.get().getType()))
+      continue;
+    Value s = sharding(b, ret.getLoc(), 0, std::nullopt);
+    result.set(shard::ShardOp::create(b, ret.getLoc(), result.get(), s,
+                                      /*annotate_for_users=*/true));
+  }
+  (void)whyNot;
+  return success();
+}
+
+LogicalResult ShardDialectPartitioner::markCopiesAndCheck(func::FuncOp copy,
+                                                          std::string &whyNot) {
+  Builder b(copy.getContext());
+  for (Operation &op : copy.getBody().front().without_terminator()) {
+    if (isa<shard::ShardOp, shard::ShardingOp>(op))
+      continue;
+    bool splitResults = llvm::any_of(op.getResults(), isSplitResult);
+    bool splitOperands = llvm::any_of(op.getOperands(), isSplit);
+    if ((splitResults || splitOperands) && !hasShardLoopModel(&op)) {
+      whyNot = where(&op) + " would take split values, and the shard "
+                            "dialect has no loops for it";
+      return failure();
+    }
+    if (!splitResults)
+      continue;
+    SmallVector<int64_t> copies;
+    for (auto [i, v] : llvm::enumerate(op.getOperands())) {
+      auto t = dyn_cast<RankedTensorType>(v.getType());
+      if (t && isa<FloatType>(t.getElementType()) && !isSplit(v))
+        copies.push_back(i);
+    }
+    if (!copies.empty())
+      op.setAttr(kCopyOperands, b.getDenseI64ArrayAttr(copies));
+  }
+  return success();
+}
+
+void ShardDialectPartitioner::normalize(func::FuncOp copy) {
+  // shard-partition reads a value's sharding from its one `shard.shard`
+  // user and an operand's from its defining `shard.shard`: values that
+  // propagation left alone are replicated.
+  OpBuilder b(copy.getContext());
+  for (Operation &op : llvm::make_early_inc_range(
+           copy.getBody().front().without_terminator())) {
+    if (isa<shard::ShardOp, shard::ShardingOp>(op))
+      continue;
+    for (Value result : op.getResults()) {
+      if (!isShardable(result.getType()) || result.use_empty())
+        continue;
+      shard::ShardOp producer;
+      for (Operation *user : result.getUsers())
+        if (auto s = dyn_cast<shard::ShardOp>(user);
+            s && !s.getAnnotateForUsers())
+          producer = s;
+      if (!producer) {
+        b.setInsertionPointAfter(&op);
+        Value s = sharding(b, op.getLoc(), 0, std::nullopt);
+        producer = shard::ShardOp::create(b, op.getLoc(), result, s);
+      }
+      result.replaceAllUsesExcept(producer, producer);
+    }
+  }
+}
+
+LogicalResult ShardDialectPartitioner::toAnvil(func::FuncOp copy,
+                                               std::string &whyNot) {
+  OpBuilder b(copy.getContext());
+  for (Operation &op :
+       llvm::make_early_inc_range(copy.getBody().front().without_terminator())) {
+    b.setInsertionPoint(&op);
+    if (auto reduce = dyn_cast<shard::AllReduceOp>(op)) {
+      std::optional<CollectiveOp> kind;
+      if (reduce.getReduction() == shard::ReductionKind::Sum)
+        kind = CollectiveOp::sum;
+      else if (reduce.getReduction() == shard::ReductionKind::Max)
+        kind = CollectiveOp::max;
+      if (!kind || reduce.getInput().getType() != reduce.getType()) {
+        whyNot = where(&op) + " is not a sum or maximum of its own type";
+        return failure();
+      }
+      op.replaceAllUsesWith(
+          AllReduceOp::create(b, op.getLoc(), *kind, reduce.getInput(), axis)
+              ->getResults());
+      op.erase();
+      continue;
+    }
+    if (auto slice = dyn_cast<shard::AllSliceOp>(op)) {
+      Value whole = slice.getInput();
+      if (isa<FloatType>(
+              cast<RankedTensorType>(whole.getType()).getElementType()))
+        whole = AxisCopyOp::create(b, op.getLoc(), whole, axis);
+      op.replaceAllUsesWith(
+          ValueRange{blockOf(b, op.getLoc(), whole, slice.getSliceAxis().getSExtValue(), axis,
+                             ranks)});
+      op.erase();
+      continue;
+    }
+    if (!isa<AnvilDialect>(op.getDialect())) {
+      whyNot = "the shard dialect's partitioning made " + where(&op) +
+               (isa<shard::AllGatherOp>(op)
+                    ? ", which gathers a split value whole; anvil's rules "
+                      "keep such values split"
+                    : ", which anvil does not lower");
+      return failure();
+    }
+  }
+  // The replicated operands of split computation.
+  DenseMap<Value, Value> copied;
+  for (Operation &op : copy.getBody().front().without_terminator()) {
+    auto copies = op.getAttrOfType<DenseI64ArrayAttr>(kCopyOperands);
+    if (!copies)
+      continue;
+    op.removeAttr(kCopyOperands);
+    for (int64_t i : copies.asArrayRef()) {
+      Value v = op.getOperand(i);
+      Value &c = copied[v];
+      if (!c) {
+        b.setInsertionPointAfterValue(v);
+        c = AxisCopyOp::create(b, op.getLoc(), v, axis);
+      }
+      op.setOperand(i, c);
+    }
+  }
+  return success();
+}
+
+LogicalResult ShardDialectPartitioner::run(std::string &whyNot) {
+  whyNot = precheck();
+  if (!whyNot.empty())
+    return failure();
+  MLIRContext *ctx = module.getContext();
+  // Errors of the upstream passes say why they do not apply; they are
+  // kept, not reported.
+  ScopedDiagnosticHandler capture(ctx, [&](Diagnostic &d) {
+    if (d.getSeverity() == DiagnosticSeverity::Error && whyNot.empty()) {
+      llvm::raw_string_ostream os(whyNot);
+      os << d.getLocation() << ": " << d.str();
+    }
+    return success();
+  });
+  OpBuilder b(ctx);
+  b.setInsertionPointToStart(module.getBody());
+  SymbolTable symbols(module);
+  std::string gridName = "anvil_" + axis;
+  for (int n = 0; symbols.lookup(gridName); ++n)
+    gridName = "anvil_" + axis + "_" + std::to_string(n);
+  auto gridOp = shard::GridOp::create(b, fn.getLoc(), gridName, {ranks});
+  grid = gridOp.getSymNameAttr();
+  b.setInsertionPointAfter(fn);
+  auto copy = cast<func::FuncOp>(b.clone(*fn));
+  copy.setName(gridName + "_partitioned");
+  auto cleanUp = [&] {
+    copy.erase();
+    gridOp.erase();
+    return failure();
+  };
+
+  OpPassManager propagate(func::FuncOp::getOperationName());
+  propagate.addPass(shard::createShardingPropagation());
+  OpPassManager partition(func::FuncOp::getOperationName());
+  partition.addPass(shard::createPartition());
+  if (failed(annotate(copy, whyNot)) ||
+      failed(runPipeline(propagate, copy)) ||
+      failed(markCopiesAndCheck(copy, whyNot)))
+    return cleanUp();
+  normalize(copy);
+  if (failed(runPipeline(partition, copy)) || failed(toAnvil(copy, whyNot)))
+    return cleanUp();
+  gridOp.erase();
+  for (auto [i, sharding] : wholeShapes)
+    copy.setArgAttr(i, AnvilDialect::kShardingAttrName, sharding);
+  copy.setName(fn.getName());
+  fn.erase();
+  fn = copy;
+  copy->setAttr(AnvilDialect::kPartitionerAttrName, b.getStringAttr("shard"));
+  return success();
+}
+
 struct AnvilPartitionPass
     : mlir::anvil::impl::AnvilPartitionPassBase<AnvilPartitionPass> {
   using AnvilPartitionPassBase::AnvilPartitionPassBase;
   void getDependentDialects(DialectRegistry &registry) const override {
     AnvilPartitionPassBase::getDependentDialects(registry);
     registerShardingRuleExternalModels(registry);
+    registerUpstreamShardingModels(registry);
+    registry.insert<shard::ShardDialect>();
   }
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -522,9 +865,35 @@ struct AnvilPartitionPass
     }
     if (ranks == 1)
       return;
+    if (engine != "auto" && engine != "shard" && engine != "anvil") {
+      module.emitError("anvil-partition: engine=")
+          << engine << ": the partitioners are auto, shard and anvil";
+      return signalPassFailure();
+    }
+    if (engine != "anvil") {
+      std::string whyNot =
+          sequenceParallel ? "sequence parallelism has anvil's rules only"
+                           : std::string();
+      if (whyNot.empty()) {
+        ShardDialectPartitioner upstream(
+            module, fn, axis, ranks,
+            [&](OpPassManager &pm, Operation *op) {
+              return runPipeline(pm, op);
+            });
+        if (succeeded(upstream.run(whyNot)))
+          return;
+      }
+      if (engine == "shard") {
+        fn.emitError("anvil-partition: the shard dialect does not partition @")
+            << function << ": " << whyNot;
+        return signalPassFailure();
+      }
+    }
     if (failed(
             Partitioner(fn, axis, ranks, sequenceParallel, sequenceDim).run()))
       return signalPassFailure();
+    fn->setAttr(AnvilDialect::kPartitionerAttrName,
+                StringAttr::get(&getContext(), "anvil"));
   }
 };
 

@@ -202,6 +202,14 @@ cl::opt<bool> sequenceParallel(
              "run on each rank's 1/N of the sequence; reduce-scatters and "
              "all-gathers replace the all-reduces)"),
     cl::init(false), cl::cat(category));
+cl::opt<std::string> partitioner(
+    "partitioner",
+    cl::desc("With --mesh tp=N: auto (the upstream shard dialect's "
+             "propagation and partitioning where they cover the model: even "
+             "splits, every op that sees a split value an elementwise op, "
+             "matmul, transpose or broadcast; anvil's own rules elsewhere), "
+             "shard (fail where they do not), or anvil (anvil's rules)"),
+    cl::value_desc("auto|shard|anvil"), cl::init("auto"), cl::cat(category));
 cl::opt<int64_t> zeroStage(
     "zero",
     cl::desc("ZeRO stage: 1 shards the optimizer state over the data-parallel "
@@ -461,17 +469,33 @@ LogicalResult parseMesh() {
   return mlir::success();
 }
 
-/// Marks @forward's parameters with `model`'s tensor-parallel layout and
-/// partitions it into one rank's program over mesh axis tp.
+/// Partitions @forward, whose parameters carry their tensor-parallel
+/// layout, into one rank's program over mesh axis tp; `model` is the zoo
+/// model (null for a file).
 LogicalResult partitionTensorParallel(mlir::ModuleOp module,
-                                      const ModelInfo &model) {
-  if (!markTensorParallelLayout(module, model)) {
+                                      const ModelInfo *model) {
+  if (!model) {
+    auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
+    bool laidOut = false;
+    for (unsigned i = 0; forward && i < forward.getNumArguments(); ++i)
+      if (auto s = forward.getArgAttrOfType<mlir::DictionaryAttr>(
+              i, mlir::anvil::AnvilDialect::kShardingAttrName))
+        laidOut |= s.get("split_axis") == mlir::StringAttr::get(
+                                              module.getContext(), "tp");
+    if (!laidOut) {
+      error("--mesh tp=" + std::to_string(tensorParallel) + ": '" + inputFile +
+            "': no parameter of @forward has a tensor-parallel layout "
+            "(anvil.sharding = {split_axis = \"tp\", split_dim = D, "
+            "split_groups = 1})");
+      return mlir::failure();
+    }
+  } else if (!markTensorParallelLayout(module, *model)) {
     std::string with;
     for (const ModelInfo &m : listModels())
       if (!m.tensorParallel.empty())
         with += (with.empty() ? "" : ", ") + m.name;
     error("--mesh tp=" + std::to_string(tensorParallel) + ": model '" +
-          model.name +
+          model->name +
           "' has no tensor-parallel layout yet (models with "
           "one: " +
           with + ")");
@@ -479,9 +503,10 @@ LogicalResult partitionTensorParallel(mlir::ModuleOp module,
   }
   mlir::PassManager pm(module.getContext());
   std::string pipeline = "anvil-partition{axis=tp sequence-parallel=" +
-                         std::string(sequenceParallel ? "true" : "false") + "}";
+                         std::string(sequenceParallel ? "true" : "false") +
+                         " engine=" + partitioner + "}";
   if (failed(mlir::parsePassPipeline(pipeline, pm)) || failed(pm.run(module))) {
-    bool padding = llvm::is_contained(model.fields, "pad_vocab_to");
+    bool padding = model && llvm::is_contained(model->fields, "pad_vocab_to");
     error("--mesh tp=" + std::to_string(tensorParallel) +
           ": could not partition the model (see above)" +
           (padding ? " (a vocabulary that does not divide can be padded "
@@ -683,9 +708,13 @@ int main(int argc, char **argv) {
   if (sequenceParallel && tensorParallel == 1)
     return error("--sequence-parallel splits the sequence over the "
                  "tensor-parallel ranks: give --mesh tp=N with N > 1");
-  if (fromFile && (dataParallel > 1 || tensorParallel > 1))
-    return error("--mesh needs a zoo model (--model, --config) for now: it "
-                 "divides the model's batch among the ranks");
+  if (fromFile && dataParallel > 1)
+    return error("--mesh dp=N needs a zoo model (--model, --config) for now: "
+                 "it divides the model's batch among the ranks");
+  if (partitioner != "auto" && partitioner != "shard" &&
+      partitioner != "anvil")
+    return error("--partitioner=" + partitioner +
+                 ": the partitioners are auto, shard and anvil");
   if (fromFile && (!modelName.empty() || !configName.empty()))
     return error("give either an .mlir file or --model/--config, not both");
   if (!fromFile && (modelName.empty() || configName.empty()))
@@ -805,8 +834,8 @@ int main(int argc, char **argv) {
     if (built.module->getOperation()->hasAttr(
             mlir::anvil::AnvilDialect::kMeshAttrName))
       return error("'" + inputFile +
-                   "' has an anvil.mesh: sharded programs are built from the "
-                   "zoo with --mesh for now");
+                   "' has an anvil.mesh: give the mesh with --mesh (tp=N "
+                   "partitions the parameters' anvil.sharding layouts)");
     if (report != Report::None)
       return error("--report describes zoo models; use anvil-opt "
                    "--anvil-cost-report on a file");
@@ -872,7 +901,8 @@ int main(int argc, char **argv) {
         module->setAttr(mlir::anvil::AnvilDialect::kMeshAttrName,
                         b.getDictionaryAttr(axes));
         if (tensorParallel > 1)
-          return partitionTensorParallel(module, *findModel(modelName));
+          return partitionTensorParallel(
+              module, fromFile ? nullptr : findModel(modelName));
         return mlir::success();
       })))
     return 1;

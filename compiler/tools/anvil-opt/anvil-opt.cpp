@@ -14,6 +14,7 @@
 #include "anvil/Target/CUDA/Passes.h"
 #include "anvil/Training/Passes.h"
 #include "anvil/Transforms/Passes.h"
+#include "anvil/Transforms/ShardingModels.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -128,6 +129,9 @@ int main(int argc, char **argv) {
   mlir::linalg::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::scf::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  // The anvil ops as the upstream shard dialect's propagation and
+  // partitioning see them.
+  mlir::anvil::registerUpstreamShardingModels(registry);
   // The CUDA backend's kernels: the NVVM lowering and serialization.
   mlir::anvil::cuda::registerCUDABackendDialects(registry);
 

@@ -71,6 +71,20 @@ def AnvilPartitionPass : Pass<"anvil-partition", "mlir::ModuleOp"> {
     ```
     Errors name the op and the shardings it cannot take, or the parameter,
     dimension and axis that do not divide.
+
+    Two partitioners: the upstream `shard` dialect's (`sharding-propagation`
+    and `shard-partition`, over the loop descriptions that ShardingModels.cpp
+    gives the elementwise ops, matmul, transpose and broadcast, with its
+    `shard.all_reduce` and `shard.all_slice` turned into anvil's collectives
+    and the axis copies added), and anvil's own rules
+    (ShardingRuleOpInterface), which also cover attention, the norms,
+    vocabulary-parallel embeddings and cross-entropy, splits in groups and
+    sequence parallelism. `engine=auto` takes the shard dialect's where it
+    covers the function (every split in even blocks, every op that sees a
+    split value described by loops, no gathered value) and anvil's rules
+    elsewhere; `engine=shard` fails saying why where it does not cover it;
+    `engine=anvil` takes anvil's rules. The function's `anvil.partitioner`
+    says which ran.
   }];
   let options = [
     Option<"axis", "axis", "std::string", /*default=*/"\"tp\"",
@@ -86,6 +100,9 @@ def AnvilPartitionPass : Pass<"anvil-partition", "mlir::ModuleOp"> {
            "all-gathered">,
     Option<"sequenceDim", "sequence-dim", "int64_t", /*default=*/"1",
            "The sequence dimension of the activations ((B, T, C): 1)">,
+    Option<"engine", "engine", "std::string", /*default=*/"\"auto\"",
+           "Which partitioner: auto (the upstream shard dialect's where it "
+           "covers the function, anvil's rules elsewhere), shard, or anvil">,
   ];
 }
 

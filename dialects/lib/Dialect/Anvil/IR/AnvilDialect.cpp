@@ -264,6 +264,15 @@ LogicalResult AnvilDialect::verifyOperationAttribute(Operation *op,
                              << "' must be a recipe name on an anvil.matmul";
     return success();
   }
+  // Which partitioner made a tensor-parallel function.
+  if (attr.getName() == kPartitionerAttrName) {
+    auto name = dyn_cast<StringAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !name ||
+        (name.getValue() != "shard" && name.getValue() != "anvil"))
+      return op->emitError() << "'" << kPartitionerAttrName
+                             << "' must be \"shard\" or \"anvil\" on a function";
+    return success();
+  }
   return op->emitError() << "unknown anvil attribute '"
                          << attr.getName().getValue() << "' on an op";
 }

@@ -66,6 +66,10 @@ def Anvil_Dialect : Dialect {
     /// On an anvil.matmul that anvil-fp8 runs in FP8: the recipe
     /// ("current").
     static constexpr ::llvm::StringLiteral kFP8AttrName = "anvil.fp8";
+    /// On a partitioned function: which partitioner made it ("shard", the
+    /// upstream shard dialect's, or "anvil", anvil's own rules).
+    static constexpr ::llvm::StringLiteral kPartitionerAttrName =
+        "anvil.partitioner";
 
   private:
     void registerAttributes();
