@@ -1,4 +1,4 @@
-// RUN: anvil-opt %s --split-input-file --anvil-partition --verify-diagnostics | FileCheck %s
+// RUN: anvil-opt %s --split-input-file --anvil-partition=engine=anvil --verify-diagnostics | FileCheck %s
 
 // Tests Megatron's MLP over tp = 2: the column-parallel matmul's input goes
 // through an axis copy (its gradient is summed over the ranks), the

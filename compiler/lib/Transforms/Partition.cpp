@@ -34,10 +34,12 @@
 #include "anvil/Dialect/Anvil/IR/AnvilOps.h"
 #include "anvil/Transforms/ShardingModels.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Shard/Transforms/Passes.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/SymbolTable.h"
@@ -848,7 +850,10 @@ struct AnvilPartitionPass
     AnvilPartitionPassBase::getDependentDialects(registry);
     registerShardingRuleExternalModels(registry);
     registerUpstreamShardingModels(registry);
-    registry.insert<shard::ShardDialect>();
+    // What the shard dialect's passes create (a dynamic pipeline does not
+    // load its passes' dialects).
+    registry.insert<arith::ArithDialect, shard::ShardDialect,
+                    tensor::TensorDialect>();
   }
   void runOnOperation() override {
     ModuleOp module = getOperation();

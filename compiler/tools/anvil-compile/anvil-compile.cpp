@@ -506,7 +506,8 @@ LogicalResult partitionTensorParallel(mlir::ModuleOp module,
                          std::string(sequenceParallel ? "true" : "false") +
                          " engine=" + partitioner + "}";
   if (failed(mlir::parsePassPipeline(pipeline, pm)) || failed(pm.run(module))) {
-    bool padding = model && llvm::is_contained(model->fields, "pad_vocab_to");
+    bool padding = model && partitioner != "shard" &&
+                   llvm::is_contained(model->fields, "pad_vocab_to");
     error("--mesh tp=" + std::to_string(tensorParallel) +
           ": could not partition the model (see above)" +
           (padding ? " (a vocabulary that does not divide can be padded "

@@ -139,3 +139,8 @@ func.func private @f(tensor<f32> {anvil.state = #anvil.input<name = "x">})
 
 // expected-error@+1 {{result #0: 'anvil.tied_to' must be the index of an argument of the result's type, got 3 : i64}}
 func.func private @f(tensor<f32>) -> (tensor<f32> {anvil.tied_to = 3 : i64})
+
+// -----
+
+// expected-error@+1 {{'anvil.partitioner' must be "shard" or "anvil" on a function}}
+func.func private @f() attributes {anvil.partitioner = "gspmd"}
