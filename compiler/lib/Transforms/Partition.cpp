@@ -574,7 +574,8 @@ constexpr StringLiteral kCopyOperands = "__anvil_partition_copy_operands";
 /// comes from, or replicated.
 static bool isSplit(Value v) {
   auto shardOp = v.getDefiningOp<shard::ShardOp>();
-  return shardOp && !shard::isFullReplication(shard::Sharding(shardOp.getSharding()));
+  return shardOp &&
+         !shard::isFullReplication(shard::Sharding(shardOp.getSharding()));
 }
 
 /// Whether `result` is annotated split by its producer.
@@ -599,7 +600,8 @@ std::string ShardDialectPartitioner::precheck() {
     if (!splitAxis || splitAxis.getValue() != axis)
       continue;
     std::string name = "argument #" + std::to_string(i);
-    if (auto p = fn.getArgAttrOfType<ParamAttr>(i, AnvilDialect::kParamAttrName))
+    if (auto p =
+            fn.getArgAttrOfType<ParamAttr>(i, AnvilDialect::kParamAttrName))
       name = "'" + p.getName().str() + "'";
     int64_t dim = s.getAs<IntegerAttr>("split_dim").getInt();
     int64_t groups = s.getAs<IntegerAttr>("split_groups").getInt();
@@ -623,9 +625,9 @@ std::string ShardDialectPartitioner::precheck() {
 Value ShardDialectPartitioner::sharding(OpBuilder &b, Location loc,
                                         int64_t rank,
                                         std::optional<int64_t> splitDim) {
-  SmallVector<shard::GridAxesAttr> axes(splitDim ? *splitDim + 1 : 1,
-                                        shard::GridAxesAttr::get(
-                                            b.getContext(), ArrayRef<int16_t>{}));
+  SmallVector<shard::GridAxesAttr> axes(
+      splitDim ? *splitDim + 1 : 1,
+      shard::GridAxesAttr::get(b.getContext(), ArrayRef<int16_t>{}));
   if (splitDim)
     axes[*splitDim] = shard::GridAxesAttr::get(b.getContext(), {int16_t(0)});
   return shard::ShardingOp::create(b, loc, FlatSymbolRefAttr::get(grid), axes);
@@ -645,13 +647,12 @@ LogicalResult ShardDialectPartitioner::annotate(func::FuncOp copy,
     if (auto s = copy.getArgAttrOfType<DictionaryAttr>(
             i, AnvilDialect::kShardingAttrName)) {
       auto splitAxis = s.getAs<StringAttr>("split_axis");
-      if (splitAxis && splitAxis.getValue() == axis &&
-          !s.get("global_shape")) {
+      if (splitAxis && splitAxis.getValue() == axis && !s.get("global_shape")) {
         dim = s.getAs<IntegerAttr>("split_dim").getInt();
         NamedAttrList attrs(s);
-        attrs.set("global_shape", b.getDenseI64ArrayAttr(
-                                      cast<RankedTensorType>(arg.getType())
-                                          .getShape()));
+        attrs.set("global_shape",
+                  b.getDenseI64ArrayAttr(
+                      cast<RankedTensorType>(arg.getType()).getShape()));
         // (Recorded once the argument has its local type.)
         wholeShapes.push_back({i, attrs.getDictionary(ctx)});
       }
@@ -732,8 +733,8 @@ void ShardDialectPartitioner::normalize(func::FuncOp copy) {
 LogicalResult ShardDialectPartitioner::toAnvil(func::FuncOp copy,
                                                std::string &whyNot) {
   OpBuilder b(copy.getContext());
-  for (Operation &op :
-       llvm::make_early_inc_range(copy.getBody().front().without_terminator())) {
+  for (Operation &op : llvm::make_early_inc_range(
+           copy.getBody().front().without_terminator())) {
     b.setInsertionPoint(&op);
     if (auto reduce = dyn_cast<shard::AllReduceOp>(op)) {
       std::optional<CollectiveOp> kind;
@@ -756,9 +757,9 @@ LogicalResult ShardDialectPartitioner::toAnvil(func::FuncOp copy,
       if (isa<FloatType>(
               cast<RankedTensorType>(whole.getType()).getElementType()))
         whole = AxisCopyOp::create(b, op.getLoc(), whole, axis);
-      op.replaceAllUsesWith(
-          ValueRange{blockOf(b, op.getLoc(), whole, slice.getSliceAxis().getSExtValue(), axis,
-                             ranks)});
+      op.replaceAllUsesWith(ValueRange{
+          blockOf(b, op.getLoc(), whole, slice.getSliceAxis().getSExtValue(),
+                  axis, ranks)});
       op.erase();
       continue;
     }
@@ -826,8 +827,7 @@ LogicalResult ShardDialectPartitioner::run(std::string &whyNot) {
   propagate.addPass(shard::createShardingPropagation());
   OpPassManager partition(func::FuncOp::getOperationName());
   partition.addPass(shard::createPartition());
-  if (failed(annotate(copy, whyNot)) ||
-      failed(runPipeline(propagate, copy)) ||
+  if (failed(annotate(copy, whyNot)) || failed(runPipeline(propagate, copy)) ||
       failed(markCopiesAndCheck(copy, whyNot)))
     return cleanUp();
   normalize(copy);
@@ -876,15 +876,14 @@ struct AnvilPartitionPass
       return signalPassFailure();
     }
     if (engine != "anvil") {
-      std::string whyNot =
-          sequenceParallel ? "sequence parallelism has anvil's rules only"
-                           : std::string();
+      std::string whyNot = sequenceParallel
+                               ? "sequence parallelism has anvil's rules only"
+                               : std::string();
       if (whyNot.empty()) {
-        ShardDialectPartitioner upstream(
-            module, fn, axis, ranks,
-            [&](OpPassManager &pm, Operation *op) {
-              return runPipeline(pm, op);
-            });
+        ShardDialectPartitioner upstream(module, fn, axis, ranks,
+                                         [&](OpPassManager &pm, Operation *op) {
+                                           return runPipeline(pm, op);
+                                         });
         if (succeeded(upstream.run(whyNot)))
           return;
       }

@@ -206,8 +206,7 @@ struct WholeTensorsModel
   }
 };
 
-template <typename Op>
-void attachOne(MLIRContext *ctx) {
+template <typename Op> void attachOne(MLIRContext *ctx) {
   if constexpr (std::is_same_v<Op, MatmulOp>)
     Op::template attachInterface<MatmulModel>(*ctx);
   else if constexpr (std::is_same_v<Op, TransposeOp>)
@@ -215,14 +214,12 @@ void attachOne(MLIRContext *ctx) {
   else if constexpr (std::is_same_v<Op, BroadcastOp>)
     Op::template attachInterface<BroadcastModel>(*ctx);
   else if constexpr (Op::template hasTrait<OpTrait::Elementwise>())
-    Op::template attachInterface<shard::ElementwiseShardingInterface<Op>>(
-        *ctx);
+    Op::template attachInterface<shard::ElementwiseShardingInterface<Op>>(*ctx);
   else
     Op::template attachInterface<WholeTensorsModel<Op>>(*ctx);
 }
 
-template <typename... Ops>
-void attachAll(MLIRContext *ctx) {
+template <typename... Ops> void attachAll(MLIRContext *ctx) {
   (attachOne<Ops>(ctx), ...);
 }
 

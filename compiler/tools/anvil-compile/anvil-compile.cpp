@@ -480,8 +480,8 @@ LogicalResult partitionTensorParallel(mlir::ModuleOp module,
     for (unsigned i = 0; forward && i < forward.getNumArguments(); ++i)
       if (auto s = forward.getArgAttrOfType<mlir::DictionaryAttr>(
               i, mlir::anvil::AnvilDialect::kShardingAttrName))
-        laidOut |= s.get("split_axis") == mlir::StringAttr::get(
-                                              module.getContext(), "tp");
+        laidOut |= s.get("split_axis") ==
+                   mlir::StringAttr::get(module.getContext(), "tp");
     if (!laidOut) {
       error("--mesh tp=" + std::to_string(tensorParallel) + ": '" + inputFile +
             "': no parameter of @forward has a tensor-parallel layout "
@@ -712,8 +712,7 @@ int main(int argc, char **argv) {
   if (fromFile && dataParallel > 1)
     return error("--mesh dp=N needs a zoo model (--model, --config) for now: "
                  "it divides the model's batch among the ranks");
-  if (partitioner != "auto" && partitioner != "shard" &&
-      partitioner != "anvil")
+  if (partitioner != "auto" && partitioner != "shard" && partitioner != "anvil")
     return error("--partitioner=" + partitioner +
                  ": the partitioners are auto, shard and anvil");
   if (fromFile && (!modelName.empty() || !configName.empty()))

@@ -269,8 +269,9 @@ LogicalResult AnvilDialect::verifyOperationAttribute(Operation *op,
     auto name = dyn_cast<StringAttr>(attr.getValue());
     if (!isa<FunctionOpInterface>(op) || !name ||
         (name.getValue() != "shard" && name.getValue() != "anvil"))
-      return op->emitError() << "'" << kPartitionerAttrName
-                             << "' must be \"shard\" or \"anvil\" on a function";
+      return op->emitError()
+             << "'" << kPartitionerAttrName
+             << "' must be \"shard\" or \"anvil\" on a function";
     return success();
   }
   return op->emitError() << "unknown anvil attribute '"
