@@ -2,7 +2,10 @@
 //
 // anvil-partition turns @forward, whose parameters carry the model's
 // tensor-parallel layout (`anvil.sharding = {split_axis = "tp", split_dim,
-// split_groups}`), into the program one rank of that axis runs:
+// split_groups}`), into the program one rank of that axis runs. Where the
+// upstream shard dialect covers the function, its propagation and
+// partitioning do it (ShardDialectPartitioner below, over the models of
+// ShardingModels.cpp); elsewhere anvil's rules (Partitioner), in three steps:
 //
 // 1. Propagation. Every value gets a sharding over the axis: replicated
 //    (every rank holds all of it), or split (dimension d, in g groups, each
@@ -12,8 +15,8 @@
 //    results' shardings from its operands', or fails naming the op and the
 //    sharding it cannot take. An op whose operands are all replicated
 //    computes replicated results, so only ops on the tensor-parallel path
-//    need a rule. test/Transforms/partition-upstream.mlir shows why these
-//    are not the upstream shard dialect's.
+//    need a rule. test/Transforms/partition-upstream.mlir shows where the
+//    shard dialect stops and these rules take over.
 // 2. Collectives, Megatron's way. A matmul contracting a split dimension
 //    produces partial sums: an `anvil.all_reduce sum` follows it (its
 //    gradient passes through). A replicated value that enters computation
@@ -489,7 +492,7 @@ LogicalResult Partitioner::run() {
     }
     if (auto split = dyn_cast<SplitOp>(op);
         split && rule->results[0].split() &&
-        split.getDim() == rule->results[0].dim) {
+        static_cast<int64_t>(split.getDim()) == rule->results[0].dim) {
       SmallVector<int64_t> sizes;
       for (int64_t n : split.getSizes())
         sizes.push_back(n / ranks);
@@ -763,7 +766,7 @@ LogicalResult ShardDialectPartitioner::toAnvil(func::FuncOp copy,
       op.erase();
       continue;
     }
-    if (!isa<AnvilDialect>(op.getDialect())) {
+    if (!isa_and_nonnull<AnvilDialect>(op.getDialect())) {
       whyNot = "the shard dialect's partitioning made " + where(&op) +
                (isa<shard::AllGatherOp>(op)
                     ? ", which gathers a split value whole; anvil's rules "

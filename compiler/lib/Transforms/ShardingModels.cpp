@@ -227,7 +227,7 @@ template <typename... Ops> void attachAll(MLIRContext *ctx) {
 
 bool mlir::anvil::hasShardLoopModel(Operation *op) {
   return isa<MatmulOp, TransposeOp, BroadcastOp>(op) ||
-         (isa<AnvilDialect>(op->getDialect()) &&
+         (isa_and_nonnull<AnvilDialect>(op->getDialect()) &&
           op->hasTrait<OpTrait::Elementwise>());
 }
 
