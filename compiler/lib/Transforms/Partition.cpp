@@ -46,7 +46,9 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 namespace mlir::anvil {
 #define GEN_PASS_DEF_ANVILPARTITIONPASS
@@ -549,6 +551,10 @@ private:
   LogicalResult annotate(func::FuncOp copy, std::string &whyNot);
   LogicalResult markCopiesAndCheck(func::FuncOp copy, std::string &whyNot);
   void normalize(func::FuncOp copy);
+  /// What shard-partition takes for granted (it asserts, in debug builds
+  /// only): every ranked argument's one use and every result's is a
+  /// `shard.shard`, and every operand comes from one.
+  LogicalResult checkAnnotated(func::FuncOp copy, std::string &whyNot);
   LogicalResult toAnvil(func::FuncOp copy, std::string &whyNot);
   Value sharding(OpBuilder &b, Location loc, int64_t rank,
                  std::optional<int64_t> splitDim);
@@ -600,7 +606,7 @@ std::string ShardDialectPartitioner::precheck() {
     auto s =
         fn.getArgAttrOfType<DictionaryAttr>(i, AnvilDialect::kShardingAttrName);
     auto splitAxis = s ? s.getAs<StringAttr>("split_axis") : StringAttr();
-    if (!splitAxis || splitAxis.getValue() != axis)
+    if (!splitAxis || splitAxis.getValue() != axis || s.get("global_shape"))
       continue;
     std::string name = "argument #" + std::to_string(i);
     if (auto p =
@@ -692,6 +698,22 @@ LogicalResult ShardDialectPartitioner::markCopiesAndCheck(func::FuncOp copy,
                             "dialect has no loops for it";
       return failure();
     }
+    // A broadcast that expands a dimension of size 1 reads element 0 of
+    // it for every index: its model maps that dimension to the loop, which
+    // a split would cut to nothing.
+    if (auto bc = dyn_cast<BroadcastOp>(op); bc && isSplit(bc.getOperand())) {
+      auto annotated = bc.getOperand().getDefiningOp<shard::ShardOp>();
+      ArrayRef<shard::GridAxesAttr> axes =
+          shard::Sharding(annotated.getSharding()).getSplitAxes();
+      auto in = cast<RankedTensorType>(bc.getOperand().getType());
+      for (auto [d, split] : llvm::enumerate(axes))
+        if (!split.empty() && in.getDimSize(d) == 1 &&
+            bc.getType().getDimSize(bc.getDimensions()[d]) != 1) {
+          whyNot = where(&op) + " expands dimension " + std::to_string(d) +
+                   " of size 1, which the shard dialect would split";
+          return failure();
+        }
+    }
     if (!splitResults)
       continue;
     SmallVector<int64_t> copies;
@@ -733,6 +755,35 @@ void ShardDialectPartitioner::normalize(func::FuncOp copy) {
   }
 }
 
+LogicalResult ShardDialectPartitioner::checkAnnotated(func::FuncOp copy,
+                                                      std::string &whyNot) {
+  auto annotatedBy = [](Value v) {
+    return v.hasOneUse() && isa<shard::ShardOp>(*v.getUsers().begin()) &&
+           !cast<shard::ShardOp>(*v.getUsers().begin()).getAnnotateForUsers();
+  };
+  for (BlockArgument arg : copy.getArguments())
+    if (isShardable(arg.getType()) && !annotatedBy(arg)) {
+      whyNot = "argument #" + std::to_string(arg.getArgNumber()) +
+               " is not annotated once";
+      return failure();
+    }
+  for (Operation &op : copy.getBody().front()) {
+    if (isa<shard::ShardOp, shard::ShardingOp>(op))
+      continue;
+    for (Value v : op.getOperands())
+      if (isShardable(v.getType()) && !v.getDefiningOp<shard::ShardOp>()) {
+        whyNot = where(&op) + " has an operand without a sharding";
+        return failure();
+      }
+    for (Value v : op.getResults())
+      if (isShardable(v.getType()) && !annotatedBy(v)) {
+        whyNot = where(&op) + " has a result not annotated once";
+        return failure();
+      }
+  }
+  return success();
+}
+
 LogicalResult ShardDialectPartitioner::toAnvil(func::FuncOp copy,
                                                std::string &whyNot) {
   OpBuilder b(copy.getContext());
@@ -740,18 +791,19 @@ LogicalResult ShardDialectPartitioner::toAnvil(func::FuncOp copy,
            copy.getBody().front().without_terminator())) {
     b.setInsertionPoint(&op);
     if (auto reduce = dyn_cast<shard::AllReduceOp>(op)) {
-      std::optional<CollectiveOp> kind;
-      if (reduce.getReduction() == shard::ReductionKind::Sum)
-        kind = CollectiveOp::sum;
-      else if (reduce.getReduction() == shard::ReductionKind::Max)
-        kind = CollectiveOp::max;
-      if (!kind || reduce.getInput().getType() != reduce.getType()) {
-        whyNot = where(&op) + " is not a sum or maximum of its own type";
+      // Partial sums of float values (a split contraction's): anvil's
+      // all_reduce sum, whose gradient passes through.
+      auto type = dyn_cast<RankedTensorType>(reduce.getType());
+      if (reduce.getReduction() != shard::ReductionKind::Sum || !type ||
+          !isa<FloatType>(type.getElementType()) ||
+          reduce.getInput().getType() != reduce.getType()) {
+        whyNot = where(&op) + " is not a sum of float partial values";
         return failure();
       }
-      op.replaceAllUsesWith(
-          AllReduceOp::create(b, op.getLoc(), *kind, reduce.getInput(), axis)
-              ->getResults());
+      op.replaceAllUsesWith(AllReduceOp::create(b, op.getLoc(),
+                                                CollectiveOp::sum,
+                                                reduce.getInput(), axis)
+                                ->getResults());
       op.erase();
       continue;
     }
@@ -819,12 +871,25 @@ LogicalResult ShardDialectPartitioner::run(std::string &whyNot) {
   grid = gridOp.getSymNameAttr();
   b.setInsertionPointAfter(fn);
   auto copy = cast<func::FuncOp>(b.clone(*fn));
-  copy.setName(gridName + "_partitioned");
+  std::string copyName = gridName + "_partitioned";
+  for (int n = 0; symbols.lookup(copyName); ++n)
+    copyName = gridName + "_partitioned_" + std::to_string(n);
+  copy.setName(copyName);
   auto cleanUp = [&] {
+    if (whyNot.empty())
+      whyNot = "the shard dialect's passes failed";
     copy.erase();
     gridOp.erase();
     return failure();
   };
+  // Unused values get no annotation from propagation, which
+  // shard-partition needs on every value. (Users before producers.)
+  SmallVector<Operation *> ops;
+  for (Operation &op : copy.getBody().front().without_terminator())
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops))
+    if (isOpTriviallyDead(op))
+      op->erase();
 
   OpPassManager propagate(func::FuncOp::getOperationName());
   propagate.addPass(shard::createShardingPropagation());
@@ -834,7 +899,9 @@ LogicalResult ShardDialectPartitioner::run(std::string &whyNot) {
       failed(markCopiesAndCheck(copy, whyNot)))
     return cleanUp();
   normalize(copy);
-  if (failed(runPipeline(partition, copy)) || failed(toAnvil(copy, whyNot)))
+  if (failed(checkAnnotated(copy, whyNot)) ||
+      failed(runPipeline(partition, copy)) || failed(toAnvil(copy, whyNot)) ||
+      failed(verify(copy)))
     return cleanUp();
   gridOp.erase();
   for (auto [i, sharding] : wholeShapes)
@@ -871,13 +938,13 @@ struct AnvilPartitionPass
           << axis << "'";
       return signalPassFailure();
     }
-    if (ranks == 1)
-      return;
     if (engine != "auto" && engine != "shard" && engine != "anvil") {
       module.emitError("anvil-partition: engine=")
           << engine << ": the partitioners are auto, shard and anvil";
       return signalPassFailure();
     }
+    if (ranks == 1)
+      return;
     if (engine != "anvil") {
       std::string whyNot = sequenceParallel
                                ? "sequence parallelism has anvil's rules only"

@@ -80,9 +80,10 @@ def AnvilPartitionPass : Pass<"anvil-partition", "mlir::ModuleOp"> {
     (ShardingRuleOpInterface), which also cover attention, the norms,
     vocabulary-parallel embeddings and cross-entropy, splits in groups and
     sequence parallelism. `engine=auto` takes the shard dialect's where it
-    covers the function (every split in even blocks, every op that sees a
-    split value described by loops, no gathered value) and anvil's rules
-    elsewhere; `engine=shard` fails saying why where it does not cover it;
+    covers the function (anvil ops only, every split in even blocks, every
+    op that sees a split value described by loops, no value gathered whole
+    or moved to another split dimension) and anvil's rules elsewhere;
+    `engine=shard` fails saying why where it does not cover it;
     `engine=anvil` takes anvil's rules. The function's `anvil.partitioner`
     says which ran.
   }];
