@@ -680,7 +680,11 @@ struct LowerReduce : OpRewritePattern<OpTy> {
 
 /// `op` as linalg.matmul / batch_matmul accumulating into `acc` (a tensor
 /// of `op`'s type), or into zeros when `acc` is null.
-Value lowerMatmul(PatternRewriter &rewriter, MatmulOp op, Value acc) {
+/// anvil.matmul (accumulating into `acc` when given) or anvil.matmul_f8
+/// (8-bit operands, which linalg widens to the f32 result's type) as
+/// linalg.matmul or batch_matmul.
+template <typename MatmulLike>
+Value lowerMatmul(PatternRewriter &rewriter, MatmulLike op, Value acc) {
   {
     Location loc = op.getLoc();
     Value lhs = op.getLhs(), rhs = op.getRhs();
@@ -749,7 +753,7 @@ Value lowerMatmul(PatternRewriter &rewriter, MatmulOp op, Value acc) {
       std::swap(perm[rank - 1], perm[rank - 2]);
       SmallVector<int64_t> shape(lt.getShape());
       std::swap(shape[rank - 1], shape[rank - 2]);
-      auto tt = RankedTensorType::get(shape, element);
+      auto tt = RankedTensorType::get(shape, lt.getElementType());
       lhs = linalg::TransposeOp::create(rewriter, loc, lhs,
                                         emptyOf(rewriter, loc, tt), perm)
                 .getResult()[0];
@@ -760,7 +764,8 @@ Value lowerMatmul(PatternRewriter &rewriter, MatmulOp op, Value acc) {
       // x @ W with W shared: one (batch * M, K) x (K, N) product.
       int64_t k = lt.getDimSize(rank - 1);
       Value lhs2 = reshapeTensor(
-          rewriter, loc, lhs, RankedTensorType::get({batch * m, k}, element));
+          rewriter, loc, lhs,
+          RankedTensorType::get({batch * m, k}, lt.getElementType()));
       auto t = RankedTensorType::get({batch * m, n}, element);
       Value r = linalg::MatmulOp::create(
                     rewriter, loc, TypeRange{t}, ValueRange{lhs2, rhs},
@@ -779,9 +784,10 @@ Value lowerMatmul(PatternRewriter &rewriter, MatmulOp op, Value acc) {
   }
 }
 
-struct LowerMatmul : OpRewritePattern<MatmulOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(MatmulOp op,
+template <typename MatmulLike>
+struct LowerMatmul : OpRewritePattern<MatmulLike> {
+  using OpRewritePattern<MatmulLike>::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatmulLike op,
                                 PatternRewriter &rewriter) const override {
     rewriter.replaceOp(op, lowerMatmul(rewriter, op, Value()));
     return success();
@@ -1147,9 +1153,10 @@ struct AnvilConvertToLinalgPass
       patterns.add<LowerElementwise>(ctx, name);
     patterns.add<LowerArgmax, LowerBroadcast, LowerConcat, LowerConstant,
                  LowerEmbedding, LowerEmbeddingGrad, LowerFp8Blocks,
-                 LowerGather, LowerMatmul, LowerPad, LowerReshape, LowerSlice,
-                 LowerSplit, LowerIdentity<StopGradientOp>,
-                 LowerIdentity<AxisCopyOp>, LowerTranspose>(ctx);
+                 LowerGather, LowerMatmul<MatmulOp>, LowerMatmul<MatmulF8Op>,
+                 LowerPad, LowerReshape, LowerSlice, LowerSplit,
+                 LowerIdentity<StopGradientOp>, LowerIdentity<AxisCopyOp>,
+                 LowerTranspose>(ctx);
     populateWindowLoweringPatterns(patterns);
     patterns.add<LowerReduce<ReduceSumOp, Combine::Sum>,
                  LowerReduce<ReduceMeanOp, Combine::Sum, /*Mean=*/true>,

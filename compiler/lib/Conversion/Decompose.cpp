@@ -53,6 +53,39 @@ std::pair<Value, Value> shiftedExp(Emit &e, Value x, int64_t dim) {
   return {ExpOp::create(e.b, e.loc, shifted), shifted};
 }
 
+/// Whether `q` is a tensorwise quantization with a forward format (one
+/// scale for the whole tensor, not MX blocks).
+bool isTensorwise(Fp8QuantizeOp q) {
+  return q && q.getForward() && !q.getBlockSize();
+}
+
+/// A tensorwise fp8_quantize's 8-bit codes and its scale: `x * s` cast to
+/// the format, where `s` is the op's scale operand or the format's largest
+/// value over the tensor's amax (1 for a zero amax; reduced over the amax
+/// axis for one rank's part of a split tensor).
+std::pair<Value, Value> quantizeTensorwise(Emit &e, Fp8QuantizeOp op) {
+  Value x = op.getOperand();
+  Type format = *op.getForward();
+  auto type = e.typeOf(x);
+  Value scale = op.getScale();
+  if (!scale) {
+    double largest =
+        llvm::APFloat::getLargest(cast<FloatType>(format).getFloatSemantics())
+            .convertToDouble();
+    Value amax =
+        ReduceMaxOp::create(e.b, e.loc, AbsOp::create(e.b, e.loc, x),
+                            range(0, type.getRank()), /*keep_dims=*/false);
+    if (std::optional<StringRef> axis = op.getAmaxAxis())
+      amax = AllReduceOp::create(e.b, e.loc, CollectiveOp::max, amax, *axis);
+    scale = e.select(e.cmp(ComparisonDirection::gt, amax, e.like(amax, 0)),
+                     e.div(e.like(amax, largest), amax), e.like(amax, 1.0));
+  }
+  auto eightBit = RankedTensorType::get(type.getShape(), format);
+  Value q = CastOp::create(e.b, e.loc, eightBit,
+                           e.mul(x, e.broadcast(scale, type, {})));
+  return {q, scale};
+}
+
 /// Tensorwise fp8_quantize with a forward format: scale to the format's
 /// range (or by the given scale), cast there and back, unscale (the op's
 /// definition, in anvil ops). Without one it is the identity (its backward
@@ -62,8 +95,7 @@ struct DecomposeFp8Quantize : OpRewritePattern<Fp8QuantizeOp> {
   LogicalResult matchAndRewrite(Fp8QuantizeOp op,
                                 PatternRewriter &rewriter) const override {
     Value x = op.getOperand();
-    std::optional<Type> format = op.getForward();
-    if (!format) {
+    if (!op.getForward()) {
       rewriter.replaceOp(op, x);
       return success();
     }
@@ -73,29 +105,62 @@ struct DecomposeFp8Quantize : OpRewritePattern<Fp8QuantizeOp> {
       return failure();
     Emit e{rewriter, op.getLoc()};
     auto type = e.typeOf(x);
-    Value scale = op.getScale();
-    if (!scale) {
-      double largest = llvm::APFloat::getLargest(
-                           cast<FloatType>(*format).getFloatSemantics())
-                           .convertToDouble();
-      Value amax = ReduceMaxOp::create(
-          rewriter, op.getLoc(), AbsOp::create(rewriter, op.getLoc(), x),
-          range(0, type.getRank()), /*keep_dims=*/false);
-      // One rank's part of a split tensor: the whole tensor's amax.
-      if (std::optional<StringRef> axis = op.getAmaxAxis())
-        amax = AllReduceOp::create(rewriter, op.getLoc(), CollectiveOp::max,
-                                   amax, *axis);
-      scale = e.select(e.cmp(ComparisonDirection::gt, amax, e.like(amax, 0)),
-                       e.div(e.like(amax, largest), amax), e.like(amax, 1.0));
-    }
-    Value s = e.broadcast(scale, type, {});
-    auto eightBit = RankedTensorType::get(type.getShape(), *format);
-    Value q = CastOp::create(rewriter, op.getLoc(), eightBit, e.mul(x, s));
-    q = CastOp::create(rewriter, op.getLoc(), type, q);
-    rewriter.replaceOp(op, e.div(q, s));
+    auto [q, s] = quantizeTensorwise(e, op);
+    rewriter.replaceOp(op, e.div(CastOp::create(rewriter, op.getLoc(), type, q),
+                                 e.broadcast(s, type, {})));
     return success();
   }
 };
+
+/// `x` with its last two dimensions swapped.
+Value swapLastTwo(Emit &e, Value x) {
+  int64_t rank = e.typeOf(x).getRank();
+  SmallVector<int64_t> perm = range(0, rank);
+  std::swap(perm[rank - 1], perm[rank - 2]);
+  return e.transpose(x, perm);
+}
+
+/// A GEMM of two tensorwise quantizations as an FP8 GEMM: matmul_f8 of the
+/// 8-bit codes, times 1 / (s_a s_b). With `kInner`, both operands are laid
+/// out with K innermost (the transposes are data movement that fusion puts
+/// into the kernels that cast), as cuBLASLt's FP8 GEMM takes them, and a
+/// GEMM whose K is not a multiple of 16 stays a GEMM of the dequantized
+/// values.
+void lowerFp8Gemms(ModuleOp module, bool kInner) {
+  module.walk([&](MatmulOp op) {
+    auto qa = op.getLhs().getDefiningOp<Fp8QuantizeOp>();
+    auto qb = op.getRhs().getDefiningOp<Fp8QuantizeOp>();
+    if (!isTensorwise(qa) || !isTensorwise(qb) ||
+        (isa<Float8E5M2Type>(*qa.getForward()) &&
+         isa<Float8E5M2Type>(*qb.getForward())) ||
+        !op.getType().getElementType().isF32())
+      return;
+    // cuBLASLt's FP8 GEMM reads rows of K bytes from 16-byte boundaries.
+    auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
+    int64_t k =
+        lhsType.getDimSize(lhsType.getRank() - (op.getTransposeLhs() ? 2 : 1));
+    if (kInner && k % 16 != 0)
+      return;
+    OpBuilder b(op);
+    Emit e{b, op.getLoc()};
+    auto [a8, sa] = quantizeTensorwise(e, qa);
+    auto [b8, sb] = quantizeTensorwise(e, qb);
+    bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
+    if (kInner && ta) {
+      a8 = swapLastTwo(e, a8);
+      ta = false;
+    }
+    if (kInner && !tb) {
+      b8 = swapLastTwo(e, b8);
+      tb = true;
+    }
+    Value product = MatmulF8Op::create(b, op.getLoc(), a8, b8, ta, tb);
+    Value unscale = e.div(e.like(sa, 1.0), e.mul(sa, sb));
+    op.replaceAllUsesWith(
+        e.mul(product, e.broadcast(unscale, op.getType(), {})));
+    op.erase();
+  });
+}
 
 struct DecomposeSoftmax : OpRewritePattern<SoftmaxOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -556,7 +621,16 @@ struct DecomposeConvTranspose : OpRewritePattern<ConvTransposeOp> {
 
 struct AnvilDecomposePass
     : mlir::anvil::impl::AnvilDecomposePassBase<AnvilDecomposePass> {
+  using AnvilDecomposePassBase::AnvilDecomposePassBase;
   void runOnOperation() override {
+    if (fp8Gemms != "dequantized" && fp8Gemms != "f8" &&
+        fp8Gemms != "f8-k-inner") {
+      getOperation().emitError("anvil-decompose: fp8-gemms=")
+          << fp8Gemms << ": the choices are dequantized, f8 and f8-k-inner";
+      return signalPassFailure();
+    }
+    if (fp8Gemms != "dequantized")
+      lowerFp8Gemms(getOperation(), fp8Gemms == "f8-k-inner");
     RewritePatternSet patterns(&getContext());
     patterns.add<DecomposeFp8Quantize>(&getContext());
     patterns.add<DecomposeAttention, DecomposeCrossEntropy, DecomposeLayerNorm,

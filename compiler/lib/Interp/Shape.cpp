@@ -94,6 +94,34 @@ void softmaxAlong(const Buffer &x, int64_t dim, bool logarithm, Buffer &out) {
 
 } // namespace
 
+template <typename MatmulLike>
+static LogicalResult matmul(MatmulLike op, ArrayRef<const Buffer *> in,
+                            std::vector<Buffer> &out) {
+  const Buffer &a = *in[0], &b = *in[1];
+  Buffer &c = out[0];
+  int64_t m = c.shape[c.rank() - 2], n = c.shape[c.rank() - 1];
+  int64_t k =
+      op.getTransposeLhs() ? a.shape[a.rank() - 2] : a.shape[a.rank() - 1];
+  int64_t batches = c.numElements() / (m * n);
+  bool sharedRhs = b.rank() == 2;
+  for (int64_t bt = 0; bt < batches; ++bt) {
+    const double *pa = a.data.data() + bt * m * k;
+    const double *pb = b.data.data() + (sharedRhs ? 0 : bt * k * n);
+    double *pc = c.data.data() + bt * m * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0.0;
+        for (int64_t p = 0; p < k; ++p) {
+          double x = op.getTransposeLhs() ? pa[p * m + i] : pa[i * k + p];
+          double y = op.getTransposeRhs() ? pb[j * k + p] : pb[p * n + j];
+          sum += x * y;
+        }
+        pc[i * n + j] = sum;
+      }
+  }
+  return success();
+}
+
 void registerShapeEvaluators(EvaluatorTable &t) {
   t.add<ad::ReshapeOp>(
       [](ad::ReshapeOp, ArrayRef<const Buffer *> in, std::vector<Buffer> &out) {
@@ -314,33 +342,10 @@ void registerShapeEvaluators(EvaluatorTable &t) {
   });
 
   // (..., M, K) x (..., K, N), transposes applied to the last two dims; a
-  // rank-2 rhs is shared by every batch.
-  t.add<ad::MatmulOp>([](ad::MatmulOp op, ArrayRef<const Buffer *> in,
-                         std::vector<Buffer> &out) {
-    const Buffer &a = *in[0], &b = *in[1];
-    Buffer &c = out[0];
-    int64_t m = c.shape[c.rank() - 2], n = c.shape[c.rank() - 1];
-    int64_t k =
-        op.getTransposeLhs() ? a.shape[a.rank() - 2] : a.shape[a.rank() - 1];
-    int64_t batches = c.numElements() / (m * n);
-    bool sharedRhs = b.rank() == 2;
-    for (int64_t bt = 0; bt < batches; ++bt) {
-      const double *pa = a.data.data() + bt * m * k;
-      const double *pb = b.data.data() + (sharedRhs ? 0 : bt * k * n);
-      double *pc = c.data.data() + bt * m * n;
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          double sum = 0.0;
-          for (int64_t p = 0; p < k; ++p) {
-            double x = op.getTransposeLhs() ? pa[p * m + i] : pa[i * k + p];
-            double y = op.getTransposeRhs() ? pb[j * k + p] : pb[p * n + j];
-            sum += x * y;
-          }
-          pc[i * n + j] = sum;
-        }
-    }
-    return success();
-  });
+  // rank-2 rhs is shared by every batch. matmul_f8's operands hold 8-bit
+  // values already (products exact, sums rounded to f32 at the end).
+  t.add<ad::MatmulOp>(matmul<ad::MatmulOp>);
+  t.add<ad::MatmulF8Op>(matmul<ad::MatmulF8Op>);
 }
 
 } // namespace anvil::interp

@@ -2,13 +2,19 @@
 //
 // The CPU backend turns every f32 matmul and batch matmul into one call of
 // anvil_rt_sgemm; this forwards each batch entry to cblas_sgemm, whose
-// kernels are tuned per microarchitecture and threaded over the cores.
+// kernels are tuned per microarchitecture and threaded over the cores. A
+// GEMM of 8-bit float operands (anvil_rt_gemm_f8) widens them to f32 first.
 //
 //===----------------------------------------------------------------------===//
 
 #include "anvil/runtime/RuntimeABI.h"
 
 #include <cblas.h>
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <vector>
 
 extern "C" void anvil_rt_sgemm(int32_t transA, int32_t transB, int64_t m,
                                int64_t n, int64_t k, const float *a,
@@ -22,4 +28,67 @@ extern "C" void anvil_rt_sgemm(int32_t transA, int32_t transB, int64_t m,
                 a + i * strideA, static_cast<blasint>(lda), b + i * strideB,
                 static_cast<blasint>(ldb), 1.0f, c + i * strideC,
                 static_cast<blasint>(ldc));
+}
+
+namespace {
+
+/// The f32 value of every code of an 8-bit format: E4M3 (`f8E4M3FN`: bias
+/// 7, 3 mantissa bits, no infinities, S.1111.111 NaN) or E5M2 (bias 15, 2
+/// mantissa bits, IEEE infinities and NaNs).
+std::array<float, 256> decodeTable(int32_t format) {
+  std::array<float, 256> table{};
+  int mantissaBits = format == 1 ? 2 : 3, bias = format == 1 ? 15 : 7;
+  int exponentMax = format == 1 ? 31 : 15;
+  for (int code = 0; code < 256; ++code) {
+    int sign = code >> 7;
+    int exponent = (code >> mantissaBits) & exponentMax;
+    int mantissa = code & ((1 << mantissaBits) - 1);
+    float magnitude;
+    if (format == 0 && exponent == 15 && mantissa == 7)
+      magnitude = NAN;
+    else if (format == 1 && exponent == 31)
+      magnitude = mantissa ? NAN : INFINITY;
+    else if (exponent == 0)
+      magnitude =
+          std::ldexp(static_cast<float>(mantissa), 1 - bias - mantissaBits);
+    else
+      magnitude = std::ldexp(static_cast<float>(mantissa + (1 << mantissaBits)),
+                             exponent - bias - mantissaBits);
+    table[code] = sign ? -magnitude : magnitude;
+  }
+  return table;
+}
+
+/// The elements an operand of `batch` matrices of `rows` x `cols` (as
+/// stored, row stride `ld`, batch stride `stride`) spans, widened to f32
+/// in `out` at the same offsets.
+void widen(const void *x, int32_t format, int64_t rows, int64_t cols,
+           int64_t ld, int64_t stride, int64_t batch, std::vector<float> &out) {
+  static const std::array<float, 256> e4m3 = decodeTable(0),
+                                      e5m2 = decodeTable(1);
+  const std::array<float, 256> &table = format == 1 ? e5m2 : e4m3;
+  int64_t span = (rows - 1) * ld + cols;
+  int64_t total =
+      stride == 0 || batch == 1 ? span : (batch - 1) * stride + span;
+  out.resize(static_cast<size_t>(total));
+  const auto *codes = static_cast<const uint8_t *>(x);
+  for (int64_t i = 0; i < total; ++i)
+    out[i] = table[codes[i]];
+}
+
+} // namespace
+
+extern "C" void anvil_rt_gemm_f8(int32_t transA, int32_t transB, int64_t m,
+                                 int64_t n, int64_t k, const void *a,
+                                 int32_t aFormat, int64_t lda, int64_t strideA,
+                                 const void *b, int32_t bFormat, int64_t ldb,
+                                 int64_t strideB, float *c, int64_t ldc,
+                                 int64_t strideC, int64_t batch) {
+  // The widened operands: the products of 8-bit values are exact in f32,
+  // so BLAS on them computes the 8-bit GEMM with f32 accumulation.
+  thread_local std::vector<float> wideA, wideB;
+  widen(a, aFormat, transA ? k : m, transA ? m : k, lda, strideA, batch, wideA);
+  widen(b, bFormat, transB ? n : k, transB ? k : n, ldb, strideB, batch, wideB);
+  anvil_rt_sgemm(transA, transB, m, n, k, wideA.data(), lda, strideA,
+                 wideB.data(), ldb, strideB, c, ldc, strideC, batch);
 }

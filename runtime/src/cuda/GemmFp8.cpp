@@ -1,12 +1,13 @@
-//===- GemmFp8.cpp - anvil_rt_cuda_gemm_fp8 on cuBLASLt
-//--------------------===//
+//===- GemmFp8.cpp - FP8 GEMMs on cuBLASLt --------------------------------===//
 //
 // FP8 GEMMs take cuBLASLt's "TN" form only: column-major, the first operand
 // transposed, the second not. Row-major D (m x n) = A (m x k) B^T with B
 // stored n x k (a linear layer's [out, in] weight, or any operand laid out
 // with k innermost) is, read column-major, D^T = (B as k x n)^T (A as
 // k x m): exactly that form, with no copy. The quantization scales are the
-// descriptor's A/B scale pointers; accumulation is FP32, D is f32. One
+// descriptor's A/B scale pointers; accumulation is FP32, D is f32.
+// anvil_rt_cuda_gemm_f8 (the generated code's FP8 GEMMs) adds the product
+// to C (beta = 1), batch entry by batch entry, unscaled. One
 // handle and one 32 MiB workspace per process, on the default stream,
 // synchronized before returning (the generated code's launches run on
 // streams of their own).
@@ -79,13 +80,14 @@ struct Descriptors {
   }
 };
 
-} // namespace
-
-extern "C" void anvil_rt_cuda_gemm_fp8(int64_t m, int64_t n, int64_t k,
-                                       const void *a, int32_t aFormat,
-                                       const void *b, int32_t bFormat, float *d,
-                                       const float *scaleA,
-                                       const float *scaleB) {
+/// Row-major D (m x n, f32, row stride ldd) = scaleA scaleB A B^T + beta D,
+/// A m x k and B n x k row-major with row strides lda and ldb (bytes: one
+/// per element), through cuBLASLt's TN form; null scales are 1. `caller`
+/// names the entry point in errors.
+void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
+            int32_t aFormat, int64_t lda, const void *b, int32_t bFormat,
+            int64_t ldb, float *d, int64_t ldd, const float *scaleA,
+            const float *scaleB, float beta) {
   std::string what = "an FP8 GEMM (" + std::to_string(m) + " x " +
                      std::to_string(k) + " " + formatName(aFormat) + " by " +
                      std::to_string(n) + " x " + std::to_string(k) + " " +
@@ -96,10 +98,11 @@ extern "C" void anvil_rt_cuda_gemm_fp8(int64_t m, int64_t n, int64_t k,
            what);
   };
   if (aFormat == 1 && bFormat == 1)
-    fail("anvil_rt_cuda_gemm_fp8: cuBLASLt has no E5M2 x E5M2 product, for " +
+    fail(std::string(caller) + ": cuBLASLt has no E5M2 x E5M2 product, for " +
          what);
-  if (k % 16 != 0)
-    fail("anvil_rt_cuda_gemm_fp8: k must be a multiple of 16 (FP8 rows are "
+  if (k % 16 != 0 || lda % 16 != 0 || ldb % 16 != 0)
+    fail(std::string(caller) +
+         ": k and the row strides must be multiples of 16 (FP8 rows are "
          "16-byte aligned), for " +
          what);
   const Lt &h = lt();
@@ -114,19 +117,21 @@ extern "C" void anvil_rt_cuda_gemm_fp8(int64_t m, int64_t n, int64_t k,
                                        &plain, sizeof plain),
         "cublasLtMatmulDescSetAttribute(TRANSB)");
   // cuBLASLt's A is our B, its B our A.
-  check(cublasLtMatmulDescSetAttribute(desc.op,
-                                       CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
-                                       &scaleB, sizeof scaleB),
-        "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)");
-  check(cublasLtMatmulDescSetAttribute(desc.op,
-                                       CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
-                                       &scaleA, sizeof scaleA),
-        "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)");
-  check(cublasLtMatrixLayoutCreate(&desc.a, fp8Type(bFormat), k, n, k),
+  if (scaleB)
+    check(cublasLtMatmulDescSetAttribute(desc.op,
+                                         CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                         &scaleB, sizeof scaleB),
+          "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)");
+  if (scaleA)
+    check(cublasLtMatmulDescSetAttribute(desc.op,
+                                         CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                         &scaleA, sizeof scaleA),
+          "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)");
+  check(cublasLtMatrixLayoutCreate(&desc.a, fp8Type(bFormat), k, n, ldb),
         "cublasLtMatrixLayoutCreate(B)");
-  check(cublasLtMatrixLayoutCreate(&desc.b, fp8Type(aFormat), k, m, k),
+  check(cublasLtMatrixLayoutCreate(&desc.b, fp8Type(aFormat), k, m, lda),
         "cublasLtMatrixLayoutCreate(A)");
-  check(cublasLtMatrixLayoutCreate(&desc.d, CUDA_R_32F, n, m, n),
+  check(cublasLtMatrixLayoutCreate(&desc.d, CUDA_R_32F, n, m, ldd),
         "cublasLtMatrixLayoutCreate(D)");
   check(cublasLtMatmulPreferenceCreate(&desc.preference),
         "cublasLtMatmulPreferenceCreate");
@@ -143,8 +148,8 @@ extern "C" void anvil_rt_cuda_gemm_fp8(int64_t m, int64_t n, int64_t k,
         "cublasLtMatmulAlgoGetHeuristic");
   if (found == 0)
     fail("cublasLtMatmulAlgoGetHeuristic found no algorithm, for " + what);
-  const float one = 1.0f, zero = 0.0f;
-  check(cublasLtMatmul(h.handle, desc.op, &one, b, desc.a, a, desc.b, &zero, d,
+  const float one = 1.0f;
+  check(cublasLtMatmul(h.handle, desc.op, &one, b, desc.a, a, desc.b, &beta, d,
                        desc.d, d, desc.d, &heuristic.algo, h.workspace,
                        kWorkspaceBytes, nullptr),
         "cublasLtMatmul");
@@ -152,4 +157,35 @@ extern "C" void anvil_rt_cuda_gemm_fp8(int64_t m, int64_t n, int64_t k,
           anvil::rt::cuda::synchronizeDefaultStream(what.c_str());
       !st.isOk())
     fail(st.message());
+}
+
+} // namespace
+
+extern "C" void anvil_rt_cuda_gemm_fp8(int64_t m, int64_t n, int64_t k,
+                                       const void *a, int32_t aFormat,
+                                       const void *b, int32_t bFormat, float *d,
+                                       const float *scaleA,
+                                       const float *scaleB) {
+  ltGemm("anvil_rt_cuda_gemm_fp8", m, n, k, a, aFormat, k, b, bFormat, k, d, n,
+         scaleA, scaleB, 0.0f);
+}
+
+extern "C" void anvil_rt_cuda_gemm_f8(int32_t transA, int32_t transB, int64_t m,
+                                      int64_t n, int64_t k, const void *a,
+                                      int32_t aFormat, int64_t lda,
+                                      int64_t strideA, const void *b,
+                                      int32_t bFormat, int64_t ldb,
+                                      int64_t strideB, float *c, int64_t ldc,
+                                      int64_t strideC, int64_t batch) {
+  if (transA || !transB)
+    fail("anvil_rt_cuda_gemm_f8: cuBLASLt's FP8 GEMM takes both operands "
+         "with K innermost (A m x k, B n x k, row-major); got A" +
+         std::string(transA ? " transposed" : "") + " and B" +
+         std::string(transB ? "" : " not transposed") +
+         " (anvil-decompose fp8-gemms=f8-k-inner lays them out so)");
+  for (int64_t i = 0; i < batch; ++i)
+    ltGemm("anvil_rt_cuda_gemm_f8", m, n, k,
+           static_cast<const uint8_t *>(a) + i * strideA, aFormat, lda,
+           static_cast<const uint8_t *>(b) + i * strideB, bFormat, ldb,
+           c + i * strideC, ldc, nullptr, nullptr, 1.0f);
 }

@@ -33,7 +33,22 @@ def AnvilDecomposePass : Pass<"anvil-decompose", "mlir::ModuleOp"> {
     %s = anvil.reduce_sum %e dims [1] keep_dims : tensor<4x8xf32> -> tensor<4x1xf32>
     %p = anvil.div %e, (anvil.broadcast %s ...)
     ```
+
+    A tensorwise `anvil.fp8_quantize` becomes its definition: `x * s` cast
+    to the 8-bit format and back, over `s`. A matmul of two of them
+    (`fp8-gemms=f8`, the default) becomes an FP8 GEMM instead:
+    `anvil.matmul_f8` of the 8-bit codes, times `1 / (s_a s_b)`;
+    `fp8-gemms=f8-k-inner` also lays both operands out with K innermost
+    (the CUDA backend's choice: cuBLASLt's FP8 GEMM takes them so), and
+    `fp8-gemms=dequantized` multiplies the dequantized f32 values instead.
   }];
+  let options = [
+    Option<"fp8Gemms", "fp8-gemms", "std::string", /*default=*/"\"f8\"",
+           "GEMMs of two tensorwise FP8 quantizations: f8 (anvil.matmul_f8 "
+           "of the 8-bit codes), f8-k-inner (the same with K innermost in "
+           "both operands), or dequantized (an f32 GEMM of the dequantized "
+           "values)">,
+  ];
   let dependentDialects = ["mlir::anvil::AnvilDialect"];
 }
 

@@ -1,4 +1,4 @@
-//===- GemmToBlas.cpp - f32 contractions on buffers as anvil_rt_sgemm -----===//
+//===- GemmToBlas.cpp - contractions on buffers as runtime GEMM calls -----===//
 //
 // 1. Match a bufferized f32 contraction (linalg.matmul, batch_matmul, or a
 //    generic that fusion made of them by folding reshapes in) whose
@@ -12,7 +12,10 @@
 //    stride; k's loops appear in one order in A and B, m's and n's in C's.
 // 3. Compute each buffer's address as an LLVM pointer, the row strides
 //    (ld) and batch strides, and call anvil_rt_sgemm (declared once per
-//    module). The call keeps linalg's semantics, C += A B.
+//    module). The call keeps linalg's semantics, C += A B. A contraction
+//    of two 8-bit float operands widened to f32 (anvil.matmul_f8's) calls
+//    anvil_rt_gemm_f8 instead, with each operand's format after its
+//    pointer.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,12 +50,24 @@ struct Matrix {
 /// matrix whose logical rows are the loops `rows` and columns `cols`:
 /// stored as (batch, rows, cols), or transposed as (batch, cols, rows);
 /// `batch` may be absent from a shared operand (`allowShared`).
+/// The runtime's code of an 8-bit float format: 0 E4M3, 1 E5M2.
+std::optional<int32_t> f8Format(Type t) {
+  if (isa<Float8E4M3FNType>(t))
+    return 0;
+  if (isa<Float8E5M2Type>(t))
+    return 1;
+  return std::nullopt;
+}
+
 std::optional<Matrix> asMatrix(Value v, AffineMap map, ArrayRef<unsigned> batch,
                                ArrayRef<unsigned> rows, ArrayRef<unsigned> cols,
-                               bool allowShared, bool allowTranspose) {
+                               bool allowShared, bool allowTranspose,
+                               bool eightBit = false) {
   auto t = dyn_cast<MemRefType>(v.getType());
-  if (!t || !t.getElementType().isF32() || !t.hasStaticShape() ||
-      !map.isProjectedPermutation())
+  if (!t ||
+      !(eightBit ? f8Format(t.getElementType()).has_value()
+                 : t.getElementType().isF32()) ||
+      !t.hasStaticShape() || !map.isProjectedPermutation())
     return std::nullopt;
   SmallVector<int64_t> strides;
   Matrix m;
@@ -108,26 +123,43 @@ std::optional<Matrix> asMatrix(Value v, AffineMap map, ArrayRef<unsigned> batch,
   return m;
 }
 
+/// `v`, or what the arith.extf defining it widens (8-bit operands).
+Value widened(Value v, bool &eightBit) {
+  if (auto ext = v.getDefiningOp<arith::ExtFOp>();
+      ext && ext.getType().isF32() && f8Format(ext.getIn().getType())) {
+    eightBit = true;
+    return ext.getIn();
+  }
+  return v;
+}
+
 struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
-  GemmToBlas(MLIRContext *context, StringRef callee)
-      : OpInterfaceRewritePattern(context), calleeName(callee.str()) {}
-  std::string calleeName; ///< anvil_rt_sgemm, or a device's variant.
+  GemmToBlas(MLIRContext *context, StringRef callee, StringRef calleeF8)
+      : OpInterfaceRewritePattern(context), calleeName(callee.str()),
+        calleeF8Name(calleeF8.str()) {}
+  std::string calleeName;   ///< anvil_rt_sgemm, or a device's variant.
+  std::string calleeF8Name; ///< anvil_rt_gemm_f8, or a device's variant.
   LogicalResult matchAndRewrite(linalg::LinalgOp op,
                                 PatternRewriter &rewriter) const override {
     if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
         op.getNumDpsInits() != 1 || !linalg::isaContractionOpInterface(op))
       return rewriter.notifyMatchFailure(op, "not a bufferized contraction");
-    // Exactly acc + a * b: the contraction interface would also accept
-    // bodies with unary ops (negations, casts) that a GEMM call drops.
+    // Exactly acc + a * b, or acc + extf(a) * extf(b) of two 8-bit
+    // operands: the contraction interface would also accept bodies with
+    // unary ops (negations, other casts) that a GEMM call drops.
     Block *body = op.getBlock();
     auto yield = cast<linalg::YieldOp>(body->getTerminator());
     auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
     auto mul = add ? add.getRhs().getDefiningOp<arith::MulFOp>() : nullptr;
-    if (body->getOperations().size() != 3 || !add || !mul ||
-        add.getLhs() != body->getArgument(2) ||
-        mul.getLhs() != body->getArgument(0) ||
-        mul.getRhs() != body->getArgument(1))
-      return rewriter.notifyMatchFailure(op, "body is not acc + a * b");
+    bool lhs8 = false, rhs8 = false;
+    if (!add || !mul || add.getLhs() != body->getArgument(2) ||
+        widened(mul.getLhs(), lhs8) != body->getArgument(0) ||
+        widened(mul.getRhs(), rhs8) != body->getArgument(1) || lhs8 != rhs8 ||
+        body->getOperations().size() != (lhs8 ? 5u : 3u))
+      return rewriter.notifyMatchFailure(
+          op, "body is not acc + a * b (of f32, or of two widened 8-bit "
+              "operands)");
+    bool eightBit = lhs8;
     FailureOr<linalg::ContractionDimensions> dims =
         linalg::inferContractionDims(op);
     if (failed(dims) || dims->m.empty() || dims->n.empty() || dims->k.empty())
@@ -152,12 +184,12 @@ struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
     std::optional<Matrix> mc =
         asMatrix(c, maps[2], batch, mDims, nDims, false, false);
     std::optional<Matrix> ma =
-        asMatrix(a, maps[0], batch, mDims, kDims, false, true);
+        asMatrix(a, maps[0], batch, mDims, kDims, false, true, eightBit);
     std::optional<Matrix> mb =
-        asMatrix(b, maps[1], batch, kDims, nDims, true, true);
+        asMatrix(b, maps[1], batch, kDims, nDims, true, true, eightBit);
     if (!ma || !mb || !mc)
       return rewriter.notifyMatchFailure(
-          op, "operands are not row-major (batched) f32 matrices");
+          op, "operands are not row-major (batched) f32 or 8-bit matrices");
 
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     auto product = [&](ArrayRef<unsigned> group) {
@@ -180,9 +212,16 @@ struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
           memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, buffer);
       Value asInt = arith::IndexCastOp::create(rewriter, loc,
                                                rewriter.getI64Type(), base);
+      int64_t bytes =
+          cast<MemRefType>(buffer.getType()).getElementTypeBitWidth() / 8;
       Value withOffset =
-          arith::AddIOp::create(rewriter, loc, asInt, i64(m.offset * 4));
+          arith::AddIOp::create(rewriter, loc, asInt, i64(m.offset * bytes));
       return LLVM::IntToPtrOp::create(rewriter, loc, ptrType, withOffset);
+    };
+    auto format = [&](Value buffer) {
+      return arith::ConstantIntOp::create(
+          rewriter, loc,
+          *f8Format(cast<MemRefType>(buffer.getType()).getElementType()), 32);
     };
     SmallVector<Value> args = {
         i32(ma->transposed), i32(mb->transposed),  i64(product(mDims)),
@@ -190,14 +229,20 @@ struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
         i64(ma->ld),         i64(ma->batchStride), address(b, *mb),
         i64(mb->ld),         i64(mb->batchStride), address(c, *mc),
         i64(mc->ld),         i64(mc->batchStride), i64(product(batch))};
+    if (eightBit) {
+      // (a, aFormat, lda, ..., b, bFormat, ldb, ...)
+      args.insert(args.begin() + 9, format(b));
+      args.insert(args.begin() + 6, format(a));
+    }
 
+    StringRef name = eightBit ? calleeF8Name : calleeName;
     auto module = op->getParentOfType<ModuleOp>();
-    auto callee = module.lookupSymbol<func::FuncOp>(calleeName);
+    auto callee = module.lookupSymbol<func::FuncOp>(name);
     if (!callee) {
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(module.getBody());
       callee = func::FuncOp::create(
-          rewriter, module.getLoc(), calleeName,
+          rewriter, module.getLoc(), name,
           rewriter.getFunctionType(ValueRange(args).getTypes(), {}));
       callee.setPrivate();
     }
@@ -211,7 +256,7 @@ struct AnvilCPUGemmToBlasPass
   using Base::Base;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<GemmToBlas>(&getContext(), callee);
+    patterns.add<GemmToBlas>(&getContext(), callee, calleeF8);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -75,7 +75,9 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
   auto wants = [&](Stage s) { return (!after || s > *after) && s <= last; };
   // 1. linalg
   if (wants(Stage::Linalg)) {
-    pm.addPass(createAnvilDecomposePass());
+    AnvilDecomposePassOptions decompose;
+    decompose.fp8Gemms = options.fp8Gemms;
+    pm.addPass(createAnvilDecomposePass(decompose));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
     pm.addPass(createAnvilConvertToLinalgPass());
@@ -103,6 +105,7 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     pm.addPass(createCanonicalizerPass());
     AnvilCPUGemmToBlasPassOptions gemm;
     gemm.callee = options.sgemm;
+    gemm.calleeF8 = options.gemmF8;
     pm.addPass(createAnvilCPUGemmToBlasPass(gemm));
     pm.addPass(createAnvilOutlineDispatchesPass());
     if (options.threadChunks)
@@ -116,9 +119,11 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
 }
 
 void mlir::anvil::cpu::buildHostToLLVMPipeline(OpPassManager &pm, bool finish) {
-  // LLVM has no 8-bit floats: their conversions become integer code.
-  pm.addPass(createAnvilExpandF8CastsPass());
   pm.addPass(createConvertLinalgToLoopsPass());
+  // LLVM has no 8-bit floats: their conversions become integer code (after
+  // the named ops became loops: a linalg.matmul of 8-bit operands widens
+  // them in a body whose form it checks).
+  pm.addPass(createAnvilExpandF8CastsPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(math::createMathExpandOpsPass());

@@ -4,7 +4,9 @@
 //
 // 1-3. linalg, fused, bufferized: as on the CPU (Target/CPU/Pipeline.cpp),
 //      without the CPU's chunking of dispatches over threads; f32 GEMMs
-//      call the CUDA runtime's anvil_rt_cuda_sgemm (cuBLAS).
+//      call the CUDA runtime's anvil_rt_cuda_sgemm (cuBLAS), FP8 GEMMs
+//      (their operands laid out with K innermost) anvil_rt_cuda_gemm_f8
+//      (cuBLASLt).
 // 4.   kernels: anvil-cuda-map-dispatches (each dispatch's loop nests onto
 //      a 1-D grid), canonicalize, gpu-launch-sink-index-computations (the
 //      constants into the launches: kernels take only their buffers),
@@ -72,6 +74,9 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     cpuOptions.fuse = options.fuse;
     cpuOptions.threadChunks = false;
     cpuOptions.sgemm = "anvil_rt_cuda_sgemm";
+    // cuBLASLt's FP8 GEMM takes both operands with K innermost.
+    cpuOptions.gemmF8 = "anvil_rt_cuda_gemm_f8";
+    cpuOptions.fp8Gemms = "f8-k-inner";
     Stage upTo = std::min(last, Stage::Bufferized);
     cpu::buildCPUPipeline(pm, shared(upTo),
                           after ? std::optional(shared(*after)) : std::nullopt,
@@ -139,7 +144,8 @@ mlir::anvil::cuda::deviceLibraries(StringRef toolkit) {
   std::string root = toolkit.empty() ? defaultCUDAToolkit() : toolkit.str();
   std::string lib = root + "/lib64";
   return {"libanvil_cuda.a",
-          {"-L" + lib, "-Wl,-rpath," + lib, "-lcublas", "-lcudart", "-ldl"}};
+          {"-L" + lib, "-Wl,-rpath," + lib, "-lcublasLt", "-lcublas",
+           "-lcudart", "-ldl"}};
 }
 
 void mlir::anvil::cuda::registerCUDABackendDialects(DialectRegistry &registry) {

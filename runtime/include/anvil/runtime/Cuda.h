@@ -122,6 +122,18 @@ void anvil_rt_cuda_sgemm(int32_t transA, int32_t transB, int64_t m, int64_t n,
 void anvil_rt_cuda_gemm_fp8(int64_t m, int64_t n, int64_t k, const void *a,
                             int32_t aFormat, const void *b, int32_t bFormat,
                             float *d, const float *scaleA, const float *scaleB);
+
+/// anvil_rt_gemm_f8's contract (RuntimeABI.h) on device pointers, through
+/// cuBLASLt: for i in [0, batch): C_i += A_i B_i^T with both operands K
+/// innermost (transA = 0, transB = 1; anything else fails, naming the
+/// layouts), k and the row strides multiples of 16. Returns when the
+/// product is complete.
+void anvil_rt_cuda_gemm_f8(int32_t transA, int32_t transB, int64_t m, int64_t n,
+                           int64_t k, const void *a, int32_t aFormat,
+                           int64_t lda, int64_t strideA, const void *b,
+                           int32_t bFormat, int64_t ldb, int64_t strideB,
+                           float *c, int64_t ldc, int64_t strideC,
+                           int64_t batch);
 } // extern "C"
 
 #endif // ANVIL_RUNTIME_CUDA_H

@@ -30,6 +30,15 @@ void anvil_rt_sgemm(int32_t transA, int32_t transB, int64_t m, int64_t n,
                     const float *b, int64_t ldb, int64_t strideB, float *c,
                     int64_t ldc, int64_t strideC, int64_t batch);
 
+/// anvil_rt_sgemm's contract for 8-bit float A and B (f32 C): each operand
+/// is in format 0 (E4M3, `f8E4M3FN`) or 1 (E5M2), widened to f32 exactly
+/// before the product, which BLAS computes in f32.
+void anvil_rt_gemm_f8(int32_t transA, int32_t transB, int64_t m, int64_t n,
+                      int64_t k, const void *a, int32_t aFormat, int64_t lda,
+                      int64_t strideA, const void *b, int32_t bFormat,
+                      int64_t ldb, int64_t strideB, float *c, int64_t ldc,
+                      int64_t strideC, int64_t batch);
+
 /// Initializes the training state of a module: every buffer of the
 /// manifest `manifestJson` that has an initializer is filled, for run seed
 /// `seed`, at args[index] (the step's argument array), bit-identically to

@@ -208,3 +208,20 @@ func.func @fp8(%x: tensor<6x7xf32>, %s: tensor<f32>) -> (tensor<6x7xf32>, tensor
   %5 = anvil.fp8_quantize %x forward f8E5M2 block 3 dim 0 : tensor<6x7xf32>
   return %0, %1, %2, %3, %4, %5 : tensor<6x7xf32>, tensor<6x7xf32>, tensor<6x7xf32>, tensor<6x7xf32>, tensor<6x7xf32>, tensor<6x7xf32>
 }
+
+// FP8 GEMMs: a matmul of two tensorwise quantizations becomes
+// anvil.matmul_f8 of the 8-bit codes (on the CPU the codes are widened for
+// BLAS: anvil_rt_gemm_f8; on CUDA cuBLASLt reads them, K a multiple of
+// 16), times the two dequantization factors. A weight shared by a batch (a
+// linear layer), dW = A^T dY and dX = dY W^T, E4M3 by E5M2.
+// tolerance: f32
+func.func @fp8_gemms(%x: tensor<2x5x16xf32>, %w: tensor<16x32xf32>, %a: tensor<16x16xf32>, %g: tensor<16x32xf32>) -> (tensor<2x5x32xf32>, tensor<16x32xf32>, tensor<16x16xf32>) {
+  %qx = anvil.fp8_quantize %x forward f8E4M3FN : tensor<2x5x16xf32>
+  %qw = anvil.fp8_quantize %w forward f8E4M3FN : tensor<16x32xf32>
+  %qa = anvil.fp8_quantize %a forward f8E4M3FN : tensor<16x16xf32>
+  %qg = anvil.fp8_quantize %g forward f8E5M2 : tensor<16x32xf32>
+  %0 = anvil.matmul %qx, %qw : (tensor<2x5x16xf32>, tensor<16x32xf32>) -> tensor<2x5x32xf32>
+  %1 = anvil.matmul %qa, %qg {transpose_lhs} : (tensor<16x16xf32>, tensor<16x32xf32>) -> tensor<16x32xf32>
+  %2 = anvil.matmul %qg, %qw {transpose_rhs} : (tensor<16x32xf32>, tensor<16x32xf32>) -> tensor<16x16xf32>
+  return %0, %1, %2 : tensor<2x5x32xf32>, tensor<16x32xf32>, tensor<16x16xf32>
+}

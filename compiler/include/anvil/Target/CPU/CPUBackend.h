@@ -42,6 +42,11 @@ struct CPUPipelineOptions {
   bool threadChunks = true;
   /// The runtime function f32 GEMMs call (anvil-cpu-gemm-to-blas callee).
   std::string sgemm = "anvil_rt_sgemm";
+  /// The runtime function 8-bit float GEMMs call (callee-f8).
+  std::string gemmF8 = "anvil_rt_gemm_f8";
+  /// GEMMs of two tensorwise FP8 quantizations (anvil-decompose
+  /// fp8-gemms): f8, f8-k-inner or dequantized.
+  std::string fp8Gemms = "f8";
 };
 
 /// Adds the passes of the stages after `after` (from the start when not

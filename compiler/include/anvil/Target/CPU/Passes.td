@@ -21,6 +21,11 @@ def AnvilCPUGemmToBlasPass : Pass<"anvil-cpu-gemm-to-blas", "mlir::ModuleOp"> {
     matmuls (other types, strided inner dimensions) are left to the loop
     lowering.
 
+    A contraction of two 8-bit float buffers (`f8E4M3FN`, `f8E5M2`) into f32,
+    as `anvil.matmul_f8` lowers (the body widens both operands), calls
+    `anvil_rt_gemm_f8` instead: the same arguments, with each 8-bit
+    operand's format (0 for E4M3, 1 for E5M2) after its pointer.
+
     Input:
     ```mlir
     linalg.matmul ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>)
@@ -37,6 +42,11 @@ def AnvilCPUGemmToBlasPass : Pass<"anvil-cpu-gemm-to-blas", "mlir::ModuleOp"> {
            "The runtime function called (same arguments): anvil_rt_sgemm "
            "(OpenBLAS) on the CPU, anvil_rt_cuda_sgemm (cuBLAS) for "
            "--target=cuda">,
+    Option<"calleeF8", "callee-f8", "std::string",
+           /*default=*/"\"anvil_rt_gemm_f8\"",
+           "The runtime function 8-bit GEMMs call: anvil_rt_gemm_f8 (widened "
+           "to f32, OpenBLAS) on the CPU, anvil_rt_cuda_gemm_f8 (cuBLASLt) "
+           "for --target=cuda">,
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::func::FuncDialect",

@@ -107,6 +107,12 @@ int64_t MatmulOp::getFlops() {
   return 2 * numel(getResult()) * k;
 }
 
+int64_t MatmulF8Op::getFlops() {
+  ArrayRef<int64_t> lhs = shapeOf(getLhs());
+  int64_t k = getTransposeLhs() ? lhs[lhs.size() - 2] : lhs.back();
+  return 2 * numel(getResult()) * k;
+}
+
 // Statistics (mean and variance: 5 per element) plus the affine transform.
 static int64_t normFlops(Value operand, Value scale, Value bias) {
   return (5 + (scale ? 1 : 0) + (bias ? 1 : 0)) * numel(operand);

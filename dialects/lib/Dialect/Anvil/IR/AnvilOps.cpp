@@ -533,21 +533,18 @@ LogicalResult LogSoftmaxOp::verify() {
 // Matmul
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &inferred) {
-  Fail<MatmulOp> fail{loc};
-  RankedTensorType lhs = tensorType(adaptor.getLhs());
-  RankedTensorType rhs = tensorType(adaptor.getRhs());
+/// The shape of `(..., M, K) x (..., K, N)` after the optional transposes,
+/// with `element` as its element type.
+template <typename OpTy>
+static LogicalResult inferMatmul(std::optional<Location> loc,
+                                 RankedTensorType lhs, RankedTensorType rhs,
+                                 bool tl, bool tr, Type element,
+                                 SmallVectorImpl<Type> &inferred) {
+  Fail<OpTy> fail{loc};
   if (lhs.getRank() < 2 || rhs.getRank() < 2)
     return fail("operands must have rank 2 or more, got lhs ", lhs, " and rhs ",
                 rhs);
-  if (lhs.getElementType() != rhs.getElementType())
-    return fail("lhs element type ", lhs.getElementType(),
-                " differs from rhs element type ", rhs.getElementType());
   int64_t lr = lhs.getRank(), rr = rhs.getRank();
-  bool tl = adaptor.getTransposeLhs(), tr = adaptor.getTransposeRhs();
   // (..., M, K) x (..., K, N), after the optional transposes.
   int64_t m = lhs.getDimSize(tl ? lr - 1 : lr - 2);
   int64_t kl = lhs.getDimSize(tl ? lr - 2 : lr - 1);
@@ -566,8 +563,46 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
   SmallVector<int64_t> shape(lhsBatch);
   shape.push_back(m);
   shape.push_back(n);
-  inferred.push_back(lhs.clone(shape));
+  inferred.push_back(RankedTensorType::get(shape, element));
   return success();
+}
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  RankedTensorType lhs = tensorType(adaptor.getLhs());
+  RankedTensorType rhs = tensorType(adaptor.getRhs());
+  if (lhs.getElementType() != rhs.getElementType())
+    return Fail<MatmulOp>{loc}("lhs element type ", lhs.getElementType(),
+                               " differs from rhs element type ",
+                               rhs.getElementType());
+  return inferMatmul<MatmulOp>(loc, lhs, rhs, adaptor.getTransposeLhs(),
+                               adaptor.getTransposeRhs(), lhs.getElementType(),
+                               inferred);
+}
+
+LogicalResult MatmulF8Op::inferReturnTypes(MLIRContext *ctx,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &inferred) {
+  RankedTensorType lhs = tensorType(adaptor.getLhs());
+  RankedTensorType rhs = tensorType(adaptor.getRhs());
+  auto eightBit = [](Type t) {
+    return isa<Float8E4M3FNType, Float8E5M2Type>(t);
+  };
+  if (!eightBit(lhs.getElementType()) || !eightBit(rhs.getElementType()))
+    return Fail<MatmulF8Op>{loc}(
+        "operands must be f8E4M3FN or f8E5M2 tensors, got lhs ", lhs,
+        " and rhs ", rhs);
+  if (isa<Float8E5M2Type>(lhs.getElementType()) &&
+      isa<Float8E5M2Type>(rhs.getElementType()))
+    return Fail<MatmulF8Op>{loc}(
+        "at most one operand may be f8E5M2 (as in FP8 GEMMs), got lhs ", lhs,
+        " and rhs ", rhs);
+  return inferMatmul<MatmulF8Op>(loc, lhs, rhs, adaptor.getTransposeLhs(),
+                                 adaptor.getTransposeRhs(),
+                                 Float32Type::get(ctx), inferred);
 }
 
 //===----------------------------------------------------------------------===//

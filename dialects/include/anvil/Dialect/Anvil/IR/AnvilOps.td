@@ -488,6 +488,31 @@ def Anvil_MatmulOp : Anvil_CostedOp<"matmul", [Anvil_VJP, InferTypeOpAdaptor]> {
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
+def Anvil_MatmulF8Op : Anvil_CostedOp<"matmul_f8", [Anvil_NonDifferentiable,
+                                                    InferTypeOpAdaptor]> {
+  let summary = "Matrix product of 8-bit float operands, accumulated in f32";
+  let description = [{
+    `anvil.matmul`'s product (the same shapes and transposes) of operands
+    stored in 8 bits (`f8E4M3FN` or `f8E5M2`, not both `f8E5M2`), as an
+    `f32` tensor: every product of two 8-bit floats is exact in `f32`, and
+    the products are summed in `f32`. anvil-decompose makes it of an
+    `anvil.matmul` whose operands are both tensorwise `anvil.fp8_quantize`
+    results: the GEMM reads the 8-bit codes (a quarter of the bytes), and
+    the two dequantization factors multiply its result. The CPU backend
+    widens the codes and calls BLAS; the CUDA backend calls cuBLASLt's FP8
+    GEMM, which takes both operands with K innermost (`transpose_rhs`, no
+    `transpose_lhs`).
+
+    ```mlir
+    %y = anvil.matmul_f8 %x8, %w8 {transpose_rhs} : (tensor<128x768xf8E4M3FN>, tensor<3072x768xf8E4M3FN>) -> tensor<128x3072xf32>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$lhs, Anvil_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Anvil_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
 //===----------------------------------------------------------------------===//
 // Normalizations
 //===----------------------------------------------------------------------===//

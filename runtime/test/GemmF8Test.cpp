@@ -1,0 +1,120 @@
+//===- GemmF8Test.cpp - anvil_rt_gemm_f8 on the CPU -----------------------===//
+//
+// The CPU's 8-bit GEMM widens its operands exactly: every code's value
+// (the formats' edges: zeros, subnormals, the largest finite values,
+// infinities and NaNs), and the layouts anvil_rt_sgemm takes (transposes,
+// row strides wider than the matrix, batches, a B shared by the batch).
+//
+//===----------------------------------------------------------------------===//
+
+#include "anvil/runtime/RuntimeABI.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace {
+
+/// c = a * b for one code each (1 x 1 x 1). (BLAS's sums do not keep the
+/// sign of a zero.)
+float product(uint8_t a, int32_t aFormat, uint8_t b, int32_t bFormat) {
+  float c = 0.0f;
+  anvil_rt_gemm_f8(0, 0, 1, 1, 1, &a, aFormat, 1, 0, &b, bFormat, 1, 0, &c, 1,
+                   0, 1);
+  return c;
+}
+
+constexpr uint8_t kOneE4M3 = 0x38, kOneE5M2 = 0x3C;
+
+TEST(GemmF8, WidensEveryEdgeOfE4M3) {
+  auto value = [](uint8_t code) { return product(code, 0, kOneE5M2, 1); };
+  EXPECT_EQ(value(0x00), 0.0f);
+  EXPECT_EQ(value(0xB8), -1.0f);
+  EXPECT_EQ(value(0x01), std::ldexp(1.0f, -9)); // smallest subnormal
+  EXPECT_EQ(value(0x07), 7 * std::ldexp(1.0f, -9));
+  EXPECT_EQ(value(0x08), std::ldexp(1.0f, -6)); // smallest normal
+  EXPECT_EQ(value(kOneE4M3), 1.0f);
+  EXPECT_EQ(value(0x7E), 448.0f); // largest finite
+  EXPECT_EQ(value(0xFE), -448.0f);
+  EXPECT_TRUE(std::isnan(value(0x7F)));
+  EXPECT_TRUE(std::isnan(value(0xFF)));
+}
+
+TEST(GemmF8, WidensEveryEdgeOfE5M2) {
+  auto value = [](uint8_t code) { return product(kOneE4M3, 0, code, 1); };
+  EXPECT_EQ(value(0x01), std::ldexp(1.0f, -16)); // smallest subnormal
+  EXPECT_EQ(value(0x04), std::ldexp(1.0f, -14)); // smallest normal
+  EXPECT_EQ(value(kOneE5M2), 1.0f);
+  EXPECT_EQ(value(0x7B), 57344.0f); // largest finite
+  EXPECT_EQ(value(0x7C), INFINITY);
+  EXPECT_EQ(value(0xFC), -INFINITY);
+  EXPECT_TRUE(std::isnan(value(0x7D)));
+  EXPECT_TRUE(std::isnan(value(0xFF)));
+}
+
+/// The value of a finite code, straight from the format's definition.
+double decode(uint8_t code, int32_t format) {
+  int mantissaBits = format == 1 ? 2 : 3, bias = format == 1 ? 15 : 7;
+  int exponent = (code >> mantissaBits) & ((1 << (7 - mantissaBits)) - 1);
+  int mantissa = code & ((1 << mantissaBits) - 1);
+  double v = exponent == 0
+                 ? std::ldexp(mantissa, 1 - bias - mantissaBits)
+                 : std::ldexp(1.0 + std::ldexp(mantissa, -mantissaBits),
+                              exponent - bias);
+  return code & 0x80 ? -v : v;
+}
+
+TEST(GemmF8, TakesSgemmLayouts) {
+  std::mt19937 rng(3);
+  // Finite codes of moderate size: the products are exact and the sums
+  // round alike.
+  auto pick = [&](int32_t format) {
+    int exponentBits = format == 1 ? 5 : 4, mantissaBits = 7 - exponentBits;
+    int exponent = (1 << (exponentBits - 1)) - 3 + static_cast<int>(rng() % 6);
+    int mantissa = static_cast<int>(rng() % (1u << mantissaBits));
+    return static_cast<uint8_t>(((rng() & 1) << 7) |
+                                (exponent << mantissaBits) | mantissa);
+  };
+  const int64_t m = 5, n = 7, k = 9, batch = 3;
+  for (int transA : {0, 1})
+    for (int transB : {0, 1})
+      for (bool sharedB : {false, true}) {
+        // Stored shapes, with rows 3 elements wider than needed.
+        int64_t aRows = transA ? k : m, aCols = transA ? m : k;
+        int64_t bRows = transB ? n : k, bCols = transB ? k : n;
+        int64_t lda = aCols + 3, ldb = bCols + 3, ldc = n + 3;
+        int64_t strideA = aRows * lda, strideB = sharedB ? 0 : bRows * ldb,
+                strideC = m * ldc;
+        std::vector<uint8_t> a(batch * strideA), b(bRows * ldb * batch);
+        for (uint8_t &x : a)
+          x = pick(0);
+        for (uint8_t &x : b)
+          x = pick(1);
+        std::vector<float> c(batch * strideC, 0.5f);
+        anvil_rt_gemm_f8(transA, transB, m, n, k, a.data(), 0, lda, strideA,
+                         b.data(), 1, ldb, strideB, c.data(), ldc, strideC,
+                         batch);
+        for (int64_t t = 0; t < batch; ++t)
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              double want = 0.5;
+              for (int64_t l = 0; l < k; ++l) {
+                uint8_t x = transA ? a[t * strideA + l * lda + i]
+                                   : a[t * strideA + i * lda + l];
+                uint8_t y = transB ? b[t * strideB + j * ldb + l]
+                                   : b[t * strideB + l * ldb + j];
+                want += decode(x, 0) * decode(y, 1);
+              }
+              ASSERT_NEAR(c[t * strideC + i * ldc + j], want,
+                          1e-5 * (std::abs(want) + 1.0))
+                  << "transA " << transA << " transB " << transB
+                  << (sharedB ? " shared B" : "") << ", C[" << t << ", " << i
+                  << ", " << j << "]";
+            }
+      }
+}
+
+} // namespace

@@ -1,0 +1,78 @@
+// RUN: anvil-opt %s --split-input-file --anvil-decompose | FileCheck %s --check-prefix=F8
+// RUN: anvil-opt %s --split-input-file --anvil-decompose=fp8-gemms=f8-k-inner | FileCheck %s --check-prefix=KINNER
+// RUN: anvil-opt %s --split-input-file --anvil-decompose=fp8-gemms=dequantized | FileCheck %s --check-prefix=DEQ --implicit-check-not=anvil.matmul_f8
+// RUN: not anvil-opt %s --split-input-file --anvil-decompose=fp8-gemms=bf16 2>&1 | FileCheck %s --check-prefix=BAD
+
+// Tests how anvil-decompose lowers a GEMM of two tensorwise FP8
+// quantizations. fp8-gemms=f8 (the default, the CPU's): anvil.matmul_f8 of
+// the 8-bit codes, whatever their layout, times 1 / (s_x s_w).
+// f8-k-inner (the CUDA backend's): both operands with K innermost, as
+// cuBLASLt's FP8 GEMM reads them (a transposed copy of the codes where an
+// operand is not, which fusion puts into the kernel that casts), unless K
+// is not a multiple of 16. dequantized: an f32 GEMM of the dequantized
+// values.
+// BAD: anvil-decompose: fp8-gemms=bf16: the choices are dequantized, f8 and f8-k-inner
+
+// A linear layer, y = x W with W [in, out].
+// F8-LABEL: func.func @linear
+// F8: %[[X8:.+]] = anvil.cast %{{.+}} : tensor<4x32x64xf32> to tensor<4x32x64xf8E4M3FN>
+// F8: %[[W8:.+]] = anvil.cast %{{.+}} : tensor<64x96xf32> to tensor<64x96xf8E4M3FN>
+// F8: %[[P:.+]] = anvil.matmul_f8 %[[X8]], %[[W8]] : (tensor<4x32x64xf8E4M3FN>, tensor<64x96xf8E4M3FN>) -> tensor<4x32x96xf32>
+// F8: %[[U:.+]] = anvil.div %{{.+}}, %{{.+}} : tensor<f32>
+// F8: %[[UB:.+]] = anvil.broadcast %[[U]], dims = [] : tensor<f32> -> tensor<4x32x96xf32>
+// F8: %[[Y:.+]] = anvil.mul %[[P]], %[[UB]] : tensor<4x32x96xf32>
+// F8: return %[[Y]]
+// KINNER-LABEL: func.func @linear
+// KINNER: %[[W8:.+]] = anvil.cast %{{.+}} : tensor<64x96xf32> to tensor<64x96xf8E4M3FN>
+// KINNER: %[[WT:.+]] = anvil.transpose %[[W8]], [1, 0] : tensor<64x96xf8E4M3FN> -> tensor<96x64xf8E4M3FN>
+// KINNER: anvil.matmul_f8 %{{.+}}, %[[WT]] {transpose_rhs} : (tensor<4x32x64xf8E4M3FN>, tensor<96x64xf8E4M3FN>) -> tensor<4x32x96xf32>
+// DEQ-LABEL: func.func @linear
+// DEQ: anvil.matmul %{{.+}}, %{{.+}} : (tensor<4x32x64xf32>, tensor<64x96xf32>) -> tensor<4x32x96xf32>
+func.func @linear(%x: tensor<4x32x64xf32>, %w: tensor<64x96xf32>) -> tensor<4x32x96xf32> {
+  %qx = anvil.fp8_quantize %x forward f8E4M3FN : tensor<4x32x64xf32>
+  %qw = anvil.fp8_quantize %w forward f8E4M3FN : tensor<64x96xf32>
+  %y = anvil.matmul %qx, %qw : (tensor<4x32x64xf32>, tensor<64x96xf32>) -> tensor<4x32x96xf32>
+  return %y : tensor<4x32x96xf32>
+}
+
+// -----
+
+// The weight's gradient, dW = X^T dY, with the gradient in E5M2: K is the
+// tokens (128). With K innermost both operands are transposed copies.
+// F8-LABEL: func.func @weight_gradient
+// F8: anvil.matmul_f8 %{{.+}}, %{{.+}} {transpose_lhs} : (tensor<128x64xf8E4M3FN>, tensor<128x96xf8E5M2>) -> tensor<64x96xf32>
+// KINNER-LABEL: func.func @weight_gradient
+// KINNER: anvil.transpose %{{.+}}, [1, 0] : tensor<128x64xf8E4M3FN> -> tensor<64x128xf8E4M3FN>
+// KINNER: anvil.transpose %{{.+}}, [1, 0] : tensor<128x96xf8E5M2> -> tensor<96x128xf8E5M2>
+// KINNER: anvil.matmul_f8 %{{.+}}, %{{.+}} {transpose_rhs} : (tensor<64x128xf8E4M3FN>, tensor<96x128xf8E5M2>) -> tensor<64x96xf32>
+func.func @weight_gradient(%x: tensor<128x64xf32>, %g: tensor<128x96xf32>) -> tensor<64x96xf32> {
+  %qx = anvil.fp8_quantize %x forward f8E4M3FN : tensor<128x64xf32>
+  %qg = anvil.fp8_quantize %g forward f8E5M2 : tensor<128x96xf32>
+  %dw = anvil.matmul %qx, %qg {transpose_lhs} : (tensor<128x64xf32>, tensor<128x96xf32>) -> tensor<64x96xf32>
+  return %dw : tensor<64x96xf32>
+}
+
+// -----
+
+// What stays a GEMM of the dequantized values: K = 10 with K innermost
+// (cuBLASLt reads 16-byte rows), two E5M2 operands (no FP8 GEMM takes
+// them), and MX blocks (their scales vary along K).
+// F8-LABEL: func.func @stays
+// F8: anvil.matmul_f8 %{{.+}} : (tensor<8x10xf8E4M3FN>, tensor<10x16xf8E4M3FN>) -> tensor<8x16xf32>
+// F8: anvil.matmul %{{.+}} : (tensor<8x10xf32>, tensor<10x16xf32>) -> tensor<8x16xf32>
+// F8: anvil.matmul %{{.+}} : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+// KINNER-LABEL: func.func @stays
+// KINNER-NOT: anvil.matmul_f8
+// KINNER: return
+func.func @stays(%a: tensor<8x10xf32>, %b: tensor<10x16xf32>, %c: tensor<8x32xf32>, %d: tensor<32x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) {
+  %qa = anvil.fp8_quantize %a forward f8E4M3FN : tensor<8x10xf32>
+  %qb = anvil.fp8_quantize %b forward f8E4M3FN : tensor<10x16xf32>
+  %0 = anvil.matmul %qa, %qb : (tensor<8x10xf32>, tensor<10x16xf32>) -> tensor<8x16xf32>
+  %ea = anvil.fp8_quantize %a forward f8E5M2 : tensor<8x10xf32>
+  %eb = anvil.fp8_quantize %b forward f8E5M2 : tensor<10x16xf32>
+  %1 = anvil.matmul %ea, %eb : (tensor<8x10xf32>, tensor<10x16xf32>) -> tensor<8x16xf32>
+  %mc = anvil.fp8_quantize %c forward f8E4M3FN block 32 dim 1 : tensor<8x32xf32>
+  %md = anvil.fp8_quantize %d forward f8E4M3FN block 32 dim 0 : tensor<32x16xf32>
+  %2 = anvil.matmul %mc, %md : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  return %0, %1, %2 : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>
+}
