@@ -93,7 +93,19 @@ TEST_F(InterpTest, EveryOpHasAnEvaluator) {
     ++ops;
     EXPECT_TRUE(hasEvaluator(name)) << name.getStringRef().str();
   }
-  EXPECT_EQ(ops, 73);
+  EXPECT_EQ(ops, 74);
+}
+
+// matmul_f8: 8-bit operands (E4M3 by E5M2 here, B transposed), the exact
+// products summed into f32.
+TEST_F(InterpTest, MatmulF8) {
+  Buffer a = B({2, 2}, {1, 2, 0.5, -4}), b = B({2, 2}, {3, 0.25, 1, 448});
+  Buffer r = run1(
+      "%a: tensor<2x2xf8E4M3FN>, %b: tensor<2x2xf8E5M2>", "tensor<2x2xf32>",
+      "%r = anvil.matmul_f8 %a, %b {transpose_rhs} : (tensor<2x2xf8E4M3FN>, "
+      "tensor<2x2xf8E5M2>) -> tensor<2x2xf32>\nreturn %r : tensor<2x2xf32>",
+      {a, b});
+  expectNear(r, {2, 2}, {3.5, 897, 0.5, -1791.5});
 }
 
 TEST_F(InterpTest, ArithmeticAndMath) {
