@@ -152,7 +152,8 @@ func.func private @step__dispatch_9(%table: memref<128x65xf32>) {
 
 // -----
 
-// A rank-0 result has no loop nest to map: one thread.
+// A rank-0 result of a sum has no loop nest to map: one thread (a sum's
+// order would change on a grid).
 // CHECK-LABEL: func.func private @step__dispatch_2
 // CHECK: gpu.launch blocks({{.+}}) in ({{.+}} = %c1{{[_0-9]*}}, {{.+}} = %c1{{[_0-9]*}}, {{.+}} = %c1{{[_0-9]*}}) threads({{.+}}) in ({{.+}} = %c1{{[_0-9]*}}, {{.+}} = %c1{{[_0-9]*}}, {{.+}} = %c1{{[_0-9]*}})
 // CHECK: scf.for
@@ -164,6 +165,37 @@ func.func private @step__dispatch_2(%a: memref<300xf32>, %b: memref<f32>) {
       ins(%a : memref<300xf32>) outs(%b : memref<f32>) {
   ^bb0(%x: f32, %acc: f32):
     %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A full amax reduction (FP8's scale: max(out, |x|) over the whole tensor)
+// on a grid: 64 x 1000 = 64,000 elements, at least 64 a thread, so 4 blocks
+// of 256 threads; each folds its grid-stride elements from -inf, then its
+// partial into the output with one atomic signed max of the bits (the
+// output's address its aligned base plus its offset).
+// CHECK-LABEL: func.func private @step__dispatch_5
+// CHECK: gpu.launch blocks({{.+}}) in ({{.+}} = %c4{{[_0-9]*}}, {{.+}}) threads({{.+}}) in ({{.+}} = %c256{{[_0-9]*}}, {{.+}})
+// CHECK-DAG: %[[NEGINF:.+]] = arith.constant 0xFF800000 : f32
+// CHECK-DAG: %[[STRIDE:.+]] = arith.constant 1024 : index
+// CHECK-DAG: %[[TOTAL:.+]] = arith.constant 64000 : index
+// CHECK: %[[P:.+]] = scf.for %{{.+}} = %{{.+}} to %[[TOTAL]] step %[[STRIDE]] iter_args(%[[ACC:.+]] = %[[NEGINF]]) -> (f32) {
+// CHECK: %[[A:.+]] = math.absf
+// CHECK: arith.maximumf %[[ACC]], %[[A]] : f32
+// CHECK: memref.extract_strided_metadata
+// CHECK: %[[BITS:.+]] = arith.bitcast %[[P]] : f32 to i32
+// CHECK: llvm.atomicrmw max %{{.+}}, %[[BITS]] monotonic : !llvm.ptr, i32
+// CHECK: gpu.terminator
+func.func private @step__dispatch_5(%a: memref<64x1000xf32>, %b: memref<f32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>],
+                  iterator_types = ["reduction", "reduction"]}
+      ins(%a : memref<64x1000xf32>) outs(%b : memref<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %m = math.absf %x : f32
+    %s = arith.maximumf %acc, %m : f32
     linalg.yield %s : f32
   }
   return

@@ -4,7 +4,9 @@
 // parallel dimensions outermost, reductions inside), and each loop nest one
 // gpu.launch over its linearized iteration space: thread i of the grid
 // computes the point i of the space, innermost dimension fastest, so a
-// warp's threads read and write consecutive elements.
+// warp's threads read and write consecutive elements. A dispatch that is
+// one full amax reduction (FP8's) folds grid-stride partials per thread and
+// then atomically into its output.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,13 +16,18 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+
+#include <algorithm>
+#include <cmath>
 
 namespace mlir::anvil {
 #define GEN_PASS_DEF_ANVILCUDAMAPDISPATCHESPASS
@@ -307,6 +314,139 @@ bool hoistColumnLoops(scf::ForOp loop, ArrayRef<func::CallOp> calls) {
   return true;
 }
 
+/// The combining op of a reduction body that folds each value into the
+/// output as an amax does, `out = maximumf(out, |v|)` (v computed without
+/// `out`): null otherwise.
+Operation *amaxCombiner(linalg::GenericOp op) {
+  Block *body = op.getBlock();
+  Value out = body->getArgument(body->getNumArguments() - 1);
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  auto combine = yield.getOperand(0).getDefiningOp<arith::MaximumFOp>();
+  if (!combine || combine->getBlock() != body)
+    return nullptr;
+  Value lhs = combine.getLhs(), rhs = combine.getRhs();
+  if ((lhs == out) == (rhs == out))
+    return nullptr;
+  if (!(lhs == out ? rhs : lhs).getDefiningOp<math::AbsFOp>())
+    return nullptr;
+  // Nothing else reads the output.
+  for (OpOperand &use : out.getUses())
+    if (use.getOwner() != combine)
+      return nullptr;
+  return combine;
+}
+
+/// A dispatch that is one full amax reduction (FP8's: `max(out, |x|)` over
+/// a whole tensor) on a grid: each thread folds its elements (grid-stride,
+/// so a warp reads consecutive elements) from -inf with maximumf, then
+/// folds its partial into the output with an atomic signed-integer max of
+/// the bits. A partial is +0 or more, or a NaN with a clear sign, and
+/// among such values (and against any output that is not a NaN with its
+/// sign set: a fill's -inf or 0) the bits order as the floats do, a NaN
+/// above every number; maximumf is associative and commutative (NaN
+/// propagating, -0 below +0), so any order gives the sequential result bit
+/// for bit. `fn`'s body must be `op` and constants.
+bool mapFullReduction(func::FuncOp fn, int64_t blockSize) {
+  linalg::GenericOp op;
+  for (Operation &o : fn.front().without_terminator()) {
+    if (o.hasTrait<OpTrait::ConstantLike>())
+      continue;
+    auto generic = dyn_cast<linalg::GenericOp>(o);
+    if (!generic || op)
+      return false;
+    op = generic;
+  }
+  if (!op || !op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
+      op.getNumLoops() == 0 ||
+      llvm::any_of(op.getIteratorTypesArray(),
+                   [](utils::IteratorType t) {
+                     return t != utils::IteratorType::reduction;
+                   }) ||
+      !llvm::all_of(op.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isProjectedPermutation(); }))
+    return false;
+  Value output = op.getDpsInits()[0];
+  auto outType = dyn_cast<MemRefType>(output.getType());
+  Operation *combine = amaxCombiner(op);
+  if (!outType || outType.getRank() != 0 || !combine ||
+      !outType.getElementType().isF32())
+    return false;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t total = 1;
+  for (int64_t r : ranges) {
+    if (ShapedType::isDynamic(r) || r <= 0)
+      return false;
+    total *= r;
+  }
+
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto index = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  // At least 64 elements a thread, at most 256 blocks: few atomics.
+  int64_t threads = std::min(blockSize, (total + 31) / 32 * 32);
+  int64_t blocks =
+      std::clamp<int64_t>((total + threads * 64 - 1) / (threads * 64), 1, 256);
+  gpu::LaunchOp launch = createLaunch(b, loc, blocks, threads);
+  Value first = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, launch.getBlockIds().x, index(threads)),
+      launch.getThreadIds().x);
+  Value identity =
+      arith::ConstantOp::create(b, loc, b.getF32FloatAttr(-INFINITY));
+  auto loop = scf::ForOp::create(b, loc, first, index(total),
+                                 index(blocks * threads), ValueRange{identity});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    // Delinearize, innermost loop fastest.
+    SmallVector<Value> ivs(ranges.size());
+    Value rest = loop.getInductionVar();
+    for (int64_t d = static_cast<int64_t>(ranges.size()) - 1; d >= 0; --d) {
+      ivs[d] = d > 0 ? arith::RemUIOp::create(b, loc, rest, index(ranges[d]))
+                           .getResult()
+                     : rest;
+      if (d > 0)
+        rest = arith::DivUIOp::create(b, loc, rest, index(ranges[d]));
+    }
+    IRMapping map;
+    Block *body = op.getBlock();
+    for (auto [i, input] : llvm::enumerate(op.getDpsInputs())) {
+      SmallVector<Value> at;
+      for (AffineExpr e : op.getIndexingMapsArray()[i].getResults())
+        at.push_back(ivs[cast<AffineDimExpr>(e).getPosition()]);
+      map.map(body->getArgument(i),
+              memref::LoadOp::create(b, loc, input, at).getResult());
+    }
+    map.map(body->getArgument(body->getNumArguments() - 1),
+            loop.getRegionIterArgs()[0]);
+    for (Operation &bodyOp : body->without_terminator())
+      b.clone(bodyOp, map);
+    scf::YieldOp::create(b, loc, map.lookup(combine->getResult(0)));
+  }
+  // The output's address: its aligned base plus its offset (a view into
+  // the step's arena).
+  auto i64 = b.getI64Type();
+  auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, output);
+  Value base = arith::IndexCastOp::create(
+      b, loc, i64,
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, output));
+  Value offset = arith::IndexCastOp::create(b, loc, i64, metadata.getOffset());
+  Value address = arith::AddIOp::create(
+      b, loc, base,
+      arith::MulIOp::create(b, loc, offset,
+                            arith::ConstantIntOp::create(b, loc, 4, 64)));
+  Value pointer = LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()), address);
+  Value bits =
+      arith::BitcastOp::create(b, loc, b.getI32Type(), loop.getResult(0));
+  LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::max, pointer, bits,
+                            LLVM::AtomicOrdering::monotonic);
+  op.erase();
+  return true;
+}
+
 /// Moves the whole body of `fn` (but its return) into a one-thread launch.
 void runOnOneThread(func::FuncOp fn) {
   Block &entry = fn.front();
@@ -411,6 +551,10 @@ struct AnvilCUDAMapDispatchesPass
         continue;
       SmallVector<memref::GlobalOp> constants =
           constantArguments(fn, symbols, calls.lookup(fn.getName()));
+      if (mapFullReduction(fn, blockSize)) {
+        readConstantsInKernels(fn, constants);
+        continue;
+      }
       // Linalg ops to loops: parallel dimensions as scf.parallel, reduction
       // dimensions as scf.for inside.
       SmallVector<linalg::LinalgOp> ops;

@@ -51,7 +51,8 @@ def AnvilCUDAMapDispatchesPass
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::gpu::GPUDialect",
-    "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect"
+    "mlir::LLVM::LLVMDialect", "mlir::memref::MemRefDialect",
+    "mlir::scf::SCFDialect"
   ];
 }
 
