@@ -8,17 +8,20 @@
 // the 8-bit codes, whatever their layout, times 1 / (s_x s_w).
 // f8-k-inner (the CUDA backend's): both operands with K innermost, as
 // cuBLASLt's FP8 GEMM reads them (a transposed copy of the codes where an
-// operand is not, which fusion puts into the kernel that casts), unless K
-// is not a multiple of 16. dequantized: an f32 GEMM of the dequantized
-// values.
+// operand is not: a pass over 8-bit data), unless K is not a multiple of
+// 16 or N of 4. dequantized: an f32 GEMM of the dequantized values.
 // BAD: anvil-decompose: fp8-gemms=bf16: the choices are dequantized, f8 and f8-k-inner
 
-// A linear layer, y = x W with W [in, out].
+// A linear layer, y = x W with W [in, out]. The result is unscaled by
+// (1 / s_x) (1 / s_w): each factor alone, since 1 / (s_x s_w) overflows to
+// 0 for tiny amaxes.
 // F8-LABEL: func.func @linear
 // F8: %[[X8:.+]] = anvil.cast %{{.+}} : tensor<4x32x64xf32> to tensor<4x32x64xf8E4M3FN>
 // F8: %[[W8:.+]] = anvil.cast %{{.+}} : tensor<64x96xf32> to tensor<64x96xf8E4M3FN>
 // F8: %[[P:.+]] = anvil.matmul_f8 %[[X8]], %[[W8]] : (tensor<4x32x64xf8E4M3FN>, tensor<64x96xf8E4M3FN>) -> tensor<4x32x96xf32>
-// F8: %[[U:.+]] = anvil.div %{{.+}}, %{{.+}} : tensor<f32>
+// F8: %[[UW:.+]] = anvil.div %{{.+}}, %{{.+}} : tensor<f32>
+// F8: %[[UX:.+]] = anvil.div %{{.+}}, %{{.+}} : tensor<f32>
+// F8: %[[U:.+]] = anvil.mul %[[UX]], %[[UW]] : tensor<f32>
 // F8: %[[UB:.+]] = anvil.broadcast %[[U]], dims = [] : tensor<f32> -> tensor<4x32x96xf32>
 // F8: %[[Y:.+]] = anvil.mul %[[P]], %[[UB]] : tensor<4x32x96xf32>
 // F8: return %[[Y]]
@@ -55,8 +58,9 @@ func.func @weight_gradient(%x: tensor<128x64xf32>, %g: tensor<128x96xf32>) -> te
 // -----
 
 // What stays a GEMM of the dequantized values: K = 10 with K innermost
-// (cuBLASLt reads 16-byte rows), two E5M2 operands (no FP8 GEMM takes
-// them), and MX blocks (their scales vary along K).
+// (cuBLASLt reads 16-byte rows; N must be a multiple of 4 too, for the
+// f32 rows), two E5M2 operands (no FP8 GEMM takes them), and MX blocks
+// (their scales vary along K).
 // F8-LABEL: func.func @stays
 // F8: anvil.matmul_f8 %{{.+}} : (tensor<8x10xf8E4M3FN>, tensor<10x16xf8E4M3FN>) -> tensor<8x16xf32>
 // F8: anvil.matmul %{{.+}} : (tensor<8x10xf32>, tensor<10x16xf32>) -> tensor<8x16xf32>
@@ -75,4 +79,39 @@ func.func @stays(%a: tensor<8x10xf32>, %b: tensor<10x16xf32>, %c: tensor<8x32xf3
   %md = anvil.fp8_quantize %d forward f8E4M3FN block 32 dim 0 : tensor<32x16xf32>
   %2 = anvil.matmul %mc, %md : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
   return %0, %1, %2 : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>
+}
+
+// -----
+
+// One quantization read by two GEMMs (a weight: the forward product and
+// dX = dY W^T) and by another op is computed once, its amax all-reduced
+// once over the tensor-parallel axis; the other op reads its dequantized
+// codes. A given scale (the delayed recipe's) is used as it is. N = 6 is
+// not a multiple of 4: with K innermost that GEMM stays dequantized.
+// F8-LABEL: func.func @shared
+// F8: anvil.all_reduce max
+// F8-NOT: anvil.all_reduce
+// F8: %[[W8:.+]] = anvil.cast %{{.+}} : tensor<32x16xf32> to tensor<32x16xf8E4M3FN>
+// F8: %[[BACK:.+]] = anvil.cast %[[W8]] : tensor<32x16xf8E4M3FN> to tensor<32x16xf32>
+// F8: anvil.div %[[BACK]], %{{.+}} : tensor<32x16xf32>
+// F8: anvil.matmul_f8 %{{.+}}, %[[W8]] : (tensor<8x32xf8E4M3FN>, tensor<32x16xf8E4M3FN>) -> tensor<8x16xf32>
+// F8: anvil.matmul_f8 %{{.+}}, %[[W8]] {transpose_rhs} : (tensor<8x16xf8E5M2>, tensor<32x16xf8E4M3FN>) -> tensor<8x32xf32>
+// F8: anvil.matmul_f8 {{.+}} -> tensor<8x6xf32>
+// F8-NOT: anvil.all_reduce
+// KINNER-LABEL: func.func @shared
+// KINNER: anvil.matmul_f8 {{.+}} {transpose_rhs} : (tensor<8x32xf8E4M3FN>, tensor<16x32xf8E4M3FN>) -> tensor<8x16xf32>
+// KINNER: anvil.matmul_f8 {{.+}} {transpose_rhs} : (tensor<8x16xf8E5M2>, tensor<32x16xf8E4M3FN>) -> tensor<8x32xf32>
+// KINNER: anvil.matmul %{{.+}} : (tensor<8x32xf32>, tensor<32x6xf32>) -> tensor<8x6xf32>
+module attributes {anvil.mesh = {tp = 2 : i64}} {
+func.func @shared(%x: tensor<8x32xf32>, %w: tensor<32x16xf32>, %g: tensor<8x16xf32>, %s: tensor<f32>, %v: tensor<32x6xf32>) -> (tensor<8x16xf32>, tensor<8x32xf32>, tensor<32x16xf32>, tensor<8x6xf32>) {
+  %qx = anvil.fp8_quantize %x scale %s forward f8E4M3FN : tensor<8x32xf32>
+  %qw = anvil.fp8_quantize %w forward f8E4M3FN amax_axis "tp" : tensor<32x16xf32>
+  %qg = anvil.fp8_quantize %g forward f8E5M2 : tensor<8x16xf32>
+  %qv = anvil.fp8_quantize %v forward f8E4M3FN : tensor<32x6xf32>
+  %y = anvil.matmul %qx, %qw : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  %dx = anvil.matmul %qg, %qw {transpose_rhs} : (tensor<8x16xf32>, tensor<32x16xf32>) -> tensor<8x32xf32>
+  %e = anvil.exp %qw : tensor<32x16xf32>
+  %z = anvil.matmul %qx, %qv : (tensor<8x32xf32>, tensor<32x6xf32>) -> tensor<8x6xf32>
+  return %y, %dx, %e, %z : tensor<8x16xf32>, tensor<8x32xf32>, tensor<32x16xf32>, tensor<8x6xf32>
+}
 }

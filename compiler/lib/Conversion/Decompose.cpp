@@ -30,6 +30,7 @@
 
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace mlir::anvil {
 #define GEN_PASS_DEF_ANVILDECOMPOSEPASS
@@ -121,30 +122,52 @@ Value swapLastTwo(Emit &e, Value x) {
 }
 
 /// A GEMM of two tensorwise quantizations as an FP8 GEMM: matmul_f8 of the
-/// 8-bit codes, times 1 / (s_a s_b). With `kInner`, both operands are laid
-/// out with K innermost (the transposes are data movement that fusion puts
-/// into the kernels that cast), as cuBLASLt's FP8 GEMM takes them, and a
-/// GEMM whose K is not a multiple of 16 stays a GEMM of the dequantized
-/// values.
+/// 8-bit codes, times (1 / s_a) (1 / s_b). With `kInner`, both operands are
+/// laid out with K innermost, as cuBLASLt's FP8 GEMM takes them (a
+/// transposed copy of the codes where an operand is not), and a GEMM whose
+/// K is not a multiple of 16 or whose N is not a multiple of 4 (its rows
+/// of codes and of f32 results must start 16 bytes apart) stays a GEMM of
+/// the dequantized values. Each quantization is computed once, after its
+/// op, for every GEMM that reads it (its amax all-reduce too); its other
+/// users read the dequantized codes.
 void lowerFp8Gemms(ModuleOp module, bool kInner) {
+  SmallVector<MatmulOp> gemms;
   module.walk([&](MatmulOp op) {
     auto qa = op.getLhs().getDefiningOp<Fp8QuantizeOp>();
     auto qb = op.getRhs().getDefiningOp<Fp8QuantizeOp>();
     if (!isTensorwise(qa) || !isTensorwise(qb) ||
         (isa<Float8E5M2Type>(*qa.getForward()) &&
          isa<Float8E5M2Type>(*qb.getForward())) ||
-        !op.getType().getElementType().isF32())
+        !op.getType().getElementType().isF32() ||
+        !op.getType().hasStaticShape())
       return;
-    // cuBLASLt's FP8 GEMM reads rows of K bytes from 16-byte boundaries.
     auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
     int64_t k =
         lhsType.getDimSize(lhsType.getRank() - (op.getTransposeLhs() ? 2 : 1));
-    if (kInner && k % 16 != 0)
+    int64_t n = op.getType().getDimSize(op.getType().getRank() - 1);
+    if (kInner && (k % 16 != 0 || n % 4 != 0))
       return;
+    gemms.push_back(op);
+  });
+  // The codes and scale of each quantization, made right after it.
+  llvm::MapVector<Operation *, std::pair<Value, Value>> quantized;
+  auto codesOf = [&](Fp8QuantizeOp q) {
+    auto [it, fresh] = quantized.try_emplace(q, Value(), Value());
+    if (fresh) {
+      OpBuilder b(q->getContext());
+      b.setInsertionPointAfter(q);
+      Emit e{b, q.getLoc()};
+      it->second = quantizeTensorwise(e, q);
+    }
+    return it->second;
+  };
+  for (MatmulOp op : gemms) {
+    auto qa = op.getLhs().getDefiningOp<Fp8QuantizeOp>();
+    auto qb = op.getRhs().getDefiningOp<Fp8QuantizeOp>();
+    auto [a8, sa] = codesOf(qa);
+    auto [b8, sb] = codesOf(qb);
     OpBuilder b(op);
     Emit e{b, op.getLoc()};
-    auto [a8, sa] = quantizeTensorwise(e, qa);
-    auto [b8, sb] = quantizeTensorwise(e, qb);
     bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
     if (kInner && ta) {
       a8 = swapLastTwo(e, a8);
@@ -155,11 +178,30 @@ void lowerFp8Gemms(ModuleOp module, bool kInner) {
       tb = true;
     }
     Value product = MatmulF8Op::create(b, op.getLoc(), a8, b8, ta, tb);
-    Value unscale = e.div(e.like(sa, 1.0), e.mul(sa, sb));
+    // Each factor alone: their product's inverse would overflow for tiny
+    // amaxes, where each scale is large.
+    Value unscale =
+        e.mul(e.div(e.like(sa, 1.0), sa), e.div(e.like(sb, 1.0), sb));
     op.replaceAllUsesWith(
         e.mul(product, e.broadcast(unscale, op.getType(), {})));
     op.erase();
-  });
+  }
+  // Other users of a quantization the GEMMs read dequantize its codes.
+  for (auto &[op, codes] : quantized) {
+    auto q = cast<Fp8QuantizeOp>(op);
+    if (q->use_empty()) {
+      q->erase();
+      continue;
+    }
+    OpBuilder b(q->getContext());
+    b.setInsertionPointAfter(codes.first.getDefiningOp());
+    Emit e{b, q.getLoc()};
+    auto type = e.typeOf(q.getOperand());
+    q->replaceAllUsesWith(
+        ValueRange{e.div(CastOp::create(b, q.getLoc(), type, codes.first),
+                         e.broadcast(codes.second, type, {}))});
+    q->erase();
+  }
 }
 
 struct DecomposeSoftmax : OpRewritePattern<SoftmaxOp> {

@@ -997,6 +997,9 @@ int main(int argc, char **argv) {
       mlir::anvil::cpu::CPUPipelineOptions options;
       options.fuse = !noFusion;
       options.threadChunks = !emulateCUDAGrid;
+      // The emulated grid runs what CUDA runs: FP8 GEMMs with K innermost.
+      if (emulateCUDAGrid)
+        options.fp8Gemms = "f8-k-inner";
       mlir::anvil::cpu::buildCPUPipeline(
           pm, upTo,
           upTo == S::Linalg

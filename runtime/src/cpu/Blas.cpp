@@ -67,6 +67,10 @@ void widen(const void *x, int32_t format, int64_t rows, int64_t cols,
   static const std::array<float, 256> e4m3 = decodeTable(0),
                                       e5m2 = decodeTable(1);
   const std::array<float, 256> &table = format == 1 ? e5m2 : e4m3;
+  if (rows <= 0 || cols <= 0 || batch <= 0) {
+    out.clear();
+    return;
+  }
   int64_t span = (rows - 1) * ld + cols;
   int64_t total =
       stride == 0 || batch == 1 ? span : (batch - 1) * stride + span;

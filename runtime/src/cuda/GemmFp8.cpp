@@ -7,7 +7,7 @@
 // k x m): exactly that form, with no copy. The quantization scales are the
 // descriptor's A/B scale pointers; accumulation is FP32, D is f32.
 // anvil_rt_cuda_gemm_f8 (the generated code's FP8 GEMMs) adds the product
-// to C (beta = 1), batch entry by batch entry, unscaled. One
+// to C (beta = 1), a batch in one strided-batched call, unscaled. One
 // handle and one 32 MiB workspace per process, on the default stream,
 // synchronized before returning (the generated code's launches run on
 // streams of their own).
@@ -19,6 +19,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -43,7 +44,7 @@ struct Lt {
 const Lt &lt() {
   anvil::rt::Status st = anvil::rt::cuda::initialize();
   if (!st.isOk())
-    fail("anvil_rt_cuda_gemm_fp8: " + st.message());
+    fail("cuBLASLt FP8 GEMM: " + st.message());
   static std::once_flag once;
   static Lt lt;
   std::call_once(once, [] {
@@ -82,12 +83,14 @@ struct Descriptors {
 
 /// Row-major D (m x n, f32, row stride ldd) = scaleA scaleB A B^T + beta D,
 /// A m x k and B n x k row-major with row strides lda and ldb (bytes: one
-/// per element), through cuBLASLt's TN form; null scales are 1. `caller`
-/// names the entry point in errors.
+/// per element), through cuBLASLt's TN form; null scales are 1; `batch`
+/// such products at the given element strides, in one call. `caller` names
+/// the entry point in errors.
 void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
             int32_t aFormat, int64_t lda, const void *b, int32_t bFormat,
             int64_t ldb, float *d, int64_t ldd, const float *scaleA,
-            const float *scaleB, float beta) {
+            const float *scaleB, float beta, int64_t batch = 1,
+            int64_t strideA = 0, int64_t strideB = 0, int64_t strideD = 0) {
   std::string what = "an FP8 GEMM (" + std::to_string(m) + " x " +
                      std::to_string(k) + " " + formatName(aFormat) + " by " +
                      std::to_string(n) + " x " + std::to_string(k) + " " +
@@ -100,11 +103,19 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
   if (aFormat == 1 && bFormat == 1)
     fail(std::string(caller) + ": cuBLASLt has no E5M2 x E5M2 product, for " +
          what);
-  if (k % 16 != 0 || lda % 16 != 0 || ldb % 16 != 0)
+  // FP8 kernels read and write 16-byte aligned rows and batch entries.
+  auto aligned = [](const void *p) {
+    return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+  };
+  if (k % 16 != 0 || lda % 16 != 0 || ldb % 16 != 0 || ldd % 4 != 0 ||
+      strideA % 16 != 0 || strideB % 16 != 0 || strideD % 4 != 0 ||
+      !aligned(a) || !aligned(b) || !aligned(d))
     fail(std::string(caller) +
-         ": k and the row strides must be multiples of 16 (FP8 rows are "
-         "16-byte aligned), for " +
-         what);
+         ": cuBLASLt's FP8 GEMM needs 16-byte aligned operands, rows and "
+         "batch entries (k, the 8-bit row and batch strides multiples of 16, "
+         "the f32 ones of 4), for " +
+         what + " with lda " + std::to_string(lda) + ", ldb " +
+         std::to_string(ldb) + ", ldd " + std::to_string(ldd));
   const Lt &h = lt();
   Descriptors desc;
   check(cublasLtMatmulDescCreate(&desc.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
@@ -133,6 +144,22 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
         "cublasLtMatrixLayoutCreate(A)");
   check(cublasLtMatrixLayoutCreate(&desc.d, CUDA_R_32F, n, m, ldd),
         "cublasLtMatrixLayoutCreate(D)");
+  if (batch > 1) {
+    int32_t count = static_cast<int32_t>(batch);
+    // cuBLASLt's A is our B, its B our A.
+    for (auto [layout, stride] :
+         {std::pair{desc.a, strideB}, std::pair{desc.b, strideA},
+          std::pair{desc.d, strideD}}) {
+      check(cublasLtMatrixLayoutSetAttribute(layout,
+                                             CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                             &count, sizeof count),
+            "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)");
+      check(cublasLtMatrixLayoutSetAttribute(
+                layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                sizeof stride),
+            "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)");
+    }
+  }
   check(cublasLtMatmulPreferenceCreate(&desc.preference),
         "cublasLtMatmulPreferenceCreate");
   size_t workspace = kWorkspaceBytes;
@@ -140,6 +167,26 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
             desc.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
             &workspace, sizeof workspace),
         "cublasLtMatmulPreferenceSetAttribute");
+  // The pointers' actual alignment (the memory plan places buffers 64
+  // bytes apart; cuBLASLt assumes 256 unless told).
+  auto alignment = [](const void *p) {
+    uint32_t bytes = 256;
+    while (reinterpret_cast<uintptr_t>(p) % bytes != 0)
+      bytes /= 2;
+    return bytes;
+  };
+  for (auto [attribute, pointer] :
+       {std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, b},
+        std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, a},
+        std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                  static_cast<const void *>(d)},
+        std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                  static_cast<const void *>(d)}}) {
+    uint32_t bytes = alignment(pointer);
+    check(cublasLtMatmulPreferenceSetAttribute(desc.preference, attribute,
+                                               &bytes, sizeof bytes),
+          "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT)");
+  }
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
   check(cublasLtMatmulAlgoGetHeuristic(h.handle, desc.op, desc.a, desc.b,
@@ -183,9 +230,20 @@ extern "C" void anvil_rt_cuda_gemm_f8(int32_t transA, int32_t transB, int64_t m,
          std::string(transA ? " transposed" : "") + " and B" +
          std::string(transB ? "" : " not transposed") +
          " (anvil-decompose fp8-gemms=f8-k-inner lays them out so)");
-  for (int64_t i = 0; i < batch; ++i)
-    ltGemm("anvil_rt_cuda_gemm_f8", m, n, k,
-           static_cast<const uint8_t *>(a) + i * strideA, aFormat, lda,
-           static_cast<const uint8_t *>(b) + i * strideB, bFormat, ldb,
-           c + i * strideC, ldc, nullptr, nullptr, 1.0f);
+  if (batch > 1 && strideB == 0) {
+    // A B shared by the batch: one product of the batch's rows stacked,
+    // when they lie one after another.
+    if (strideA == m * lda && strideC == m * ldc) {
+      ltGemm("anvil_rt_cuda_gemm_f8", m * batch, n, k, a, aFormat, lda, b,
+             bFormat, ldb, c, ldc, nullptr, nullptr, 1.0f);
+      return;
+    }
+    for (int64_t i = 0; i < batch; ++i)
+      ltGemm("anvil_rt_cuda_gemm_f8", m, n, k,
+             static_cast<const uint8_t *>(a) + i * strideA, aFormat, lda, b,
+             bFormat, ldb, c + i * strideC, ldc, nullptr, nullptr, 1.0f);
+    return;
+  }
+  ltGemm("anvil_rt_cuda_gemm_f8", m, n, k, a, aFormat, lda, b, bFormat, ldb, c,
+         ldc, nullptr, nullptr, 1.0f, batch, strideA, strideB, strideC);
 }

@@ -39,8 +39,12 @@ def AnvilDecomposePass : Pass<"anvil-decompose", "mlir::ModuleOp"> {
     (`fp8-gemms=f8`, the default) becomes an FP8 GEMM instead:
     `anvil.matmul_f8` of the 8-bit codes, times `1 / (s_a s_b)`;
     `fp8-gemms=f8-k-inner` also lays both operands out with K innermost
-    (the CUDA backend's choice: cuBLASLt's FP8 GEMM takes them so), and
+    (the CUDA backend's choice: cuBLASLt's FP8 GEMM takes them so, with K a
+    multiple of 16 and N of 4; other GEMMs stay dequantized), and
     `fp8-gemms=dequantized` multiplies the dequantized f32 values instead.
+    Each quantization is computed once for all the GEMMs that read it; its
+    other users read its dequantized codes. matmul_f8 has no VJP: run this
+    after the training step is built.
   }];
   let options = [
     Option<"fp8Gemms", "fp8-gemms", "std::string", /*default=*/"\"f8\"",

@@ -46,10 +46,6 @@ struct Matrix {
   int64_t offset = 0;      ///< Elements from the aligned base.
 };
 
-/// Describes buffer `v`, read through `map`, as a (possibly batched)
-/// matrix whose logical rows are the loops `rows` and columns `cols`:
-/// stored as (batch, rows, cols), or transposed as (batch, cols, rows);
-/// `batch` may be absent from a shared operand (`allowShared`).
 /// The runtime's code of an 8-bit float format: 0 E4M3, 1 E5M2.
 std::optional<int32_t> f8Format(Type t) {
   if (isa<Float8E4M3FNType>(t))
@@ -59,6 +55,10 @@ std::optional<int32_t> f8Format(Type t) {
   return std::nullopt;
 }
 
+/// Describes buffer `v`, read through `map`, as a (possibly batched)
+/// matrix whose logical rows are the loops `rows` and columns `cols`:
+/// stored as (batch, rows, cols), or transposed as (batch, cols, rows);
+/// `batch` may be absent from a shared operand (`allowShared`).
 std::optional<Matrix> asMatrix(Value v, AffineMap map, ArrayRef<unsigned> batch,
                                ArrayRef<unsigned> rows, ArrayRef<unsigned> cols,
                                bool allowShared, bool allowTranspose,

@@ -64,6 +64,14 @@ std::string mlir::anvil::cuda::defaultPTXFeatures(StringRef chip) {
   return sm >= 100 ? "+ptx86" : "+ptx80";
 }
 
+bool mlir::anvil::cuda::hasFP8GEMMs(StringRef chip) {
+  unsigned sm = 0;
+  if (chip.consume_front("sm_"))
+    chip.take_while([](char c) { return std::isdigit(c); })
+        .getAsInteger(10, sm);
+  return sm >= 89;
+}
+
 void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
                                           std::optional<Stage> after,
                                           const CUDAPipelineOptions &options) {
@@ -74,9 +82,11 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     cpuOptions.fuse = options.fuse;
     cpuOptions.threadChunks = false;
     cpuOptions.sgemm = "anvil_rt_cuda_sgemm";
-    // cuBLASLt's FP8 GEMM takes both operands with K innermost.
+    // cuBLASLt's FP8 GEMM (sm_89 and newer) takes both operands with K
+    // innermost; older chips multiply the dequantized values.
     cpuOptions.gemmF8 = "anvil_rt_cuda_gemm_f8";
-    cpuOptions.fp8Gemms = "f8-k-inner";
+    cpuOptions.fp8Gemms =
+        hasFP8GEMMs(options.target.chip) ? "f8-k-inner" : "dequantized";
     Stage upTo = std::min(last, Stage::Bufferized);
     cpu::buildCPUPipeline(pm, shared(upTo),
                           after ? std::optional(shared(*after)) : std::nullopt,

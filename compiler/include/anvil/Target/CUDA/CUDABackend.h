@@ -46,6 +46,10 @@ struct CUDATarget {
   std::string toolkit; ///< CUDA toolkit root (default: defaultCUDAToolkit).
 };
 
+/// Whether `chip` (sm_NN) has FP8 tensor cores, which cuBLASLt's FP8 GEMM
+/// needs: sm_89 and newer.
+bool hasFP8GEMMs(StringRef chip);
+
 /// Choices of the pipeline.
 struct CUDAPipelineOptions {
   bool fuse = true;        ///< Run anvil-fuse.

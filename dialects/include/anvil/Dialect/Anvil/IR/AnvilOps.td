@@ -488,14 +488,15 @@ def Anvil_MatmulOp : Anvil_CostedOp<"matmul", [Anvil_VJP, InferTypeOpAdaptor]> {
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-def Anvil_MatmulF8Op : Anvil_CostedOp<"matmul_f8", [Anvil_NonDifferentiable,
-                                                    InferTypeOpAdaptor]> {
+def Anvil_MatmulF8Op : Anvil_CostedOp<"matmul_f8", [InferTypeOpAdaptor]> {
   let summary = "Matrix product of 8-bit float operands, accumulated in f32";
   let description = [{
     `anvil.matmul`'s product (the same shapes and transposes) of operands
     stored in 8 bits (`f8E4M3FN` or `f8E5M2`, not both `f8E5M2`), as an
     `f32` tensor: every product of two 8-bit floats is exact in `f32`, and
-    the products are summed in `f32`. anvil-decompose makes it of an
+    the products are accumulated in `f32` (on the CPU; Hopper's FP8 tensor
+    cores keep fewer bits between cuBLASLt's promotions to `f32`).
+    anvil-decompose makes it, after differentiation (it has no VJP), of an
     `anvil.matmul` whose operands are both tensorwise `anvil.fp8_quantize`
     results: the GEMM reads the 8-bit codes (a quarter of the bytes), and
     the two dequantization factors multiply its result. The CPU backend
