@@ -6,16 +6,22 @@
 // 2. Run upstream's elementwise fusion, reshape propagation by expansion
 //    and linalg constant folding under that rule, with the canonicalizations
 //    they rely on, to a fixed point.
+// 3. With merge-amax, make each cast and amax of the same tensor one
+//    generic (mergeCastsAndAmaxes) and run step 2 again, which fuses the
+//    tensor's producer into it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "anvil/Fusion/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::anvil {
@@ -46,7 +52,166 @@ bool shouldFuse(OpOperand *fused) {
   return consumer.getMatchingIndexingMap(fused).isPermutation();
 }
 
+/// Whether `op` is an amax of its one input over all loops: every loop a
+/// reduction, a rank-0 output, the input read through the identity, and
+/// the body `maximumf(out, absf(in))`.
+bool isAmax(linalg::GenericOp op) {
+  if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() != op.getNumLoops() || op.getNumLoops() == 0 ||
+      !op.getIndexingMapsArray()[0].isIdentity() ||
+      op.getIndexingMapsArray()[1].getNumResults() != 0)
+    return false;
+  Block *body = op.getBody();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  auto max = yield.getOperand(0).getDefiningOp<arith::MaximumFOp>();
+  if (!max || body->getOperations().size() != 3)
+    return false;
+  auto abs = max.getRhs().getDefiningOp<math::AbsFOp>();
+  return max.getLhs() == body->getArgument(1) && abs &&
+         abs.getOperand() == body->getArgument(0);
+}
+
+/// Whether `value` depends on `op`'s results (through ops in its block).
+bool dependsOn(Value value, Operation *op) {
+  SmallVector<Value> work = {value};
+  DenseSet<Operation *> seen;
+  while (!work.empty()) {
+    Operation *def = work.pop_back_val().getDefiningOp();
+    if (!def || def->getBlock() != op->getBlock() || !seen.insert(def).second)
+      continue;
+    if (def == op)
+      return true;
+    work.append(def->operand_begin(), def->operand_end());
+  }
+  return false;
+}
+
+/// The elementwise op `codes` (the cast: all loops parallel, one output,
+/// identity maps for it and for `x`) and the amax `amax` of the same `x` over
+/// the same loops, as one generic: every loop a reduction, the codes's output
+/// written at every point, the amax folded over all of them.
+/// Whether `v` is available before `point` (in its block), moving the
+/// empty tensors, fills and constants it comes from there if need be.
+bool availableBefore(Value v, Operation *point) {
+  Operation *def = v.getDefiningOp();
+  if (!def || def->getBlock() != point->getBlock() ||
+      def->isBeforeInBlock(point))
+    return true;
+  if (!isa<tensor::EmptyOp, linalg::FillOp, arith::ConstantOp>(def) ||
+      !llvm::all_of(def->getOperands(),
+                    [&](Value in) { return availableBefore(in, point); }))
+    return false;
+  def->moveBefore(point);
+  return true;
+}
+
+void mergeCastAndAmax(RewriterBase &rewriter, linalg::GenericOp codes,
+                      linalg::GenericOp amax) {
+  Value x = amax.getDpsInputs()[0];
+  rewriter.setInsertionPoint(codes->isBeforeInBlock(amax) ? codes : amax);
+  SmallVector<AffineMap> maps;
+  for (OpOperand *in : codes.getDpsInputOperands())
+    maps.push_back(codes.getMatchingIndexingMap(in));
+  maps.push_back(codes.getIndexingMapsArray().back());
+  maps.push_back(amax.getIndexingMapsArray().back());
+  SmallVector<utils::IteratorType> iterators(codes.getNumLoops(),
+                                             utils::IteratorType::reduction);
+  SmallVector<Value> inits = {codes.getDpsInits()[0], amax.getDpsInits()[0]};
+  auto merged = linalg::GenericOp::create(
+      rewriter, codes.getLoc(),
+      TypeRange{codes.getResult(0).getType(), amax.getResult(0).getType()},
+      codes.getDpsInputs(), inits, maps, iterators);
+  Block *castBody = codes.getBody();
+  SmallVector<Type> argTypes;
+  SmallVector<Location> argLocs;
+  for (BlockArgument arg : castBody->getArguments()) {
+    argTypes.push_back(arg.getType());
+    argLocs.push_back(arg.getLoc());
+  }
+  Type amaxType = amax.getBody()->getArgument(1).getType();
+  argTypes.push_back(amaxType);
+  argLocs.push_back(amax.getLoc());
+  Block *body =
+      rewriter.createBlock(&merged.getRegion(), {}, argTypes, argLocs);
+  IRMapping map;
+  for (auto [from, to] :
+       llvm::zip(castBody->getArguments(), body->getArguments()))
+    map.map(from, to);
+  for (Operation &op : castBody->without_terminator())
+    rewriter.clone(op, map);
+  Value castValue = map.lookup(
+      cast<linalg::YieldOp>(castBody->getTerminator()).getOperand(0));
+  // The amax's body on the codes's argument for x.
+  unsigned xIndex = 0;
+  for (OpOperand *in : codes.getDpsInputOperands())
+    if (in->get() == x)
+      xIndex = in->getOperandNumber();
+  IRMapping amaxMap;
+  amaxMap.map(amax.getBody()->getArgument(0), body->getArgument(xIndex));
+  amaxMap.map(amax.getBody()->getArgument(1), body->getArguments().back());
+  for (Operation &op : amax.getBody()->without_terminator())
+    rewriter.clone(op, amaxMap);
+  Value amaxValue = amaxMap.lookup(
+      cast<linalg::YieldOp>(amax.getBody()->getTerminator()).getOperand(0));
+  linalg::YieldOp::create(rewriter, codes.getLoc(),
+                          ValueRange{castValue, amaxValue});
+  rewriter.replaceOp(codes, merged.getResult(0));
+  rewriter.replaceOp(amax, merged.getResult(1));
+}
+
+/// mergeCastAndAmax for every tensor read by exactly an amax and an
+/// elementwise op over the same loops whose inputs do not depend on that
+/// amax (a codes by the delayed recipe's scale).
+void mergeCastsAndAmaxes(ModuleOp module) {
+  IRRewriter rewriter(module.getContext());
+  SmallVector<std::pair<linalg::GenericOp, linalg::GenericOp>> pairs;
+  module.walk([&](linalg::GenericOp amax) {
+    if (!amax.hasPureTensorSemantics() || !isAmax(amax))
+      return;
+    Value x = amax.getDpsInputs()[0];
+    if (!x.hasNUses(2))
+      return;
+    for (Operation *user : x.getUsers()) {
+      auto codes = dyn_cast<linalg::GenericOp>(user);
+      if (!codes || codes == amax || codes->getBlock() != amax->getBlock() ||
+          codes.getNumDpsInits() != 1 ||
+          codes.getNumParallelLoops() != codes.getNumLoops() ||
+          codes.getStaticLoopRanges() != amax.getStaticLoopRanges() ||
+          !codes.getIndexingMapsArray().back().isIdentity() ||
+          llvm::count(codes.getDpsInputs(), x) != 1)
+        continue;
+      OpOperand *xUse = nullptr;
+      for (OpOperand *in : codes.getDpsInputOperands())
+        if (in->get() == x)
+          xUse = in;
+      if (!codes.getMatchingIndexingMap(xUse).isIdentity() ||
+          llvm::any_of(codes->getOperands(),
+                       [&](Value v) { return dependsOn(v, amax); }) ||
+          llvm::any_of(amax->getOperands(),
+                       [&](Value v) { return dependsOn(v, codes); }))
+        continue;
+      pairs.emplace_back(codes, amax);
+    }
+  });
+  // (A cast of two tensors, each with an amax, merges with the first.) The
+  // merged generic goes where the earlier of the two was: what the later
+  // one reads must be there already (or be an empty tensor, a fill or a
+  // constant, moved there).
+  DenseSet<Operation *> merged;
+  for (auto [codes, amax] : pairs) {
+    Operation *first = codes->isBeforeInBlock(amax) ? codes : amax;
+    Operation *second = first == codes ? amax.getOperation() : codes;
+    if (merged.contains(codes) ||
+        !llvm::all_of(second->getOperands(),
+                      [&](Value v) { return availableBefore(v, first); }))
+      continue;
+    merged.insert(codes);
+    mergeCastAndAmax(rewriter, codes, amax);
+  }
+}
+
 struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
+  using AnvilFusePassBase::AnvilFusePassBase;
   void runOnOperation() override {
     MLIRContext *context = &getContext();
     RewritePatternSet patterns(context);
@@ -61,10 +226,17 @@ struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
     context->getLoadedDialect<linalg::LinalgDialect>()
         ->getCanonicalizationPatterns(patterns);
     linalg::populateConstantFoldLinalgOperations(patterns, control);
+    FrozenRewritePatternSet frozen(std::move(patterns));
     GreedyRewriteConfig config;
     config.setUseTopDownTraversal(true);
-    if (failed(
-            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+    if (failed(applyPatternsGreedily(getOperation(), frozen, config)))
+      return signalPassFailure();
+    // The casts are whole once their scaling and broadcasts have fused;
+    // merged with their amaxes, the tensors' producers fuse into them.
+    if (!mergeAmax)
+      return;
+    mergeCastsAndAmaxes(getOperation());
+    if (failed(applyPatternsGreedily(getOperation(), frozen, config)))
       signalPassFailure();
   }
 };

@@ -998,8 +998,10 @@ int main(int argc, char **argv) {
       options.fuse = !noFusion;
       options.threadChunks = !emulateCUDAGrid;
       // The emulated grid runs what CUDA runs: FP8 GEMMs with K innermost.
-      if (emulateCUDAGrid)
+      if (emulateCUDAGrid) {
         options.fp8Gemms = "f8-k-inner";
+        options.mergeAmax = true;
+      }
       mlir::anvil::cpu::buildCPUPipeline(
           pm, upTo,
           upTo == S::Linalg

@@ -203,6 +203,33 @@ func.func private @step__dispatch_5(%a: memref<64x1000xf32>, %b: memref<f32>) {
 
 // -----
 
+// The cast and amax of a tensor merged by anvil-fuse (merge-amax): the
+// codes stored at each point as it is visited, the amax folded as above.
+// CHECK-LABEL: func.func private @step__dispatch_6
+// CHECK: gpu.launch
+// CHECK: scf.for
+// CHECK: %[[X:.+]] = arith.addf
+// CHECK: %[[Q:.+]] = arith.truncf %{{.+}} : f32 to f8E4M3FN
+// CHECK: memref.store %[[Q]], %{{.+}}[%{{.+}}, %{{.+}}] : memref<64x1000xf8E4M3FN>
+// CHECK: scf.yield
+// CHECK: llvm.atomicrmw max
+func.func private @step__dispatch_6(%a: memref<64x1000xf32>, %b: memref<64x1000xf32>, %s: memref<f32>, %q: memref<64x1000xf8E4M3FN>, %m: memref<f32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>],
+                  iterator_types = ["reduction", "reduction"]}
+      ins(%a, %b, %s : memref<64x1000xf32>, memref<64x1000xf32>, memref<f32>) outs(%q, %m : memref<64x1000xf8E4M3FN>, memref<f32>) {
+  ^bb0(%x0: f32, %x1: f32, %sc: f32, %o: f8E4M3FN, %acc: f32):
+    %x = arith.addf %x0, %x1 : f32
+    %y = arith.mulf %x, %sc : f32
+    %c = arith.truncf %y : f32 to f8E4M3FN
+    %ab = math.absf %x : f32
+    %mx = arith.maximumf %acc, %ab : f32
+    linalg.yield %c, %mx : f8E4M3FN, f32
+  }
+  return
+}
+
+// -----
+
 // Not a dispatch (the host's function): untouched.
 // CHECK-LABEL: func.func @train_step
 // CHECK-NOT: gpu.launch

@@ -38,7 +38,23 @@ def AnvilFusePass : Pass<"anvil-fuse", "mlir::ModuleOp"> {
     ```mlir
     %z = linalg.generic ... ins(%x, %bias) ... { arith.addf; math.tanh }
     ```
+
+    With `merge-amax` (the CUDA backend's), a tensor that an elementwise op
+    casts (FP8's codes, by a scale that does not come from this amax: the
+    delayed recipe's) and a full reduction takes the amax of (`max(out,
+    |x|)`), over the same loops, is read once: the two become one generic
+    with both outputs (the codes at every point, the amax folded over all of
+    them), into which the tensor's producers then fuse, so the kernel that
+    computes the tensor writes its 8-bit codes and its amax without writing
+    it. The CUDA mapping runs such a generic on a grid (its amax by atomic
+    max); the CPU backend leaves them apart (a whole-tensor reduction would
+    take its dispatch off the threads).
   }];
+  let options = [
+    Option<"mergeAmax", "merge-amax", "bool", /*default=*/"false",
+           "Merge an elementwise cast and an amax of the same tensor into "
+           "one generic (FP8's codes and amax in the producer's kernel)">,
+  ];
   let dependentDialects = [
     "mlir::affine::AffineDialect", "mlir::linalg::LinalgDialect",
     "mlir::tensor::TensorDialect"

@@ -87,7 +87,7 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
   // 2. fused
   if (wants(Stage::Fused)) {
     if (options.fuse)
-      pm.addPass(createAnvilFusePass());
+      pm.addPass(createAnvilFusePass(AnvilFusePassOptions{options.mergeAmax}));
     pm.addPass(createCanonicalizerPass());
   }
 

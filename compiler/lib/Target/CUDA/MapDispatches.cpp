@@ -314,14 +314,14 @@ bool hoistColumnLoops(scf::ForOp loop, ArrayRef<func::CallOp> calls) {
   return true;
 }
 
-/// The combining op of a reduction body that folds each value into the
-/// output as an amax does, `out = maximumf(out, |v|)` (v computed without
-/// `out`): null otherwise.
-Operation *amaxCombiner(linalg::GenericOp op) {
+/// The combining op of the reduction body `op` yields as result `r`, when
+/// it folds each value into that output as an amax does, `out =
+/// maximumf(out, |v|)` (v computed without `out`): null otherwise.
+Operation *amaxCombiner(linalg::GenericOp op, unsigned r) {
   Block *body = op.getBlock();
-  Value out = body->getArgument(body->getNumArguments() - 1);
+  Value out = body->getArgument(op.getNumDpsInputs() + r);
   auto yield = cast<linalg::YieldOp>(body->getTerminator());
-  auto combine = yield.getOperand(0).getDefiningOp<arith::MaximumFOp>();
+  auto combine = yield.getOperand(r).getDefiningOp<arith::MaximumFOp>();
   if (!combine || combine->getBlock() != body)
     return nullptr;
   Value lhs = combine.getLhs(), rhs = combine.getRhs();
@@ -345,7 +345,9 @@ Operation *amaxCombiner(linalg::GenericOp op) {
 /// sign set: a fill's -inf or 0) the bits order as the floats do, a NaN
 /// above every number; maximumf is associative and commutative (NaN
 /// propagating, -0 below +0), so any order gives the sequential result bit
-/// for bit. `fn`'s body must be `op` and constants.
+/// for bit. Other outputs the generic writes at every point (anvil-fuse's
+/// merge-amax: FP8's codes of the same tensor) are stored as each point is
+/// visited. `fn`'s body must be `op` and constants.
 bool mapFullReduction(func::FuncOp fn, int64_t blockSize) {
   linalg::GenericOp op;
   for (Operation &o : fn.front().without_terminator()) {
@@ -356,8 +358,7 @@ bool mapFullReduction(func::FuncOp fn, int64_t blockSize) {
       return false;
     op = generic;
   }
-  if (!op || !op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
-      op.getNumLoops() == 0 ||
+  if (!op || !op.hasPureBufferSemantics() || op.getNumLoops() == 0 ||
       llvm::any_of(op.getIteratorTypesArray(),
                    [](utils::IteratorType t) {
                      return t != utils::IteratorType::reduction;
@@ -365,11 +366,27 @@ bool mapFullReduction(func::FuncOp fn, int64_t blockSize) {
       !llvm::all_of(op.getIndexingMapsArray(),
                     [](AffineMap m) { return m.isProjectedPermutation(); }))
     return false;
-  Value output = op.getDpsInits()[0];
-  auto outType = dyn_cast<MemRefType>(output.getType());
-  Operation *combine = amaxCombiner(op);
-  if (!outType || outType.getRank() != 0 || !combine ||
-      !outType.getElementType().isF32())
+  // One rank-0 f32 amax output; any other output written at every point
+  // (identity map, its old value unread).
+  Value output;
+  Operation *combine = nullptr;
+  Block *body = op.getBlock();
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    unsigned r = init.getOperandNumber() - op.getNumDpsInputs();
+    auto type = dyn_cast<MemRefType>(init.get().getType());
+    if (!type)
+      return false;
+    if (type.getRank() == 0) {
+      if (output || !type.getElementType().isF32() ||
+          !(combine = amaxCombiner(op, r)))
+        return false;
+      output = init.get();
+    } else if (!op.getMatchingIndexingMap(&init).isIdentity() ||
+               !body->getArgument(op.getNumDpsInputs() + r).use_empty()) {
+      return false;
+    }
+  }
+  if (!output)
     return false;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   int64_t total = 1;
@@ -411,7 +428,6 @@ bool mapFullReduction(func::FuncOp fn, int64_t blockSize) {
         rest = arith::DivUIOp::create(b, loc, rest, index(ranges[d]));
     }
     IRMapping map;
-    Block *body = op.getBlock();
     for (auto [i, input] : llvm::enumerate(op.getDpsInputs())) {
       SmallVector<Value> at;
       for (AffineExpr e : op.getIndexingMapsArray()[i].getResults())
@@ -419,10 +435,19 @@ bool mapFullReduction(func::FuncOp fn, int64_t blockSize) {
       map.map(body->getArgument(i),
               memref::LoadOp::create(b, loc, input, at).getResult());
     }
-    map.map(body->getArgument(body->getNumArguments() - 1),
+    unsigned amaxIndex = 0;
+    for (OpOperand &init : op.getDpsInitsMutable())
+      if (init.get() == output)
+        amaxIndex = init.getOperandNumber() - op.getNumDpsInputs();
+    map.map(body->getArgument(op.getNumDpsInputs() + amaxIndex),
             loop.getRegionIterArgs()[0]);
     for (Operation &bodyOp : body->without_terminator())
       b.clone(bodyOp, map);
+    auto yield = cast<linalg::YieldOp>(body->getTerminator());
+    for (auto [r, init] : llvm::enumerate(op.getDpsInits()))
+      if (init != output)
+        memref::StoreOp::create(b, loc, map.lookup(yield.getOperand(r)), init,
+                                ivs);
     scf::YieldOp::create(b, loc, map.lookup(combine->getResult(0)));
   }
   // The output's address: its aligned base plus its offset (a view into

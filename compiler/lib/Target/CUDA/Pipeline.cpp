@@ -85,6 +85,7 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     // cuBLASLt's FP8 GEMM (sm_89 and newer) takes both operands with K
     // innermost; older chips multiply the dequantized values.
     cpuOptions.gemmF8 = "anvil_rt_cuda_gemm_f8";
+    cpuOptions.mergeAmax = true;
     cpuOptions.fp8Gemms =
         hasFP8GEMMs(options.target.chip) ? "f8-k-inner" : "dequantized";
     Stage upTo = std::min(last, Stage::Bufferized);

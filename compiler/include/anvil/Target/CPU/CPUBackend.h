@@ -36,6 +36,9 @@ enum class Stage { Linalg, Fused, Bufferized, LLVM };
 /// Choices of the pipeline.
 struct CPUPipelineOptions {
   bool fuse = true; ///< Run anvil-fuse (off: one dispatch per linalg op).
+  /// anvil-fuse's merge-amax: FP8's cast and amax of a tensor in one
+  /// generic (for a GPU grid, which runs it in parallel).
+  bool mergeAmax = false;
   /// Split each dispatch into chunks for the CPU's threads
   /// (anvil-cpu-parallel-dispatches); off for a GPU target, which maps the
   /// dispatches onto a grid instead.

@@ -1,0 +1,78 @@
+// RUN: anvil-opt %s --split-input-file --anvil-fuse=merge-amax=true | FileCheck %s
+// RUN: anvil-opt %s --split-input-file --anvil-fuse | FileCheck %s --check-prefix=APART
+
+// Tests anvil-fuse's merge-amax (the CUDA backend's): a tensor that an
+// elementwise op casts (FP8's codes, by a scale that does not come from this
+// amax: the delayed recipe's) and a full reduction takes the amax of is read
+// once. The cast and the amax become one generic with both outputs, every
+// loop a reduction, and the tensor's producer fuses into it: the kernel
+// computes the tensor and writes only its 8-bit codes and its amax. Without
+// merge-amax (the CPU's) they stay apart.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#sc = affine_map<(d0, d1) -> ()>
+// CHECK-LABEL: func.func @delayed
+// CHECK: %[[R:.+]]:2 = linalg.generic {{{.+}}iterator_types = ["reduction", "reduction"]} ins(%arg0, %arg1, %arg2 : tensor<8x64xf32>, tensor<8x64xf32>, tensor<f32>) outs(%{{.+}}, %{{.+}} : tensor<8x64xf8E4M3FN>, tensor<f32>)
+// CHECK: %[[X:.+]] = arith.addf
+// CHECK: %[[S:.+]] = arith.mulf %[[X]]
+// CHECK: %[[Q:.+]] = arith.truncf %[[S]] : f32 to f8E4M3FN
+// CHECK: %[[A:.+]] = math.absf %[[X]]
+// CHECK: %[[M:.+]] = arith.maximumf %{{.+}}, %[[A]]
+// CHECK: linalg.yield %[[Q]], %[[M]] : f8E4M3FN, f32
+// CHECK: return %[[R]]#0, %[[R]]#1
+// APART-LABEL: func.func @delayed
+// APART-COUNT-3: linalg.generic
+func.func @delayed(%a: tensor<8x64xf32>, %b: tensor<8x64xf32>, %s: tensor<f32>) -> (tensor<8x64xf8E4M3FN>, tensor<f32>) {
+  %e = tensor.empty() : tensor<8x64xf32>
+  %x = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%a, %b : tensor<8x64xf32>, tensor<8x64xf32>) outs(%e : tensor<8x64xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %r = arith.addf %p, %q : f32
+    linalg.yield %r : f32
+  } -> tensor<8x64xf32>
+  %e8 = tensor.empty() : tensor<8x64xf8E4M3FN>
+  %c = linalg.generic {indexing_maps = [#id, #sc, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %s : tensor<8x64xf32>, tensor<f32>) outs(%e8 : tensor<8x64xf8E4M3FN>) {
+  ^bb0(%p: f32, %q: f32, %o: f8E4M3FN):
+    %m = arith.mulf %p, %q : f32
+    %t = arith.truncf %m : f32 to f8E4M3FN
+    linalg.yield %t : f8E4M3FN
+  } -> tensor<8x64xf8E4M3FN>
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %init = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %amax = linalg.generic {indexing_maps = [#id, #sc], iterator_types = ["reduction", "reduction"]} ins(%x : tensor<8x64xf32>) outs(%init : tensor<f32>) {
+  ^bb0(%p: f32, %o: f32):
+    %ab = math.absf %p : f32
+    %mx = arith.maximumf %o, %ab : f32
+    linalg.yield %mx : f32
+  } -> tensor<f32>
+  return %c, %amax : tensor<8x64xf8E4M3FN>, tensor<f32>
+}
+
+// -----
+
+// The current recipe's cast scales by this very amax: it needs the whole
+// reduction first, so the two stay apart (two passes over the tensor).
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#sc = affine_map<(d0, d1) -> ()>
+// CHECK-LABEL: func.func @current
+// CHECK-NOT: outs(%{{.+}}, %{{.+}} :
+// CHECK: return
+func.func @current(%x: tensor<8x64xf32>) -> tensor<8x64xf8E4M3FN> {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %init = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %amax = linalg.generic {indexing_maps = [#id, #sc], iterator_types = ["reduction", "reduction"]} ins(%x : tensor<8x64xf32>) outs(%init : tensor<f32>) {
+  ^bb0(%p: f32, %o: f32):
+    %ab = math.absf %p : f32
+    %mx = arith.maximumf %o, %ab : f32
+    linalg.yield %mx : f32
+  } -> tensor<f32>
+  %e8 = tensor.empty() : tensor<8x64xf8E4M3FN>
+  %c = linalg.generic {indexing_maps = [#id, #sc, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %amax : tensor<8x64xf32>, tensor<f32>) outs(%e8 : tensor<8x64xf8E4M3FN>) {
+  ^bb0(%p: f32, %q: f32, %o: f8E4M3FN):
+    %m = arith.divf %p, %q : f32
+    %t = arith.truncf %m : f32 to f8E4M3FN
+    linalg.yield %t : f8E4M3FN
+  } -> tensor<8x64xf8E4M3FN>
+  return %c : tensor<8x64xf8E4M3FN>
+}
