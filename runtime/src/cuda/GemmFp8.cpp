@@ -19,10 +19,13 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace {
@@ -175,6 +178,33 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
       bytes /= 2;
     return bytes;
   };
+  // The heuristic's choice, once per shape, layout and alignment: a step
+  // runs the same GEMMs every time.
+  std::array<int64_t, 17> key = {m,
+                                 n,
+                                 k,
+                                 lda,
+                                 ldb,
+                                 ldd,
+                                 aFormat,
+                                 bFormat,
+                                 batch,
+                                 strideA,
+                                 strideB,
+                                 strideD,
+                                 scaleA != nullptr,
+                                 scaleB != nullptr,
+                                 alignment(a),
+                                 alignment(b),
+                                 alignment(d)};
+  static std::mutex cacheMutex;
+  static std::map<std::array<int64_t, 17>, cublasLtMatmulAlgo_t> cache;
+  std::optional<cublasLtMatmulAlgo_t> cached;
+  {
+    std::lock_guard<std::mutex> lock(cacheMutex);
+    if (auto it = cache.find(key); it != cache.end())
+      cached = it->second;
+  }
   for (auto [attribute, pointer] :
        {std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, b},
         std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, a},
@@ -187,17 +217,22 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
                                                &bytes, sizeof bytes),
           "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT)");
   }
-  cublasLtMatmulHeuristicResult_t heuristic{};
-  int found = 0;
-  check(cublasLtMatmulAlgoGetHeuristic(h.handle, desc.op, desc.a, desc.b,
-                                       desc.d, desc.d, desc.preference, 1,
-                                       &heuristic, &found),
-        "cublasLtMatmulAlgoGetHeuristic");
-  if (found == 0)
-    fail("cublasLtMatmulAlgoGetHeuristic found no algorithm, for " + what);
+  if (!cached) {
+    cublasLtMatmulHeuristicResult_t heuristic{};
+    int found = 0;
+    check(cublasLtMatmulAlgoGetHeuristic(h.handle, desc.op, desc.a, desc.b,
+                                         desc.d, desc.d, desc.preference, 1,
+                                         &heuristic, &found),
+          "cublasLtMatmulAlgoGetHeuristic");
+    if (found == 0)
+      fail("cublasLtMatmulAlgoGetHeuristic found no algorithm, for " + what);
+    cached = heuristic.algo;
+    std::lock_guard<std::mutex> lock(cacheMutex);
+    cache.emplace(key, heuristic.algo);
+  }
   const float one = 1.0f;
   check(cublasLtMatmul(h.handle, desc.op, &one, b, desc.a, a, desc.b, &beta, d,
-                       desc.d, d, desc.d, &heuristic.algo, h.workspace,
+                       desc.d, d, desc.d, &*cached, h.workspace,
                        kWorkspaceBytes, nullptr),
         "cublasLtMatmul");
   if (anvil::rt::Status st =
