@@ -263,6 +263,18 @@ double decodeFp8(uint8_t byte, int32_t format) {
   return byte & 0x80 ? -v : v;
 }
 
+/// A random finite code of moderate size (no NaN codes, exponents in the
+/// middle), so that every product is exact and the sums round alike.
+uint8_t moderateFp8(std::mt19937 &rng, int32_t format) {
+  uint8_t exponentBits = format == 1 ? 5 : 4;
+  uint8_t mantissaBits = 7 - exponentBits;
+  uint8_t exponent =
+      static_cast<uint8_t>((1 << (exponentBits - 1)) - 3 + rng() % 6);
+  uint8_t mantissa = static_cast<uint8_t>(rng() % (1u << mantissaBits));
+  return static_cast<uint8_t>(((rng() & 1) << 7) | (exponent << mantissaBits) |
+                              mantissa);
+}
+
 TEST(CudaGemmFp8, MatchesTheHostOnExactProducts) {
   SKIP_WITHOUT_GPU();
   Expected<cuda::DeviceInfo> info = cuda::currentDevice();
@@ -277,17 +289,7 @@ TEST(CudaGemmFp8, MatchesTheHostOnExactProducts) {
     auto *d = static_cast<float *>(anvil_rt_cuda_alloc(m * n * 4));
     auto *scales = static_cast<float *>(anvil_rt_cuda_alloc(2 * 4));
     std::mt19937 rng(8);
-    // Finite values of moderate size (no NaN codes, exponents in the
-    // middle), so every product is exact and the sums round alike.
-    auto pick = [&](int32_t format) {
-      uint8_t exponentBits = format == 1 ? 5 : 4;
-      uint8_t mantissaBits = 7 - exponentBits;
-      uint8_t exponent =
-          static_cast<uint8_t>((1 << (exponentBits - 1)) - 3 + rng() % 6);
-      uint8_t mantissa = static_cast<uint8_t>(rng() % (1u << mantissaBits));
-      return static_cast<uint8_t>(((rng() & 1) << 7) |
-                                  (exponent << mantissaBits) | mantissa);
-    };
+    auto pick = [&](int32_t format) { return moderateFp8(rng, format); };
     for (int64_t i = 0; i < m * k; ++i)
       a[i] = pick(0);
     for (int64_t i = 0; i < n * k; ++i)
@@ -334,15 +336,7 @@ TEST(CudaGemmF8, AccumulatesStridedBatchesInTheTNForm) {
   auto *b = static_cast<uint8_t *>(anvil_rt_cuda_alloc(batch * strideB));
   auto *c = static_cast<float *>(anvil_rt_cuda_alloc(batch * strideC * 4));
   std::mt19937 rng(9);
-  auto pick = [&](int32_t format) {
-    uint8_t exponentBits = format == 1 ? 5 : 4;
-    uint8_t mantissaBits = 7 - exponentBits;
-    uint8_t exponent =
-        static_cast<uint8_t>((1 << (exponentBits - 1)) - 3 + rng() % 6);
-    uint8_t mantissa = static_cast<uint8_t>(rng() % (1u << mantissaBits));
-    return static_cast<uint8_t>(((rng() & 1) << 7) |
-                                (exponent << mantissaBits) | mantissa);
-  };
+  auto pick = [&](int32_t format) { return moderateFp8(rng, format); };
   for (int64_t i = 0; i < batch * strideA; ++i)
     a[i] = pick(0);
   for (int64_t i = 0; i < batch * strideB; ++i)

@@ -108,23 +108,14 @@ struct MatmulModel
   }
 };
 
-/// anvil.transpose: result dimension i is operand dimension perm[i].
-struct TransposeModel
-    : shard::ShardingInterface::ExternalModel<TransposeModel, TransposeOp> {
+/// A data movement whose loops are its result's dimensions, all parallel:
+/// each rank moves its block (`Model` gives the operand's map).
+template <typename Model, typename Op>
+struct ResultLoopsModel : shard::ShardingInterface::ExternalModel<Model, Op> {
   SmallVector<IteratorType> getLoopIteratorTypes(Operation *op) const {
     return SmallVector<IteratorType>(
         cast<RankedTensorType>(op->getResult(0).getType()).getRank(),
         IteratorType::parallel);
-  }
-  SmallVector<AffineMap> getIndexingMaps(Operation *op) const {
-    ArrayRef<int64_t> perm = cast<TransposeOp>(op).getPermutation();
-    MLIRContext *ctx = op->getContext();
-    // Loops follow the result; operand dimension perm[i] is loop i.
-    SmallVector<AffineExpr> operand(perm.size());
-    for (auto [i, p] : llvm::enumerate(perm))
-      operand[p] = getAffineDimExpr(i, ctx);
-    return {AffineMap::get(perm.size(), 0, operand, ctx),
-            AffineMap::getMultiDimIdentityMap(perm.size(), ctx)};
   }
   LogicalResult partition(Operation *op, ArrayRef<Value> partitionedOperands,
                           ArrayRef<Sharding> operandShardings,
@@ -139,15 +130,22 @@ struct TransposeModel
   }
 };
 
-/// anvil.broadcast: loops follow the result; the operand's dimension i is
-/// loop dimensions[i].
-struct BroadcastModel
-    : shard::ShardingInterface::ExternalModel<BroadcastModel, BroadcastOp> {
-  SmallVector<IteratorType> getLoopIteratorTypes(Operation *op) const {
-    return SmallVector<IteratorType>(
-        cast<RankedTensorType>(op->getResult(0).getType()).getRank(),
-        IteratorType::parallel);
+/// anvil.transpose: result dimension i is operand dimension perm[i].
+struct TransposeModel : ResultLoopsModel<TransposeModel, TransposeOp> {
+  SmallVector<AffineMap> getIndexingMaps(Operation *op) const {
+    ArrayRef<int64_t> perm = cast<TransposeOp>(op).getPermutation();
+    MLIRContext *ctx = op->getContext();
+    // Operand dimension perm[i] is loop i.
+    SmallVector<AffineExpr> operand(perm.size());
+    for (auto [i, p] : llvm::enumerate(perm))
+      operand[p] = getAffineDimExpr(i, ctx);
+    return {AffineMap::get(perm.size(), 0, operand, ctx),
+            AffineMap::getMultiDimIdentityMap(perm.size(), ctx)};
   }
+};
+
+/// anvil.broadcast: the operand's dimension i is loop dimensions[i].
+struct BroadcastModel : ResultLoopsModel<BroadcastModel, BroadcastOp> {
   SmallVector<AffineMap> getIndexingMaps(Operation *op) const {
     auto bc = cast<BroadcastOp>(op);
     MLIRContext *ctx = op->getContext();
@@ -157,17 +155,6 @@ struct BroadcastModel
       operand.push_back(getAffineDimExpr(d, ctx));
     return {AffineMap::get(rank, 0, operand, ctx),
             AffineMap::getMultiDimIdentityMap(rank, ctx)};
-  }
-  LogicalResult partition(Operation *op, ArrayRef<Value> partitionedOperands,
-                          ArrayRef<Sharding> operandShardings,
-                          ArrayRef<Sharding> resultShardings,
-                          IRMapping &partitionMap,
-                          SymbolTableCollection &symbolTable,
-                          OpBuilder &builder) const {
-    shard::partitionTriviallyShardableOperation(
-        *op, partitionedOperands, operandShardings, resultShardings,
-        partitionMap, symbolTable, builder);
-    return success();
   }
 };
 
