@@ -287,7 +287,8 @@ TEST(CudaGemmFp8, MatchesTheHostOnExactProducts) {
     auto *a = static_cast<uint8_t *>(anvil_rt_cuda_alloc(m * k));
     auto *b = static_cast<uint8_t *>(anvil_rt_cuda_alloc(n * k));
     auto *d = static_cast<float *>(anvil_rt_cuda_alloc(m * n * 4));
-    auto *scales = static_cast<float *>(anvil_rt_cuda_alloc(2 * 4));
+    // The scales 16-byte aligned, as cuBLASLt's FP8 GEMM needs.
+    auto *scales = static_cast<float *>(anvil_rt_cuda_alloc(8 * 4));
     std::mt19937 rng(8);
     auto pick = [&](int32_t format) { return moderateFp8(rng, format); };
     for (int64_t i = 0; i < m * k; ++i)
@@ -295,8 +296,8 @@ TEST(CudaGemmFp8, MatchesTheHostOnExactProducts) {
     for (int64_t i = 0; i < n * k; ++i)
       b[i] = pick(bFormat);
     scales[0] = 0.5f;
-    scales[1] = 4.0f;
-    anvil_rt_cuda_gemm_fp8(m, n, k, a, 0, b, bFormat, d, scales, scales + 1);
+    scales[4] = 4.0f;
+    anvil_rt_cuda_gemm_fp8(m, n, k, a, 0, b, bFormat, d, scales, scales + 4);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         double want = 0, magnitude = 0;
@@ -308,9 +309,9 @@ TEST(CudaGemmFp8, MatchesTheHostOnExactProducts) {
         }
         want *= 0.5 * 4.0;
         magnitude *= 0.5 * 4.0;
-        // The tensor cores accumulate with about 14 mantissa bits between
-        // promotions to f32.
-        ASSERT_NEAR(d[i * n + j], want, 2e-4 * magnitude + 1e-6)
+        // The tensor cores accumulate with fewer bits than f32 between
+        // promotions (seen on an H200: 2.0e-4 of the products' magnitude).
+        ASSERT_NEAR(d[i * n + j], want, 1e-3 * magnitude + 1e-6)
             << "D[" << i << ", " << j << "], B in "
             << (bFormat ? "E5M2" : "E4M3");
       }
@@ -355,7 +356,7 @@ TEST(CudaGemmF8, AccumulatesStridedBatchesInTheTNForm) {
           want += p;
           magnitude += std::abs(p);
         }
-        ASSERT_NEAR(c[t * strideC + i * n + j], want, 2e-4 * magnitude)
+        ASSERT_NEAR(c[t * strideC + i * n + j], want, 1e-3 * magnitude)
             << "C[" << t << ", " << i << ", " << j << "]";
       }
   for (void *p :

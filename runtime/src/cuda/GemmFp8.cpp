@@ -112,10 +112,12 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
   };
   if (k % 16 != 0 || lda % 16 != 0 || ldb % 16 != 0 || ldd % 4 != 0 ||
       strideA % 16 != 0 || strideB % 16 != 0 || strideD % 4 != 0 ||
-      !aligned(a) || !aligned(b) || !aligned(d))
+      !aligned(a) || !aligned(b) || !aligned(d) || !aligned(scaleA) ||
+      !aligned(scaleB))
     fail(std::string(caller) +
-         ": cuBLASLt's FP8 GEMM needs 16-byte aligned operands, rows and "
-         "batch entries (k, the 8-bit row and batch strides multiples of 16, "
+         ": cuBLASLt's FP8 GEMM needs 16-byte aligned operands, scales, rows "
+         "and batch entries (k, the 8-bit row and batch strides multiples of "
+         "16, "
          "the f32 ones of 4), for " +
          what + " with lda " + std::to_string(lda) + ", ldb " +
          std::to_string(ldb) + ", ldd " + std::to_string(ldd));
