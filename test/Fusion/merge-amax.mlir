@@ -76,3 +76,33 @@ func.func @current(%x: tensor<8x64xf32>) -> tensor<8x64xf8E4M3FN> {
   } -> tensor<8x64xf8E4M3FN>
   return %c : tensor<8x64xf8E4M3FN>
 }
+
+// -----
+
+// A cast whose body captures the amax (through tensor.extract, not an
+// operand) depends on it: not merged.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#sc = affine_map<(d0, d1) -> ()>
+// CHECK-LABEL: func.func @captured
+// CHECK-NOT: outs(%{{.+}}, %{{.+}} :
+// CHECK: return
+func.func @captured(%x: tensor<8x64xf32>) -> tensor<8x64xf8E4M3FN> {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %init = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %amax = linalg.generic {indexing_maps = [#id, #sc], iterator_types = ["reduction", "reduction"]} ins(%x : tensor<8x64xf32>) outs(%init : tensor<f32>) {
+  ^bb0(%p: f32, %o: f32):
+    %ab = math.absf %p : f32
+    %mx = arith.maximumf %o, %ab : f32
+    linalg.yield %mx : f32
+  } -> tensor<f32>
+  %s = tensor.extract %amax[] : tensor<f32>
+  %e8 = tensor.empty() : tensor<8x64xf8E4M3FN>
+  %c = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<8x64xf32>) outs(%e8 : tensor<8x64xf8E4M3FN>) {
+  ^bb0(%p: f32, %o: f8E4M3FN):
+    %m = arith.divf %p, %s : f32
+    %t = arith.truncf %m : f32 to f8E4M3FN
+    linalg.yield %t : f8E4M3FN
+  } -> tensor<8x64xf8E4M3FN>
+  return %c : tensor<8x64xf8E4M3FN>
+}

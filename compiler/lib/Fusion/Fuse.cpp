@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 namespace mlir::anvil {
 #define GEN_PASS_DEF_ANVILFUSEPASS
@@ -184,6 +185,26 @@ void mergeCastsAndAmaxes(ModuleOp module) {
       for (OpOperand *in : codes.getDpsInputOperands())
         if (in->get() == x)
           xUse = in;
+      // What the CUDA mapping runs on a grid (an f32 amax, static loops, a
+      // cast that does not read its output), with no value captured from
+      // above but constants (the dependence and placement checks follow
+      // operands only).
+      auto capturesOnlyConstants = [](linalg::GenericOp op) {
+        SetVector<Value> captured;
+        getUsedValuesDefinedAbove(op->getRegion(0), captured);
+        return llvm::all_of(captured, [](Value v) {
+          Operation *def = v.getDefiningOp();
+          return def && def->hasTrait<OpTrait::ConstantLike>();
+        });
+      };
+      Block *castBody = codes.getBody();
+      if (!cast<RankedTensorType>(amax.getResult(0).getType())
+               .getElementType()
+               .isF32() ||
+          llvm::any_of(amax.getStaticLoopRanges(), ShapedType::isDynamic) ||
+          !castBody->getArguments().back().use_empty() ||
+          !capturesOnlyConstants(codes) || !capturesOnlyConstants(amax))
+        continue;
       if (!codes.getMatchingIndexingMap(xUse).isIdentity() ||
           llvm::any_of(codes->getOperands(),
                        [&](Value v) { return dependsOn(v, amax); }) ||

@@ -230,6 +230,47 @@ func.func private @step__dispatch_6(%a: memref<64x1000xf32>, %b: memref<64x1000x
 
 // -----
 
+// The loops' indices (linalg.index, from a fused producer) are the point's;
+// an output that stores the running maximum (a prefix maximum, which a grid
+// would not give) keeps its dispatch on one thread.
+// CHECK-LABEL: func.func private @step__dispatch_10
+// CHECK: gpu.launch blocks({{.+}}) in ({{.+}} = %c4{{[_0-9]*}}, {{.+}}) threads({{.+}}) in ({{.+}} = %c256{{[_0-9]*}}, {{.+}})
+// CHECK-NOT: linalg.index
+// CHECK: arith.index_cast
+// CHECK: llvm.atomicrmw max
+// CHECK-LABEL: func.func private @step__dispatch_11
+// CHECK: gpu.launch blocks({{.+}}) in ({{.+}} = %c1{{[_0-9]*}}, {{.+}}) threads({{.+}}) in ({{.+}} = %c1{{[_0-9]*}}, {{.+}})
+// CHECK-NOT: llvm.atomicrmw
+// CHECK: return
+func.func private @step__dispatch_10(%a: memref<64x1000xf32>, %q: memref<64x1000xf32>, %m: memref<f32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>],
+                  iterator_types = ["reduction", "reduction"]}
+      ins(%a : memref<64x1000xf32>) outs(%q, %m : memref<64x1000xf32>, memref<f32>) {
+  ^bb0(%x0: f32, %o: f32, %acc: f32):
+    %i = linalg.index 1 : index
+    %ii = arith.index_cast %i : index to i32
+    %fi = arith.sitofp %ii : i32 to f32
+    %x = arith.mulf %x0, %fi : f32
+    %ab = math.absf %x : f32
+    %mx = arith.maximumf %acc, %ab : f32
+    linalg.yield %x, %mx : f32, f32
+  }
+  return
+}
+func.func private @step__dispatch_11(%a: memref<64x1000xf32>, %q: memref<64x1000xf32>, %m: memref<f32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>],
+                  iterator_types = ["reduction", "reduction"]}
+      ins(%a : memref<64x1000xf32>) outs(%q, %m : memref<64x1000xf32>, memref<f32>) {
+  ^bb0(%x: f32, %o: f32, %acc: f32):
+    %ab = math.absf %x : f32
+    %mx = arith.maximumf %acc, %ab : f32
+    linalg.yield %mx, %mx : f32, f32
+  }
+  return
+}
+
+// -----
+
 // Not a dispatch (the host's function): untouched.
 // CHECK-LABEL: func.func @train_step
 // CHECK-NOT: gpu.launch

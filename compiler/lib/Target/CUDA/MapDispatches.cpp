@@ -388,6 +388,23 @@ bool mapFullReduction(func::FuncOp fn, int64_t blockSize) {
   }
   if (!output)
     return false;
+  // The other outputs' values must not read the running maximum (a point
+  // would store a thread's partial, not the sequential prefix).
+  auto yieldOp = cast<linalg::YieldOp>(body->getTerminator());
+  for (auto [r, init] : llvm::enumerate(op.getDpsInits())) {
+    if (init == output)
+      continue;
+    SmallVector<Value> work = {yieldOp.getOperand(r)};
+    DenseSet<Operation *> seen;
+    while (!work.empty()) {
+      Operation *def = work.pop_back_val().getDefiningOp();
+      if (!def || def->getBlock() != body || !seen.insert(def).second)
+        continue;
+      if (def == combine)
+        return false;
+      work.append(def->operand_begin(), def->operand_end());
+    }
+  }
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   int64_t total = 1;
   for (int64_t r : ranges) {
@@ -441,8 +458,14 @@ bool mapFullReduction(func::FuncOp fn, int64_t blockSize) {
         amaxIndex = init.getOperandNumber() - op.getNumDpsInputs();
     map.map(body->getArgument(op.getNumDpsInputs() + amaxIndex),
             loop.getRegionIterArgs()[0]);
-    for (Operation &bodyOp : body->without_terminator())
+    for (Operation &bodyOp : body->without_terminator()) {
+      // The loops' indices are the point's.
+      if (auto index = dyn_cast<linalg::IndexOp>(bodyOp)) {
+        map.map(index.getResult(), ivs[index.getDim()]);
+        continue;
+      }
       b.clone(bodyOp, map);
+    }
     auto yield = cast<linalg::YieldOp>(body->getTerminator());
     for (auto [r, init] : llvm::enumerate(op.getDpsInits()))
       if (init != output)
