@@ -12,8 +12,12 @@
 #include "anvil/runtime/Dist.h"
 #include "anvil/runtime/RuntimeABI.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cuda.h>
 #include <dlfcn.h>
+#include <map>
+#include <vector>
 
 #include <cstdio>
 #include <cstdlib>
@@ -316,12 +320,77 @@ extern "C" void *mgpuModuleGetFunction(void *module, const char *name) {
   return function;
 }
 
+namespace {
+
+/// ANVIL_PROFILE's table: per name, calls and seconds.
+struct Profile {
+  std::mutex mutex;
+  std::map<std::string, std::pair<int64_t, double>> entries;
+  /// The kernel launched last and when, until the synchronization after it.
+  std::string pending;
+  std::chrono::steady_clock::time_point launched;
+
+  ~Profile() {
+    if (entries.empty())
+      return;
+    std::vector<std::pair<std::string, std::pair<int64_t, double>>> rows(
+        entries.begin(), entries.end());
+    std::sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) {
+      return a.second.second > b.second.second;
+    });
+    double total = 0;
+    for (const auto &row : rows)
+      total += row.second.second;
+    std::fprintf(stderr,
+                 "anvil profile: %.3f s in %zu kernels and library calls\n",
+                 total, rows.size());
+    std::fprintf(stderr, "%10s %7s %8s %6s  %s\n", "ms", "calls", "us/call",
+                 "share", "name");
+    for (size_t i = 0; i < rows.size() && i < 40; ++i) {
+      const auto &[name, stats] = rows[i];
+      std::fprintf(stderr, "%10.2f %7lld %8.1f %5.1f%%  %s\n",
+                   stats.second * 1e3, static_cast<long long>(stats.first),
+                   stats.second * 1e6 / static_cast<double>(stats.first),
+                   100 * stats.second / total, name.c_str());
+    }
+  }
+};
+
+Profile &profile() {
+  static Profile p;
+  return p;
+}
+
+} // namespace
+
+bool cuda::profiling() {
+  static const bool on = [] {
+    const char *v = std::getenv("ANVIL_PROFILE");
+    return v && std::string(v) == "1";
+  }();
+  return on;
+}
+
+void cuda::profileAdd(const std::string &name, double seconds) {
+  Profile &p = profile();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  auto &[calls, total] = p.entries[name];
+  ++calls;
+  total += seconds;
+}
+
 extern "C" void mgpuLaunchKernel(void *function, int64_t gridX, int64_t gridY,
                                  int64_t gridZ, int64_t blockX, int64_t blockY,
                                  int64_t blockZ, int32_t sharedBytes,
                                  void *stream, void **params, void **extra,
                                  int64_t /*paramCount*/) {
   Driver &d = driverOrAbort("mgpuLaunchKernel");
+  if (cuda::profiling()) {
+    Profile &p = profile();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    p.pending = cuda::kernelName(function);
+    p.launched = std::chrono::steady_clock::now();
+  }
   CUresult r = d.launchKernel(
       static_cast<CUfunction>(function), static_cast<unsigned>(gridX),
       static_cast<unsigned>(gridY), static_cast<unsigned>(gridZ),
@@ -350,6 +419,22 @@ extern "C" void mgpuStreamSynchronize(void *stream) {
   // An error of a kernel surfaces here: name the last one launched.
   check(d.streamSynchronize(static_cast<CUstream>(stream)),
         "cuStreamSynchronize", "the kernels launched before it");
+  if (cuda::profiling()) {
+    Profile &p = profile();
+    std::string name;
+    double seconds = 0;
+    {
+      std::lock_guard<std::mutex> lock(p.mutex);
+      if (p.pending.empty())
+        return;
+      name = std::move(p.pending);
+      p.pending.clear();
+      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                              p.launched)
+                    .count();
+    }
+    cuda::profileAdd(name, seconds);
+  }
 }
 
 extern "C" void mgpuStreamDestroy(void *stream) {

@@ -10,6 +10,7 @@
 
 #include "anvil/runtime/Cuda.h"
 
+#include <chrono>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -54,6 +55,7 @@ extern "C" void anvil_rt_cuda_sgemm(int32_t transA, int32_t transB, int64_t m,
                                     int64_t strideB, float *c, int64_t ldc,
                                     int64_t strideC, int64_t batch) {
   const float one = 1.0f;
+  auto start = std::chrono::steady_clock::now();
   cublasStatus_t s = cublasSgemmStridedBatched_64(
       handle(), transB ? CUBLAS_OP_T : CUBLAS_OP_N,
       transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &one, b, ldb, strideB, a,
@@ -69,4 +71,10 @@ extern "C" void anvil_rt_cuda_sgemm(int32_t transA, int32_t transB, int64_t m,
   if (cudaError_t e = cudaStreamSynchronize(nullptr); e != cudaSuccess)
     fail(std::string("cudaStreamSynchronize failed: ") + cudaGetErrorName(e) +
          " (" + cudaGetErrorString(e) + "), after " + shape());
+  if (anvil::rt::cuda::profiling())
+    anvil::rt::cuda::profileAdd(
+        "cuBLAS sgemm " + std::to_string(batch) + "x" + std::to_string(m) +
+            "x" + std::to_string(n) + "x" + std::to_string(k),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count());
 }

@@ -20,6 +20,7 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -233,6 +234,7 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
     cache.emplace(key, heuristic.algo);
   }
   const float one = 1.0f;
+  auto start = std::chrono::steady_clock::now();
   check(cublasLtMatmul(h.handle, desc.op, &one, b, desc.a, a, desc.b, &beta, d,
                        desc.d, d, desc.d, &*cached, h.workspace,
                        kWorkspaceBytes, nullptr),
@@ -241,6 +243,12 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
           anvil::rt::cuda::synchronizeDefaultStream(what.c_str());
       !st.isOk())
     fail(st.message());
+  if (anvil::rt::cuda::profiling())
+    anvil::rt::cuda::profileAdd(
+        "cuBLASLt FP8 " + std::to_string(batch) + "x" + std::to_string(m) +
+            "x" + std::to_string(n) + "x" + std::to_string(k),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count());
 }
 
 } // namespace

@@ -68,6 +68,14 @@ bool isDeviceAddressable(const void *ptr);
 /// failure as the driver's error for `after`.
 Status synchronizeDefaultStream(const char *after);
 
+/// With ANVIL_PROFILE=1 in the environment, the process's wall time in
+/// each kernel and library call (every launch is synchronized, so the time
+/// from a launch to the synchronization after it is the kernel's), printed
+/// at exit to stderr, most expensive first. `name` is a kernel's or a
+/// library call's; profileAdd counts one call of `seconds`.
+bool profiling();
+void profileAdd(const std::string &name, double seconds);
+
 /// An NCCL communicator over the ranks of `host` (an MPI communicator of
 /// one mesh axis), a collective call of its ranks: they agree that each
 /// wants it (`wanted`) and can open NCCL and its device, rank 0's
