@@ -26,6 +26,18 @@ namespace {
       GTEST_SKIP() << st.message();                                            \
   } while (0)
 
+/// Skips unless the GPU has FP8 tensor cores (sm_89 or newer), which
+/// cuBLASLt's FP8 GEMM needs.
+#define SKIP_WITHOUT_FP8_GEMMS()                                               \
+  do {                                                                         \
+    SKIP_WITHOUT_GPU();                                                        \
+    Expected<cuda::DeviceInfo> info = cuda::currentDevice();                   \
+    ASSERT_TRUE(info.hasValue());                                              \
+    if (info->computeMajor * 10 + info->computeMinor < 89)                     \
+      GTEST_SKIP() << "FP8 GEMMs need sm_89 or newer; this is sm_"             \
+                   << info->computeMajor << info->computeMinor;                \
+  } while (0)
+
 // scale(float *x, float a, int n): x[i] *= a for i < n (sm_80 PTX, which
 // the driver compiles for the device at load).
 constexpr const char *kScalePtx = R"(
@@ -276,12 +288,7 @@ uint8_t moderateFp8(std::mt19937 &rng, int32_t format) {
 }
 
 TEST(CudaGemmFp8, MatchesTheHostOnExactProducts) {
-  SKIP_WITHOUT_GPU();
-  Expected<cuda::DeviceInfo> info = cuda::currentDevice();
-  ASSERT_TRUE(info.hasValue());
-  if (info->computeMajor * 10 + info->computeMinor < 89)
-    GTEST_SKIP() << "FP8 GEMMs need sm_89 or newer; this is sm_"
-                 << info->computeMajor << info->computeMinor;
+  SKIP_WITHOUT_FP8_GEMMS();
   const int64_t m = 64, n = 48, k = 96;
   for (int32_t bFormat : {0, 1}) {
     auto *a = static_cast<uint8_t *>(anvil_rt_cuda_alloc(m * k));
@@ -325,12 +332,7 @@ TEST(CudaGemmFp8, MatchesTheHostOnExactProducts) {
 // innermost, rows wider than K (lda = ldb = 2k), a batch of two with its
 // strides, C accumulated (it starts at 1), E4M3 by E5M2.
 TEST(CudaGemmF8, AccumulatesStridedBatchesInTheTNForm) {
-  SKIP_WITHOUT_GPU();
-  Expected<cuda::DeviceInfo> info = cuda::currentDevice();
-  ASSERT_TRUE(info.hasValue());
-  if (info->computeMajor * 10 + info->computeMinor < 89)
-    GTEST_SKIP() << "FP8 GEMMs need sm_89 or newer; this is sm_"
-                 << info->computeMajor << info->computeMinor;
+  SKIP_WITHOUT_FP8_GEMMS();
   const int64_t m = 32, n = 48, k = 64, ld = 2 * k, batch = 2;
   const int64_t strideA = m * ld, strideB = n * ld, strideC = m * n;
   auto *a = static_cast<uint8_t *>(anvil_rt_cuda_alloc(batch * strideA));

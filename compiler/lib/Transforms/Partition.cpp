@@ -61,6 +61,36 @@ using namespace mlir::anvil;
 namespace {
 
 using Spec = AxisSplit;
+
+/// The split over `axis` that argument `i` of `fn` has yet to take: its
+/// `anvil.sharding` on that axis, still without a whole shape.
+std::optional<Spec> pendingSplit(func::FuncOp fn, unsigned i, StringRef axis) {
+  auto s =
+      fn.getArgAttrOfType<DictionaryAttr>(i, AnvilDialect::kShardingAttrName);
+  auto splitAxis = s ? s.getAs<StringAttr>("split_axis") : StringAttr();
+  if (!splitAxis || splitAxis.getValue() != axis || s.get("global_shape"))
+    return std::nullopt;
+  return Spec{s.getAs<IntegerAttr>("split_dim").getInt(),
+              s.getAs<IntegerAttr>("split_groups").getInt()};
+}
+
+/// `anvil.sharding` of argument `i` with its whole shape recorded.
+DictionaryAttr withWholeShape(func::FuncOp fn, unsigned i) {
+  NamedAttrList attrs(
+      fn.getArgAttrOfType<DictionaryAttr>(i, AnvilDialect::kShardingAttrName));
+  Builder b(fn.getContext());
+  attrs.set("global_shape",
+            b.getDenseI64ArrayAttr(
+                cast<RankedTensorType>(fn.getArgumentTypes()[i]).getShape()));
+  return attrs.getDictionary(fn.getContext());
+}
+
+/// How errors name argument `i`: its parameter's name, or its number.
+std::string argumentName(func::FuncOp fn, unsigned i) {
+  if (auto p = fn.getArgAttrOfType<ParamAttr>(i, AnvilDialect::kParamAttrName))
+    return "'" + p.getName().str() + "'";
+  return "argument #" + std::to_string(i);
+}
 using Rule = ShardingRule;
 
 int64_t rankOf(Value v) {
@@ -376,33 +406,21 @@ LogicalResult Partitioner::run() {
   // 1. The parameters' layouts.
   SmallVector<Type> argTypes(fn.getArgumentTypes());
   for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
-    auto sharding =
-        fn.getArgAttrOfType<DictionaryAttr>(i, AnvilDialect::kShardingAttrName);
-    auto splitAxis =
-        sharding ? sharding.getAs<StringAttr>("split_axis") : StringAttr();
-    if (!splitAxis || splitAxis.getValue() != axis ||
-        sharding.get("global_shape"))
+    std::optional<Spec> split = pendingSplit(fn, i, axis);
+    if (!split)
       continue;
+    Spec s = *split;
     auto type = cast<RankedTensorType>(argTypes[i]);
-    Spec s{sharding.getAs<IntegerAttr>("split_dim").getInt(),
-           sharding.getAs<IntegerAttr>("split_groups").getInt()};
     int64_t size = type.getDimSize(s.dim);
-    if (size % (s.groups * ranks) != 0) {
-      std::string name = "argument #" + std::to_string(i);
-      if (auto p =
-              fn.getArgAttrOfType<ParamAttr>(i, AnvilDialect::kParamAttrName))
-        name = "'" + p.getName().str() + "'";
+    if (size % (s.groups * ranks) != 0)
       return fn.emitError("anvil-partition: dimension ")
-             << s.dim << " of " << name << " (" << size
+             << s.dim << " of " << argumentName(fn, i) << " (" << size
              << (s.groups > 1 ? " in " + std::to_string(s.groups) + " groups"
                               : std::string())
              << ") does not divide by mesh axis '" << axis << "' of " << ranks
              << " ranks";
-    }
     specs[fn.getArgument(i)] = s;
-    NamedAttrList attrs(sharding);
-    attrs.set("global_shape", b.getDenseI64ArrayAttr(type.getShape()));
-    fn.setArgAttr(i, AnvilDialect::kShardingAttrName, attrs.getDictionary(ctx));
+    fn.setArgAttr(i, AnvilDialect::kShardingAttrName, withWholeShape(fn, i));
     argTypes[i] = localType(type, s);
     fn.getArgument(i).setType(argTypes[i]);
   }
@@ -603,25 +621,19 @@ static bool isShardable(Type type) {
 
 std::string ShardDialectPartitioner::precheck() {
   for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
-    auto s =
-        fn.getArgAttrOfType<DictionaryAttr>(i, AnvilDialect::kShardingAttrName);
-    auto splitAxis = s ? s.getAs<StringAttr>("split_axis") : StringAttr();
-    if (!splitAxis || splitAxis.getValue() != axis || s.get("global_shape"))
+    std::optional<Spec> split = pendingSplit(fn, i, axis);
+    if (!split)
       continue;
-    std::string name = "argument #" + std::to_string(i);
-    if (auto p =
-            fn.getArgAttrOfType<ParamAttr>(i, AnvilDialect::kParamAttrName))
-      name = "'" + p.getName().str() + "'";
-    int64_t dim = s.getAs<IntegerAttr>("split_dim").getInt();
-    int64_t groups = s.getAs<IntegerAttr>("split_groups").getInt();
-    if (groups > 1)
-      return name + " splits dimension " + std::to_string(dim) + " in " +
-             std::to_string(groups) +
+    std::string name = argumentName(fn, i);
+    if (split->groups > 1)
+      return name + " splits dimension " + std::to_string(split->dim) + " in " +
+             std::to_string(split->groups) +
              " groups, which a shard.sharding (even blocks) cannot express";
-    if (cast<RankedTensorType>(fn.getArgumentTypes()[i]).getDimSize(dim) %
+    if (cast<RankedTensorType>(fn.getArgumentTypes()[i])
+                .getDimSize(split->dim) %
             ranks !=
         0)
-      return "dimension " + std::to_string(dim) + " of " + name +
+      return "dimension " + std::to_string(split->dim) + " of " + name +
              " does not divide by the axis's ranks";
     for (Operation *user : fn.getArgument(i).getUsers())
       if (!hasShardLoopModel(user))
@@ -653,18 +665,10 @@ LogicalResult ShardDialectPartitioner::annotate(func::FuncOp copy,
       continue;
     unsigned i = arg.getArgNumber();
     std::optional<int64_t> dim;
-    if (auto s = copy.getArgAttrOfType<DictionaryAttr>(
-            i, AnvilDialect::kShardingAttrName)) {
-      auto splitAxis = s.getAs<StringAttr>("split_axis");
-      if (splitAxis && splitAxis.getValue() == axis && !s.get("global_shape")) {
-        dim = s.getAs<IntegerAttr>("split_dim").getInt();
-        NamedAttrList attrs(s);
-        attrs.set("global_shape",
-                  b.getDenseI64ArrayAttr(
-                      cast<RankedTensorType>(arg.getType()).getShape()));
-        // (Recorded once the argument has its local type.)
-        wholeShapes.push_back({i, attrs.getDictionary(ctx)});
-      }
+    if (std::optional<Spec> split = pendingSplit(copy, i, axis)) {
+      dim = split->dim;
+      // (Recorded once the argument has its local type.)
+      wholeShapes.push_back({i, withWholeShape(copy, i)});
     }
     Value s = sharding(b, arg.getLoc(),
                        cast<RankedTensorType>(arg.getType()).getRank(), dim);
