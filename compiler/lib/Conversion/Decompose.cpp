@@ -60,6 +60,15 @@ bool isTensorwise(Fp8QuantizeOp q) {
   return q && q.getForward() && !q.getBlockSize();
 }
 
+/// The quantization a GEMM operand reads: its defining fp8_quantize, or
+/// the one a reshape views (autodiff flattens a shared weight's dW
+/// operands to rows).
+Fp8QuantizeOp quantizationOf(Value operand) {
+  if (auto r = operand.getDefiningOp<ReshapeOp>())
+    operand = r.getOperand();
+  return operand.getDefiningOp<Fp8QuantizeOp>();
+}
+
 /// A tensorwise fp8_quantize's 8-bit codes and its scale: `x * s` cast to
 /// the format, where `s` is the op's scale operand or the format's largest
 /// value over the tensor's amax (1 for a zero amax; reduced over the amax
@@ -133,8 +142,8 @@ Value swapLastTwo(Emit &e, Value x) {
 void lowerFp8Gemms(ModuleOp module, bool kInner) {
   SmallVector<MatmulOp> gemms;
   module.walk([&](MatmulOp op) {
-    auto qa = op.getLhs().getDefiningOp<Fp8QuantizeOp>();
-    auto qb = op.getRhs().getDefiningOp<Fp8QuantizeOp>();
+    Fp8QuantizeOp qa = quantizationOf(op.getLhs()),
+                  qb = quantizationOf(op.getRhs());
     if (!isTensorwise(qa) || !isTensorwise(qb) ||
         (isa<Float8E5M2Type>(*qa.getForward()) &&
          isa<Float8E5M2Type>(*qb.getForward())) ||
@@ -162,12 +171,17 @@ void lowerFp8Gemms(ModuleOp module, bool kInner) {
     return it->second;
   };
   for (MatmulOp op : gemms) {
-    auto qa = op.getLhs().getDefiningOp<Fp8QuantizeOp>();
-    auto qb = op.getRhs().getDefiningOp<Fp8QuantizeOp>();
-    auto [a8, sa] = codesOf(qa);
-    auto [b8, sb] = codesOf(qb);
+    auto [a8, sa] = codesOf(quantizationOf(op.getLhs()));
+    auto [b8, sb] = codesOf(quantizationOf(op.getRhs()));
     OpBuilder b(op);
     Emit e{b, op.getLoc()};
+    // The codes in the operand's shape (a reshaped quantization).
+    auto shapedLike = [&](Value codes, Value operand) {
+      auto t = cast<RankedTensorType>(operand.getType());
+      return e.reshape(codes, t.clone(e.typeOf(codes).getElementType()));
+    };
+    a8 = shapedLike(a8, op.getLhs());
+    b8 = shapedLike(b8, op.getRhs());
     bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
     if (kInner && ta) {
       a8 = swapLastTwo(e, a8);

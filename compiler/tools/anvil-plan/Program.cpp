@@ -199,6 +199,8 @@ std::optional<ProgramFacts> readProgram(MLIRContext &context,
         kBytesPerElement;
   });
   auto fromFP8 = [](Value v) {
+    if (auto r = v.getDefiningOp<ad::ReshapeOp>())
+      v = r.getOperand(); // a shared weight's dW reads its operands as rows
     auto q = v.getDefiningOp<ad::Fp8QuantizeOp>();
     return q && q.getForward();
   };

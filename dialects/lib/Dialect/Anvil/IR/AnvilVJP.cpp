@@ -542,8 +542,29 @@ LogicalResult MatmulOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
   if (ta)
     dA = e.transpose(dA, swapLast);
 
-  // dB: A'^T g per batch; a shared (rank-2) B sums over the batch.
+  // dB: A'^T g per batch. A shared (rank-2) B sums over the batch: one
+  // GEMM whose contraction runs over every batch's rows (the batch folded
+  // into M), not a product per batch and a sum of them: the GEMM
+  // accumulates all of it, as a narrow-float GEMM must (in f32), and no
+  // (batch, K, N) partial products are written.
   bool shared = getRhs().getType().getRank() == 2 && rank > 2;
+  if (shared && ta) {
+    // A is stored (batch, K, M): its rows are not the batch's rows.
+    a = e.transpose(a, swapLast);
+    ta = false;
+  }
+  if (shared) {
+    auto rows = [&](Value v) {
+      auto t = cast<RankedTensorType>(v.getType());
+      int64_t n = 1;
+      for (int64_t d = 0; d < rank - 1; ++d)
+        n *= t.getDimSize(d);
+      return e.reshape(v, RankedTensorType::get({n, t.getDimSize(rank - 1)},
+                                                t.getElementType()));
+    };
+    a = rows(a);
+    g = rows(g);
+  }
   Value dB;
   if (!tb)
     dB = MatmulOp::create(builder, getLoc(), a, g, /*transpose_lhs=*/!ta,
@@ -551,8 +572,6 @@ LogicalResult MatmulOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
   else
     dB = MatmulOp::create(builder, getLoc(), g, a, /*transpose_lhs=*/true,
                           /*transpose_rhs=*/ta);
-  if (shared)
-    dB = e.sum(dB, range(0, rank - 2), false);
   out.append({dA, dB});
   return success();
 }
