@@ -77,3 +77,28 @@ func.func @forward(%base: tensor<2x2xf32> {anvil.param = #anvil.param<name = "ba
   %l = anvil.reduce_sum %y dims [0, 1] : tensor<2x2xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Tests that a weight shared by a batch gets its gradient from one GEMM
+// over every batch entry's rows, the batch folded into the contraction
+// (dW = X^T dY with X (8*16, 32) and dY (8*16, 64)), not from a GEMM per
+// entry and a sum over the batch; and that a transposed weight's is
+// dY^T X.
+// CHECK-LABEL: func.func @forward_grad
+// CHECK: %[[X:.+]] = anvil.reshape %arg2 : tensor<8x16x32xf32> -> tensor<128x32xf32>
+// CHECK-NEXT: %[[G:.+]] = anvil.reshape %{{.+}} : tensor<8x16x64xf32> -> tensor<128x64xf32>
+// CHECK-NEXT: %[[DWT:.+]] = anvil.matmul %[[G]], %[[X]] {transpose_lhs} : (tensor<128x64xf32>, tensor<128x32xf32>) -> tensor<64x32xf32>
+// CHECK-NEXT: %[[X2:.+]] = anvil.reshape %arg2 : tensor<8x16x32xf32> -> tensor<128x32xf32>
+// CHECK-NEXT: %[[G2:.+]] = anvil.reshape %{{.+}} : tensor<8x16x64xf32> -> tensor<128x64xf32>
+// CHECK-NEXT: %[[DW:.+]] = anvil.matmul %[[X2]], %[[G2]] {transpose_lhs} : (tensor<128x32xf32>, tensor<128x64xf32>) -> tensor<32x64xf32>
+// CHECK-NEXT: return %{{.+}}, %[[DW]], %[[DWT]]
+func.func @forward(%w: tensor<32x64xf32> {anvil.param = #anvil.param<name = "w", init = #anvil.init<zeros>>},
+                   %wt: tensor<64x32xf32> {anvil.param = #anvil.param<name = "wt", init = #anvil.init<zeros>>},
+                   %x: tensor<8x16x32xf32> {anvil.input = #anvil.input<name = "x">}) -> tensor<f32> {
+  %y = anvil.matmul %x, %w : (tensor<8x16x32xf32>, tensor<32x64xf32>) -> tensor<8x16x64xf32>
+  %z = anvil.matmul %x, %wt {transpose_rhs} : (tensor<8x16x32xf32>, tensor<64x32xf32>) -> tensor<8x16x64xf32>
+  %s = anvil.add %y, %z : tensor<8x16x64xf32>
+  %l = anvil.reduce_sum %s dims [0, 1, 2] : tensor<8x16x64xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
