@@ -9,6 +9,9 @@
 #   benchmarks/gpu/bundle.sh [OUT_DIR]     (default: build/gpu-bundle)
 #
 #   bin/gpt-tiny.cuda.train, bin/gpt2-124m.cuda.train   CUDA executables
+#   bin/gpt-tiny-bf16.cuda.train,         the same in bf16 mixed precision
+#   bin/gpt2-124m-bf16.cuda.train         (--precision=bf16: cuBLAS's bf16
+#                                         GEMMs on the tensor cores)
 #   bin/gpt-tiny-fp8-<recipe>.cuda.train  the tiny GPT in FP8 (current,
 #                                         delayed, mxfp8: the CPU's exact
 #                                         emulation's kernels)
@@ -19,7 +22,8 @@
 #                                         the CPU backend's results
 #   ref/gpt-tiny.cpu.jsonl                the CPU's losses of the tiny GPT's
 #                                         first 10 steps (seed 1)
-#   ref/gpt-tiny-fp8-<recipe>.cpu.jsonl   the same in FP8
+#   ref/gpt-tiny-bf16.cpu.jsonl,          the same in bf16 and FP8
+#   ref/gpt-tiny-fp8-<recipe>.cpu.jsonl
 #   kernels/gpt2-124m.<arch>.json         ptxas -v of every GPT-2 kernel
 #   run.sh, torch_gpt2.py                 the run and its peer
 #   compare_losses.py, tolerances.py      the tests' loss comparison
@@ -52,6 +56,10 @@ echo "bundle: CUDA executables for $ARCH"
 "$BIN/anvil-compile" --model gpt --config gpt2-124m --target=cuda \
   --cuda-arch="$ARCH" -o "$OUT/bin/gpt2-124m.cuda.train" \
   --kernel-report="$OUT/kernels/gpt2-124m.$ARCH.json"
+"$BIN/anvil-compile" --model gpt --config gpt-tiny --precision=bf16 \
+  --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/gpt-tiny-bf16.cuda.train"
+"$BIN/anvil-compile" --model gpt --config gpt2-124m --precision=bf16 \
+  --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/gpt2-124m-bf16.cuda.train"
 for recipe in current delayed mxfp8; do
   "$BIN/anvil-compile" --model gpt --config gpt-tiny --precision=fp8=$recipe \
     --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/gpt-tiny-fp8-$recipe.cuda.train"
@@ -68,6 +76,10 @@ echo "bundle: the CPU reference of the tiny GPT"
   -o "$work/gpt-tiny.cpu.train"
 "$work/gpt-tiny.cpu.train" --steps 10 --seed 1 --threads 2 \
   --log "$OUT/ref/gpt-tiny.cpu.jsonl" --log-every 1 > /dev/null
+"$BIN/anvil-compile" --model gpt --config gpt-tiny --precision=bf16 \
+  --target=cpu -o "$work/gpt-tiny-bf16.cpu.train"
+"$work/gpt-tiny-bf16.cpu.train" --steps 10 --seed 1 --threads 2 \
+  --log "$OUT/ref/gpt-tiny-bf16.cpu.jsonl" --log-every 1 > /dev/null
 for recipe in current delayed mxfp8; do
   "$BIN/anvil-compile" --model gpt --config gpt-tiny --precision=fp8=$recipe \
     --target=cpu -o "$work/gpt-tiny-fp8-$recipe.cpu.train"

@@ -8,10 +8,11 @@
 #
 # 1. the runtime's GPU tests (bin/anvil-cuda-tests),
 # 2. every op case against the CPU backend's results (ops/),
-# 3. the tiny GPT's first 10 losses against the CPU's (ref/), in f32 and
-#    with each FP8 recipe,
-# 4. GPT-2 124M training (llm.c's shapes: batch 8 x 1024 tokens):
-#    tokens/s, step time, MFU against the GPU's dense bf16 peak,
+# 3. the tiny GPT's first 10 losses against the CPU's (ref/), in f32,
+#    bf16 and with each FP8 recipe,
+# 4. GPT-2 124M training (llm.c's shapes: batch 8 x 1024 tokens), in f32
+#    and in bf16 mixed precision: tokens/s, step time, MFU against the
+#    GPU's dense bf16 peak,
 # 5. the same model in PyTorch eager and torch.compile when PyTorch is
 #    installed, with the ratios printed last.
 #
@@ -60,6 +61,12 @@ check gpt-tiny bash -c "'$here/bin/gpt-tiny.cuda.train' --steps 10 --seed 1 \
   python3 '$here/compare_losses.py' '$out/gpt-tiny.gpu.jsonl' \
   '$here/ref/gpt-tiny.cpu.jsonl' --tolerance f32-training"
 
+check gpt-tiny-bf16 bash -c "'$here/bin/gpt-tiny-bf16.cuda.train' --steps 10 \
+  --seed 1 --log '$out/gpt-tiny-bf16.gpu.jsonl' --log-every 1 \
+  > '$out/gpt-tiny-bf16.out' && python3 '$here/compare_losses.py' \
+  '$out/gpt-tiny-bf16.gpu.jsonl' '$here/ref/gpt-tiny-bf16.cpu.jsonl' \
+  --tolerance bf16-training"
+
 # The FP8 recipes: the CPU's emulation predicts the GPU's numerics (the
 # FP8 training tolerance: summation order moves a value across an FP8
 # rounding boundary now and then).
@@ -71,17 +78,19 @@ for recipe in current delayed mxfp8; do
     --tolerance fp8-training"
 done
 
-# 4: GPT-2 124M.
+# 4: GPT-2 124M, f32 (gpt2) and bf16 mixed precision (gpt2-bf16).
 steps="${GPT2_STEPS:-20}"
-"$here/bin/gpt2-124m.cuda.train" --print-manifest > "$out/gpt2.manifest.json"
-if "$here/bin/gpt2-124m.cuda.train" --steps "$steps" --seed 1 \
-    --log "$out/gpt2.jsonl" --log-every 1 > "$out/gpt2.out" 2>&1; then
-  python3 - "$out/gpt2.jsonl" "$out/gpt2.manifest.json" "$gpu" \
-      > "$out/gpt2.json" <<'PY'
+measure() { # NAME EXECUTABLE: $out/NAME.json, a line of the summary
+  local name=$1 exe=$2
+  "$exe" --print-manifest > "$out/$name.manifest.json"
+  if "$exe" --steps "$steps" --seed 1 --log "$out/$name.jsonl" --log-every 1 \
+      > "$out/$name.out" 2>&1; then
+    python3 - "$out/$name.jsonl" "$out/$name.manifest.json" "$gpu" "$name" \
+        > "$out/$name.json" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 manifest = json.load(open(sys.argv[2]))
-gpu = sys.argv[3]
+gpu, name = sys.argv[3], sys.argv[4]
 # Dense bf16 peaks (NVIDIA's datasheets, FLOP/s).
 peaks = {"H200": 989.4e12, "H100": 989.4e12, "B200": 2250e12, "A100": 312e12}
 peak = next((v for k, v in peaks.items() if k in gpu), None)
@@ -89,30 +98,46 @@ timed = rows[3:] if len(rows) > 5 else rows  # the first steps warm up
 step_s = statistics.median(r["ms_per_step"] for r in timed) / 1e3
 tokens = statistics.median(r["tokens_per_s"] for r in timed)
 flops = manifest.get("flops_per_step", 0)
-print(json.dumps({"model": "gpt2-124m", "steps": len(rows), "step_s": step_s,
-                  "tokens_per_s": tokens, "flops_per_step": flops,
+print(json.dumps({"model": "gpt2-124m", "program": name, "steps": len(rows),
+                  "step_s": step_s, "tokens_per_s": tokens,
+                  "flops_per_step": flops,
                   "mfu_vs_bf16_peak": flops / step_s / peak if peak else None,
                   "peak_bf16_flops": peak, "gpu": gpu,
                   "final_loss": rows[-1]["loss"]}))
 PY
-  note "gpt2-124m: $(cat "$out/gpt2.json")"
-  grep "step memory" "$out/gpt2.out" | tail -1 | sed 's/^/gpt2-124m: /' | tee -a "$summary"
-else
-  note "FAIL gpt2-124m: $(tail -1 "$out/gpt2.out")"
-  failed=$((failed + 1))
+    note "$name: $(cat "$out/$name.json")"
+    grep "step memory" "$out/$name.out" | tail -1 | sed "s/^/$name: /" | tee -a "$summary"
+  else
+    note "FAIL $name: $(tail -1 "$out/$name.out")"
+    failed=$((failed + 1))
+  fi
+}
+measure gpt2 "$here/bin/gpt2-124m.cuda.train"
+measure gpt2-bf16 "$here/bin/gpt2-124m-bf16.cuda.train"
+if [ -f "$out/gpt2.json" ] && [ -f "$out/gpt2-bf16.json" ]; then
+  python3 - "$out/gpt2.json" "$out/gpt2-bf16.json" <<'PY' | tee -a "$summary"
+import json, sys
+f32, bf16 = (json.load(open(p)) for p in sys.argv[1:3])
+print(f"ratio: Anvil bf16 / Anvil f32 tokens/s = "
+      f"{bf16['tokens_per_s'] / f32['tokens_per_s']:.3f}")
+PY
 fi
 
 # 5: PyTorch, when it is there.
 if python3 -c "import torch, sys; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then
   if python3 "$here/torch_gpt2.py" --steps "$steps" > "$out/torch.jsonl" 2> "$out/torch.log"; then
-    python3 - "$out/gpt2.json" "$out/torch.jsonl" <<'PY' | tee -a "$summary"
-import json, sys
-anvil = json.load(open(sys.argv[1]))
-for line in open(sys.argv[2]):
-    peer = json.loads(line)
-    print(f"ratio: Anvil / PyTorch {peer['mode']} ({peer['dtype']}) tokens/s = "
-          f"{anvil['tokens_per_s'] / peer['tokens_per_s']:.3f} "
-          f"({anvil['tokens_per_s']:.0f} / {peer['tokens_per_s']:.0f})")
+    python3 - "$out/torch.jsonl" "$out/gpt2.json" "$out/gpt2-bf16.json" <<'PY' | tee -a "$summary"
+import json, os, sys
+peers = [json.loads(line) for line in open(sys.argv[1])]
+for path in sys.argv[2:]:
+    if not os.path.exists(path):
+        continue
+    anvil = json.load(open(path))
+    for peer in peers:
+        print(f"ratio: Anvil {anvil['program']} / PyTorch {peer['mode']} "
+              f"({peer['dtype']}) tokens/s = "
+              f"{anvil['tokens_per_s'] / peer['tokens_per_s']:.3f} "
+              f"({anvil['tokens_per_s']:.0f} / {peer['tokens_per_s']:.0f})")
 PY
   else
     note "torch: failed ($(tail -1 "$out/torch.log"))"

@@ -12,7 +12,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 using namespace anvil::rt;
@@ -151,42 +153,86 @@ void referenceGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
       }
 }
 
-TEST(CudaDevice, SgemmMatchesTheHost) {
-  SKIP_WITHOUT_GPU();
+/// `x` rounded to bf16 (to nearest even; finite values): its 16 bits.
+uint16_t toBF16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  bits += 0x7FFF + ((bits >> 16) & 1);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+float fromBF16(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float x;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+/// Checks a device GEMM with anvil_rt_sgemm's contract against the host's
+/// for every transpose and a shared B, on random A, B and C (C += A B: the
+/// old C counts). `Element` is what the device call reads (float, or the
+/// bits of a bf16: the host reference multiplies the same values).
+template <typename Element, typename Call>
+void checkGemm(Call call, float tolerance) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1, 1);
+  auto stored = [](float x) {
+    if constexpr (std::is_same_v<Element, float>)
+      return x;
+    else
+      return toBF16(x);
+  };
+  auto value = [](Element x) {
+    if constexpr (std::is_same_v<Element, float>)
+      return x;
+    else
+      return fromBF16(x);
+  };
   const int64_t m = 37, n = 53, k = 29, batch = 3;
   for (int ta = 0; ta < 2; ++ta)
     for (int tb = 0; tb < 2; ++tb)
       for (bool sharedB : {false, true}) {
         int64_t lda = ta ? m : k, ldb = tb ? k : n, ldc = n;
         int64_t sa = m * k, sb = sharedB ? 0 : k * n, sc = m * n;
-        std::vector<float> a(batch * sa), b(sharedB ? k * n : batch * sb),
-            c(batch * sc);
-        for (float &v : a)
-          v = dist(rng);
-        for (float &v : b)
-          v = dist(rng);
+        std::vector<Element> a(batch * sa), b(sharedB ? k * n : batch * sb);
+        std::vector<float> wideA(a.size()), wideB(b.size()), c(batch * sc);
+        for (size_t i = 0; i < a.size(); ++i)
+          wideA[i] = value(a[i] = stored(dist(rng)));
+        for (size_t i = 0; i < b.size(); ++i)
+          wideB[i] = value(b[i] = stored(dist(rng)));
         for (float &v : c)
-          v = dist(rng); // C += A B: the old C counts
-        auto *da = static_cast<float *>(anvil_rt_cuda_alloc(a.size() * 4));
-        auto *db = static_cast<float *>(anvil_rt_cuda_alloc(b.size() * 4));
+          v = dist(rng);
+        auto *da = static_cast<Element *>(
+            anvil_rt_cuda_alloc(a.size() * sizeof(Element)));
+        auto *db = static_cast<Element *>(
+            anvil_rt_cuda_alloc(b.size() * sizeof(Element)));
         auto *dc = static_cast<float *>(anvil_rt_cuda_alloc(c.size() * 4));
         std::copy(a.begin(), a.end(), da);
         std::copy(b.begin(), b.end(), db);
         std::copy(c.begin(), c.end(), dc);
-        anvil_rt_cuda_sgemm(ta, tb, m, n, k, da, lda, sa, db, ldb, sb, dc, ldc,
-                            sc, batch);
-        referenceGemm(ta, tb, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc,
-                      batch);
+        call(ta, tb, m, n, k, da, lda, sa, db, ldb, sb, dc, ldc, sc, batch);
+        referenceGemm(ta, tb, m, n, k, wideA, lda, sa, wideB, ldb, sb, c, ldc,
+                      sc, batch);
         for (size_t i = 0; i < c.size(); ++i)
-          ASSERT_NEAR(dc[i], c[i], 1e-4f)
+          ASSERT_NEAR(dc[i], c[i], tolerance)
               << "transA " << ta << " transB " << tb << " shared B " << sharedB
               << " at " << i;
         anvil_rt_cuda_free(da);
         anvil_rt_cuda_free(db);
         anvil_rt_cuda_free(dc);
       }
+}
+
+TEST(CudaDevice, SgemmMatchesTheHost) {
+  SKIP_WITHOUT_GPU();
+  checkGemm<float>(anvil_rt_cuda_sgemm, 1e-4f);
+}
+
+TEST(CudaDevice, Bf16GemmMatchesTheHost) {
+  SKIP_WITHOUT_GPU();
+  // The products of bf16 values are exact; the tensor cores accumulate in
+  // f32, in their own order.
+  checkGemm<uint16_t>(anvil_rt_cuda_gemm_bf16, 1e-4f);
 }
 
 TEST(CudaDeviceDeathTest, ALaunchErrorNamesTheKernelAndTheStep) {

@@ -1,9 +1,10 @@
-//===- GemmF8Test.cpp - anvil_rt_gemm_f8 on the CPU -----------------------===//
+//===- GemmF8Test.cpp - anvil_rt_gemm_f8 and _gemm_bf16 on the CPU --------===//
 //
 // The CPU's 8-bit GEMM widens its operands exactly: every code's value
 // (the formats' edges: zeros, subnormals, the largest finite values,
 // infinities and NaNs), and the layouts anvil_rt_sgemm takes (transposes,
 // row strides wider than the matrix, batches, a B shared by the batch).
+// The bf16 GEMM widens its operands the same way.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -108,6 +110,79 @@ TEST(GemmF8, TakesSgemmLayouts) {
                                    : b[t * strideB + l * ldb + j];
                 want += decode(x, 0) * decode(y, 1);
               }
+              ASSERT_NEAR(c[t * strideC + i * ldc + j], want,
+                          1e-5 * (std::abs(want) + 1.0))
+                  << "transA " << transA << " transB " << transB
+                  << (sharedB ? " shared B" : "") << ", C[" << t << ", " << i
+                  << ", " << j << "]";
+            }
+      }
+}
+
+/// A bf16 value's bits and its f32 value.
+uint16_t bf16Bits(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+TEST(GemmBF16, WidensExactly) {
+  // 1 x 1 x 1 products of edge values: each operand must reach BLAS as
+  // exactly the f32 value of its bits.
+  auto product = [](float a, float b) {
+    uint16_t ha = bf16Bits(a), hb = bf16Bits(b);
+    float c = 0.0f;
+    anvil_rt_gemm_bf16(0, 0, 1, 1, 1, &ha, 1, 0, &hb, 1, 0, &c, 1, 0, 1);
+    return c;
+  };
+  EXPECT_EQ(product(1.0f, -2.0f), -2.0f);
+  // The smallest subnormal and the largest finite bf16.
+  EXPECT_EQ(product(std::ldexp(1.0f, -133), 1.0f), std::ldexp(1.0f, -133));
+  float largest = std::ldexp(255.0f, 120);
+  EXPECT_EQ(product(largest, 1.0f), largest);
+  EXPECT_EQ(product(INFINITY, 1.0f), INFINITY);
+  EXPECT_TRUE(std::isnan(product(NAN, 1.0f)));
+  // 8 significant bits each: the product's 16 are exact in f32.
+  float x = 1.0f + std::ldexp(127.0f, -7), y = 1.0f + std::ldexp(1.0f, -7);
+  EXPECT_EQ(product(x, y), x * y);
+}
+
+TEST(GemmBF16, TakesSgemmLayouts) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-2, 2);
+  const int64_t m = 5, n = 7, k = 9, batch = 3;
+  for (int transA : {0, 1})
+    for (int transB : {0, 1})
+      for (bool sharedB : {false, true}) {
+        int64_t aRows = transA ? k : m, aCols = transA ? m : k;
+        int64_t bRows = transB ? n : k, bCols = transB ? k : n;
+        int64_t lda = aCols + 3, ldb = bCols + 3, ldc = n + 3;
+        int64_t strideA = aRows * lda, strideB = sharedB ? 0 : bRows * ldb,
+                strideC = m * ldc;
+        std::vector<uint16_t> a(batch * strideA), b(bRows * ldb * batch);
+        for (uint16_t &x : a)
+          x = bf16Bits(dist(rng));
+        for (uint16_t &x : b)
+          x = bf16Bits(dist(rng));
+        auto value = [](uint16_t h) {
+          uint32_t bits = static_cast<uint32_t>(h) << 16;
+          float x;
+          std::memcpy(&x, &bits, sizeof x);
+          return static_cast<double>(x);
+        };
+        std::vector<float> c(batch * strideC, 0.5f);
+        anvil_rt_gemm_bf16(transA, transB, m, n, k, a.data(), lda, strideA,
+                           b.data(), ldb, strideB, c.data(), ldc, strideC,
+                           batch);
+        for (int64_t t = 0; t < batch; ++t)
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              double want = 0.5;
+              for (int64_t l = 0; l < k; ++l)
+                want += value(transA ? a[t * strideA + l * lda + i]
+                                     : a[t * strideA + i * lda + l]) *
+                        value(transB ? b[t * strideB + j * ldb + l]
+                                     : b[t * strideB + l * ldb + j]);
               ASSERT_NEAR(c[t * strideC + i * ldc + j], want,
                           1e-5 * (std::abs(want) + 1.0))
                   << "transA " << transA << " transB " << transB

@@ -53,6 +53,26 @@ func.func @batched(%x: tensor<2x4x3xf32>, %w: tensor<3x5xf32>, %q: tensor<2x3x4x
 
 // -----
 
+// Tests that a bf16 matmul accumulates in f32 (its linalg op widens the
+// bf16 operands into an f32 init) and rounds its product to bf16 once; a
+// bf16 matmul plus a bf16 tensor is not folded into the accumulator (the
+// product is rounded before the add).
+// CHECK-LABEL: func.func @bf16_matmul
+// CHECK: %[[Z:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<8x5xf32>)
+// CHECK: %[[P:.+]] = linalg.matmul ins({{.+}} : tensor<8x3xbf16>, tensor<3x5xbf16>) outs(%[[Z]] : tensor<8x5xf32>)
+// CHECK: %[[E:.+]] = tensor.expand_shape %[[P]]
+// CHECK: linalg.generic {{.+}} ins(%[[E]] : tensor<2x4x5xf32>) outs(%{{.+}} : tensor<2x4x5xbf16>)
+// CHECK: arith.truncf %{{.+}} : f32 to bf16
+// CHECK: linalg.generic
+// CHECK: arith.addf %{{.+}}, %{{.+}} : bf16
+func.func @bf16_matmul(%x: tensor<2x4x3xbf16>, %w: tensor<3x5xbf16>, %c: tensor<2x4x5xbf16>) -> tensor<2x4x5xbf16> {
+  %y = anvil.matmul %x, %w : (tensor<2x4x3xbf16>, tensor<3x5xbf16>) -> tensor<2x4x5xbf16>
+  %z = anvil.add %y, %c : tensor<2x4x5xbf16>
+  return %z : tensor<2x4x5xbf16>
+}
+
+// -----
+
 // Tests that a mean is a sum reduction followed by a division, re-expanded
 // for keep_dims.
 // CHECK-LABEL: func.func @mean

@@ -678,18 +678,20 @@ struct LowerReduce : OpRewritePattern<OpTy> {
   }
 };
 
-/// `op` as linalg.matmul / batch_matmul accumulating into `acc` (a tensor
-/// of `op`'s type), or into zeros when `acc` is null.
-/// anvil.matmul (accumulating into `acc` when given) or anvil.matmul_f8
-/// (8-bit operands, which linalg widens to the f32 result's type) as
-/// linalg.matmul or batch_matmul.
+/// Whether a GEMM with results of `element` accumulates in f32 and rounds
+/// its result once: bf16 and f16 (anvil.matmul's contract).
+bool accumulatesInF32(Type element) {
+  return element.isBF16() || element.isF16();
+}
+
+/// lowerMatmul with the linalg op's result type `out` (op's shape).
 template <typename MatmulLike>
-Value lowerMatmul(PatternRewriter &rewriter, MatmulLike op, Value acc) {
+Value lowerMatmulAs(PatternRewriter &rewriter, MatmulLike op, Value acc,
+                    RankedTensorType out) {
   {
     Location loc = op.getLoc();
     Value lhs = op.getLhs(), rhs = op.getRhs();
     auto lt = op.getLhs().getType(), rt = op.getRhs().getType();
-    auto out = op.getType();
     bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
     int64_t rank = out.getRank();
     Type element = out.getElementType();
@@ -784,6 +786,28 @@ Value lowerMatmul(PatternRewriter &rewriter, MatmulLike op, Value acc) {
   }
 }
 
+/// anvil.matmul (accumulating into `acc` when given) or anvil.matmul_f8
+/// (8-bit operands, which linalg widens to the f32 result's type) as
+/// linalg.matmul or batch_matmul. A bf16 or f16 matmul's linalg op widens
+/// its operands to an f32 result (exact products, f32 sums), rounded to
+/// the element type by a linalg.generic after it.
+template <typename MatmulLike>
+Value lowerMatmul(PatternRewriter &rewriter, MatmulLike op, Value acc) {
+  auto narrow = op.getType();
+  if (accumulatesInF32(narrow.getElementType())) {
+    assert(!acc && "a narrow matmul takes no accumulator");
+    auto wide = narrow.clone(rewriter.getF32Type());
+    Value product = lowerMatmulAs(rewriter, op, Value(), wide);
+    auto id = rewriter.getMultiDimIdentityMap(narrow.getRank());
+    return buildGeneric(rewriter, op.getLoc(), narrow, {product}, {id},
+                        [&](OpBuilder &b, Location l, ValueRange args) {
+                          return arith::TruncFOp::create(
+                              b, l, narrow.getElementType(), args[0]);
+                        });
+  }
+  return lowerMatmulAs(rewriter, op, acc, narrow);
+}
+
 template <typename MatmulLike>
 struct LowerMatmul : OpRewritePattern<MatmulLike> {
   using OpRewritePattern<MatmulLike>::OpRewritePattern;
@@ -804,7 +828,9 @@ struct LowerMatmulPlus : OpRewritePattern<AddOp> {
                                 PatternRewriter &rewriter) const override {
     for (unsigned i = 0; i < 2; ++i) {
       auto mm = op.getOperand(i).getDefiningOp<MatmulOp>();
-      if (!mm || !mm->hasOneUse() || mm.getType() != op.getType())
+      // (A narrow matmul rounds its product before the add.)
+      if (!mm || !mm->hasOneUse() || mm.getType() != op.getType() ||
+          accumulatesInF32(mm.getType().getElementType()))
         continue;
       Value acc = op.getOperand(1 - i);
       rewriter.replaceOp(op, lowerMatmul(rewriter, mm, acc));

@@ -23,7 +23,8 @@ ArrayRef<StageInfo> anvil::compile::allStages() {
       {Stage::Sharded, "sharded",
        "with --mesh: anvil.mesh set; tp=M partitioned by anvil-partition"},
       {Stage::Precision, "precision",
-       "with --precision=fp8: chosen GEMMs through FP8 (anvil-fp8)"},
+       "with --precision=bf16 or fp8: GEMMs in bf16 (anvil-bf16) or chosen "
+       "GEMMs through FP8 (anvil-fp8)"},
       {Stage::TrainStep, "train-step",
        "@train_step: forward, backward, optimizer update (not with --entry)"},
       {Stage::Linalg, "linalg",

@@ -219,14 +219,16 @@ cl::opt<int64_t> zeroStage(
     cl::value_desc("stage"), cl::init(0), cl::cat(category));
 cl::opt<std::string> precision(
     "precision",
-    cl::desc("Numeric precision of the step: f32 (default), or fp8[=recipe] "
-             "(the transformer blocks' GEMMs in FP8: E4M3 operands, E5M2 "
-             "gradients). Recipes: current (the default) scales each tensor "
-             "by its amax now; delayed by the largest amax of the last "
-             "--fp8-amax-history steps (training state, checkpointed); "
-             "mxfp8 gives each block of 32 elements along the contraction a "
-             "power-of-two scale"),
-    cl::value_desc("f32|fp8[=current|delayed|mxfp8]"), cl::init("f32"),
+    cl::desc("Numeric precision of the step: f32 (default); bf16 (every "
+             "GEMM on bf16 operands with f32 accumulation, forward and "
+             "backward; f32 master weights, optimizer state and other ops: "
+             "mixed precision); or fp8[=recipe] (the transformer blocks' "
+             "GEMMs in FP8: E4M3 operands, E5M2 gradients). Recipes: current "
+             "(the default) scales each tensor by its amax now; delayed by "
+             "the largest amax of the last --fp8-amax-history steps "
+             "(training state, checkpointed); mxfp8 gives each block of 32 "
+             "elements along the contraction a power-of-two scale"),
+    cl::value_desc("f32|bf16|fp8[=current|delayed|mxfp8]"), cl::init("f32"),
     cl::cat(category));
 cl::opt<int64_t> fp8AmaxHistory(
     "fp8-amax-history",
@@ -721,13 +723,13 @@ int main(int argc, char **argv) {
     return error("--model and --config are required (see --list-models), or "
                  "an .mlir file");
 
-  // --precision: f32, or fp8 with a recipe.
+  // --precision: f32, bf16, or fp8 with a recipe.
   std::string fp8Recipe;
-  if (precision != "f32") {
+  if (precision != "f32" && precision != "bf16") {
     auto [kind, recipe] = StringRef(precision).split('=');
     if (kind != "fp8")
       return error("--precision=" + precision +
-                   ": expected f32 or fp8[=current|delayed|mxfp8]");
+                   ": expected f32, bf16 or fp8[=current|delayed|mxfp8]");
     fp8Recipe = recipe.empty() ? "current" : recipe.str();
     if (fp8Recipe != "current" && fp8Recipe != "delayed" &&
         fp8Recipe != "mxfp8")
@@ -907,16 +909,17 @@ int main(int argc, char **argv) {
       })))
     return 1;
 
-  // precision: the GEMMs that run in FP8.
+  // precision: the GEMMs that run in bf16 or FP8.
   if (failed(runStage(Stage::Precision, [&] {
-        if (fp8Recipe.empty())
+        if (precision == "f32")
           return mlir::success();
         mlir::PassManager pm(&context);
-        if (failed(mlir::parsePassPipeline(
-                "anvil-fp8{recipe=" + fp8Recipe +
-                    (tensorParallel > 1 ? " amax-axis=tp" : "") + "}",
-                pm)) ||
-            failed(pm.run(module)))
+        std::string pass =
+            precision == "bf16"
+                ? "anvil-bf16"
+                : "anvil-fp8{recipe=" + fp8Recipe +
+                      (tensorParallel > 1 ? " amax-axis=tp" : "") + "}";
+        if (failed(mlir::parsePassPipeline(pass, pm)) || failed(pm.run(module)))
           return error("--precision=" + precision + " failed (see above)"),
                  mlir::failure();
         collectFP8Gemms(module);

@@ -3,7 +3,8 @@
 // The CPU backend turns every f32 matmul and batch matmul into one call of
 // anvil_rt_sgemm; this forwards each batch entry to cblas_sgemm, whose
 // kernels are tuned per microarchitecture and threaded over the cores. A
-// GEMM of 8-bit float operands (anvil_rt_gemm_f8) widens them to f32 first.
+// GEMM of 8-bit float operands (anvil_rt_gemm_f8) or of bf16 operands
+// (anvil_rt_gemm_bf16) widens them to f32 first.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,24 +61,37 @@ std::array<float, 256> decodeTable(int32_t format) {
 }
 
 /// The elements an operand of `batch` matrices of `rows` x `cols` (as
-/// stored, row stride `ld`, batch stride `stride`) spans, widened to f32
-/// in `out` at the same offsets.
+/// stored, row stride `ld`, batch stride `stride`) spans: 0 when empty.
+int64_t spanOf(int64_t rows, int64_t cols, int64_t ld, int64_t stride,
+               int64_t batch) {
+  if (rows <= 0 || cols <= 0 || batch <= 0)
+    return 0;
+  int64_t span = (rows - 1) * ld + cols;
+  return stride == 0 || batch == 1 ? span : (batch - 1) * stride + span;
+}
+
+/// An 8-bit operand (see spanOf) widened to f32 in `out` at the same
+/// offsets.
 void widen(const void *x, int32_t format, int64_t rows, int64_t cols,
            int64_t ld, int64_t stride, int64_t batch, std::vector<float> &out) {
   static const std::array<float, 256> e4m3 = decodeTable(0),
                                       e5m2 = decodeTable(1);
   const std::array<float, 256> &table = format == 1 ? e5m2 : e4m3;
-  if (rows <= 0 || cols <= 0 || batch <= 0) {
-    out.clear();
-    return;
-  }
-  int64_t span = (rows - 1) * ld + cols;
-  int64_t total =
-      stride == 0 || batch == 1 ? span : (batch - 1) * stride + span;
-  out.resize(static_cast<size_t>(total));
+  out.resize(static_cast<size_t>(spanOf(rows, cols, ld, stride, batch)));
   const auto *codes = static_cast<const uint8_t *>(x);
-  for (int64_t i = 0; i < total; ++i)
+  for (size_t i = 0; i < out.size(); ++i)
     out[i] = table[codes[i]];
+}
+
+/// A bf16 operand (see spanOf) widened to f32 in `out`: a bf16 value's bits
+/// are the high half of the f32 with the same value.
+void widenBF16(const uint16_t *x, int64_t rows, int64_t cols, int64_t ld,
+               int64_t stride, int64_t batch, std::vector<float> &out) {
+  out.resize(static_cast<size_t>(spanOf(rows, cols, ld, stride, batch)));
+  for (size_t i = 0; i < out.size(); ++i) {
+    uint32_t bits = static_cast<uint32_t>(x[i]) << 16;
+    std::memcpy(&out[i], &bits, sizeof bits);
+  }
 }
 
 } // namespace
@@ -93,6 +107,20 @@ extern "C" void anvil_rt_gemm_f8(int32_t transA, int32_t transB, int64_t m,
   thread_local std::vector<float> wideA, wideB;
   widen(a, aFormat, transA ? k : m, transA ? m : k, lda, strideA, batch, wideA);
   widen(b, bFormat, transB ? n : k, transB ? k : n, ldb, strideB, batch, wideB);
+  anvil_rt_sgemm(transA, transB, m, n, k, wideA.data(), lda, strideA,
+                 wideB.data(), ldb, strideB, c, ldc, strideC, batch);
+}
+
+extern "C" void anvil_rt_gemm_bf16(int32_t transA, int32_t transB, int64_t m,
+                                   int64_t n, int64_t k, const uint16_t *a,
+                                   int64_t lda, int64_t strideA,
+                                   const uint16_t *b, int64_t ldb,
+                                   int64_t strideB, float *c, int64_t ldc,
+                                   int64_t strideC, int64_t batch) {
+  // Products of two bf16 values (8 significant bits each) are exact in f32.
+  thread_local std::vector<float> wideA, wideB;
+  widenBF16(a, transA ? k : m, transA ? m : k, lda, strideA, batch, wideA);
+  widenBF16(b, transB ? n : k, transB ? k : n, ldb, strideB, batch, wideB);
   anvil_rt_sgemm(transA, transB, m, n, k, wideA.data(), lda, strideA,
                  wideB.data(), ldb, strideB, c, ldc, strideC, batch);
 }

@@ -1,4 +1,4 @@
-//===- Gemm.cpp - anvil_rt_cuda_sgemm on cuBLAS ---------------------------===//
+//===- Gemm.cpp - anvil_rt_cuda_sgemm and _gemm_bf16 on cuBLAS ------------===//
 //
 // Row-major C (m x n) += op(A) op(B) is, read column-major, C^T += op(B)^T
 // op(A)^T: cuBLAS multiplies B then A with the transposes as given, n and m
@@ -46,6 +46,31 @@ cublasHandle_t handle() {
   return h;
 }
 
+/// Synchronizes after a GEMM of `what` ("sgemm", "bf16 GEMM") that
+/// returned `s`, failing with `call` and the shape; adds its time to the
+/// profile.
+void finish(cublasStatus_t s, const char *call, const char *what,
+            std::chrono::steady_clock::time_point start, int64_t m, int64_t n,
+            int64_t k, int64_t batch) {
+  auto shape = [&] {
+    return "a " + std::to_string(batch) + " x (" + std::to_string(m) + " x " +
+           std::to_string(k) + ") (" + std::to_string(k) + " x " +
+           std::to_string(n) + ") " + what;
+  };
+  if (s != CUBLAS_STATUS_SUCCESS)
+    fail(std::string(call) + " failed: " + cublasName(s) + ", for " + shape());
+  if (cudaError_t e = cudaStreamSynchronize(nullptr); e != cudaSuccess)
+    fail(std::string("cudaStreamSynchronize failed: ") + cudaGetErrorName(e) +
+         " (" + cudaGetErrorString(e) + "), after " + shape());
+  if (anvil::rt::cuda::profiling())
+    anvil::rt::cuda::profileAdd(
+        std::string("cuBLAS ") + what + " " + std::to_string(batch) + "x" +
+            std::to_string(m) + "x" + std::to_string(n) + "x" +
+            std::to_string(k),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count());
+}
+
 } // namespace
 
 extern "C" void anvil_rt_cuda_sgemm(int32_t transA, int32_t transB, int64_t m,
@@ -60,21 +85,24 @@ extern "C" void anvil_rt_cuda_sgemm(int32_t transA, int32_t transB, int64_t m,
       handle(), transB ? CUBLAS_OP_T : CUBLAS_OP_N,
       transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &one, b, ldb, strideB, a,
       lda, strideA, &one, c, ldc, strideC, batch);
-  auto shape = [&] {
-    return "a " + std::to_string(batch) + " x (" + std::to_string(m) + " x " +
-           std::to_string(k) + ") (" + std::to_string(k) + " x " +
-           std::to_string(n) + ") GEMM";
-  };
-  if (s != CUBLAS_STATUS_SUCCESS)
-    fail(std::string("cublasSgemmStridedBatched_64 failed: ") + cublasName(s) +
-         ", for " + shape());
-  if (cudaError_t e = cudaStreamSynchronize(nullptr); e != cudaSuccess)
-    fail(std::string("cudaStreamSynchronize failed: ") + cudaGetErrorName(e) +
-         " (" + cudaGetErrorString(e) + "), after " + shape());
-  if (anvil::rt::cuda::profiling())
-    anvil::rt::cuda::profileAdd(
-        "cuBLAS sgemm " + std::to_string(batch) + "x" + std::to_string(m) +
-            "x" + std::to_string(n) + "x" + std::to_string(k),
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count());
+  finish(s, "cublasSgemmStridedBatched_64", "sgemm", start, m, n, k, batch);
+}
+
+extern "C" void anvil_rt_cuda_gemm_bf16(int32_t transA, int32_t transB,
+                                        int64_t m, int64_t n, int64_t k,
+                                        const uint16_t *a, int64_t lda,
+                                        int64_t strideA, const uint16_t *b,
+                                        int64_t ldb, int64_t strideB, float *c,
+                                        int64_t ldc, int64_t strideC,
+                                        int64_t batch) {
+  // bf16 operands on the tensor cores, f32 accumulation and C.
+  const float one = 1.0f;
+  auto start = std::chrono::steady_clock::now();
+  cublasStatus_t s = cublasGemmStridedBatchedEx_64(
+      handle(), transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+      transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &one, b, CUDA_R_16BF, ldb,
+      strideB, a, CUDA_R_16BF, lda, strideA, &one, c, CUDA_R_32F, ldc, strideC,
+      batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  finish(s, "cublasGemmStridedBatchedEx_64", "bf16 GEMM", start, m, n, k,
+         batch);
 }

@@ -59,3 +59,27 @@ func.func @batched_and_left_alone(%a: memref<6x4x3xf32>, %b: memref<6x3x5xf32>, 
   linalg.matmul ins(%d, %e : memref<4x3xf64>, memref<3x5xf64>) outs(%f : memref<4x5xf64>)
   return
 }
+
+// -----
+
+// Tests that a contraction of two bf16 buffers widened into an f32 C (a
+// bf16 anvil.matmul's) calls anvil_rt_gemm_bf16 with the sgemm's
+// arguments, and that one accumulating in bf16, or of a bf16 and an f32
+// operand, is left to the loops.
+// CHECK: func.func private @anvil_rt_gemm_bf16
+// CHECK-LABEL: func.func @bf16
+// CHECK-DAG: %[[T:.+]] = arith.constant 1 : i32
+// CHECK-DAG: %[[F:.+]] = arith.constant 0 : i32
+// CHECK: call @anvil_rt_gemm_bf16(%[[F]], %[[T]], {{.+}}) : (i32, i32, i64, i64, i64, !llvm.ptr, i64, i64, !llvm.ptr, i64, i64, !llvm.ptr, i64, i64, i64) -> ()
+// CHECK: linalg.matmul ins(%{{.+}}, %{{.+}} : memref<4x3xbf16>, memref<3x5xbf16>) outs(%{{.+}} : memref<4x5xbf16>)
+// CHECK: linalg.matmul ins(%{{.+}}, %{{.+}} : memref<4x3xbf16>, memref<3x5xf32>) outs(%{{.+}} : memref<4x5xf32>)
+func.func @bf16(%a: memref<4x3xbf16>, %wt: memref<5x3xbf16>, %c: memref<4x5xf32>,
+                %w: memref<3x5xbf16>, %c16: memref<4x5xbf16>, %w32: memref<3x5xf32>) {
+  linalg.matmul indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>,
+                                 affine_map<(d0, d1, d2) -> (d1, d2)>,
+                                 affine_map<(d0, d1, d2) -> (d0, d1)>]
+      ins(%a, %wt : memref<4x3xbf16>, memref<5x3xbf16>) outs(%c : memref<4x5xf32>)
+  linalg.matmul ins(%a, %w : memref<4x3xbf16>, memref<3x5xbf16>) outs(%c16 : memref<4x5xbf16>)
+  linalg.matmul ins(%a, %w32 : memref<4x3xbf16>, memref<3x5xf32>) outs(%c : memref<4x5xf32>)
+  return
+}

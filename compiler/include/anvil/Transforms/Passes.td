@@ -107,6 +107,43 @@ def AnvilPartitionPass : Pass<"anvil-partition", "mlir::ModuleOp"> {
   ];
 }
 
+def AnvilBF16Pass : Pass<"anvil-bf16", "mlir::ModuleOp"> {
+  let summary = "Runs chosen GEMMs in bf16 (mixed precision)";
+  let description = [{
+    On the forward graph, before the training step is built: each chosen
+    f32 `anvil.matmul` reads bf16 casts of its operands (one cast per
+    value, however many GEMMs read it), multiplies them in bf16 (exact
+    products, f32 accumulation, the product rounded to bf16: anvil.matmul's
+    contract) and is widened back to f32 for its users. Autodiff's VJPs of
+    the casts then round each GEMM's output gradient to bf16 and widen its
+    input gradients, so the backward GEMMs read bf16 operands as well:
+    automatic mixed precision's numerics, with f32 master weights, f32
+    optimizer state and f32 for every op that is not a GEMM. The backward
+    pass keeps the bf16 copies, not the f32 values, of what the GEMMs read.
+    On the CPU the GEMMs call `anvil_rt_gemm_bf16` (the operands widened
+    exactly for OpenBLAS); on CUDA `anvil_rt_cuda_gemm_bf16` (cuBLAS on the
+    tensor cores).
+
+    Chosen: every f32 matmul, or those in `modules` (prefixes of the ops'
+    module paths, e.g. `h.0.mlp`). FP8 GEMMs (anvil-fp8's) are left to FP8.
+
+    ```mlir
+    %y = anvil.matmul %x, %w : (tensor<8x768xf32>, tensor<768x3072xf32>) -> tensor<8x3072xf32>
+    // becomes
+    %x16 = anvil.cast %x : tensor<8x768xf32> to tensor<8x768xbf16>
+    %w16 = anvil.cast %w : tensor<768x3072xf32> to tensor<768x3072xbf16>
+    %p = anvil.matmul %x16, %w16 : (tensor<8x768xbf16>, tensor<768x3072xbf16>) -> tensor<8x3072xbf16>
+    %y = anvil.cast %p : tensor<8x3072xbf16> to tensor<8x3072xf32>
+    ```
+  }];
+  let options = [
+    ListOption<"modules", "modules", "std::string",
+               "Module-path prefixes whose matmuls run in bf16 (default: "
+               "every f32 matmul)">,
+  ];
+  let dependentDialects = ["mlir::anvil::AnvilDialect"];
+}
+
 def AnvilFP8Pass : Pass<"anvil-fp8", "mlir::ModuleOp"> {
   let summary = "Runs chosen GEMMs in FP8 (Transformer Engine's recipes)";
   let description = [{

@@ -15,7 +15,8 @@
 //    module). The call keeps linalg's semantics, C += A B. A contraction
 //    of two 8-bit float operands widened to f32 (anvil.matmul_f8's) calls
 //    anvil_rt_gemm_f8 instead, with each operand's format after its
-//    pointer.
+//    pointer; one of two bf16 operands widened to f32 (a bf16
+//    anvil.matmul's) calls anvil_rt_gemm_bf16.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,12 +47,27 @@ struct Matrix {
   int64_t offset = 0;      ///< Elements from the aligned base.
 };
 
+/// What a GEMM's operands are stored in: f32, 8-bit floats or bf16 (the
+/// last two widened to f32 by the contraction's body).
+enum class Operands { F32, F8, BF16 };
+
 /// The runtime's code of an 8-bit float format: 0 E4M3, 1 E5M2.
 std::optional<int32_t> f8Format(Type t) {
   if (isa<Float8E4M3FNType>(t))
     return 0;
   if (isa<Float8E5M2Type>(t))
     return 1;
+  return std::nullopt;
+}
+
+/// The kind of GEMM operand an element type makes, if any.
+std::optional<Operands> kindOf(Type t) {
+  if (f8Format(t))
+    return Operands::F8;
+  if (t.isBF16())
+    return Operands::BF16;
+  if (t.isF32())
+    return Operands::F32;
   return std::nullopt;
 }
 
@@ -62,12 +78,10 @@ std::optional<int32_t> f8Format(Type t) {
 std::optional<Matrix> asMatrix(Value v, AffineMap map, ArrayRef<unsigned> batch,
                                ArrayRef<unsigned> rows, ArrayRef<unsigned> cols,
                                bool allowShared, bool allowTranspose,
-                               bool eightBit = false) {
+                               Operands kind = Operands::F32) {
   auto t = dyn_cast<MemRefType>(v.getType());
-  if (!t ||
-      !(eightBit ? f8Format(t.getElementType()).has_value()
-                 : t.getElementType().isF32()) ||
-      !t.hasStaticShape() || !map.isProjectedPermutation())
+  if (!t || kindOf(t.getElementType()) != kind || !t.hasStaticShape() ||
+      !map.isProjectedPermutation())
     return std::nullopt;
   SmallVector<int64_t> strides;
   Matrix m;
@@ -123,43 +137,49 @@ std::optional<Matrix> asMatrix(Value v, AffineMap map, ArrayRef<unsigned> batch,
   return m;
 }
 
-/// `v`, or what the arith.extf defining it widens (8-bit operands).
-Value widened(Value v, bool &eightBit) {
-  if (auto ext = v.getDefiningOp<arith::ExtFOp>();
-      ext && ext.getType().isF32() && f8Format(ext.getIn().getType())) {
-    eightBit = true;
-    return ext.getIn();
-  }
+/// `v`, or what the arith.extf defining it widens to f32 (8-bit or bf16
+/// operands, whose kind goes to `kind`; F32 otherwise).
+Value widened(Value v, Operands &kind) {
+  kind = Operands::F32;
+  if (auto ext = v.getDefiningOp<arith::ExtFOp>(); ext && ext.getType().isF32())
+    if (std::optional<Operands> k = kindOf(ext.getIn().getType());
+        k && *k != Operands::F32) {
+      kind = *k;
+      return ext.getIn();
+    }
   return v;
 }
 
 struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
-  GemmToBlas(MLIRContext *context, StringRef callee, StringRef calleeF8)
+  GemmToBlas(MLIRContext *context, StringRef callee, StringRef calleeF8,
+             StringRef calleeBF16)
       : OpInterfaceRewritePattern(context), calleeName(callee.str()),
-        calleeF8Name(calleeF8.str()) {}
-  std::string calleeName;   ///< anvil_rt_sgemm, or a device's variant.
-  std::string calleeF8Name; ///< anvil_rt_gemm_f8, or a device's variant.
+        calleeF8Name(calleeF8.str()), calleeBF16Name(calleeBF16.str()) {}
+  std::string calleeName;     ///< anvil_rt_sgemm, or a device's variant.
+  std::string calleeF8Name;   ///< anvil_rt_gemm_f8, or a device's variant.
+  std::string calleeBF16Name; ///< anvil_rt_gemm_bf16, or a device's.
   LogicalResult matchAndRewrite(linalg::LinalgOp op,
                                 PatternRewriter &rewriter) const override {
     if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
         op.getNumDpsInits() != 1 || !linalg::isaContractionOpInterface(op))
       return rewriter.notifyMatchFailure(op, "not a bufferized contraction");
-    // Exactly acc + a * b, or acc + extf(a) * extf(b) of two 8-bit
-    // operands: the contraction interface would also accept bodies with
-    // unary ops (negations, other casts) that a GEMM call drops.
+    // Exactly acc + a * b of f32, or acc + extf(a) * extf(b) of two 8-bit
+    // or two bf16 operands and an f32 acc: the contraction interface would
+    // also accept bodies with unary ops (negations, other casts) that a
+    // GEMM call drops.
     Block *body = op.getBlock();
     auto yield = cast<linalg::YieldOp>(body->getTerminator());
     auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
     auto mul = add ? add.getRhs().getDefiningOp<arith::MulFOp>() : nullptr;
-    bool lhs8 = false, rhs8 = false;
+    Operands kind = Operands::F32, rhsKind = Operands::F32;
     if (!add || !mul || add.getLhs() != body->getArgument(2) ||
-        widened(mul.getLhs(), lhs8) != body->getArgument(0) ||
-        widened(mul.getRhs(), rhs8) != body->getArgument(1) || lhs8 != rhs8 ||
-        body->getOperations().size() != (lhs8 ? 5u : 3u))
+        widened(mul.getLhs(), kind) != body->getArgument(0) ||
+        widened(mul.getRhs(), rhsKind) != body->getArgument(1) ||
+        kind != rhsKind ||
+        body->getOperations().size() != (kind == Operands::F32 ? 3u : 5u))
       return rewriter.notifyMatchFailure(
-          op, "body is not acc + a * b (of f32, or of two widened 8-bit "
-              "operands)");
-    bool eightBit = lhs8;
+          op, "body is not acc + a * b (of f32, or of two widened 8-bit or "
+              "bf16 operands)");
     FailureOr<linalg::ContractionDimensions> dims =
         linalg::inferContractionDims(op);
     if (failed(dims) || dims->m.empty() || dims->n.empty() || dims->k.empty())
@@ -184,12 +204,13 @@ struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
     std::optional<Matrix> mc =
         asMatrix(c, maps[2], batch, mDims, nDims, false, false);
     std::optional<Matrix> ma =
-        asMatrix(a, maps[0], batch, mDims, kDims, false, true, eightBit);
+        asMatrix(a, maps[0], batch, mDims, kDims, false, true, kind);
     std::optional<Matrix> mb =
-        asMatrix(b, maps[1], batch, kDims, nDims, true, true, eightBit);
+        asMatrix(b, maps[1], batch, kDims, nDims, true, true, kind);
     if (!ma || !mb || !mc)
       return rewriter.notifyMatchFailure(
-          op, "operands are not row-major (batched) f32 or 8-bit matrices");
+          op, "operands are not row-major (batched) f32, 8-bit or bf16 "
+              "matrices");
 
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     auto product = [&](ArrayRef<unsigned> group) {
@@ -229,13 +250,15 @@ struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
         i64(ma->ld),         i64(ma->batchStride), address(b, *mb),
         i64(mb->ld),         i64(mb->batchStride), address(c, *mc),
         i64(mc->ld),         i64(mc->batchStride), i64(product(batch))};
-    if (eightBit) {
+    if (kind == Operands::F8) {
       // (a, aFormat, lda, ..., b, bFormat, ldb, ...)
       args.insert(args.begin() + 9, format(b));
       args.insert(args.begin() + 6, format(a));
     }
 
-    StringRef name = eightBit ? calleeF8Name : calleeName;
+    StringRef name = kind == Operands::F8     ? calleeF8Name
+                     : kind == Operands::BF16 ? calleeBF16Name
+                                              : calleeName;
     auto module = op->getParentOfType<ModuleOp>();
     auto callee = module.lookupSymbol<func::FuncOp>(name);
     if (!callee) {
@@ -256,7 +279,7 @@ struct AnvilCPUGemmToBlasPass
   using Base::Base;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<GemmToBlas>(&getContext(), callee, calleeF8);
+    patterns.add<GemmToBlas>(&getContext(), callee, calleeF8, calleeBF16);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

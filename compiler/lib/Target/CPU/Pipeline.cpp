@@ -106,6 +106,7 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     AnvilCPUGemmToBlasPassOptions gemm;
     gemm.callee = options.sgemm;
     gemm.calleeF8 = options.gemmF8;
+    gemm.calleeBF16 = options.gemmBF16;
     pm.addPass(createAnvilCPUGemmToBlasPass(gemm));
     pm.addPass(createAnvilOutlineDispatchesPass());
     if (options.threadChunks)

@@ -4,8 +4,9 @@
 //
 // 1-3. linalg, fused, bufferized: as on the CPU (Target/CPU/Pipeline.cpp),
 //      without the CPU's chunking of dispatches over threads; f32 GEMMs
-//      call the CUDA runtime's anvil_rt_cuda_sgemm (cuBLAS), FP8 GEMMs
-//      (their operands laid out with K innermost) anvil_rt_cuda_gemm_f8
+//      call the CUDA runtime's anvil_rt_cuda_sgemm (cuBLAS), bf16 GEMMs
+//      anvil_rt_cuda_gemm_bf16 (cuBLAS, tensor cores), FP8 GEMMs (their
+//      operands laid out with K innermost) anvil_rt_cuda_gemm_f8
 //      (cuBLASLt).
 // 4.   kernels: anvil-cuda-map-dispatches (each dispatch's loop nests onto
 //      a 1-D grid), canonicalize, gpu-launch-sink-index-computations (the
@@ -85,6 +86,7 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     // cuBLASLt's FP8 GEMM (sm_89 and newer) takes both operands with K
     // innermost; older chips multiply the dequantized values.
     cpuOptions.gemmF8 = "anvil_rt_cuda_gemm_f8";
+    cpuOptions.gemmBF16 = "anvil_rt_cuda_gemm_bf16";
     cpuOptions.mergeAmax = true;
     cpuOptions.fp8Gemms =
         hasFP8GEMMs(options.target.chip) ? "f8-k-inner" : "dequantized";

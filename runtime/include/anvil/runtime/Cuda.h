@@ -120,6 +120,15 @@ void anvil_rt_cuda_sgemm(int32_t transA, int32_t transB, int64_t m, int64_t n,
                          int64_t strideB, float *c, int64_t ldc,
                          int64_t strideC, int64_t batch);
 
+/// anvil_rt_gemm_bf16's contract (RuntimeABI.h) on device pointers,
+/// through cuBLAS's bf16 GEMM (tensor cores, f32 accumulation and C).
+/// Returns when the product is complete.
+void anvil_rt_cuda_gemm_bf16(int32_t transA, int32_t transB, int64_t m,
+                             int64_t n, int64_t k, const uint16_t *a,
+                             int64_t lda, int64_t strideA, const uint16_t *b,
+                             int64_t ldb, int64_t strideB, float *c,
+                             int64_t ldc, int64_t strideC, int64_t batch);
+
 /// An FP8 GEMM on cuBLASLt (sm_89 and newer), FP32 accumulation, all
 /// operands device pointers: row-major D (m x n, f32, overwritten) =
 /// scaleA[0] scaleB[0] A B^T, A m x k and B n x k row-major (k innermost in

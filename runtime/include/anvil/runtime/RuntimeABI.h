@@ -39,6 +39,16 @@ void anvil_rt_gemm_f8(int32_t transA, int32_t transB, int64_t m, int64_t n,
                       int64_t ldb, int64_t strideB, float *c, int64_t ldc,
                       int64_t strideC, int64_t batch);
 
+/// anvil_rt_sgemm's contract for bf16 A and B (raw 16-bit patterns; f32
+/// C): the operands are widened to f32 exactly, so the products are exact
+/// and accumulate in f32 (anvil.matmul on bf16 operands, before its result
+/// is rounded to bf16).
+void anvil_rt_gemm_bf16(int32_t transA, int32_t transB, int64_t m, int64_t n,
+                        int64_t k, const uint16_t *a, int64_t lda,
+                        int64_t strideA, const uint16_t *b, int64_t ldb,
+                        int64_t strideB, float *c, int64_t ldc, int64_t strideC,
+                        int64_t batch);
+
 /// Initializes the training state of a module: every buffer of the
 /// manifest `manifestJson` that has an initializer is filled, for run seed
 /// `seed`, at args[index] (the step's argument array), bit-identically to

@@ -227,3 +227,29 @@ func.func @fp8_gemms(%x: tensor<2x5x16xf32>, %w: tensor<16x32xf32>, %a: tensor<1
   %2 = anvil.matmul %qg, %qw {transpose_rhs} : (tensor<16x32xf32>, tensor<16x32xf32>) -> tensor<16x16xf32>
   return %0, %1, %2 : tensor<2x5x32xf32>, tensor<16x32xf32>, tensor<16x16xf32>
 }
+
+// GEMMs on bf16 operands (anvil-bf16's): exact products accumulated in
+// f32, the product rounded to bf16 once (the CPU widens the operands for
+// BLAS: anvil_rt_gemm_bf16; CUDA runs cuBLAS's bf16 GEMM on the tensor
+// cores). A weight shared by a batch, dW = X^T dY, dX = dY W^T and a
+// batched product with a transposed operand (attention's scores). The
+// interpreter does not round the products to bf16: within one bf16
+// rounding of the result.
+// tolerance: bf16
+func.func @bf16_gemms(%x: tensor<2x5x16xf32>, %w: tensor<16x32xf32>, %a: tensor<16x16xf32>, %g: tensor<16x32xf32>, %q: tensor<2x3x5x8xf32>, %k: tensor<2x3x7x8xf32>) -> (tensor<2x5x32xf32>, tensor<16x32xf32>, tensor<16x16xf32>, tensor<2x3x5x7xf32>) {
+  %x16 = anvil.cast %x : tensor<2x5x16xf32> to tensor<2x5x16xbf16>
+  %w16 = anvil.cast %w : tensor<16x32xf32> to tensor<16x32xbf16>
+  %a16 = anvil.cast %a : tensor<16x16xf32> to tensor<16x16xbf16>
+  %g16 = anvil.cast %g : tensor<16x32xf32> to tensor<16x32xbf16>
+  %q16 = anvil.cast %q : tensor<2x3x5x8xf32> to tensor<2x3x5x8xbf16>
+  %k16 = anvil.cast %k : tensor<2x3x7x8xf32> to tensor<2x3x7x8xbf16>
+  %0 = anvil.matmul %x16, %w16 : (tensor<2x5x16xbf16>, tensor<16x32xbf16>) -> tensor<2x5x32xbf16>
+  %1 = anvil.matmul %a16, %g16 {transpose_lhs} : (tensor<16x16xbf16>, tensor<16x32xbf16>) -> tensor<16x32xbf16>
+  %2 = anvil.matmul %g16, %w16 {transpose_rhs} : (tensor<16x32xbf16>, tensor<16x32xbf16>) -> tensor<16x16xbf16>
+  %3 = anvil.matmul %q16, %k16 {transpose_rhs} : (tensor<2x3x5x8xbf16>, tensor<2x3x7x8xbf16>) -> tensor<2x3x5x7xbf16>
+  %r0 = anvil.cast %0 : tensor<2x5x32xbf16> to tensor<2x5x32xf32>
+  %r1 = anvil.cast %1 : tensor<16x32xbf16> to tensor<16x32xf32>
+  %r2 = anvil.cast %2 : tensor<16x16xbf16> to tensor<16x16xf32>
+  %r3 = anvil.cast %3 : tensor<2x3x5x7xbf16> to tensor<2x3x5x7xf32>
+  return %r0, %r1, %r2, %r3 : tensor<2x5x32xf32>, tensor<16x32xf32>, tensor<16x16xf32>, tensor<2x3x5x7xf32>
+}

@@ -47,6 +47,8 @@ struct CPUPipelineOptions {
   std::string sgemm = "anvil_rt_sgemm";
   /// The runtime function 8-bit float GEMMs call (callee-f8).
   std::string gemmF8 = "anvil_rt_gemm_f8";
+  /// The runtime function bf16 GEMMs call (callee-bf16).
+  std::string gemmBF16 = "anvil_rt_gemm_bf16";
   /// GEMMs of two tensorwise FP8 quantizations (anvil-decompose
   /// fp8-gemms): f8, f8-k-inner or dequantized.
   std::string fp8Gemms = "f8";

@@ -24,7 +24,10 @@ def AnvilCPUGemmToBlasPass : Pass<"anvil-cpu-gemm-to-blas", "mlir::ModuleOp"> {
     A contraction of two 8-bit float buffers (`f8E4M3FN`, `f8E5M2`) into f32,
     as `anvil.matmul_f8` lowers (the body widens both operands), calls
     `anvil_rt_gemm_f8` instead: the same arguments, with each 8-bit
-    operand's format (0 for E4M3, 1 for E5M2) after its pointer.
+    operand's format (0 for E4M3, 1 for E5M2) after its pointer. One of two
+    bf16 buffers into f32, as a bf16 `anvil.matmul` lowers (its product is
+    rounded to bf16 afterwards), calls `anvil_rt_gemm_bf16` with the
+    sgemm's arguments.
 
     Input:
     ```mlir
@@ -47,6 +50,11 @@ def AnvilCPUGemmToBlasPass : Pass<"anvil-cpu-gemm-to-blas", "mlir::ModuleOp"> {
            "The runtime function 8-bit GEMMs call: anvil_rt_gemm_f8 (widened "
            "to f32, OpenBLAS) on the CPU, anvil_rt_cuda_gemm_f8 (cuBLASLt) "
            "for --target=cuda">,
+    Option<"calleeBF16", "callee-bf16", "std::string",
+           /*default=*/"\"anvil_rt_gemm_bf16\"",
+           "The runtime function bf16 GEMMs call: anvil_rt_gemm_bf16 "
+           "(widened to f32, OpenBLAS) on the CPU, anvil_rt_cuda_gemm_bf16 "
+           "(cuBLAS, tensor cores) for --target=cuda">,
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::func::FuncDialect",

@@ -477,6 +477,10 @@ def Anvil_MatmulOp : Anvil_CostedOp<"matmul", [Anvil_VJP, InferTypeOpAdaptor]> {
     the same batch dimensions, or `rhs` is a matrix shared by every batch
     (the usual `x @ W` of a linear layer).
 
+    On `bf16` or `f16` operands the products are exact and accumulate in
+    `f32`; the result is rounded to the element type once (what a tensor
+    core GEMM with f32 accumulation computes; anvil-bf16 makes them).
+
     ```mlir
     %y = anvil.matmul %x, %w : (tensor<8x128x768xf32>, tensor<768x3072xf32>) -> tensor<8x128x3072xf32>
     %s = anvil.matmul %q, %k {transpose_rhs} : (tensor<8x12x128x64xf32>, tensor<8x12x128x64xf32>) -> tensor<8x12x128x128xf32>

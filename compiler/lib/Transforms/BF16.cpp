@@ -1,0 +1,95 @@
+//===- BF16.cpp - GEMMs in bf16 with f32 master weights -------------------===//
+//
+// anvil-bf16: y = x w  becomes  y = f32(bf16(x) bf16(w)), the matmul on
+// bf16 operands accumulating in f32 and rounding its product to bf16
+// (anvil.matmul's contract for bf16). The training step built from the
+// result is mixed precision as automatic mixed precision makes it: the
+// casts' VJPs round each GEMM's output gradient to bf16 and widen its
+// input gradients back, so the backward GEMMs (dX = dY W^T, dW = X^T dY)
+// read bf16 operands too; the parameters, their gradients' sums and the
+// optimizer state stay f32, as does every op that is not a GEMM.
+//
+//===----------------------------------------------------------------------===//
+
+#include "anvil/Transforms/Passes.h"
+
+#include "anvil/Dialect/Anvil/IR/AnvilDialect.h"
+#include "anvil/Dialect/Anvil/IR/AnvilOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir::anvil {
+#define GEN_PASS_DEF_ANVILBF16PASS
+#include "anvil/Transforms/Passes.h.inc"
+} // namespace mlir::anvil
+
+using namespace mlir;
+using namespace mlir::anvil;
+
+namespace {
+
+struct AnvilBF16Pass : mlir::anvil::impl::AnvilBF16PassBase<AnvilBF16Pass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    auto chosen = [&](MatmulOp op) {
+      if (!op.getType().getElementType().isF32() ||
+          op->hasAttr(AnvilDialect::kFP8AttrName) ||
+          op.getLhs().getDefiningOp<Fp8QuantizeOp>() ||
+          op.getRhs().getDefiningOp<Fp8QuantizeOp>())
+        return false; // not f32, or an FP8 GEMM
+      if (modules.empty())
+        return true;
+      StringRef path = modulePathOf(op.getLoc());
+      return llvm::any_of(
+          modules, [&](const std::string &m) { return isInModule(path, m); });
+    };
+    SmallVector<MatmulOp> gemms;
+    getOperation().walk([&](MatmulOp op) {
+      if (chosen(op))
+        gemms.push_back(op);
+    });
+
+    // One cast per value, right after it (an argument's at its block's
+    // start, in the order the GEMMs first read them): every GEMM reading a
+    // value reads the same bf16 copy.
+    auto bf16 = BFloat16Type::get(&getContext());
+    DenseMap<Value, Value> narrowed;
+    DenseMap<Block *, Operation *> lastArgumentCast;
+    auto narrow = [&](Value v) {
+      auto [it, fresh] = narrowed.try_emplace(v, Value());
+      if (fresh) {
+        OpBuilder b(&getContext());
+        Operation *after = v.getDefiningOp();
+        Block *block = nullptr;
+        if (!after) {
+          block = cast<BlockArgument>(v).getOwner();
+          after = lastArgumentCast.lookup(block);
+        }
+        if (after)
+          b.setInsertionPointAfter(after);
+        else
+          b.setInsertionPointToStart(block);
+        auto c = CastOp::create(
+            b, v.getLoc(), cast<RankedTensorType>(v.getType()).clone(bf16), v);
+        if (block)
+          lastArgumentCast[block] = c;
+        it->second = c;
+      }
+      return it->second;
+    };
+    for (MatmulOp op : gemms) {
+      Value lhs = narrow(op.getLhs()), rhs = narrow(op.getRhs());
+      OpBuilder b(op);
+      auto product = MatmulOp::create(
+          b, op.getLoc(), lhs, rhs, op.getTransposeLhs(), op.getTransposeRhs());
+      op.replaceAllUsesWith(
+          CastOp::create(b, op.getLoc(), op.getType(), product).getResult());
+      op.erase();
+    }
+  }
+};
+
+} // namespace
