@@ -13,6 +13,7 @@
 # 4. GPT-2 124M training (llm.c's shapes: batch 8 x 1024 tokens), in f32
 #    and in bf16 mixed precision: tokens/s, step time, MFU against the
 #    GPU's dense bf16 peak,
+#    and each kernel's time over 4 steps (NAME.profile.txt),
 # 5. the same model in PyTorch eager and torch.compile when PyTorch is
 #    installed, with the ratios printed last.
 #
@@ -114,6 +115,14 @@ PY
 }
 measure gpt2 "$here/bin/gpt2-124m.cuda.train"
 measure gpt2-bf16 "$here/bin/gpt2-124m-bf16.cuda.train"
+# Where the time goes: each kernel's and library call's wall time over 4
+# steps (ANVIL_PROFILE=1: every launch synchronized), for the next change.
+for name in gpt2 gpt2-bf16; do
+  exe="$here/bin/gpt2-124m.cuda.train"
+  [ "$name" = gpt2-bf16 ] && exe="$here/bin/gpt2-124m-bf16.cuda.train"
+  ANVIL_PROFILE=1 "$exe" --steps 4 --seed 1 > "$out/$name.profile.txt" 2>&1 ||
+    note "profile of $name failed: $(tail -1 "$out/$name.profile.txt")"
+done
 if [ -f "$out/gpt2.json" ] && [ -f "$out/gpt2-bf16.json" ]; then
   python3 - "$out/gpt2.json" "$out/gpt2-bf16.json" <<'PY' | tee -a "$summary"
 import json, sys

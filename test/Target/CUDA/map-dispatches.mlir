@@ -23,11 +23,9 @@
 // CHECK:   %[[W:.+]] = arith.constant 100 : index
 // CHECK:   %[[COL:.+]] = arith.remui %[[I]], %[[W]]
 // CHECK:   %[[ROW:.+]] = arith.divui %[[I]], %{{.+}}
-// CHECK:   %[[R:.+]] = affine.apply #{{.+}}(%[[ROW]])
-// CHECK:   %[[C:.+]] = affine.apply #{{.+}}(%[[COL]])
-// CHECK:   %[[X:.+]] = memref.load %{{.+}}[%[[R]], %[[C]]]
+// CHECK:   %[[X:.+]] = memref.load %{{.+}}[%[[ROW]], %[[COL]]]
 // CHECK:   %[[E:.+]] = math.exp %[[X]]
-// CHECK:   memref.store %[[E]], %{{.+}}[%{{.+}}, %{{.+}}]
+// CHECK:   memref.store %[[E]], %{{.+}}[%[[ROW]], %[[COL]]]
 // CHECK: gpu.terminator
 // B64-LABEL: func.func private @step__dispatch_0
 // B64: gpu.launch blocks({{.+}}) in ({{.+}} = %c100{{.*}}, {{.+}}) threads({{.+}}) in ({{.+}} = %c64{{.*}},
@@ -44,18 +42,45 @@ func.func private @step__dispatch_0(%a: memref<64x100xf32>, %b: memref<64x100xf3
 // -----
 
 // A row reduction: one thread per row (8 rows: one warp, a block of 32),
-// the reduced dimension a loop inside.
+// the reduced dimension a loop inside, its accumulator in a register: the
+// output is loaded once before the loop and stored once after it.
 // CHECK-LABEL: func.func private @step__dispatch_1
 // CHECK: %[[C32:.+]] = arith.constant 32 : index
 // CHECK: gpu.launch blocks({{.+}}) in ({{.+}} = %c1{{.*}}, {{.+}}) threads({{.+}}) in ({{.+}} = %[[C32]],
 // CHECK: %[[C8:.+]] = arith.constant 8 : index
 // CHECK: arith.cmpi ult, %{{.+}}, %[[C8]]
-// CHECK: scf.for
-// CHECK:   arith.addf
+// CHECK: %[[INIT:.+]] = memref.load %{{.+}}[%[[ROW:.+]]] : memref<8xf32>
+// CHECK: %[[SUM:.+]] = scf.for %{{.+}} iter_args(%[[ACC:.+]] = %[[INIT]]) -> (f32) {
+// CHECK-NEXT: %[[X:.+]] = memref.load %{{.+}} : memref<8x300xf32>
+// CHECK-NEXT: %[[S:.+]] = arith.addf %[[X]], %[[ACC]]
+// CHECK-NEXT: scf.yield %[[S]]
+// CHECK: memref.store %[[SUM]], %{{.+}}[%[[ROW]]] : memref<8xf32>
 func.func private @step__dispatch_1(%a: memref<8x300xf32>, %b: memref<8xf32>) {
   linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
                   iterator_types = ["parallel", "reduction"]}
       ins(%a : memref<8x300xf32>) outs(%b : memref<8xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// An output seen through a view made in the dispatch keeps its loads and
+// stores in the loop (another view of the same buffer could alias it).
+// CHECK-LABEL: func.func private @step__dispatch_12
+// CHECK: scf.for
+// CHECK-NOT: iter_args
+// CHECK: memref.load %{{.+}} : memref<8xf32, strided<[1]>>
+// CHECK: memref.store %{{.+}} : memref<8xf32, strided<[1]>>
+// CHECK: gpu.terminator
+func.func private @step__dispatch_12(%a: memref<8x300xf32>, %b: memref<16xf32>) {
+  %v = memref.subview %b[0] [8] [1] : memref<16xf32> to memref<8xf32, strided<[1]>>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%a : memref<8x300xf32>) outs(%v : memref<8xf32, strided<[1]>>) {
   ^bb0(%x: f32, %acc: f32):
     %s = arith.addf %x, %acc : f32
     linalg.yield %s : f32
@@ -73,7 +98,7 @@ func.func private @step__dispatch_1(%a: memref<8x300xf32>, %b: memref<8xf32>) {
 // CHECK: gpu.launch blocks({{.+}}) in ({{.+}} = %[[C24]],
 // CHECK: arith.constant 6144 : index
 // CHECK: scf.if
-// CHECK: scf.for %{{.+}} = %{{.+}} to %c8
+// CHECK: scf.for %{{.+}} = %{{.+}} to %c8 {{.+}} iter_args
 // CHECK:   memref.load %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}] : memref<8x64x96xf32>
 // CHECK:   arith.addf
 func.func private @step__dispatch_7(%a: memref<8x64x96xf32>, %b: memref<64x96xf32>) {

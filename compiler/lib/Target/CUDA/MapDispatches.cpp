@@ -25,6 +25,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <algorithm>
 #include <cmath>
@@ -147,6 +148,91 @@ void parallelLoopsFirst(RewriterBase &rewriter, linalg::LinalgOp &op) {
   FailureOr<linalg::GenericOp> swapped =
       linalg::interchangeGenericOp(rewriter, generic, order);
   op = swapped.value_or(generic);
+}
+
+/// Keeps the accumulators of the sequential loops in `root` (a reduction's
+/// loops inside a thread) in registers, innermost loops first: where a
+/// loop's body loads X[i] and later stores X[i] (i defined outside the
+/// loop, and nothing else in the loop touching X), X[i] is loaded once
+/// before the loop, carried as an iter_arg and stored once after it. The
+/// same operations run in the same order; only the round trips through
+/// memory go, which otherwise chain every step of a reduction on a load
+/// waiting for the previous step's store (8192 of them for a bias
+/// gradient over GPT-2's tokens). The outputs of a dispatch's linalg ops
+/// do not alias its inputs (bufferization's and the memory plan's
+/// contract), so no other access reads X[i] through another memref.
+void keepAccumulatorsInRegisters(RewriterBase &rewriter, Operation *root) {
+  // The loops' index maps (identities, mostly) folded first, so that the
+  // load and the store of an accumulator index it with the same values.
+  RewritePatternSet folds(root->getContext());
+  affine::AffineApplyOp::getCanonicalizationPatterns(folds, root->getContext());
+  (void)applyPatternsGreedily(root, std::move(folds));
+  SmallVector<scf::ForOp> loops;
+  root->walk([&](scf::ForOp loop) { loops.push_back(loop); }); // post-order
+  for (scf::ForOp loop : loops) {
+    Block *body = loop.getBody();
+    SmallVector<std::pair<memref::LoadOp, memref::StoreOp>> carried;
+    for (auto store : body->getOps<memref::StoreOp>()) {
+      Value x = store.getMemRef();
+      if (!llvm::all_of(store.getIndices(), [&](Value v) {
+            return loop.isDefinedOutsideOfLoop(v);
+          }))
+        continue;
+      // X is the function's buffer, read and written only by loads and
+      // stores (no view of it elsewhere), and in the loop only by one load
+      // of X[i] before the store.
+      memref::LoadOp load;
+      bool alone = isa<BlockArgument>(x);
+      for (Operation *user : x.getUsers()) {
+        if (!alone)
+          break;
+        if (!isa<memref::LoadOp, memref::StoreOp>(user))
+          alone = false;
+        if (user == store.getOperation() || !loop->isAncestor(user))
+          continue;
+        auto l = dyn_cast<memref::LoadOp>(user);
+        if (load || !l || l->getBlock() != body ||
+            !llvm::equal(l.getIndices(), store.getIndices()) ||
+            !l->isBeforeInBlock(store))
+          alone = false;
+        load = l;
+      }
+      if (alone && load)
+        carried.emplace_back(load, store);
+    }
+    if (carried.empty())
+      continue;
+    rewriter.setInsertionPoint(loop);
+    SmallVector<Value> inits;
+    for (auto [load, store] : carried)
+      inits.push_back(memref::LoadOp::create(
+          rewriter, load.getLoc(), load.getMemRef(), load.getIndices()));
+    FailureOr<LoopLikeOpInterface> grown =
+        cast<LoopLikeOpInterface>(loop.getOperation())
+            .replaceWithAdditionalYields(
+                rewriter, inits, /*replaceInitOperandUsesInLoop=*/false,
+                [&](OpBuilder &, Location, ArrayRef<BlockArgument>) {
+                  SmallVector<Value> next;
+                  for (auto [load, store] : carried)
+                    next.push_back(store.getValueToStore());
+                  return next;
+                });
+    if (failed(grown))
+      continue;
+    auto newLoop = cast<scf::ForOp>(grown->getOperation());
+    unsigned first = newLoop.getNumResults() - carried.size();
+    rewriter.setInsertionPointAfter(newLoop);
+    for (auto [i, pair] : llvm::enumerate(carried)) {
+      auto [load, store] = pair;
+      rewriter.replaceAllUsesWith(load.getResult(),
+                                  newLoop.getRegionIterArgs()[first + i]);
+      memref::StoreOp::create(rewriter, store.getLoc(),
+                              newLoop.getResult(first + i), store.getMemRef(),
+                              store.getIndices());
+      rewriter.eraseOp(store);
+      rewriter.eraseOp(load);
+    }
+  }
 }
 
 /// The memref an access goes to, seen through a subview defined in `loop`:
@@ -617,6 +703,7 @@ struct AnvilCUDAMapDispatchesPass
         }
         rewriter.eraseOp(op);
       }
+      keepAccumulatorsInRegisters(rewriter, fn);
 
       // A sequential loop around a column loop: the columns outermost.
       for (auto loop :
