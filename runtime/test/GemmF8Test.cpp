@@ -69,47 +69,43 @@ double decode(uint8_t code, int32_t format) {
   return code & 0x80 ? -v : v;
 }
 
-TEST(GemmF8, TakesSgemmLayouts) {
-  std::mt19937 rng(3);
-  // Finite codes of moderate size: the products are exact and the sums
-  // round alike.
-  auto pick = [&](int32_t format) {
-    int exponentBits = format == 1 ? 5 : 4, mantissaBits = 7 - exponentBits;
-    int exponent = (1 << (exponentBits - 1)) - 3 + static_cast<int>(rng() % 6);
-    int mantissa = static_cast<int>(rng() % (1u << mantissaBits));
-    return static_cast<uint8_t>(((rng() & 1) << 7) |
-                                (exponent << mantissaBits) | mantissa);
-  };
+/// Runs `gemm` (anvil_rt_sgemm's arguments, operands stored as `T`) in
+/// every layout anvil_rt_sgemm takes: each transpose, a B shared by the
+/// batch or not, rows stored 3 elements wider than needed. `draw(isB)`
+/// makes each stored element of A (isB false) or B and `value(x, isB)`
+/// its value; C (0.5 before: C += A B) is checked against a float64 sum of
+/// the same values.
+template <typename T, typename Draw, typename Value, typename Gemm>
+void checkLayouts(Draw draw, Value value, Gemm gemm) {
   const int64_t m = 5, n = 7, k = 9, batch = 3;
   for (int transA : {0, 1})
     for (int transB : {0, 1})
       for (bool sharedB : {false, true}) {
-        // Stored shapes, with rows 3 elements wider than needed.
         int64_t aRows = transA ? k : m, aCols = transA ? m : k;
         int64_t bRows = transB ? n : k, bCols = transB ? k : n;
         int64_t lda = aCols + 3, ldb = bCols + 3, ldc = n + 3;
         int64_t strideA = aRows * lda, strideB = sharedB ? 0 : bRows * ldb,
                 strideC = m * ldc;
-        std::vector<uint8_t> a(batch * strideA), b(bRows * ldb * batch);
-        for (uint8_t &x : a)
-          x = pick(0);
-        for (uint8_t &x : b)
-          x = pick(1);
+        std::vector<T> a(batch * strideA), b(bRows * ldb * batch);
+        for (T &x : a)
+          x = draw(false);
+        for (T &x : b)
+          x = draw(true);
         std::vector<float> c(batch * strideC, 0.5f);
-        anvil_rt_gemm_f8(transA, transB, m, n, k, a.data(), 0, lda, strideA,
-                         b.data(), 1, ldb, strideB, c.data(), ldc, strideC,
-                         batch);
+        gemm(transA, transB, m, n, k, a.data(), lda, strideA, b.data(), ldb,
+             strideB, c.data(), ldc, strideC, batch);
         for (int64_t t = 0; t < batch; ++t)
           for (int64_t i = 0; i < m; ++i)
             for (int64_t j = 0; j < n; ++j) {
               double want = 0.5;
-              for (int64_t l = 0; l < k; ++l) {
-                uint8_t x = transA ? a[t * strideA + l * lda + i]
-                                   : a[t * strideA + i * lda + l];
-                uint8_t y = transB ? b[t * strideB + j * ldb + l]
-                                   : b[t * strideB + l * ldb + j];
-                want += decode(x, 0) * decode(y, 1);
-              }
+              for (int64_t l = 0; l < k; ++l)
+                want += static_cast<double>(
+                            value(transA ? a[t * strideA + l * lda + i]
+                                         : a[t * strideA + i * lda + l],
+                                  false)) *
+                        value(transB ? b[t * strideB + j * ldb + l]
+                                     : b[t * strideB + l * ldb + j],
+                              true);
               ASSERT_NEAR(c[t * strideC + i * ldc + j], want,
                           1e-5 * (std::abs(want) + 1.0))
                   << "transA " << transA << " transB " << transB
@@ -117,6 +113,28 @@ TEST(GemmF8, TakesSgemmLayouts) {
                   << ", " << j << "]";
             }
       }
+}
+
+TEST(GemmF8, TakesSgemmLayouts) {
+  std::mt19937 rng(3);
+  // Finite codes of moderate size: the products are exact and the sums
+  // round alike. A in E4M3, B in E5M2.
+  auto pick = [&](bool isB) {
+    int exponentBits = isB ? 5 : 4, mantissaBits = 7 - exponentBits;
+    int exponent = (1 << (exponentBits - 1)) - 3 + static_cast<int>(rng() % 6);
+    int mantissa = static_cast<int>(rng() % (1u << mantissaBits));
+    return static_cast<uint8_t>(((rng() & 1) << 7) |
+                                (exponent << mantissaBits) | mantissa);
+  };
+  checkLayouts<uint8_t>(
+      pick, [](uint8_t code, bool isB) { return decode(code, isB ? 1 : 0); },
+      [](int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
+         const uint8_t *a, int64_t lda, int64_t sa, const uint8_t *b,
+         int64_t ldb, int64_t sb, float *c, int64_t ldc, int64_t sc,
+         int64_t batch) {
+        anvil_rt_gemm_f8(ta, tb, m, n, k, a, 0, lda, sa, b, 1, ldb, sb, c, ldc,
+                         sc, batch);
+      });
 }
 
 /// A bf16 value's bits and its f32 value.
@@ -150,46 +168,14 @@ TEST(GemmBF16, WidensExactly) {
 TEST(GemmBF16, TakesSgemmLayouts) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> dist(-2, 2);
-  const int64_t m = 5, n = 7, k = 9, batch = 3;
-  for (int transA : {0, 1})
-    for (int transB : {0, 1})
-      for (bool sharedB : {false, true}) {
-        int64_t aRows = transA ? k : m, aCols = transA ? m : k;
-        int64_t bRows = transB ? n : k, bCols = transB ? k : n;
-        int64_t lda = aCols + 3, ldb = bCols + 3, ldc = n + 3;
-        int64_t strideA = aRows * lda, strideB = sharedB ? 0 : bRows * ldb,
-                strideC = m * ldc;
-        std::vector<uint16_t> a(batch * strideA), b(bRows * ldb * batch);
-        for (uint16_t &x : a)
-          x = bf16Bits(dist(rng));
-        for (uint16_t &x : b)
-          x = bf16Bits(dist(rng));
-        auto value = [](uint16_t h) {
-          uint32_t bits = static_cast<uint32_t>(h) << 16;
-          float x;
-          std::memcpy(&x, &bits, sizeof x);
-          return static_cast<double>(x);
-        };
-        std::vector<float> c(batch * strideC, 0.5f);
-        anvil_rt_gemm_bf16(transA, transB, m, n, k, a.data(), lda, strideA,
-                           b.data(), ldb, strideB, c.data(), ldc, strideC,
-                           batch);
-        for (int64_t t = 0; t < batch; ++t)
-          for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < n; ++j) {
-              double want = 0.5;
-              for (int64_t l = 0; l < k; ++l)
-                want += value(transA ? a[t * strideA + l * lda + i]
-                                     : a[t * strideA + i * lda + l]) *
-                        value(transB ? b[t * strideB + j * ldb + l]
-                                     : b[t * strideB + l * ldb + j]);
-              ASSERT_NEAR(c[t * strideC + i * ldc + j], want,
-                          1e-5 * (std::abs(want) + 1.0))
-                  << "transA " << transA << " transB " << transB
-                  << (sharedB ? " shared B" : "") << ", C[" << t << ", " << i
-                  << ", " << j << "]";
-            }
-      }
+  checkLayouts<uint16_t>([&](bool) { return bf16Bits(dist(rng)); },
+                         [](uint16_t h, bool) {
+                           uint32_t bits = static_cast<uint32_t>(h) << 16;
+                           float x;
+                           std::memcpy(&x, &bits, sizeof x);
+                           return x;
+                         },
+                         anvil_rt_gemm_bf16);
 }
 
 } // namespace
