@@ -83,11 +83,12 @@ done
 steps="${GPT2_STEPS:-20}"
 measure() { # NAME EXECUTABLE: $out/NAME.json, a line of the summary
   local name=$1 exe=$2
+  rm -f "$out/$name.json" "$out/$name.jsonl" "$out/$name.json.tmp"
   "$exe" --print-manifest > "$out/$name.manifest.json"
   if "$exe" --steps "$steps" --seed 1 --log "$out/$name.jsonl" --log-every 1 \
-      > "$out/$name.out" 2>&1; then
+      > "$out/$name.out" 2>&1 &&
     python3 - "$out/$name.jsonl" "$out/$name.manifest.json" "$gpu" "$name" \
-        > "$out/$name.json" <<'PY'
+        > "$out/$name.json.tmp" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 manifest = json.load(open(sys.argv[2]))
@@ -106,6 +107,8 @@ print(json.dumps({"model": "gpt2-124m", "program": name, "steps": len(rows),
                   "peak_bf16_flops": peak, "gpu": gpu,
                   "final_loss": rows[-1]["loss"]}))
 PY
+  then
+    mv "$out/$name.json.tmp" "$out/$name.json"
     note "$name: $(cat "$out/$name.json")"
     grep "step memory" "$out/$name.out" | tail -1 | sed "s/^/$name: /" | tee -a "$summary"
   else

@@ -29,11 +29,12 @@ TOLERANCES = {
     # cores accumulate with about 14 mantissa bits between cuBLASLt's
     # promotions to f32 (2^-14 = 6e-5 a step, over a K of 16 to 64 terms).
     "fp8-gemm": {"rtol": 1e-3, "atol": 0.0},
-    # GEMMs on bf16 operands against the float64 interpreter, which does
-    # not round their products to bf16: rounding to 8 significant bits
-    # moves a value by at most 2^-8 (3.9e-3) of itself; the rest is room
-    # for the f32 sums (seen: 3.2e-3).
-    "bf16": {"rtol": 4e-3, "atol": 0.0},
+    # GEMMs on bf16 operands (products rounded to 8 significant bits),
+    # against the float64 interpreter, which does not round them (at most
+    # 2^-8 = 3.9e-3 of the value; seen 3.2e-3), or the GPU's against the
+    # CPU's, whose f32 sums in other orders may round to neighbouring bf16
+    # values (one unit: at most 2^-7 = 7.8e-3 of the value).
+    "bf16": {"rtol": 8e-3, "atol": 0.0},
     # FP8 training runs against each other: 8-bit rounding turns the f32
     # differences of summation order into whole FP8 steps now and then, so
     # the same program on 1 and 2 threads already differs by 1.3e-3 over 20

@@ -6,7 +6,7 @@
 // result is mixed precision as automatic mixed precision makes it: the
 // casts' VJPs round each GEMM's output gradient to bf16 and widen its
 // input gradients back, so the backward GEMMs (dX = dY W^T, dW = X^T dY)
-// read bf16 operands too; the parameters, their gradients' sums and the
+// read bf16 operands too; the parameters, the sums of gradients and the
 // optimizer state stay f32, as does every op that is not a GEMM.
 //
 //===----------------------------------------------------------------------===//
@@ -18,7 +18,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/DenseMap.h"
 
 namespace mlir::anvil {
 #define GEN_PASS_DEF_ANVILBF16PASS
@@ -52,37 +51,18 @@ struct AnvilBF16Pass : mlir::anvil::impl::AnvilBF16PassBase<AnvilBF16Pass> {
         gemms.push_back(op);
     });
 
-    // One cast per value, right after it (an argument's at its block's
-    // start, in the order the GEMMs first read them): every GEMM reading a
-    // value reads the same bf16 copy.
+    // A cast per GEMM operand, not one per value: each cast's VJP widens
+    // its GEMM's input gradient to f32 before autodiff sums the gradients
+    // of a value several GEMMs read (Llama's gate and up projections), so
+    // the sums are f32. The cse after autodiff merges the forward casts.
     auto bf16 = BFloat16Type::get(&getContext());
-    DenseMap<Value, Value> narrowed;
-    DenseMap<Block *, Operation *> lastArgumentCast;
-    auto narrow = [&](Value v) {
-      auto [it, fresh] = narrowed.try_emplace(v, Value());
-      if (fresh) {
-        OpBuilder b(&getContext());
-        Operation *after = v.getDefiningOp();
-        Block *block = nullptr;
-        if (!after) {
-          block = cast<BlockArgument>(v).getOwner();
-          after = lastArgumentCast.lookup(block);
-        }
-        if (after)
-          b.setInsertionPointAfter(after);
-        else
-          b.setInsertionPointToStart(block);
-        auto c = CastOp::create(
-            b, v.getLoc(), cast<RankedTensorType>(v.getType()).clone(bf16), v);
-        if (block)
-          lastArgumentCast[block] = c;
-        it->second = c;
-      }
-      return it->second;
-    };
     for (MatmulOp op : gemms) {
-      Value lhs = narrow(op.getLhs()), rhs = narrow(op.getRhs());
       OpBuilder b(op);
+      auto narrow = [&](Value v) {
+        return CastOp::create(
+            b, op.getLoc(), cast<RankedTensorType>(v.getType()).clone(bf16), v);
+      };
+      Value lhs = narrow(op.getLhs()), rhs = narrow(op.getRhs());
       auto product = MatmulOp::create(
           b, op.getLoc(), lhs, rhs, op.getTransposeLhs(), op.getTransposeRhs());
       op.replaceAllUsesWith(

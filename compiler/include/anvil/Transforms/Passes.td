@@ -111,15 +111,17 @@ def AnvilBF16Pass : Pass<"anvil-bf16", "mlir::ModuleOp"> {
   let summary = "Runs chosen GEMMs in bf16 (mixed precision)";
   let description = [{
     On the forward graph, before the training step is built: each chosen
-    f32 `anvil.matmul` reads bf16 casts of its operands (one cast per
-    value, however many GEMMs read it), multiplies them in bf16 (exact
-    products, f32 accumulation, the product rounded to bf16: anvil.matmul's
-    contract) and is widened back to f32 for its users. Autodiff's VJPs of
-    the casts then round each GEMM's output gradient to bf16 and widen its
-    input gradients, so the backward GEMMs read bf16 operands as well:
-    automatic mixed precision's numerics, with f32 master weights, f32
-    optimizer state and f32 for every op that is not a GEMM. The backward
-    pass keeps the bf16 copies, not the f32 values, of what the GEMMs read.
+    f32 `anvil.matmul` reads bf16 casts of its operands (a cast per GEMM
+    operand: the cse after autodiff merges the casts of one value),
+    multiplies them in bf16 (exact products, f32 accumulation, the product
+    rounded to bf16: anvil.matmul's contract) and is widened back to f32
+    for its users. Autodiff's VJPs of the casts then round each GEMM's
+    output gradient to bf16 and widen its input gradients, so the backward
+    GEMMs read bf16 operands as well and the gradients of a value several
+    GEMMs read are summed in f32: automatic mixed precision's numerics,
+    with f32 master weights, f32 optimizer state and f32 for every op that
+    is not a GEMM. The backward pass keeps the bf16 copies, not the f32
+    values, of what the GEMMs read.
     On the CPU the GEMMs call `anvil_rt_gemm_bf16` (the operands widened
     exactly for OpenBLAS); on CUDA `anvil_rt_cuda_gemm_bf16` (cuBLAS on the
     tensor cores).

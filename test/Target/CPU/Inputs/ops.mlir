@@ -233,8 +233,8 @@ func.func @fp8_gemms(%x: tensor<2x5x16xf32>, %w: tensor<16x32xf32>, %a: tensor<1
 // BLAS: anvil_rt_gemm_bf16; CUDA runs cuBLAS's bf16 GEMM on the tensor
 // cores). A weight shared by a batch, dW = X^T dY, dX = dY W^T and a
 // batched product with a transposed operand (attention's scores). The
-// interpreter does not round the products to bf16: within one bf16
-// rounding of the result.
+// interpreter does not round the products to bf16; the GPU's f32 sums may
+// round to the neighbouring bf16 value: within one bf16 unit.
 // tolerance: bf16
 func.func @bf16_gemms(%x: tensor<2x5x16xf32>, %w: tensor<16x32xf32>, %a: tensor<16x16xf32>, %g: tensor<16x32xf32>, %q: tensor<2x3x5x8xf32>, %k: tensor<2x3x7x8xf32>) -> (tensor<2x5x32xf32>, tensor<16x32xf32>, tensor<16x16xf32>, tensor<2x3x5x7xf32>) {
   %x16 = anvil.cast %x : tensor<2x5x16xf32> to tensor<2x5x16xbf16>

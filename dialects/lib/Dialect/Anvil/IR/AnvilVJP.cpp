@@ -542,18 +542,16 @@ LogicalResult MatmulOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
   if (ta)
     dA = e.transpose(dA, swapLast);
 
-  // dB: A'^T g per batch. A shared (rank-2) B sums over the batch: one
-  // GEMM whose contraction runs over every batch's rows (the batch folded
-  // into M), not a product per batch and a sum of them: the GEMM
-  // accumulates all of it, as a narrow-float GEMM must (in f32), and no
-  // (batch, K, N) partial products are written.
+  // dB: A'^T g per batch; a shared (rank-2) B sums over the batch. With A
+  // stored (batch, M, K), one GEMM whose contraction runs over every
+  // batch's rows (the batch folded into M) does both: it accumulates all
+  // of it, as a narrow-float GEMM must (in f32), and writes no (batch, K,
+  // N) partial products. (A transposed A's rows are not the batch's rows:
+  // it keeps the product per batch and the sum.)
   bool shared = getRhs().getType().getRank() == 2 && rank > 2;
-  if (shared && ta) {
-    // A is stored (batch, K, M): its rows are not the batch's rows.
-    a = e.transpose(a, swapLast);
-    ta = false;
-  }
-  if (shared) {
+  bool foldBatch = shared && !ta && getLhs().getType().hasStaticShape() &&
+                   getType().hasStaticShape();
+  if (foldBatch) {
     auto rows = [&](Value v) {
       auto t = cast<RankedTensorType>(v.getType());
       int64_t n = 1;
@@ -572,6 +570,8 @@ LogicalResult MatmulOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
   else
     dB = MatmulOp::create(builder, getLoc(), g, a, /*transpose_lhs=*/true,
                           /*transpose_rhs=*/ta);
+  if (shared && !foldBatch)
+    dB = e.sum(dB, range(0, rank - 2), false);
   out.append({dA, dB});
   return success();
 }
