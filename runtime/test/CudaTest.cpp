@@ -9,6 +9,8 @@
 #include "anvil/runtime/Dist.h"
 #include "anvil/runtime/RuntimeABI.h"
 
+#include "NumericReference.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,6 +20,9 @@
 #include <vector>
 
 using namespace anvil::rt;
+using anvil::test::decodeFp8;
+using anvil::test::fromBF16;
+using anvil::test::toBF16;
 
 namespace {
 
@@ -151,21 +156,6 @@ void referenceGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
         }
         c[i * sc + r * ldc + col] += static_cast<float>(sum);
       }
-}
-
-/// `x` rounded to bf16 (to nearest even; finite values): its 16 bits.
-uint16_t toBF16(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  bits += 0x7FFF + ((bits >> 16) & 1);
-  return static_cast<uint16_t>(bits >> 16);
-}
-
-float fromBF16(uint16_t h) {
-  uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float x;
-  std::memcpy(&x, &bits, sizeof x);
-  return x;
 }
 
 /// Checks a device GEMM with anvil_rt_sgemm's contract against the host's
@@ -307,18 +297,6 @@ TEST(CudaNccl, CollectivesOnOneRank) {
   EXPECT_EQ(h[7], 3.0f);
   anvil_rt_cuda_free(x);
   anvil_rt_cuda_free(y);
-}
-
-/// An E4M3 (format 0) or E5M2 (1) byte's value.
-double decodeFp8(uint8_t byte, int32_t format) {
-  int mantissaBits = format == 1 ? 2 : 3, bias = format == 1 ? 15 : 7;
-  int exponent = (byte >> mantissaBits) & ((1 << (7 - mantissaBits)) - 1);
-  int mantissa = byte & ((1 << mantissaBits) - 1);
-  double v = exponent == 0
-                 ? std::ldexp(mantissa, 1 - bias - mantissaBits)
-                 : std::ldexp(1.0 + std::ldexp(mantissa, -mantissaBits),
-                              exponent - bias);
-  return byte & 0x80 ? -v : v;
 }
 
 /// A random finite code of moderate size (no NaN codes, exponents in the

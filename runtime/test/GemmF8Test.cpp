@@ -10,6 +10,8 @@
 
 #include "anvil/runtime/RuntimeABI.h"
 
+#include "NumericReference.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -19,6 +21,10 @@
 #include <vector>
 
 namespace {
+
+using anvil::test::decodeFp8;
+using anvil::test::fromBF16;
+using anvil::test::toBF16;
 
 /// c = a * b for one code each (1 x 1 x 1). (BLAS's sums do not keep the
 /// sign of a zero.)
@@ -55,18 +61,6 @@ TEST(GemmF8, WidensEveryEdgeOfE5M2) {
   EXPECT_EQ(value(0xFC), -INFINITY);
   EXPECT_TRUE(std::isnan(value(0x7D)));
   EXPECT_TRUE(std::isnan(value(0xFF)));
-}
-
-/// The value of a finite code, straight from the format's definition.
-double decode(uint8_t code, int32_t format) {
-  int mantissaBits = format == 1 ? 2 : 3, bias = format == 1 ? 15 : 7;
-  int exponent = (code >> mantissaBits) & ((1 << (7 - mantissaBits)) - 1);
-  int mantissa = code & ((1 << mantissaBits) - 1);
-  double v = exponent == 0
-                 ? std::ldexp(mantissa, 1 - bias - mantissaBits)
-                 : std::ldexp(1.0 + std::ldexp(mantissa, -mantissaBits),
-                              exponent - bias);
-  return code & 0x80 ? -v : v;
 }
 
 /// Runs `gemm` (anvil_rt_sgemm's arguments, operands stored as `T`) in
@@ -127,7 +121,7 @@ TEST(GemmF8, TakesSgemmLayouts) {
                                 (exponent << mantissaBits) | mantissa);
   };
   checkLayouts<uint8_t>(
-      pick, [](uint8_t code, bool isB) { return decode(code, isB ? 1 : 0); },
+      pick, [](uint8_t code, bool isB) { return decodeFp8(code, isB ? 1 : 0); },
       [](int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
          const uint8_t *a, int64_t lda, int64_t sa, const uint8_t *b,
          int64_t ldb, int64_t sb, float *c, int64_t ldc, int64_t sc,
@@ -137,18 +131,11 @@ TEST(GemmF8, TakesSgemmLayouts) {
       });
 }
 
-/// A bf16 value's bits and its f32 value.
-uint16_t bf16Bits(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  return static_cast<uint16_t>(bits >> 16);
-}
-
 TEST(GemmBF16, WidensExactly) {
   // 1 x 1 x 1 products of edge values: each operand must reach BLAS as
   // exactly the f32 value of its bits.
   auto product = [](float a, float b) {
-    uint16_t ha = bf16Bits(a), hb = bf16Bits(b);
+    uint16_t ha = toBF16(a), hb = toBF16(b);
     float c = 0.0f;
     anvil_rt_gemm_bf16(0, 0, 1, 1, 1, &ha, 1, 0, &hb, 1, 0, &c, 1, 0, 1);
     return c;
@@ -168,13 +155,8 @@ TEST(GemmBF16, WidensExactly) {
 TEST(GemmBF16, TakesSgemmLayouts) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> dist(-2, 2);
-  checkLayouts<uint16_t>([&](bool) { return bf16Bits(dist(rng)); },
-                         [](uint16_t h, bool) {
-                           uint32_t bits = static_cast<uint32_t>(h) << 16;
-                           float x;
-                           std::memcpy(&x, &bits, sizeof x);
-                           return x;
-                         },
+  checkLayouts<uint16_t>([&](bool) { return toBF16(dist(rng)); },
+                         [](uint16_t h, bool) { return fromBF16(h); },
                          anvil_rt_gemm_bf16);
 }
 
