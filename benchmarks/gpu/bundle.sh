@@ -16,6 +16,9 @@
 #                                         delayed, mxfp8: the CPU's exact
 #                                         emulation's kernels)
 #   bin/anvil-cuda-tests                  the runtime's GPU tests
+#   bin/membw                             a streaming kernel's bandwidth in
+#                                         device and managed memory
+#                                         (membw.cu)
 #   ops/<op>/                             every function of the op tests
 #                                         (test/Target/CPU/Inputs/ops.mlir) as
 #                                         a CUDA executable, its inputs and
@@ -65,6 +68,9 @@ for recipe in current delayed mxfp8; do
     --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/gpt-tiny-fp8-$recipe.cuda.train"
 done
 cp "$BUILD/runtime/anvil-cuda-tests" "$OUT/bin/"
+# Where memory lives against a streaming kernel's bandwidth.
+"${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" -O3 -std=c++17 -arch="$ARCH" \
+  "$HERE/membw.cu" -o "$OUT/bin/membw"
 strip "$OUT"/bin/*
 
 echo "bundle: the op cases"

@@ -10,7 +10,8 @@
 # 2. every op case against the CPU backend's results (ops/),
 # 3. the tiny GPT's first 10 losses against the CPU's (ref/), in f32,
 #    bf16 and with each FP8 recipe,
-# 4. GPT-2 124M training (llm.c's shapes: batch 8 x 1024 tokens), in f32
+# 4. a streaming kernel's bandwidth by where its memory lives (bin/membw),
+#    GPT-2 124M training (llm.c's shapes: batch 8 x 1024 tokens), in f32
 #    and in bf16 mixed precision: tokens/s, step time, MFU against the
 #    GPU's dense bf16 peak,
 #    and each kernel's time over 4 steps (NAME.profile.txt),
@@ -78,6 +79,15 @@ for recipe in current delayed mxfp8; do
     '$out/gpt-tiny-fp8-$recipe.gpu.jsonl' '$here/ref/gpt-tiny-fp8-$recipe.cpu.jsonl' \
     --tolerance fp8-training"
 done
+
+# Where memory lives against bandwidth (membw.cu): device memory, and
+# managed memory as the runtime uses it, each as a ratio to device memory.
+if "$here/bin/membw" > "$out/membw.txt" 2>&1; then
+  grep "^membw\|^device" "$out/membw.txt" | tee -a "$summary"
+else
+  note "FAIL membw: $(tail -1 "$out/membw.txt")"
+  failed=$((failed + 1))
+fi
 
 # 4: GPT-2 124M, f32 (gpt2) and bf16 mixed precision (gpt2-bf16).
 steps="${GPT2_STEPS:-20}"

@@ -79,6 +79,18 @@ extern "C" __attribute__((weak)) void anvil_rt_buffer_free(void *ptr) {
   std::free(ptr);
 }
 
+extern "C" __attribute__((weak)) void *
+anvil_rt_workspace_alloc(uint64_t bytes) {
+  void *p = anvil_rt_buffer_alloc(64, bytes);
+  if (p)
+    std::memset(p, 0, std::max<uint64_t>(bytes, 1));
+  return p;
+}
+
+extern "C" __attribute__((weak)) void anvil_rt_workspace_free(void *ptr) {
+  anvil_rt_buffer_free(ptr);
+}
+
 extern "C" __attribute__((weak)) void anvil_rt_begin_step(int64_t) {}
 
 extern "C" int64_t anvil_rt_allocated_bytes(void) { return allocated.load(); }

@@ -49,6 +49,12 @@ struct Driver {
   decltype(&::cuStreamSynchronize) streamSynchronize = nullptr;
   decltype(&::cuStreamDestroy) streamDestroy = nullptr;
   decltype(&::cuMemAllocManaged) memAllocManaged = nullptr;
+  decltype(&::cuMemAlloc) memAlloc = nullptr;
+  decltype(&::cuMemsetD8) memsetD8 = nullptr;
+  /// Optional (CUDA 12.2 drivers and newer): placement advice for managed
+  /// memory; null where the driver lacks them.
+  decltype(&::cuMemAdvise) memAdvise = nullptr;
+  decltype(&::cuMemPrefetchAsync) memPrefetchAsync = nullptr;
   decltype(&::cuMemFree) memFree = nullptr;
   decltype(&::cuPointerGetAttribute) pointerGetAttribute = nullptr;
   decltype(&::cuGetErrorName) getErrorName = nullptr;
@@ -64,6 +70,11 @@ struct State {
   CUcontext context = nullptr;
   std::mutex namesLock;
   std::unordered_map<void *, std::string> kernelNames;
+  /// The managed allocations of anvil_rt_buffer_alloc (address, bytes),
+  /// moved to the device before the first step.
+  std::mutex buffersLock;
+  std::map<CUdeviceptr, size_t> buffers;
+  bool prefetched = false;
 };
 
 State &state() {
@@ -121,10 +132,23 @@ Status loadDriver(State &s) {
   get(d.streamDestroy, "cuStreamDestroy");
   get(d.memAllocManaged, "cuMemAllocManaged");
   get(d.memFree, "cuMemFree");
+  get(d.memAlloc, "cuMemAlloc");
+  get(d.memsetD8, "cuMemsetD8");
   get(d.getErrorName, "cuGetErrorName");
   get(d.getErrorString, "cuGetErrorString");
   if (!missing.empty())
     return unavailable("the driver lacks " + missing);
+  // The CUmemLocation forms of the CUDA 13 headers (12.2's _v2).
+  for (auto [fn, name] :
+       {std::pair<void **, const char *>{
+            reinterpret_cast<void **>(&d.memAdvise), "cuMemAdvise"},
+        {reinterpret_cast<void **>(&d.memPrefetchAsync),
+         "cuMemPrefetchAsync"}}) {
+    CUdriverProcAddressQueryResult found;
+    if (getProcAddress(name, fn, 12020, CU_GET_PROC_ADDRESS_DEFAULT, &found) !=
+        CUDA_SUCCESS)
+      *fn = nullptr;
+  }
   return Status::ok();
 }
 
@@ -463,7 +487,11 @@ extern "C" void anvil_rt_cuda_free(void *ptr) {
 // Managed memory replaces the CPU device's host memory (RuntimeABI.h): the
 // trainer fills and reads buffers on the host between steps, the kernels
 // use them during a step. Managed allocations are aligned to at least 256
-// bytes.
+// bytes. Each prefers the device: the host's accesses between steps move
+// pages to the host, and the kernels' first touch moves them back, rather
+// than the kernels reading them over the bus; the first step begins by
+// moving every buffer the trainer wrote (parameters, restored state) to
+// the device in one go.
 extern "C" void *anvil_rt_buffer_alloc(uint64_t alignment, uint64_t bytes) {
   if (alignment > 256) {
     std::fprintf(stderr,
@@ -472,13 +500,60 @@ extern "C" void *anvil_rt_buffer_alloc(uint64_t alignment, uint64_t bytes) {
                  static_cast<unsigned long long>(alignment));
     std::abort();
   }
-  return anvil_rt_cuda_alloc(static_cast<int64_t>(bytes));
+  void *p = anvil_rt_cuda_alloc(static_cast<int64_t>(bytes));
+  State &s = state();
+  size_t size = static_cast<size_t>(bytes > 0 ? bytes : 1);
+  if (s.driver.memAdvise) {
+    CUmemLocation device = {CU_MEM_LOCATION_TYPE_DEVICE, s.ordinal};
+    check(s.driver.memAdvise(reinterpret_cast<CUdeviceptr>(p), size,
+                             CU_MEM_ADVISE_SET_PREFERRED_LOCATION, device),
+          "cuMemAdvise", "the preferred location of a buffer");
+  }
+  std::lock_guard<std::mutex> guard(s.buffersLock);
+  s.buffers[reinterpret_cast<CUdeviceptr>(p)] = size;
+  return p;
 }
 
-extern "C" void anvil_rt_buffer_free(void *ptr) { anvil_rt_cuda_free(ptr); }
+extern "C" void anvil_rt_buffer_free(void *ptr) {
+  {
+    State &s = state();
+    std::lock_guard<std::mutex> guard(s.buffersLock);
+    s.buffers.erase(reinterpret_cast<CUdeviceptr>(ptr));
+  }
+  anvil_rt_cuda_free(ptr);
+}
+
+// Device memory (RuntimeABI.h): the arena is the bulk of a step's traffic
+// (the activations), which the kernels should read at the memory's speed,
+// not through managed memory's faults and page tables; nothing but the
+// kernels and the libraries they call touches it.
+extern "C" void *anvil_rt_workspace_alloc(uint64_t bytes) {
+  Driver &d = driverOrAbort("anvil_rt_workspace_alloc");
+  size_t size = static_cast<size_t>(bytes > 0 ? bytes : 1);
+  CUdeviceptr p = 0;
+  check(d.memAlloc(&p, size), "cuMemAlloc",
+        "the workspace (" + std::to_string(bytes) + " bytes)");
+  check(d.memsetD8(p, 0, size), "cuMemsetD8", "the workspace");
+  check(d.ctxSynchronize(), "cuCtxSynchronize", "the workspace's memset");
+  return reinterpret_cast<void *>(p);
+}
+
+extern "C" void anvil_rt_workspace_free(void *ptr) { anvil_rt_cuda_free(ptr); }
 
 extern "C" void anvil_rt_begin_step(int64_t step) {
   cuda::setCurrentStep(step);
+  State &s = state();
+  if (step < 0 || s.prefetched || !s.driver.memPrefetchAsync)
+    return;
+  // Once, before the first step: every buffer to the device.
+  std::lock_guard<std::mutex> guard(s.buffersLock);
+  CUmemLocation device = {CU_MEM_LOCATION_TYPE_DEVICE, s.ordinal};
+  for (auto [address, size] : s.buffers)
+    check(s.driver.memPrefetchAsync(address, size, device, 0, nullptr),
+          "cuMemPrefetchAsync", "a buffer before the first step");
+  check(s.driver.ctxSynchronize(), "cuCtxSynchronize",
+        "the buffers' move to the device");
+  s.prefetched = true;
 }
 
 extern "C" const char *anvil_rt_device_open(void) {

@@ -45,29 +45,38 @@ namespace {
 /// A 64-byte aligned, zero-initialized allocation.
 class Storage {
 public:
+  /// A buffer the host reads and writes too.
   static Expected<Storage> allocate(size_t bytes) {
     size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
     // The device's memory (RuntimeABI.h): host memory on the CPU.
     void *p = anvil_rt_buffer_alloc(64, rounded);
-    if (!p)
-      return Status::error(ErrorCode::OutOfMemory, "cannot allocate " +
-                                                       std::to_string(bytes) +
-                                                       " bytes");
-    std::memset(p, 0, rounded);
-    Storage s;
-    s.data_.reset(static_cast<std::byte *>(p));
-    s.size_ = bytes;
-    return s;
+    if (p)
+      std::memset(p, 0, rounded);
+    return adopt(p, bytes, anvil_rt_buffer_free);
+  }
+  /// The memory plan's arena, which only the device touches.
+  static Expected<Storage> allocateWorkspace(size_t bytes) {
+    return adopt(anvil_rt_workspace_alloc(bytes), bytes,
+                 anvil_rt_workspace_free);
   }
   std::byte *data() const { return data_.get(); }
   size_t size() const { return size_; }
   std::span<std::byte> bytes() const { return {data_.get(), size_}; }
 
 private:
-  struct Free {
-    void operator()(std::byte *p) const { anvil_rt_buffer_free(p); }
-  };
-  std::unique_ptr<std::byte, Free> data_;
+  using Free = void (*)(void *);
+  static Expected<Storage> adopt(void *p, size_t bytes, Free free) {
+    if (!p)
+      return Status::error(ErrorCode::OutOfMemory, "cannot allocate " +
+                                                       std::to_string(bytes) +
+                                                       " bytes");
+    Storage s;
+    s.data_ =
+        std::unique_ptr<std::byte, Free>(static_cast<std::byte *>(p), free);
+    s.size_ = bytes;
+    return s;
+  }
+  std::unique_ptr<std::byte, Free> data_{nullptr, nullptr};
   size_t size_ = 0;
 };
 
@@ -315,7 +324,7 @@ Status Trainer::setUp() {
     }
     slots_.push_back(std::move(s));
   }
-  Expected<Storage> ws = Storage::allocate(
+  Expected<Storage> ws = Storage::allocateWorkspace(
       static_cast<size_t>(std::max<int64_t>(m_.plannedBytes, 64)));
   if (!ws)
     return ws.status().withContext("the workspace (planned_bytes)");

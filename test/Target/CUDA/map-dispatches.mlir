@@ -5,8 +5,8 @@
 
 // Tests anvil-cuda-map-dispatches: a dispatch's loop nest becomes one
 // launch over its linearized iteration space, innermost dimension fastest;
-// what is not a loop nest runs on one thread; functions that are not
-// dispatches are left alone.
+// what is not a loop nest runs on one thread; of the functions that are
+// not dispatches, only copies between device buffers move (to kernels).
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 // 64 x 100 = 6400 points: 25 blocks of 256 threads, the last partly idle.
@@ -352,5 +352,39 @@ func.func @host(%a: memref<4xf32>, %o: memref<4xf32>) {
   call @step__dispatch_3(%g, %o) : (memref<4xf32>, memref<4xf32>) -> ()
   call @step__dispatch_4(%g, %o) : (memref<4xf32>, memref<4xf32>) -> ()
   call @step__dispatch_4(%a, %o) : (memref<4xf32>, memref<4xf32>) -> ()
+  return
+}
+
+// -----
+
+// The host's own copies between device buffers run on the device, one
+// thread per element: the workspace is device memory the host cannot read.
+// A copy out of a constant global (host memory) stays on the host.
+// CHECK-LABEL: func.func @copies
+// CHECK: %[[LOSS:.+]] = memref.view %arg0
+// CHECK: gpu.launch blocks(%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}) threads(%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}} = %c1{{.*}},
+// CHECK:   %[[V:.+]] = memref.load %[[LOSS]][] : memref<f32>
+// CHECK:   memref.store %[[V]], %arg1[] : memref<f32>
+// CHECK:   gpu.terminator
+// CHECK: %[[ROWS:.+]] = memref.view %arg0
+// CHECK: gpu.launch
+// CHECK:   %[[IN:.+]] = arith.cmpi ult, %{{.+}}, %c12{{.*}} : index
+// CHECK:   scf.if %[[IN]]
+// CHECK:     %[[J:.+]] = arith.remui %{{.+}}, %c4{{.*}}
+// CHECK:     %[[I:.+]] = arith.divui %{{.+}}, %c4{{.*}}
+// CHECK:     %[[X:.+]] = memref.load %[[ROWS]][%[[I]], %[[J]]]
+// CHECK:     memref.store %[[X]], %arg2[%[[I]], %[[J]]]
+// CHECK: %[[G:.+]] = memref.get_global @init
+// CHECK-NEXT: memref.copy %[[G]], %arg2
+memref.global "private" constant @init : memref<3x4xf32> = dense<1.0>
+func.func @copies(%ws: memref<4096xi8>, %loss: memref<f32>, %out: memref<3x4xf32>) {
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %l = memref.view %ws[%c64][] : memref<4096xi8> to memref<f32>
+  memref.copy %l, %loss : memref<f32> to memref<f32>
+  %r = memref.view %ws[%c128][] : memref<4096xi8> to memref<3x4xf32>
+  memref.copy %r, %out : memref<3x4xf32> to memref<3x4xf32>
+  %g = memref.get_global @init : memref<3x4xf32>
+  memref.copy %g, %out : memref<3x4xf32> to memref<3x4xf32>
   return
 }

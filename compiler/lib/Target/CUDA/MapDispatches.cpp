@@ -6,7 +6,8 @@
 // computes the point i of the space, innermost dimension fastest, so a
 // warp's threads read and write consecutive elements. A dispatch that is
 // one full amax reduction (FP8's) folds grid-stride partials per thread and
-// then atomically into its output.
+// then atomically into its output. The host functions' copies between
+// device buffers become kernels too (the workspace is device memory).
 //
 //===----------------------------------------------------------------------===//
 
@@ -662,6 +663,59 @@ void readConstantsInKernels(func::FuncOp fn,
   });
 }
 
+/// Whether `memref` is (a view of) a constant global: host memory.
+bool isHostGlobal(Value memref) {
+  while (Operation *def = memref.getDefiningOp()) {
+    if (isa<memref::GetGlobalOp>(def))
+      return true;
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view)
+      return false;
+    memref = view.getViewSource();
+  }
+  return false;
+}
+
+/// Moves a host function's copy between device buffers (the workspace's
+/// views, the trainer's buffers: a loss into its result) into a kernel of
+/// one thread per element. The workspace is device memory, which the host
+/// cannot read (RuntimeABI.h); a copy out of a constant global, in the
+/// host's memory, stays on the host. Returns false for a copy it leaves.
+bool copyOnDevice(memref::CopyOp copy, int64_t blockSize) {
+  auto source = dyn_cast<MemRefType>(copy.getSource().getType());
+  auto target = dyn_cast<MemRefType>(copy.getTarget().getType());
+  if (!source || !target || !source.hasStaticShape() ||
+      !target.hasStaticShape() || isHostGlobal(copy.getSource()) ||
+      isHostGlobal(copy.getTarget()))
+    return false;
+  OpBuilder b(copy);
+  Location loc = copy.getLoc();
+  if (source.getRank() == 0) {
+    createLaunch(b, loc, 1, 1);
+    Value v = memref::LoadOp::create(b, loc, copy.getSource());
+    memref::StoreOp::create(b, loc, v, copy.getTarget());
+  } else {
+    SmallVector<Value> zeros, extents, ones;
+    for (int64_t extent : source.getShape()) {
+      zeros.push_back(arith::ConstantIndexOp::create(b, loc, 0));
+      extents.push_back(arith::ConstantIndexOp::create(b, loc, extent));
+      ones.push_back(arith::ConstantIndexOp::create(b, loc, 1));
+    }
+    auto loop = scf::ParallelOp::create(b, loc, zeros, extents, ones);
+    b.setInsertionPointToStart(loop.getBody());
+    Value v = memref::LoadOp::create(b, loc, copy.getSource(),
+                                     loop.getInductionVars());
+    memref::StoreOp::create(b, loc, v, copy.getTarget(),
+                            loop.getInductionVars());
+    if (std::optional<Space> space = staticSpace(loop); space && space->total)
+      mapToGrid(loop, *space, blockSize);
+    else
+      loop.erase(); // an empty copy
+  }
+  copy.erase();
+  return true;
+}
+
 struct AnvilCUDAMapDispatchesPass
     : mlir::anvil::impl::AnvilCUDAMapDispatchesPassBase<
           AnvilCUDAMapDispatchesPass> {
@@ -732,6 +786,18 @@ struct AnvilCUDAMapDispatchesPass
         runOnOneThread(fn);
       }
       readConstantsInKernels(fn, constants);
+    }
+    // The host functions' own copies between device buffers.
+    for (func::FuncOp fn : module.getOps<func::FuncOp>()) {
+      if (fn.isExternal() || fn.getName().contains("__dispatch_"))
+        continue;
+      SmallVector<memref::CopyOp> copies;
+      fn.walk([&](memref::CopyOp copy) {
+        if (!copy->getParentOfType<gpu::LaunchOp>())
+          copies.push_back(copy);
+      });
+      for (memref::CopyOp copy : copies)
+        copyOnDevice(copy, blockSize);
     }
   }
 };

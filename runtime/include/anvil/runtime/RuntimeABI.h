@@ -79,6 +79,13 @@ void anvil_rt_parallel_for(int64_t n, void (*fn)(void *, int64_t, int64_t),
 /// address), and its definitions win at link time.
 void *anvil_rt_buffer_alloc(uint64_t alignment, uint64_t bytes);
 void anvil_rt_buffer_free(void *ptr);
+/// The static memory plan's arena (the trainer's workspace), 64-byte
+/// aligned and zero-filled; null when it cannot be had. Only generated
+/// code's kernels and the library calls it makes touch it, never the host:
+/// host memory on the CPU (weak definitions, as above), device memory on a
+/// GPU (the CUDA device: one cuMemAlloc).
+void *anvil_rt_workspace_alloc(uint64_t bytes);
+void anvil_rt_workspace_free(void *ptr);
 /// Opens the executable's device before the trainer allocates anything:
 /// null when it is ready, else why not (a message that lives as long as
 /// the process). The CPU is always ready.

@@ -26,6 +26,12 @@ def AnvilCUDAMapDispatchesPass
     rank-0 result, a loop with dynamic bounds) runs on one thread: correct,
     and visible as a 1 x 1 launch.
 
+    The other functions (the host's) keep their code, but for their
+    `memref.copy`s between device buffers (a loss out of the workspace into
+    its result buffer): each becomes a launch of one thread per element, as
+    the workspace is device memory the host cannot read. A copy out of a
+    constant global, in the host's memory, stays on the host.
+
     `gpu-kernel-outlining` then moves each launch body into a `gpu.module`
     kernel and leaves a `gpu.launch_func` in the dispatch function.
 
