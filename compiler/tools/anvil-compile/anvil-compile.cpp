@@ -148,6 +148,13 @@ cl::opt<bool> emulateCUDAGrid(
              "backend's grid mapping, its launches emulated as loops on the "
              "host (tests the kernels' logic without a GPU; slow)"),
     cl::init(false), cl::Hidden, cl::cat(category));
+cl::opt<int64_t> splitReductions(
+    "split-reductions",
+    cl::desc("With --target=cuda (and --emulate-cuda-grid): sums of at least "
+             "this many terms into at most 16384 outputs run in two stages, "
+             "partial sums over slices of the terms and then their sum "
+             "(anvil-split-reductions; 0: never)"),
+    cl::value_desc("terms"), cl::init(4096), cl::cat(category));
 cl::opt<std::string> kernelReport(
     "kernel-report",
     cl::desc("With --target=cuda: assemble every kernel of the step with "
@@ -783,6 +790,12 @@ int main(int argc, char **argv) {
                  "CPU: use it with --target=cpu");
   if (!kernelReport.empty() && !cuda)
     return error("--kernel-report assembles CUDA kernels: add --target=cuda");
+  if (splitReductions < 0)
+    return error("--split-reductions=" + std::to_string(splitReductions) +
+                 ": a number of terms, at least 0 (0: never split)");
+  if (splitReductions.getNumOccurrences() && !cuda && !emulateCUDAGrid)
+    return error("--split-reductions shapes the CUDA grid's sums: add "
+                 "--target=cuda (the CPU splits a dispatch among its threads)");
   auto runs = [&](Stage stage) {
     if (stage > last || (stage == Stage::TrainStep && !entryName.empty()))
       return false;
@@ -983,6 +996,7 @@ int main(int argc, char **argv) {
                                             : S::LLVM;
       mlir::anvil::cuda::CUDAPipelineOptions options;
       options.fuse = !noFusion;
+      options.splitReductions = splitReductions;
       options.target.chip = cudaArch;
       options.target.toolkit = cudaToolkit;
       mlir::anvil::cuda::buildCUDAPipeline(
@@ -1004,6 +1018,7 @@ int main(int argc, char **argv) {
       if (emulateCUDAGrid) {
         options.fp8Gemms = "f8-k-inner";
         options.mergeAmax = true;
+        options.splitReductions = splitReductions;
       }
       mlir::anvil::cpu::buildCPUPipeline(
           pm, upTo,

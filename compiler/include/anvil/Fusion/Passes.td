@@ -61,4 +61,61 @@ def AnvilFusePass : Pass<"anvil-fuse", "mlir::ModuleOp"> {
   ];
 }
 
+def AnvilSplitReductionsPass
+    : Pass<"anvil-split-reductions", "mlir::ModuleOp"> {
+  let summary = "Splits long sums over few outputs into two stages, for a GPU grid";
+  let description = [{
+    A GPU grid maps a reduction's output points to threads, each of which
+    folds the whole reduction in order. A sum of many terms into few
+    outputs then leaves most of the GPU idle and each thread waiting on a
+    long chain of loads: GPT-2's bias gradients sum 8192 rows into 768
+    columns, on 768 threads of 3 of an H200's 132 SMs. This pass, run after
+    `anvil-fuse` for the CUDA backend, rewrites each such sum (a generic on
+    tensors with one output, `arith.addf` as its combiner, static shapes, at
+    least `min-length` terms per output and at most `max-points` outputs; not
+    a contraction, which goes to a GEMM) into two generics:
+
+    1. partial sums: the reduction dimensions, collapsed into one of R terms
+       where every operand keeps them contiguous, are split into S slices of
+       R / S consecutive terms (S a power of two, at most 256, with at least
+       `min-slice` terms each); the slices are a new outer parallel
+       dimension, so the grid runs S x outputs threads, and each partial
+       starts from 0.0;
+    2. the sum of the S partials of each output, in slice order, into the
+       original output (whose value the sum continues).
+
+    Each output's sum is then a different, fixed association of the same
+    terms: deterministic from run to run, not the CPU backend's sequential
+    order (the emulated grid, `--emulate-cuda-grid`, runs the same split).
+    The partials are a tensor the memory plan places like any other.
+    `min-length = 0` turns the pass off.
+
+    Input (a bias gradient):
+    ```mlir
+    %db = linalg.generic {iterator_types = ["reduction", "parallel"]}
+        ins(%dy : tensor<8192x768xf32>) outs(%zero : tensor<768xf32>) { addf }
+    ```
+    Output:
+    ```mlir
+    %s = tensor.expand_shape %dy [[0, 1], [2]] : ... into tensor<64x128x768xf32>
+    %p = linalg.generic {iterator_types = ["parallel", "reduction", "parallel"]}
+        ins(%s) outs(%fill : tensor<64x768xf32>) { addf }  // from 0.0
+    %db = linalg.generic {iterator_types = ["reduction", "parallel"]}
+        ins(%p) outs(%zero : tensor<768xf32>) { addf }
+    ```
+  }];
+  let options = [
+    Option<"minLength", "min-length", "int64_t", /*default=*/"4096",
+           "Split sums of at least this many terms per output (0: none)">,
+    Option<"maxPoints", "max-points", "int64_t", /*default=*/"16384",
+           "Split only sums into at most this many outputs">,
+    Option<"minSlice", "min-slice", "int64_t", /*default=*/"128",
+           "Fewest terms in a slice (a thread's share)">,
+  ];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
+    "mlir::tensor::TensorDialect"
+  ];
+}
+
 #endif // ANVIL_FUSION_PASSES_TD

@@ -88,6 +88,11 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
   if (wants(Stage::Fused)) {
     if (options.fuse)
       pm.addPass(createAnvilFusePass(AnvilFusePassOptions{options.mergeAmax}));
+    if (options.splitReductions > 0) {
+      AnvilSplitReductionsPassOptions split;
+      split.minLength = options.splitReductions;
+      pm.addPass(createAnvilSplitReductionsPass(split));
+    }
     pm.addPass(createCanonicalizerPass());
   }
 

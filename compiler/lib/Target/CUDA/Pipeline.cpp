@@ -82,6 +82,7 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     cpu::CPUPipelineOptions cpuOptions;
     cpuOptions.fuse = options.fuse;
     cpuOptions.threadChunks = false;
+    cpuOptions.splitReductions = options.splitReductions;
     cpuOptions.sgemm = "anvil_rt_cuda_sgemm";
     // cuBLASLt's FP8 GEMM (sm_89 and newer) takes both operands with K
     // innermost; older chips multiply the dequantized values.

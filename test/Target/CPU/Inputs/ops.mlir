@@ -80,6 +80,21 @@ func.func @reductions(%a: tensor<3x4x5xf32>) -> (tensor<3x5xf32>, tensor<3x1x1xf
   return %0, %1, %2, %3 : tensor<3x5xf32>, tensor<3x1x1xf32>, tensor<f32>, tensor<4xf32>
 }
 
+// Sums long enough for the CUDA backend to split into two stages
+// (anvil-split-reductions: 8192 rows into 16 columns, as a bias gradient;
+// 2 x 4096 products into 48, as a norm's weight gradient; 131072 terms into
+// a scalar): partial sums over slices, then their sum. Each output's terms
+// add in another order than the CPU's sequential one, so the f32 errors of
+// sums this long (sqrt(K) roundings) are judged as a composite's.
+// tolerance: f32-composite
+func.func @long_sums(%a: tensor<8192x16xf32>, %b: tensor<2x4096x48xf32>, %c: tensor<2x4096x48xf32>) -> (tensor<16xf32>, tensor<48xf32>, tensor<f32>) {
+  %0 = anvil.reduce_sum %a dims [0] : tensor<8192x16xf32> -> tensor<16xf32>
+  %p = anvil.mul %b, %c : tensor<2x4096x48xf32>
+  %1 = anvil.reduce_sum %p dims [0, 1] : tensor<2x4096x48xf32> -> tensor<48xf32>
+  %2 = anvil.reduce_sum %a dims [0, 1] : tensor<8192x16xf32> -> tensor<f32>
+  return %0, %1, %2 : tensor<16xf32>, tensor<48xf32>, tensor<f32>
+}
+
 func.func @matmuls(%a: tensor<5x3xf32>, %b: tensor<3x7xf32>, %at: tensor<3x5xf32>, %bt: tensor<7x3xf32>, %x: tensor<2x5x3xf32>, %q: tensor<2x3x5x3xf32>, %k: tensor<2x3x7x3xf32>, %xt: tensor<2x3x5xf32>) -> (tensor<5x7xf32>, tensor<5x7xf32>, tensor<5x7xf32>, tensor<2x5x7xf32>, tensor<2x3x5x7xf32>, tensor<2x5x7xf32>) {
   %0 = anvil.matmul %a, %b : (tensor<5x3xf32>, tensor<3x7xf32>) -> tensor<5x7xf32>
   %1 = anvil.matmul %at, %b {transpose_lhs} : (tensor<3x5xf32>, tensor<3x7xf32>) -> tensor<5x7xf32>

@@ -43,6 +43,10 @@ struct CPUPipelineOptions {
   /// (anvil-cpu-parallel-dispatches); off for a GPU target, which maps the
   /// dispatches onto a grid instead.
   bool threadChunks = true;
+  /// After fusion, split long sums into few outputs into two stages
+  /// (anvil-split-reductions min-length; 0: off, the CPU's default: its
+  /// threads split a dispatch's outer loop instead).
+  int64_t splitReductions = 0;
   /// The runtime function f32 GEMMs call (anvil-cpu-gemm-to-blas callee).
   std::string sgemm = "anvil_rt_sgemm";
   /// The runtime function 8-bit float GEMMs call (callee-f8).

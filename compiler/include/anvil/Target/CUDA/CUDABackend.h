@@ -54,6 +54,9 @@ bool hasFP8GEMMs(StringRef chip);
 struct CUDAPipelineOptions {
   bool fuse = true;        ///< Run anvil-fuse.
   int64_t blockSize = 256; ///< Threads per block of a mapped dispatch.
+  /// anvil-split-reductions' min-length: sums of at least this many terms
+  /// into few outputs run in two stages (0: never).
+  int64_t splitReductions = 4096;
   CUDATarget target;       ///< The llvm stage's cubin.
 };
 

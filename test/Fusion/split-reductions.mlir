@@ -1,0 +1,106 @@
+// RUN: anvil-opt %s --split-input-file --anvil-split-reductions | FileCheck %s
+// RUN: anvil-opt %s --split-input-file --anvil-split-reductions=min-length=0 | FileCheck %s --check-prefix=OFF
+// RUN: anvil-opt %s --split-input-file --anvil-split-reductions="min-length=16 min-slice=4" | FileCheck %s --check-prefix=SMALL
+
+// Tests anvil-split-reductions: a long sum into few outputs becomes partial
+// sums over slices of consecutive terms (a parallel dimension, outermost)
+// and then the sum of the partials into the original output.
+
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+// A bias gradient: 8192 rows into 768 columns, 64 slices of 128 rows.
+// CHECK-LABEL: func.func @bias_grad
+// CHECK: %[[S:.+]] = tensor.expand_shape %arg0 {{\[\[}}0, 1], [2]] output_shape [64, 128, 768] : tensor<8192x768xf32> into tensor<64x128x768xf32>
+// CHECK: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[INIT:.+]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.+}} : tensor<64x768xf32>)
+// CHECK: %[[P:.+]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction", "parallel"]{{.*}} ins(%[[S]] : tensor<64x128x768xf32>) outs(%[[INIT]] : tensor<64x768xf32>)
+// CHECK: arith.addf
+// CHECK: %[[R:.+]] = linalg.generic {{.*}}iterator_types = ["reduction", "parallel"]{{.*}} ins(%[[P]] : tensor<64x768xf32>) outs(%arg1 : tensor<768xf32>)
+// CHECK: arith.addf
+// CHECK: return %[[R]]
+// OFF-LABEL: func.func @bias_grad
+// OFF-NOT: tensor.expand_shape
+// OFF: linalg.generic {{.*}}iterator_types = ["reduction", "parallel"]{{.*}} ins(%arg0 : tensor<8192x768xf32>)
+func.func @bias_grad(%dy: tensor<8192x768xf32>, %b: tensor<768xf32>) -> tensor<768xf32> {
+  %r = linalg.generic {indexing_maps = [#rows, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%dy : tensor<8192x768xf32>) outs(%b : tensor<768xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<768xf32>
+  return %r : tensor<768xf32>
+}
+
+// -----
+
+// A norm's weight gradient, sum(x * y) over batch and sequence: the two
+// reduction dimensions are collapsed into one of 8192 terms first, and the
+// fused product stays in the partial sums.
+#m3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#o3 = affine_map<(d0, d1, d2) -> (d2)>
+// CHECK-LABEL: func.func @norm_grad
+// CHECK-DAG: %[[X:.+]] = tensor.collapse_shape %arg0 {{\[\[}}0, 1], [2]] : tensor<8x1024x768xf32> into tensor<8192x768xf32>
+// CHECK-DAG: %[[Y:.+]] = tensor.collapse_shape %arg1 {{\[\[}}0, 1], [2]] : tensor<8x1024x768xf32> into tensor<8192x768xf32>
+// CHECK-DAG: tensor.expand_shape %[[X]] {{.*}} into tensor<64x128x768xf32>
+// CHECK-DAG: tensor.expand_shape %[[Y]] {{.*}} into tensor<64x128x768xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction", "parallel"]
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "parallel"]{{.*}} outs(%arg2 : tensor<768xf32>)
+func.func @norm_grad(%x: tensor<8x1024x768xf32>, %y: tensor<8x1024x768xf32>, %o: tensor<768xf32>) -> tensor<768xf32> {
+  %r = linalg.generic {indexing_maps = [#m3, #m3, #o3], iterator_types = ["reduction", "reduction", "parallel"]}
+      ins(%x, %y : tensor<8x1024x768xf32>, tensor<8x1024x768xf32>) outs(%o : tensor<768xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %p, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<768xf32>
+  return %r : tensor<768xf32>
+}
+
+// -----
+
+// Left alone: a short sum (128 terms < min-length; with min-length=16 and
+// min-slice=4 it splits into 32 slices of 4), a maximum (not a sum), a sum
+// into more than max-points outputs, and a matrix product (a GEMM's).
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#c = affine_map<(m, n, k) -> (m, n)>
+// CHECK-LABEL: func.func @left_alone
+// CHECK-NOT: tensor.expand_shape
+// CHECK: return
+// SMALL-LABEL: func.func @left_alone
+// SMALL: tensor.expand_shape %arg0 {{.*}} into tensor<32x4x768xf32>
+// SMALL-NOT: tensor.expand_shape
+// SMALL: return
+func.func @left_alone(%short: tensor<128x768xf32>, %wide: tensor<8192x32768xf32>, %o: tensor<768xf32>, %w: tensor<32768xf32>,
+                      %ma: tensor<64x8192xf32>, %mb: tensor<8192x64xf32>, %mc: tensor<64x64xf32>) -> (tensor<768xf32>, tensor<768xf32>, tensor<32768xf32>, tensor<64x64xf32>) {
+  %0 = linalg.generic {indexing_maps = [#rows, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%short : tensor<128x768xf32>) outs(%o : tensor<768xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<768xf32>
+  %1 = linalg.generic {indexing_maps = [#rows, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%short : tensor<128x768xf32>) outs(%o : tensor<768xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %m = arith.maximumf %x, %acc : f32
+    linalg.yield %m : f32
+  } -> tensor<768xf32>
+  %2 = linalg.generic {indexing_maps = [#rows, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%wide : tensor<8192x32768xf32>) outs(%w : tensor<32768xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<32768xf32>
+  %3 = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%ma, %mb : tensor<64x8192xf32>, tensor<8192x64xf32>) outs(%mc : tensor<64x64xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<64x64xf32>
+  return %0, %1, %2, %3 : tensor<768xf32>, tensor<768xf32>, tensor<32768xf32>, tensor<64x64xf32>
+}
