@@ -17,6 +17,11 @@
 //   managed-touched  managed-advised, with the host writing one float of
 //                    each buffer between launches (a loss read, a batch
 //                    written)
+//   arena-host-read  the trainer's old workspace: one 16 GiB managed arena
+//                    zero-filled on the host, the kernel's x and y 1 GiB
+//                    views of it, and the host reading a float at its
+//                    start between launches (the loss's copy out of the
+//                    arena, which generated host code made every step)
 //
 //   nvcc -O3 -arch=sm_90 membw.cu -o membw && ./membw
 //
@@ -44,7 +49,7 @@ __global__ void divide(const float *x, const float *s, float *y, size_t n) {
     y[i] = x[i] / s[i >> 10];
 }
 
-enum class Place { Device, ManagedGpu, ManagedHost, Advised, Touched };
+enum class Place { Device, ManagedGpu, ManagedHost, Advised, Touched, Arena };
 
 float *allocate(Place place, size_t bytes, int device) {
   void *p = nullptr;
@@ -71,9 +76,16 @@ float *allocate(Place place, size_t bytes, int device) {
 
 double measure(Place place, size_t n, int device) {
   size_t bytes = n * sizeof(float);
-  float *x = allocate(place, bytes, device);
-  float *y = allocate(place, bytes, device);
-  float *s = allocate(place, bytes / 1024 + 4, device);
+  float *arena = nullptr;
+  if (place == Place::Arena) {
+    size_t arenaBytes = size_t(16) << 30;
+    check(cudaMallocManaged(&arena, arenaBytes), "cudaMallocManaged");
+    std::memset(arena, 0, arenaBytes);
+  }
+  float *x = arena ? arena + (size_t(1) << 28) : allocate(place, bytes, device);
+  float *y = arena ? arena + (size_t(3) << 28) : allocate(place, bytes, device);
+  float *s = allocate(arena ? Place::ManagedHost : place, bytes / 1024 + 4,
+                      device);
   check(cudaDeviceSynchronize(), "setup");
   // Nonzero divisors, written where the kernels will find them.
   std::vector<float> ones(n / 1024 + 1, 1.0f);
@@ -91,6 +103,10 @@ double measure(Place place, size_t n, int device) {
       volatile float sink = y[i];
       (void)sink;
     }
+    if (place == Place::Arena) {
+      volatile float sink = arena[16]; // the loss, read by the host
+      (void)sink;
+    }
     check(cudaEventRecord(start), "cudaEventRecord");
     divide<<<blocks, 256>>>(x, s, y, n);
     check(cudaEventRecord(stop), "cudaEventRecord");
@@ -102,8 +118,9 @@ double measure(Place place, size_t n, int device) {
   }
   std::sort(ms.begin(), ms.end());
   double median = ms[ms.size() / 2] / 1e3;
-  for (float *p : {x, y, s})
-    check(cudaFree(p), "cudaFree");
+  for (float *p : {arena ? arena : x, arena ? nullptr : y, s})
+    if (p)
+      check(cudaFree(p), "cudaFree");
   return 2.0 * static_cast<double>(bytes) / median / 1e9;
 }
 
@@ -129,7 +146,8 @@ int main() {
               {"managed-gpu", Place::ManagedGpu},
               {"managed-host", Place::ManagedHost},
               {"managed-advised", Place::Advised},
-              {"managed-touched", Place::Touched}};
+              {"managed-touched", Place::Touched},
+              {"arena-host-read", Place::Arena}};
   double base = 0;
   for (const Row &row : rows) {
     double gbs = measure(row.place, n, device);

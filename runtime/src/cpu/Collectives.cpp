@@ -3,7 +3,8 @@
 // Generated code names a mesh axis by its position in the program's mesh;
 // the trainer sets one communicator per axis (the ranks that share every
 // other coordinate). Without one, an axis is a world of one: reductions
-// leave their values, gathers, scatters and slices copy.
+// leave their values, gathers, scatters and slices copy (with the device's
+// copy: the buffers may be a GPU's memory).
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,7 +75,7 @@ extern "C" void anvil_rt_all_gather_f32(int64_t in, int64_t out, int64_t n,
   if (Communicator *c = axisCommunicator(axis))
     check(c->allGather(floats(in), n, floats(out)), c, "all-gather", n);
   else
-    std::memmove(floats(out), floats(in), static_cast<size_t>(n) * 4);
+    anvil_rt_device_copy(floats(out), floats(in), static_cast<uint64_t>(n) * 4);
 }
 
 extern "C" void anvil_rt_reduce_scatter_f32(int64_t in, int64_t out, int64_t n,
@@ -84,14 +85,15 @@ extern "C" void anvil_rt_reduce_scatter_f32(int64_t in, int64_t out, int64_t n,
     check(c->reduceScatter(floats(in), n, floats(out), r), c, "reduce-scatter",
           n);
   else
-    std::memmove(floats(out), floats(in), static_cast<size_t>(n) * 4);
+    anvil_rt_device_copy(floats(out), floats(in), static_cast<uint64_t>(n) * 4);
 }
 
 extern "C" void anvil_rt_axis_slice_f32(int64_t in, int64_t out, int64_t n,
                                         int32_t axis) {
   Communicator *c = axisCommunicator(axis);
   int64_t index = c ? c->rank() : 0;
-  std::memmove(floats(out), floats(in) + index * n, static_cast<size_t>(n) * 4);
+  anvil_rt_device_copy(floats(out), floats(in) + index * n,
+                       static_cast<uint64_t>(n) * 4);
 }
 
 extern "C" int64_t anvil_rt_axis_index(int32_t axis) {

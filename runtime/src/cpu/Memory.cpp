@@ -91,6 +91,11 @@ extern "C" __attribute__((weak)) void anvil_rt_workspace_free(void *ptr) {
   anvil_rt_buffer_free(ptr);
 }
 
+extern "C" __attribute__((weak)) void
+anvil_rt_device_copy(void *dst, const void *src, uint64_t bytes) {
+  std::memmove(dst, src, bytes);
+}
+
 extern "C" __attribute__((weak)) void anvil_rt_begin_step(int64_t) {}
 
 extern "C" int64_t anvil_rt_allocated_bytes(void) { return allocated.load(); }

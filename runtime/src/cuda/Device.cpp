@@ -51,6 +51,7 @@ struct Driver {
   decltype(&::cuMemAllocManaged) memAllocManaged = nullptr;
   decltype(&::cuMemAlloc) memAlloc = nullptr;
   decltype(&::cuMemsetD8) memsetD8 = nullptr;
+  decltype(&::cuMemcpy) memcpy = nullptr;
   /// Optional (CUDA 12.2 drivers and newer): placement advice for managed
   /// memory; null where the driver lacks them.
   decltype(&::cuMemAdvise) memAdvise = nullptr;
@@ -134,6 +135,7 @@ Status loadDriver(State &s) {
   get(d.memFree, "cuMemFree");
   get(d.memAlloc, "cuMemAlloc");
   get(d.memsetD8, "cuMemsetD8");
+  get(d.memcpy, "cuMemcpy");
   get(d.getErrorName, "cuGetErrorName");
   get(d.getErrorString, "cuGetErrorString");
   if (!missing.empty())
@@ -539,6 +541,18 @@ extern "C" void *anvil_rt_workspace_alloc(uint64_t bytes) {
 }
 
 extern "C" void anvil_rt_workspace_free(void *ptr) { anvil_rt_cuda_free(ptr); }
+
+// Unified addressing: cuMemcpy finds where each side lives (device or
+// managed memory), and returns once the copy is done.
+extern "C" void anvil_rt_device_copy(void *dst, const void *src,
+                                     uint64_t bytes) {
+  if (bytes == 0 || dst == src)
+    return;
+  Driver &d = driverOrAbort("anvil_rt_device_copy");
+  check(d.memcpy(reinterpret_cast<CUdeviceptr>(dst),
+                 reinterpret_cast<CUdeviceptr>(src), bytes),
+        "cuMemcpy", std::to_string(bytes) + " bytes between device buffers");
+}
 
 extern "C" void anvil_rt_begin_step(int64_t step) {
   cuda::setCurrentStep(step);

@@ -86,6 +86,11 @@ void anvil_rt_buffer_free(void *ptr);
 /// GPU (the CUDA device: one cuMemAlloc).
 void *anvil_rt_workspace_alloc(uint64_t bytes);
 void anvil_rt_workspace_free(void *ptr);
+/// Copies `bytes` from `src` to `dst`, both memory the device's kernels
+/// address (the workspace, the buffers above), for runtime functions that
+/// move data on the host's side of a call (a collective over a world of
+/// one, a mesh axis's slice): memmove on the CPU (weak), cuMemcpy on a GPU.
+void anvil_rt_device_copy(void *dst, const void *src, uint64_t bytes);
 /// Opens the executable's device before the trainer allocates anything:
 /// null when it is ready, else why not (a message that lives as long as
 /// the process). The CPU is always ready.
