@@ -4,7 +4,7 @@
 // 40-80 GB/s? They ran on managed memory that the trainer had zero-filled
 // on the host. This measures one streaming kernel (y[i] = x[i] / s[i/1024],
 // softmax's division: 4-byte loads and stores, one element a thread) over
-// the same 2 x 1 GiB in five placements, each as the median of 10 launches
+// the same 2 x 1 GiB in six placements, each as the median of 10 launches
 // after 3 warm-up launches, and prints GB/s (bytes read plus written per
 // second) and the ratio to plain device memory measured in the same run:
 //

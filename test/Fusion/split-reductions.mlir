@@ -62,12 +62,16 @@ func.func @norm_grad(%x: tensor<8x1024x768xf32>, %y: tensor<8x1024x768xf32>, %o:
 
 // Left alone: a short sum (128 terms < min-length; with min-length=16 and
 // min-slice=4 it splits into 32 slices of 4), a maximum (not a sum), a sum
-// into more than max-points outputs, and a matrix product (a GEMM's).
+// into more than max-points outputs, a matrix product (a GEMM's), a sum
+// reading a broadcast through a constant 0 (softmax's exp(x - max)), and a
+// sum whose body reads its loop position (linalg.index).
 #rows = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d1)>
 #a = affine_map<(m, n, k) -> (m, k)>
 #b = affine_map<(m, n, k) -> (k, n)>
 #c = affine_map<(m, n, k) -> (m, n)>
+#bcast = affine_map<(d0, d1) -> (d0, 0)>
+#row = affine_map<(d0, d1) -> (d0)>
 // CHECK-LABEL: func.func @left_alone
 // CHECK-NOT: tensor.expand_shape
 // CHECK: return
@@ -76,7 +80,8 @@ func.func @norm_grad(%x: tensor<8x1024x768xf32>, %y: tensor<8x1024x768xf32>, %o:
 // SMALL-NOT: tensor.expand_shape
 // SMALL: return
 func.func @left_alone(%short: tensor<128x768xf32>, %wide: tensor<8192x32768xf32>, %o: tensor<768xf32>, %w: tensor<32768xf32>,
-                      %ma: tensor<64x8192xf32>, %mb: tensor<8192x64xf32>, %mc: tensor<64x64xf32>) -> (tensor<768xf32>, tensor<768xf32>, tensor<32768xf32>, tensor<64x64xf32>) {
+                      %ma: tensor<64x8192xf32>, %mb: tensor<8192x64xf32>, %mc: tensor<64x64xf32>,
+                      %mx: tensor<64x1xf32>, %ro: tensor<64xf32>) -> (tensor<768xf32>, tensor<768xf32>, tensor<32768xf32>, tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>) {
   %0 = linalg.generic {indexing_maps = [#rows, #col], iterator_types = ["reduction", "parallel"]}
       ins(%short : tensor<128x768xf32>) outs(%o : tensor<768xf32>) {
   ^bb0(%x: f32, %acc: f32):
@@ -102,5 +107,23 @@ func.func @left_alone(%short: tensor<128x768xf32>, %wide: tensor<8192x32768xf32>
     %s = arith.addf %acc, %p : f32
     linalg.yield %s : f32
   } -> tensor<64x64xf32>
-  return %0, %1, %2, %3 : tensor<768xf32>, tensor<768xf32>, tensor<32768xf32>, tensor<64x64xf32>
+  %4 = linalg.generic {indexing_maps = [#rows, #bcast, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%ma, %mx : tensor<64x8192xf32>, tensor<64x1xf32>) outs(%ro : tensor<64xf32>) {
+  ^bb0(%x: f32, %m: f32, %acc: f32):
+    %d = arith.subf %x, %m : f32
+    %e = math.exp %d : f32
+    %s = arith.addf %e, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<64xf32>
+  %5 = linalg.generic {indexing_maps = [#rows, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%ma : tensor<64x8192xf32>) outs(%ro : tensor<64xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %j = linalg.index 1 : index
+    %ji = arith.index_cast %j : index to i64
+    %jf = arith.sitofp %ji : i64 to f32
+    %p = arith.mulf %x, %jf : f32
+    %s = arith.addf %p, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<64xf32>
+  return %0, %1, %2, %3, %4, %5 : tensor<768xf32>, tensor<768xf32>, tensor<32768xf32>, tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>
 }

@@ -29,8 +29,7 @@ bool isSum(linalg::GenericOp op) {
   BlockArgument out = op.getRegionOutputArgs()[0];
   auto yield = cast<linalg::YieldOp>(op.getBody()->getTerminator());
   auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
-  return add && out.hasOneUse() &&
-         (add.getLhs() == out || add.getRhs() == out);
+  return add && out.hasOneUse() && (add.getLhs() == out || add.getRhs() == out);
 }
 
 struct AnvilSplitReductionsPass
@@ -43,6 +42,16 @@ struct AnvilSplitReductionsPass
   int64_t slicesOf(linalg::GenericOp op) const {
     if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
         op.getNumResults() != 1 || !isSum(op))
+      return 0;
+    // The split re-indexes operands by loop dimension: each map's results
+    // must be loop dimensions (not a broadcast's constant 0), and the body
+    // must not read loop positions (linalg.index would keep the old ones).
+    if (!llvm::all_of(op.getIndexingMapsArray(),
+                      [](AffineMap map) {
+                        return map.isProjectedPermutation(
+                            /*allowZeroInResults=*/false);
+                      }) ||
+        !op.getBody()->getOps<linalg::IndexOp>().empty())
       return 0;
     // A matrix product (rows and columns of its own) is a GEMM's; a sum of
     // products over a shared index (a norm's weight gradient) is not.
@@ -100,11 +109,10 @@ struct AnvilSplitReductionsPass
       // warp's threads are neighbouring outputs of one slice.
       rewriter.setInsertionPoint(sum);
       int64_t ratio = slices;
-      (void)linalg::splitReduction(
-          rewriter, sum, [ratio](linalg::LinalgOp) {
-            return linalg::SplitReductionOptions{ratio, /*index=*/0,
-                                                 /*innerParallel=*/false};
-          });
+      (void)linalg::splitReduction(rewriter, sum, [ratio](linalg::LinalgOp) {
+        return linalg::SplitReductionOptions{ratio, /*index=*/0,
+                                             /*innerParallel=*/false};
+      });
     }
   }
 };

@@ -150,7 +150,7 @@ cl::opt<bool> emulateCUDAGrid(
     cl::init(false), cl::Hidden, cl::cat(category));
 cl::opt<int64_t> splitReductions(
     "split-reductions",
-    cl::desc("With --target=cuda (and --emulate-cuda-grid): sums of at least "
+    cl::desc("With --target=cuda or --emulate-cuda-grid: sums of at least "
              "this many terms into at most 16384 outputs run in two stages, "
              "partial sums over slices of the terms and then their sum "
              "(anvil-split-reductions; 0: never)"),

@@ -52,10 +52,14 @@ struct Driver {
   decltype(&::cuMemAlloc) memAlloc = nullptr;
   decltype(&::cuMemsetD8) memsetD8 = nullptr;
   decltype(&::cuMemcpy) memcpy = nullptr;
-  /// Optional (CUDA 12.2 drivers and newer): placement advice for managed
-  /// memory; null where the driver lacks them.
-  decltype(&::cuMemAdvise) memAdvise = nullptr;
-  decltype(&::cuMemPrefetchAsync) memPrefetchAsync = nullptr;
+  /// Optional: placement advice for managed memory, the CUmemLocation
+  /// forms of CUDA 12.2 drivers and newer (declared here, not from the
+  /// headers, whose older versions declare the CUdevice forms); null where
+  /// the driver lacks them or the device has no concurrent managed access.
+  CUresult (*memAdvise)(CUdeviceptr, size_t, CUmem_advise,
+                        CUmemLocation) = nullptr;
+  CUresult (*memPrefetchAsync)(CUdeviceptr, size_t, CUmemLocation, unsigned,
+                               CUstream) = nullptr;
   decltype(&::cuMemFree) memFree = nullptr;
   decltype(&::cuPointerGetAttribute) pointerGetAttribute = nullptr;
   decltype(&::cuGetErrorName) getErrorName = nullptr;
@@ -140,7 +144,7 @@ Status loadDriver(State &s) {
   get(d.getErrorString, "cuGetErrorString");
   if (!missing.empty())
     return unavailable("the driver lacks " + missing);
-  // The CUmemLocation forms of the CUDA 13 headers (12.2's _v2).
+  // The CUmemLocation forms (12.2's _v2, the CUDA 13 headers' plain names).
   for (auto [fn, name] :
        {std::pair<void **, const char *>{
             reinterpret_cast<void **>(&d.memAdvise), "cuMemAdvise"},
@@ -172,6 +176,16 @@ Status startDevice(State &s) {
     s.ordinal = world->localRank % count;
   if (CUresult r = d.deviceGet(&s.device, s.ordinal); r != CUDA_SUCCESS)
     return unavailable(cuda::describeDriverError(r, "cuDeviceGet", ""));
+  // Placement advice needs concurrent managed access (not under WSL2, some
+  // vGPUs): without it, managed memory works unadvised.
+  int concurrent = 0;
+  if (d.deviceGetAttribute(&concurrent,
+                           CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
+                           s.device) != CUDA_SUCCESS ||
+      !concurrent) {
+    d.memAdvise = nullptr;
+    d.memPrefetchAsync = nullptr;
+  }
   if (CUresult r = d.primaryCtxRetain(&s.context, s.device); r != CUDA_SUCCESS)
     return unavailable(
         cuda::describeDriverError(r, "cuDevicePrimaryCtxRetain", ""));
@@ -507,9 +521,9 @@ extern "C" void *anvil_rt_buffer_alloc(uint64_t alignment, uint64_t bytes) {
   size_t size = static_cast<size_t>(bytes > 0 ? bytes : 1);
   if (s.driver.memAdvise) {
     CUmemLocation device = {CU_MEM_LOCATION_TYPE_DEVICE, s.ordinal};
-    check(s.driver.memAdvise(reinterpret_cast<CUdeviceptr>(p), size,
-                             CU_MEM_ADVISE_SET_PREFERRED_LOCATION, device),
-          "cuMemAdvise", "the preferred location of a buffer");
+    // Advice only: where it is refused, the buffer works as it is.
+    (void)s.driver.memAdvise(reinterpret_cast<CUdeviceptr>(p), size,
+                             CU_MEM_ADVISE_SET_PREFERRED_LOCATION, device);
   }
   std::lock_guard<std::mutex> guard(s.buffersLock);
   s.buffers[reinterpret_cast<CUdeviceptr>(p)] = size;
@@ -533,8 +547,12 @@ extern "C" void *anvil_rt_workspace_alloc(uint64_t bytes) {
   Driver &d = driverOrAbort("anvil_rt_workspace_alloc");
   size_t size = static_cast<size_t>(bytes > 0 ? bytes : 1);
   CUdeviceptr p = 0;
-  check(d.memAlloc(&p, size), "cuMemAlloc",
-        "the workspace (" + std::to_string(bytes) + " bytes)");
+  // Out of memory is the caller's to report (RuntimeABI.h: null).
+  if (CUresult r = d.memAlloc(&p, size); r == CUDA_ERROR_OUT_OF_MEMORY)
+    return nullptr;
+  else
+    check(r, "cuMemAlloc",
+          "the workspace (" + std::to_string(bytes) + " bytes)");
   check(d.memsetD8(p, 0, size), "cuMemsetD8", "the workspace");
   check(d.ctxSynchronize(), "cuCtxSynchronize", "the workspace's memset");
   return reinterpret_cast<void *>(p);
@@ -543,7 +561,9 @@ extern "C" void *anvil_rt_workspace_alloc(uint64_t bytes) {
 extern "C" void anvil_rt_workspace_free(void *ptr) { anvil_rt_cuda_free(ptr); }
 
 // Unified addressing: cuMemcpy finds where each side lives (device or
-// managed memory), and returns once the copy is done.
+// managed memory). A device-to-device copy may return before it is done,
+// and the next kernel runs on a non-blocking stream: synchronize. The
+// callers copy between distinct buffers (cuMemcpy is not memmove).
 extern "C" void anvil_rt_device_copy(void *dst, const void *src,
                                      uint64_t bytes) {
   if (bytes == 0 || dst == src)
@@ -552,6 +572,7 @@ extern "C" void anvil_rt_device_copy(void *dst, const void *src,
   check(d.memcpy(reinterpret_cast<CUdeviceptr>(dst),
                  reinterpret_cast<CUdeviceptr>(src), bytes),
         "cuMemcpy", std::to_string(bytes) + " bytes between device buffers");
+  check(d.ctxSynchronize(), "cuCtxSynchronize", "a copy between buffers");
 }
 
 extern "C" void anvil_rt_begin_step(int64_t step) {
@@ -563,8 +584,7 @@ extern "C" void anvil_rt_begin_step(int64_t step) {
   std::lock_guard<std::mutex> guard(s.buffersLock);
   CUmemLocation device = {CU_MEM_LOCATION_TYPE_DEVICE, s.ordinal};
   for (auto [address, size] : s.buffers)
-    check(s.driver.memPrefetchAsync(address, size, device, 0, nullptr),
-          "cuMemPrefetchAsync", "a buffer before the first step");
+    (void)s.driver.memPrefetchAsync(address, size, device, 0, nullptr);
   check(s.driver.ctxSynchronize(), "cuCtxSynchronize",
         "the buffers' move to the device");
   s.prefetched = true;

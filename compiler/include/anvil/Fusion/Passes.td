@@ -71,9 +71,11 @@ def AnvilSplitReductionsPass
     long chain of loads: GPT-2's bias gradients sum 8192 rows into 768
     columns, on 768 threads of 3 of an H200's 132 SMs. This pass, run after
     `anvil-fuse` for the CUDA backend, rewrites each such sum (a generic on
-    tensors with one output, `arith.addf` as its combiner, static shapes, at
-    least `min-length` terms per output and at most `max-points` outputs; not
-    a contraction, which goes to a GEMM) into two generics:
+    tensors with one output, `arith.addf` as its combiner, static shapes,
+    every operand read through loop dimensions alone (not a broadcast's
+    constant 0), no `linalg.index` in the body, at least `min-length` terms
+    per output and at most `max-points` outputs; not a matrix product, which
+    goes to a GEMM) into two generics:
 
     1. partial sums: the reduction dimensions, collapsed into one of R terms
        where every operand keeps them contiguous, are split into S slices of
