@@ -84,8 +84,8 @@ double measure(Place place, size_t n, int device) {
   }
   float *x = arena ? arena + (size_t(1) << 28) : allocate(place, bytes, device);
   float *y = arena ? arena + (size_t(3) << 28) : allocate(place, bytes, device);
-  float *s = allocate(arena ? Place::ManagedHost : place, bytes / 1024 + 4,
-                      device);
+  float *s =
+      allocate(arena ? Place::ManagedHost : place, bytes / 1024 + 4, device);
   check(cudaDeviceSynchronize(), "setup");
   // Nonzero divisors, written where the kernels will find them.
   std::vector<float> ones(n / 1024 + 1, 1.0f);

@@ -57,7 +57,7 @@ struct CUDAPipelineOptions {
   /// anvil-split-reductions' min-length: sums of at least this many terms
   /// into few outputs run in two stages (0: never).
   int64_t splitReductions = 4096;
-  CUDATarget target;       ///< The llvm stage's cubin.
+  CUDATarget target; ///< The llvm stage's cubin.
 };
 
 /// Adds the passes of the stages after `after` (from the start when not
