@@ -155,6 +155,13 @@ cl::opt<int64_t> splitReductions(
              "partial sums over slices of the terms and then their sum "
              "(anvil-split-reductions; 0: never)"),
     cl::value_desc("terms"), cl::init(4096), cl::cat(category));
+cl::opt<int64_t> warpReductions(
+    "warp-reductions",
+    cl::desc("With --target=cuda or --emulate-cuda-grid: reductions over "
+             "rows of at least this many contiguous terms (softmax, norms, "
+             "cross-entropy) run a warp per row, the 32 lanes' partials "
+             "folded by shuffles, instead of a thread per row (0: never)"),
+    cl::value_desc("terms"), cl::init(256), cl::cat(category));
 cl::opt<std::string> kernelReport(
     "kernel-report",
     cl::desc("With --target=cuda: assemble every kernel of the step with "
@@ -796,6 +803,12 @@ int main(int argc, char **argv) {
   if (splitReductions.getNumOccurrences() && !cuda && !emulateCUDAGrid)
     return error("--split-reductions shapes the CUDA grid's sums: add "
                  "--target=cuda (the CPU splits a dispatch among its threads)");
+  if (warpReductions < 0)
+    return error("--warp-reductions=" + std::to_string(warpReductions) +
+                 ": a number of terms, at least 0 (0: a thread per row)");
+  if (warpReductions.getNumOccurrences() && !cuda && !emulateCUDAGrid)
+    return error("--warp-reductions shapes the CUDA grid's reductions: add "
+                 "--target=cuda");
   auto runs = [&](Stage stage) {
     if (stage > last || (stage == Stage::TrainStep && !entryName.empty()))
       return false;
@@ -997,6 +1010,7 @@ int main(int argc, char **argv) {
       mlir::anvil::cuda::CUDAPipelineOptions options;
       options.fuse = !noFusion;
       options.splitReductions = splitReductions;
+      options.warpReductions = warpReductions;
       options.target.chip = cudaArch;
       options.target.toolkit = cudaToolkit;
       mlir::anvil::cuda::buildCUDAPipeline(
@@ -1027,7 +1041,8 @@ int main(int argc, char **argv) {
               : std::optional(static_cast<S>(static_cast<int>(upTo) - 1)),
           options);
       if (upTo == S::Bufferized && emulateCUDAGrid)
-        mlir::anvil::cuda::buildGridEmulationPipeline(pm);
+        mlir::anvil::cuda::buildGridEmulationPipeline(pm, /*blockSize=*/256,
+                                                      warpReductions);
     }
     if (failed(pm.run(module)))
       return error("lowering failed (see above)"), mlir::failure();

@@ -1,6 +1,9 @@
 // RUN: anvil-opt %s --split-input-file --anvil-cuda-map-dispatches | FileCheck %s
 // RUN: anvil-opt %s --split-input-file --anvil-cuda-map-dispatches=block-size=64 | FileCheck %s --check-prefix=B64
+// RUN: anvil-opt %s --split-input-file --anvil-cuda-map-dispatches=warp-reductions=0 | FileCheck %s --check-prefix=OFF
 // RUN: not anvil-opt %s --anvil-cuda-map-dispatches=block-size=100 2>&1 | FileCheck %s --check-prefix=BADSIZE
+// RUN: not anvil-opt %s --anvil-cuda-map-dispatches=warp-reductions=-1 2>&1 | FileCheck %s --check-prefix=BADWARP
+// BADWARP: error: anvil-cuda-map-dispatches: warp-reductions = -1 is not a number of terms (0: no warp reductions)
 // BADSIZE: error: anvil-cuda-map-dispatches: block-size = 100 is not a multiple of 32 in [32, 1024]
 
 // Tests anvil-cuda-map-dispatches: a dispatch's loop nest becomes one
@@ -41,9 +44,10 @@ func.func private @step__dispatch_0(%a: memref<64x100xf32>, %b: memref<64x100xf3
 
 // -----
 
-// A row reduction: one thread per row (8 rows: one warp, a block of 32),
-// the reduced dimension a loop inside, its accumulator in a register: the
-// output is loaded once before the loop and stored once after it.
+// A row reduction of fewer terms than warp-reductions (256): one thread per
+// row (8 rows: one warp, a block of 32), the reduced dimension a loop
+// inside, its accumulator in a register: the output is loaded once before
+// the loop and stored once after it.
 // CHECK-LABEL: func.func private @step__dispatch_1
 // CHECK: %[[C32:.+]] = arith.constant 32 : index
 // CHECK: gpu.launch blocks({{.+}}) in ({{.+}} = %c1{{.*}}, {{.+}}) threads({{.+}}) in ({{.+}} = %[[C32]],
@@ -51,14 +55,14 @@ func.func private @step__dispatch_0(%a: memref<64x100xf32>, %b: memref<64x100xf3
 // CHECK: arith.cmpi ult, %{{.+}}, %[[C8]]
 // CHECK: %[[INIT:.+]] = memref.load %{{.+}}[%[[ROW:.+]]] : memref<8xf32>
 // CHECK: %[[SUM:.+]] = scf.for %{{.+}} iter_args(%[[ACC:.+]] = %[[INIT]]) -> (f32) {
-// CHECK-NEXT: %[[X:.+]] = memref.load %{{.+}} : memref<8x300xf32>
+// CHECK-NEXT: %[[X:.+]] = memref.load %{{.+}} : memref<8x200xf32>
 // CHECK-NEXT: %[[S:.+]] = arith.addf %[[X]], %[[ACC]]
 // CHECK-NEXT: scf.yield %[[S]]
 // CHECK: memref.store %[[SUM]], %{{.+}}[%[[ROW]]] : memref<8xf32>
-func.func private @step__dispatch_1(%a: memref<8x300xf32>, %b: memref<8xf32>) {
+func.func private @step__dispatch_1(%a: memref<8x200xf32>, %b: memref<8xf32>) {
   linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
                   iterator_types = ["parallel", "reduction"]}
-      ins(%a : memref<8x300xf32>) outs(%b : memref<8xf32>) {
+      ins(%a : memref<8x200xf32>) outs(%b : memref<8xf32>) {
   ^bb0(%x: f32, %acc: f32):
     %s = arith.addf %x, %acc : f32
     linalg.yield %s : f32
@@ -177,20 +181,162 @@ func.func private @step__dispatch_9(%table: memref<128x65xf32>) {
 
 // -----
 
-// A rank-0 result of a sum has no loop nest to map: one thread (a sum's
-// order would change on a grid).
+// A rank-0 result of a sum (shorter than warp-reductions) has no loop nest
+// to map: one thread.
 // CHECK-LABEL: func.func private @step__dispatch_2
 // CHECK: gpu.launch blocks({{.+}}) in ({{.+}} = %c1{{[_0-9]*}}, {{.+}} = %c1{{[_0-9]*}}, {{.+}} = %c1{{[_0-9]*}}) threads({{.+}}) in ({{.+}} = %c1{{[_0-9]*}}, {{.+}} = %c1{{[_0-9]*}}, {{.+}} = %c1{{[_0-9]*}})
 // CHECK: scf.for
 // CHECK: gpu.terminator
 // CHECK: return
-func.func private @step__dispatch_2(%a: memref<300xf32>, %b: memref<f32>) {
+func.func private @step__dispatch_2(%a: memref<200xf32>, %b: memref<f32>) {
   linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>],
                   iterator_types = ["reduction"]}
-      ins(%a : memref<300xf32>) outs(%b : memref<f32>) {
+      ins(%a : memref<200xf32>) outs(%b : memref<f32>) {
   ^bb0(%x: f32, %acc: f32):
     %s = arith.addf %x, %acc : f32
     linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Rows of 300 contiguous terms (softmax's denominator: the sum of exp(x - m)
+// along a row, m the row's maximum): a warp per row. 6 x 2 = 12 rows, 384
+// threads: 2 blocks of 256, the last 4 warps past the end. Lane l sums the
+// terms l, l + 32, ... from -0, the 32 partials fold by shuffles, and lane 0
+// of a warp with a row adds the total to the output.
+// CHECK-LABEL: func.func private @step__dispatch_13
+// CHECK-DAG: %[[C2:.+]] = arith.constant 2 : index
+// CHECK-DAG: %[[C256:.+]] = arith.constant 256 : index
+// CHECK: gpu.launch blocks(%[[BX:.+]], %{{.+}}, %{{.+}}) in (%{{.+}} = %[[C2]], {{.+}}) threads(%[[TX:.+]], %{{.+}}, %{{.+}}) in (%{{.+}} = %[[C256]],
+// CHECK-DAG: %[[WIB:.+]] = arith.divui %[[TX]], %c32
+// CHECK-DAG: %[[BASE:.+]] = arith.muli %[[BX]], %c8
+// CHECK: %[[WARP:.+]] = arith.addi %[[BASE]], %[[WIB]]
+// CHECK: %[[LANE:.+]] = arith.remui %[[TX]], %c32
+// CHECK: %[[ROW:.+]] = arith.minui %[[WARP]], %c11
+// CHECK: %[[R1:.+]] = arith.remui %[[ROW]], %c2
+// CHECK: %[[R0:.+]] = arith.divui %[[ROW]], %c2
+// CHECK: %[[ZERO:.+]] = arith.constant -0.000000e+00 : f32
+// CHECK: %[[PART:.+]] = scf.for %[[K:.+]] = %[[LANE]] to %c300{{.*}} step %c32{{.*}} iter_args(%[[ACC:.+]] = %[[ZERO]]) -> (f32) {
+// CHECK:   %[[X:.+]] = memref.load %{{.+}}[%[[R0]], %[[R1]], %[[K]]] : memref<6x2x300xf32>
+// CHECK:   %[[M:.+]] = memref.load %{{.+}}[%[[R0]], %[[R1]]] : memref<6x2xf32>
+// CHECK:   %[[D:.+]] = arith.subf %[[X]], %[[M]]
+// CHECK:   %[[E:.+]] = math.exp %[[D]]
+// CHECK:   %[[S:.+]] = arith.addf %[[E]], %[[ACC]]
+// CHECK:   scf.yield %[[S]]
+// CHECK: %[[O16:.+]], %{{.+}} = gpu.shuffle xor %[[PART]], %c16{{.*}}, %c32{{.*}} : f32
+// CHECK: %[[P16:.+]] = arith.addf %[[O16]], %[[PART]]
+// CHECK: gpu.shuffle xor %[[P16]], %c8
+// CHECK: gpu.shuffle xor %{{.+}}, %c4
+// CHECK: gpu.shuffle xor %{{.+}}, %c2
+// CHECK: %[[O1:.+]], %{{.+}} = gpu.shuffle xor %[[P2:.+]], %c1{{.*}}, %c32
+// CHECK: %[[TOTAL:.+]] = arith.addf %[[O1]], %[[P2]]
+// CHECK-DAG: %[[FIRST:.+]] = arith.cmpi eq, %[[LANE]], %c0
+// CHECK-DAG: %[[HAS:.+]] = arith.cmpi ult, %[[WARP]], %c12
+// CHECK: %[[STORE:.+]] = arith.andi %[[HAS]], %[[FIRST]]
+// CHECK: scf.if %[[STORE]] {
+// CHECK:   %[[OLD:.+]] = memref.load %{{.+}}[%[[R0]], %[[R1]]] : memref<6x2xf32>
+// CHECK:   %[[NEW:.+]] = arith.addf %[[TOTAL]], %[[OLD]]
+// CHECK:   memref.store %[[NEW]], %{{.+}}[%[[R0]], %[[R1]]] : memref<6x2xf32>
+// B64-LABEL: func.func private @step__dispatch_13
+// B64: gpu.launch blocks({{.+}}) in ({{.+}} = %c6{{.*}}, {{.+}}) threads({{.+}}) in ({{.+}} = %c64{{.*}},
+// OFF-LABEL: func.func private @step__dispatch_13
+// OFF-NOT: gpu.shuffle
+// OFF: gpu.terminator
+func.func private @step__dispatch_13(%x: memref<6x2x300xf32>, %m: memref<6x2xf32>, %s: memref<6x2xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %m : memref<6x2x300xf32>, memref<6x2xf32>) outs(%s : memref<6x2xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %d = arith.subf %a, %b : f32
+    %e = math.exp %d : f32
+    %r = arith.addf %e, %acc : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// Two reductions of the same rows (a maximum and a minimum, in the body's
+// operand order), over two reduction dimensions (4 x 100 terms a row, the
+// inner one contiguous): one warp a row, each lane's term split into its
+// two coordinates, both partials shuffled at each step; the one row runs
+// on a block of 32.
+// CHECK-LABEL: func.func private @step__dispatch_14
+// CHECK: gpu.launch blocks({{.+}}) in ({{.+}} = %c1{{[_0-9]*}}, {{.+}}) threads({{.+}}) in ({{.+}} = %c32{{[_0-9]*}},
+// CHECK-DAG: %[[NINF:.+]] = arith.constant 0xFF800000 : f32
+// CHECK-DAG: %[[PINF:.+]] = arith.constant 0x7F800000 : f32
+// CHECK: %[[P:.+]]:2 = scf.for %[[K:.+]] = %{{.+}} to %c400{{.*}} step %c32{{.*}} iter_args(%[[MX:.+]] = %[[NINF]], %[[MN:.+]] = %[[PINF]]) -> (f32, f32) {
+// CHECK:   %[[J:.+]] = arith.remui %[[K]], %c100
+// CHECK:   %[[I:.+]] = arith.divui %[[K]], %c100
+// CHECK:   %[[X:.+]] = memref.load %{{.+}}[%[[I]], %[[J]]] : memref<4x100xf32>
+// CHECK:   arith.maximumf %[[MX]], %[[X]]
+// CHECK:   arith.minimumf %[[X]], %[[MN]]
+// CHECK: gpu.shuffle xor %[[P]]#0, %c16
+// CHECK: arith.maximumf
+// CHECK: gpu.shuffle xor %[[P]]#1, %c16
+// CHECK: arith.minimumf
+// CHECK-COUNT-4: gpu.shuffle xor
+// CHECK: scf.if
+// CHECK: arith.maximumf
+// CHECK: memref.store
+// CHECK: arith.minimumf
+// CHECK: memref.store
+func.func private @step__dispatch_14(%x: memref<4x100xf32>, %mx: memref<f32>, %mn: memref<f32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>],
+                  iterator_types = ["reduction", "reduction"]}
+      ins(%x : memref<4x100xf32>) outs(%mx, %mn : memref<f32>, memref<f32>) {
+  ^bb0(%a: f32, %m: f32, %n: f32):
+    %0 = arith.maximumf %m, %a : f32
+    %1 = arith.minimumf %a, %n : f32
+    linalg.yield %0, %1 : f32, f32
+  }
+  return
+}
+
+// -----
+
+// What stays a thread a row: rows read across memory (the reduction
+// dimension is not the input's innermost: a warp's lanes would stride),
+// f64 rows, and a product (no warp combiner).
+// CHECK-LABEL: func.func private @step__dispatch_15
+// CHECK-NOT: gpu.shuffle
+// CHECK: return
+// CHECK-LABEL: func.func private @step__dispatch_16
+// CHECK-NOT: gpu.shuffle
+// CHECK: return
+// CHECK-LABEL: func.func private @step__dispatch_17
+// CHECK-NOT: gpu.shuffle
+// CHECK: return
+func.func private @step__dispatch_15(%x: memref<300x8xf32>, %s: memref<8xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<300x8xf32>) outs(%s : memref<8xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %a, %acc : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+func.func private @step__dispatch_16(%x: memref<8x300xf64>, %s: memref<8xf64>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<8x300xf64>) outs(%s : memref<8xf64>) {
+  ^bb0(%a: f64, %acc: f64):
+    %r = arith.addf %a, %acc : f64
+    linalg.yield %r : f64
+  }
+  return
+}
+func.func private @step__dispatch_17(%x: memref<8x300xf32>, %s: memref<8xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<8x300xf32>) outs(%s : memref<8xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.mulf %a, %acc : f32
+    linalg.yield %r : f32
   }
   return
 }

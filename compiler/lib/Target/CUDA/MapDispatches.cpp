@@ -6,7 +6,8 @@
 // computes the point i of the space, innermost dimension fastest, so a
 // warp's threads read and write consecutive elements. A dispatch that is
 // one full amax reduction (FP8's) folds grid-stride partials per thread and
-// then atomically into its output. The host functions' copies between
+// then atomically into its output; one that reduces long contiguous rows
+// runs a warp per row. The host functions' copies between
 // device buffers become kernels too (the workspace is device memory).
 //
 //===----------------------------------------------------------------------===//
@@ -582,6 +583,257 @@ bool mapFullReduction(func::FuncOp fn, int64_t blockSize) {
   return true;
 }
 
+/// The value `x` combined with which by `combine` gives x back, for the
+/// combiners a warp can fold in any order: f32 addf (-0: x + -0 = x for
+/// every x, +0 and NaN included), maximumf (-inf) and minimumf (+inf).
+std::optional<APFloat> combinerIdentity(Operation *combine) {
+  if (!combine->getResult(0).getType().isF32())
+    return std::nullopt;
+  const llvm::fltSemantics &f32 = APFloat::IEEEsingle();
+  if (isa<arith::AddFOp>(combine))
+    return APFloat::getZero(f32, /*Negative=*/true);
+  if (isa<arith::MaximumFOp>(combine))
+    return APFloat::getInf(f32, /*Negative=*/true);
+  if (isa<arith::MinimumFOp>(combine))
+    return APFloat::getInf(f32, /*Negative=*/false);
+  return std::nullopt;
+}
+
+/// A dispatch that reduces rows of at least `minLength` consecutive
+/// elements (the innermost reduction dimension is every read operand's
+/// innermost, unit-stride dimension: softmax's and the norms' rows, the
+/// cross-entropy's logits) on a warp per row: lane l folds the row's
+/// elements l, l + 32, l + 64, ... (a warp's loads are one coalesced
+/// 128-byte line) from the combiner's identity, then the 32 partials fold
+/// by a butterfly of shuffles (xor 16, 8, 4, 2, 1: every lane ends with the
+/// same value, since a + b == b + a) and lane 0 folds that into the output.
+/// One thread a row, the default, reads 32 rows 4 bytes apart per warp
+/// load and has few threads: 8192 rows fill 32 blocks. The sums'
+/// order is not the sequential one (the CPU's): a fixed tree, the same on
+/// every run. Every output must be such a reduction (`out = combine(out,
+/// v)`, v computed without the outputs), f32, with addf, maximumf or
+/// minimumf. A warp past the last row computes the last row again and
+/// stores nothing, so that every lane of every warp takes part in the
+/// shuffles. `fn`'s body must be the generic and constants.
+bool mapRowReductions(func::FuncOp fn, int64_t blockSize, int64_t minLength) {
+  if (minLength <= 0)
+    return false;
+  linalg::GenericOp op;
+  for (Operation &o : fn.front().without_terminator()) {
+    if (o.hasTrait<OpTrait::ConstantLike>())
+      continue;
+    auto generic = dyn_cast<linalg::GenericOp>(o);
+    if (!generic || op)
+      return false;
+    op = generic;
+  }
+  // Operands indexed by loop dimensions, or 0 (a per-row value broadcast
+  // along the row: the cross-entropy's maximum, of shape [rows, 1]).
+  auto dimsOrZeros = [](AffineMap m) {
+    return llvm::all_of(m.getResults(), [](AffineExpr e) {
+      auto c = dyn_cast<AffineConstantExpr>(e);
+      return isa<AffineDimExpr>(e) || (c && c.getValue() == 0);
+    });
+  };
+  if (!op || !op.hasPureBufferSemantics() || op.getNumDpsInits() == 0 ||
+      !llvm::all_of(op.getIndexingMapsArray(), dimsOrZeros))
+    return false;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<unsigned> parallel, reduction;
+  int64_t rows = 1, length = 1;
+  for (auto [d, iterator] : llvm::enumerate(op.getIteratorTypesArray())) {
+    if (ShapedType::isDynamic(ranges[d]) || ranges[d] <= 0)
+      return false;
+    if (iterator == utils::IteratorType::parallel) {
+      parallel.push_back(d);
+      rows *= ranges[d];
+    } else {
+      reduction.push_back(d);
+      length *= ranges[d];
+    }
+  }
+  if (reduction.empty() || length < std::max<int64_t>(minLength, 32))
+    return false;
+  // Rows: every input that reads along the reduction reads its innermost
+  // reduction dimension contiguously.
+  unsigned inner = reduction.back();
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    if (llvm::none_of(reduction,
+                      [&](unsigned d) { return map.isFunctionOfDim(d); }))
+      continue;
+    auto type = dyn_cast<MemRefType>(input->get().getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (!type || map.getNumResults() == 0 ||
+        map.getResults().back() != getAffineDimExpr(inner, op.getContext()) ||
+        failed(type.getStridesAndOffset(strides, offset)) ||
+        strides.back() != 1)
+      return false;
+  }
+  // Every output a reduction `combine(out, v)` of a known identity.
+  Block *body = op.getBlock();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  SmallVector<Operation *> combines;
+  SmallVector<APFloat> identities;
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    unsigned r = init.getOperandNumber() - op.getNumDpsInputs();
+    AffineMap map = op.getMatchingIndexingMap(&init);
+    if (llvm::any_of(reduction,
+                     [&](unsigned d) { return map.isFunctionOfDim(d); }))
+      return false;
+    Value out = body->getArgument(op.getNumDpsInputs() + r);
+    Operation *combine = yield.getOperand(r).getDefiningOp();
+    if (!combine || combine->getBlock() != body ||
+        combine->getNumOperands() != 2 || !out.hasOneUse() ||
+        out.getUses().begin()->getOwner() != combine ||
+        !combine->getResult(0).hasOneUse())
+      return false;
+    std::optional<APFloat> identity = combinerIdentity(combine);
+    if (!identity)
+      return false;
+    combines.push_back(combine);
+    identities.push_back(*identity);
+  }
+  // The values folded in read neither output nor another fold.
+  for (auto [r, combine] : llvm::enumerate(combines)) {
+    Value out = body->getArgument(op.getNumDpsInputs() + r);
+    SmallVector<Value> work = {combine->getOperand(0) == out
+                                   ? combine->getOperand(1)
+                                   : combine->getOperand(0)};
+    DenseSet<Operation *> seen;
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      if (auto arg = dyn_cast<BlockArgument>(v)) {
+        if (arg.getOwner() == body &&
+            arg.getArgNumber() >= op.getNumDpsInputs())
+          return false;
+        continue;
+      }
+      Operation *def = v.getDefiningOp();
+      if (!def || def->getBlock() != body || !seen.insert(def).second)
+        continue;
+      if (llvm::is_contained(combines, def))
+        return false;
+      work.append(def->operand_begin(), def->operand_end());
+    }
+  }
+
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto index = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  constexpr int64_t warp = 32;
+  int64_t threads = std::min(blockSize, rows * warp);
+  int64_t blocks = (rows * warp + threads - 1) / threads;
+  gpu::LaunchOp launch = createLaunch(b, loc, blocks, threads);
+  Value tid = launch.getThreadIds().x;
+  Value warpIndex = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                            index(threads / warp)),
+      arith::DivUIOp::create(b, loc, tid, index(warp)));
+  Value lane = arith::RemUIOp::create(b, loc, tid, index(warp));
+  Value row = arith::MinUIOp::create(b, loc, warpIndex, index(rows - 1));
+  // Delinearizes `linear` over `dims` (the last fastest) into `ivs`.
+  SmallVector<Value> ivs(ranges.size());
+  auto delinearize = [&](Value linear, ArrayRef<unsigned> dims) {
+    for (int64_t i = static_cast<int64_t>(dims.size()) - 1; i >= 0; --i) {
+      int64_t extent = ranges[dims[i]];
+      if (i == 0) {
+        ivs[dims[i]] = linear;
+        break;
+      }
+      ivs[dims[i]] = arith::RemUIOp::create(b, loc, linear, index(extent));
+      linear = arith::DivUIOp::create(b, loc, linear, index(extent));
+    }
+  };
+  delinearize(row, parallel);
+  Value zero = index(0);
+  auto at = [&](OpOperand &operand) {
+    return llvm::map_to_vector(op.getMatchingIndexingMap(&operand).getResults(),
+                               [&](AffineExpr e) -> Value {
+                                 auto dim = dyn_cast<AffineDimExpr>(e);
+                                 return dim ? ivs[dim.getPosition()] : zero;
+                               });
+  };
+  // combine(acc, v) or combine(v, acc), in the body's order and with its
+  // flags.
+  auto fold = [&](Operation *combine, unsigned r, Value acc, Value v) {
+    Value out = body->getArgument(op.getNumDpsInputs() + r);
+    IRMapping operands;
+    operands.map(out, acc);
+    for (Value operand : combine->getOperands())
+      if (operand != out)
+        operands.map(operand, v);
+    return b.clone(*combine, operands)->getResult(0);
+  };
+
+  SmallVector<Value> inits;
+  for (const APFloat &identity : identities)
+    inits.push_back(arith::ConstantOp::create(
+        b, loc, b.getF32FloatAttr(identity.convertToFloat())));
+  auto loop =
+      scf::ForOp::create(b, loc, lane, index(length), index(warp), inits);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    delinearize(loop.getInductionVar(), reduction);
+    IRMapping map;
+    for (OpOperand *input : op.getDpsInputOperands())
+      map.map(
+          body->getArgument(input->getOperandNumber()),
+          memref::LoadOp::create(b, loc, input->get(), at(*input)).getResult());
+    for (Operation &bodyOp : body->without_terminator()) {
+      if (llvm::is_contained(combines, &bodyOp))
+        continue;
+      if (auto idx = dyn_cast<linalg::IndexOp>(bodyOp)) {
+        map.map(idx.getResult(), ivs[idx.getDim()]);
+        continue;
+      }
+      b.clone(bodyOp, map);
+    }
+    SmallVector<Value> next;
+    for (auto [r, combine] : llvm::enumerate(combines)) {
+      Value out = body->getArgument(op.getNumDpsInputs() + r);
+      Value v = combine->getOperand(0) == out ? combine->getOperand(1)
+                                              : combine->getOperand(0);
+      next.push_back(fold(combine, r, loop.getRegionIterArgs()[r],
+                          map.lookupOrDefault(v)));
+    }
+    scf::YieldOp::create(b, loc, next);
+  }
+  // The butterfly: after the step of offset o, each lane holds the fold of
+  // the lanes whose numbers differ from its own only in bits o and above,
+  // the same value in all of them; after offset 1, the fold of all 32.
+  SmallVector<Value> partials(loop.getResults());
+  for (int32_t offset = warp / 2; offset >= 1; offset /= 2)
+    for (auto [r, combine] : llvm::enumerate(combines)) {
+      Value other = gpu::ShuffleOp::create(b, loc, partials[r], offset, warp,
+                                           gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+      partials[r] = fold(combine, r, partials[r], other);
+    }
+  // Lane 0 of a warp that has a row folds the row's value into the output.
+  Value store = arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, warpIndex,
+                            index(rows)),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero));
+  auto guard = scf::IfOp::create(b, loc, store, /*withElseRegion=*/false);
+  b.setInsertionPoint(guard.thenBlock()->getTerminator());
+  for (auto [r, combine] : llvm::enumerate(combines)) {
+    OpOperand &init = op.getDpsInitsMutable()[r];
+    SmallVector<Value> where = at(init);
+    Value old = memref::LoadOp::create(b, loc, init.get(), where);
+    Value result = fold(combine, r, old, partials[r]);
+    memref::StoreOp::create(b, loc, result, init.get(), where);
+  }
+  op.erase();
+  return true;
+}
+
 /// Moves the whole body of `fn` (but its return) into a one-thread launch.
 void runOnOneThread(func::FuncOp fn) {
   Block &entry = fn.front();
@@ -728,6 +980,12 @@ struct AnvilCUDAMapDispatchesPass
           << " is not a multiple of 32 in [32, 1024]";
       return signalPassFailure();
     }
+    if (warpReductions < 0) {
+      getOperation().emitError("anvil-cuda-map-dispatches: warp-reductions = ")
+          << static_cast<int64_t>(warpReductions)
+          << " is not a number of terms (0: no warp reductions)";
+      return signalPassFailure();
+    }
     IRRewriter rewriter(&getContext());
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
@@ -739,7 +997,8 @@ struct AnvilCUDAMapDispatchesPass
         continue;
       SmallVector<memref::GlobalOp> constants =
           constantArguments(fn, symbols, calls.lookup(fn.getName()));
-      if (mapFullReduction(fn, blockSize)) {
+      if (mapFullReduction(fn, blockSize) ||
+          mapRowReductions(fn, blockSize, warpReductions)) {
         readConstantsInKernels(fn, constants);
         continue;
       }

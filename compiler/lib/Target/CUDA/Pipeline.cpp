@@ -9,7 +9,8 @@
 //      operands laid out with K innermost) anvil_rt_cuda_gemm_f8
 //      (cuBLASLt).
 // 4.   kernels: anvil-cuda-map-dispatches (each dispatch's loop nests onto
-//      a 1-D grid), canonicalize, gpu-launch-sink-index-computations (the
+//      a 1-D grid; long contiguous row reductions a warp per row),
+//      canonicalize, gpu-launch-sink-index-computations (the
 //      constants into the launches: kernels take only their buffers),
 //      gpu-kernel-outlining.
 //
@@ -99,6 +100,7 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
   if (last >= Stage::Kernels && (!after || *after < Stage::Kernels)) {
     AnvilCUDAMapDispatchesPassOptions map;
     map.blockSize = options.blockSize;
+    map.warpReductions = options.warpReductions;
     pm.addPass(createAnvilCUDAMapDispatchesPass(map));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createGpuLaunchSinkIndexComputationsPass());
@@ -124,9 +126,11 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
 }
 
 void mlir::anvil::cuda::buildGridEmulationPipeline(OpPassManager &pm,
-                                                   int64_t blockSize) {
+                                                   int64_t blockSize,
+                                                   int64_t warpReductions) {
   AnvilCUDAMapDispatchesPassOptions map;
   map.blockSize = blockSize;
+  map.warpReductions = warpReductions;
   pm.addPass(createAnvilCUDAMapDispatchesPass(map));
   pm.addPass(createAnvilCUDAEmulateLaunchesPass());
   pm.addPass(createCanonicalizerPass());

@@ -95,6 +95,23 @@ func.func @long_sums(%a: tensor<8192x16xf32>, %b: tensor<2x4096x48xf32>, %c: ten
   return %0, %1, %2 : tensor<16xf32>, tensor<48xf32>, tensor<f32>
 }
 
+// Rows long enough for the CUDA backend to reduce on a warp per row
+// (anvil-cuda-map-dispatches' warp-reductions: 256 contiguous terms or
+// more): softmax and layer norm along rows of 300 (their maxima, sums and
+// sums of squares), a row minimum over 1000 terms and the cross-entropy over
+// 300 classes. 10 x 3 = 30 rows are 30 warps: 4 blocks of 8, the last two
+// warps past the end. The lanes' partials add in a tree, not in the CPU's
+// order.
+// tolerance: f32-composite
+// int-high: 300
+func.func @row_reductions(%x: tensor<10x3x300xf32>, %g: tensor<300xf32>, %b: tensor<300xf32>, %y: tensor<5x1000xf32>, %t: tensor<10x3xi64>) -> (tensor<10x3x300xf32>, tensor<10x3x300xf32>, tensor<5xf32>, tensor<10x3xf32>) {
+  %0 = anvil.softmax %x dim = 2 : tensor<10x3x300xf32>
+  %1 = anvil.layer_norm %x scale(%g) bias(%b) axis = 2 {epsilon = 1.0e-05} : (tensor<10x3x300xf32>, tensor<300xf32>, tensor<300xf32>) -> tensor<10x3x300xf32>
+  %2 = anvil.reduce_min %y dims [1] : tensor<5x1000xf32> -> tensor<5xf32>
+  %3 = anvil.cross_entropy none %x, %t : (tensor<10x3x300xf32>, tensor<10x3xi64>) -> tensor<10x3xf32>
+  return %0, %1, %2, %3 : tensor<10x3x300xf32>, tensor<10x3x300xf32>, tensor<5xf32>, tensor<10x3xf32>
+}
+
 func.func @matmuls(%a: tensor<5x3xf32>, %b: tensor<3x7xf32>, %at: tensor<3x5xf32>, %bt: tensor<7x3xf32>, %x: tensor<2x5x3xf32>, %q: tensor<2x3x5x3xf32>, %k: tensor<2x3x7x3xf32>, %xt: tensor<2x3x5xf32>) -> (tensor<5x7xf32>, tensor<5x7xf32>, tensor<5x7xf32>, tensor<2x5x7xf32>, tensor<2x3x5x7xf32>, tensor<2x5x7xf32>) {
   %0 = anvil.matmul %a, %b : (tensor<5x3xf32>, tensor<3x7xf32>) -> tensor<5x7xf32>
   %1 = anvil.matmul %at, %b {transpose_lhs} : (tensor<3x5xf32>, tensor<3x7xf32>) -> tensor<5x7xf32>

@@ -57,6 +57,9 @@ struct CUDAPipelineOptions {
   /// anvil-split-reductions' min-length: sums of at least this many terms
   /// into few outputs run in two stages (0: never).
   int64_t splitReductions = 4096;
+  /// anvil-cuda-map-dispatches' warp-reductions: reductions of contiguous
+  /// rows of at least this many terms run a warp per row (0: never).
+  int64_t warpReductions = 256;
   CUDATarget target; ///< The llvm stage's cubin.
 };
 
@@ -70,7 +73,8 @@ void buildCUDAPipeline(OpPassManager &pm, Stage last = Stage::Kernels,
 /// the grid mapping of the `kernels` stage, emulated on the host
 /// (anvil-cuda-map-dispatches, anvil-cuda-emulate-launches): for testing
 /// the kernels' logic with the CPU backend, where there is no GPU.
-void buildGridEmulationPipeline(OpPassManager &pm, int64_t blockSize = 256);
+void buildGridEmulationPipeline(OpPassManager &pm, int64_t blockSize = 256,
+                                int64_t warpReductions = 256);
 
 /// The toolkit Anvil was configured with (ANVIL_CUDA_TOOLKIT), or "".
 std::string defaultCUDAToolkit();

@@ -22,7 +22,19 @@ def AnvilCUDAMapDispatchesPass
     consecutive elements (coalesced loads and stores of identity-mapped
     operands), and cut into blocks of `block-size` threads (fewer for a
     smaller space, rounded up to a warp). A thread whose index falls past
-    the end does nothing. A dispatch whose code is not all loop nests (a
+    the end does nothing.
+
+    A dispatch that reduces rows of at least `warp-reductions` terms that
+    lie contiguously in memory (softmax's and the norms' rows, the
+    cross-entropy's logits: the innermost reduction dimension is every
+    read operand's unit-stride innermost one) runs a warp per row instead
+    of a thread: lane `l` folds elements `l, l + 32, ...` of its row from
+    the combiner's identity (f32 `addf`, `maximumf` or `minimumf`), the
+    lanes' partials fold by `gpu.shuffle xor` 16, 8, 4, 2, 1, and lane 0
+    folds the result into the output. A sum's order is then a fixed tree,
+    not the sequential order of the CPU.
+
+    A dispatch whose code is not all loop nests (a
     rank-0 result, a loop with dynamic bounds) runs on one thread: correct,
     and visible as a 1 x 1 launch.
 
@@ -54,6 +66,9 @@ def AnvilCUDAMapDispatchesPass
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
            "Threads per block (a multiple of 32, at most 1024)">,
+    Option<"warpReductions", "warp-reductions", "int64_t", /*default=*/"256",
+           "Reductions of rows of at least this many contiguous terms run "
+           "a warp per row (0: never)">,
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::gpu::GPUDialect",
@@ -73,6 +88,15 @@ def AnvilCUDAEmulateLaunchesPass
     without a GPU: `anvil-compile --target=cpu --emulate-cuda-grid` builds
     a CPU executable whose dispatches go through the CUDA mapping. Runs
     before `gpu-kernel-outlining`; a launch with dynamic sizes is an error.
+
+    A body with `gpu.barrier`s or `gpu.shuffle`s at its top level (the warp
+    reductions) runs in phases cut at them: each phase runs for every
+    thread of the block before the next begins. A value a later phase
+    reads is made again there when it is pure (index arithmetic,
+    constants) or else kept per thread in a scratch buffer
+    (`memref.alloca` of the block's size); a shuffle (xor, by a constant
+    offset below a constant width) reads its partner thread's kept value.
+    Barriers and shuffles inside control flow are an error.
 
     Input:
     ```mlir
