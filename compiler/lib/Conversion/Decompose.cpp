@@ -300,8 +300,8 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
     Emit e{rewriter, op.getLoc()};
     AttentionParts parts = emitAttentionProbabilities(e, op);
     // (B, Hq, Tq, Tk) x (B, Hq, Tk, Dv) -> (B, Hq, Tq, Dv)
-    rewriter.replaceOp(op, MatmulOp::create(rewriter, op.getLoc(), parts.probs,
-                                            parts.values, false, false));
+    rewriter.replaceOp(op, emitAttentionProduct(e, op, parts.probs,
+                                                parts.values, false, false));
     return success();
   }
 };

@@ -33,22 +33,31 @@ struct AnvilBF16Pass : mlir::anvil::impl::AnvilBF16PassBase<AnvilBF16Pass> {
   using Base::Base;
 
   void runOnOperation() override {
+    auto inModules = [&](Operation *op) {
+      if (modules.empty())
+        return true;
+      StringRef path = modulePathOf(op->getLoc());
+      return llvm::any_of(
+          modules, [&](const std::string &m) { return isInModule(path, m); });
+    };
     auto chosen = [&](MatmulOp op) {
       if (!op.getType().getElementType().isF32() ||
           op->hasAttr(AnvilDialect::kFP8AttrName) ||
           op.getLhs().getDefiningOp<Fp8QuantizeOp>() ||
           op.getRhs().getDefiningOp<Fp8QuantizeOp>())
         return false; // not f32, or an FP8 GEMM
-      if (modules.empty())
-        return true;
-      StringRef path = modulePathOf(op.getLoc());
-      return llvm::any_of(
-          modules, [&](const std::string &m) { return isInModule(path, m); });
+      return inModules(op);
     };
     SmallVector<MatmulOp> gemms;
     getOperation().walk([&](MatmulOp op) {
       if (chosen(op))
         gemms.push_back(op);
+    });
+    // Attention's products (scores, the probabilities times the values, and
+    // their gradients) run in bf16 inside the op, its softmax in f32.
+    getOperation().walk([&](AttentionOp op) {
+      if (op.getType().getElementType().isF32() && inModules(op))
+        op.setBf16Gemms(true);
     });
 
     // A cast per GEMM operand, not one per value: each cast's VJP widens

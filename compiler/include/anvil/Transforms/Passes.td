@@ -108,7 +108,7 @@ def AnvilPartitionPass : Pass<"anvil-partition", "mlir::ModuleOp"> {
 }
 
 def AnvilBF16Pass : Pass<"anvil-bf16", "mlir::ModuleOp"> {
-  let summary = "Runs chosen GEMMs in bf16 (mixed precision)";
+  let summary = "Runs chosen GEMMs (and attention's products) in bf16 (mixed precision)";
   let description = [{
     On the forward graph, before the training step is built: each chosen
     f32 `anvil.matmul` reads bf16 casts of its operands (a cast per GEMM
@@ -128,6 +128,9 @@ def AnvilBF16Pass : Pass<"anvil-bf16", "mlir::ModuleOp"> {
 
     Chosen: every f32 matmul, or those in `modules` (prefixes of the ops'
     module paths, e.g. `h.0.mlp`). FP8 GEMMs (anvil-fp8's) are left to FP8.
+    Chosen f32 `anvil.attention` ops get `bf16_gemms`: their products
+    (scores, probabilities times values, and the four of the backward
+    pass) read bf16 operands the same way, their softmax stays f32.
 
     ```mlir
     %y = anvil.matmul %x, %w : (tensor<8x768xf32>, tensor<768x3072xf32>) -> tensor<8x3072xf32>

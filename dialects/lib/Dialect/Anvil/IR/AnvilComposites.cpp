@@ -22,6 +22,24 @@ static Value iota(Emit &e, int64_t n, int64_t offset, Type elementType) {
   return ConstantOp::create(e.b, e.loc, t, DenseElementsAttr::get(t, v));
 }
 
+Value mlir::anvil::emitAttentionProduct(Emit &e, AttentionOp op, Value lhs,
+                                        Value rhs, bool transposeLhs,
+                                        bool transposeRhs) {
+  if (!op.getBf16Gemms())
+    return MatmulOp::create(e.b, e.loc, lhs, rhs, transposeLhs, transposeRhs);
+  auto narrow = [&](Value v) -> Value {
+    auto type = cast<RankedTensorType>(v.getType());
+    return CastOp::create(e.b, e.loc, type.clone(e.b.getBF16Type()), v);
+  };
+  Value lhs16 = narrow(lhs);
+  Value rhs16 = narrow(rhs);
+  Value product =
+      MatmulOp::create(e.b, e.loc, lhs16, rhs16, transposeLhs, transposeRhs);
+  auto wide = cast<RankedTensorType>(product.getType())
+                  .clone(op.getType().getElementType());
+  return CastOp::create(e.b, e.loc, wide, product);
+}
+
 AttentionParts mlir::anvil::emitAttentionProbabilities(Emit &e,
                                                        AttentionOp op) {
   Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
@@ -47,9 +65,9 @@ AttentionParts mlir::anvil::emitAttentionProbabilities(Emit &e,
   parts.values = repeat(v, vt);
 
   auto sType = qt.clone({b, hq, tq, tk});
-  Value s = e.scale(MatmulOp::create(e.b, e.loc, q, parts.keys,
-                                     /*transpose_lhs=*/false,
-                                     /*transpose_rhs=*/true),
+  Value s = e.scale(emitAttentionProduct(e, op, q, parts.keys,
+                                         /*transposeLhs=*/false,
+                                         /*transposeRhs=*/true),
                     parts.scale);
   if (Value mask = op.getMask()) {
     auto mt = cast<RankedTensorType>(mask.getType());

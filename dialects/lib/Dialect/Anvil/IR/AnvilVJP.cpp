@@ -783,13 +783,13 @@ LogicalResult AttentionOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
   AttentionParts parts = emitAttentionProbabilities(e, *this);
   Value kr = parts.keys, vr = parts.values, p = parts.probs;
   double scale = parts.scale;
-  Value dvr = MatmulOp::create(builder, getLoc(), p, g, true, false);
-  Value dp = MatmulOp::create(builder, getLoc(), g, vr, false, true);
+  Value dvr = emitAttentionProduct(e, *this, p, g, true, false);
+  Value dp = emitAttentionProduct(e, *this, g, vr, false, true);
   Value rowDot = e.unreduce(e.sum(e.mul(dp, p), {3}, true), sType);
   Value ds = e.mul(p, e.sub(dp, rowDot));
   Value dss = e.scale(ds, scale);
-  Value dq = MatmulOp::create(builder, getLoc(), dss, kr, false, false);
-  Value dkr = MatmulOp::create(builder, getLoc(), dss, q, true, false);
+  Value dq = emitAttentionProduct(e, *this, dss, kr, false, false);
+  Value dkr = emitAttentionProduct(e, *this, dss, q, true, false);
   out.push_back(dq);
   out.push_back(unrepeat(dkr, kt));
   out.push_back(unrepeat(dvr, vt));

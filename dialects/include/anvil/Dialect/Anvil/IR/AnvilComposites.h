@@ -26,6 +26,12 @@ struct AttentionParts {
 };
 AttentionParts emitAttentionProbabilities(Emit &e, AttentionOp op);
 
+/// One of attention `op`'s products, `lhs @ rhs` (either transposed): an
+/// anvil.matmul, on bf16 casts of the operands with the product widened
+/// back when the op has `bf16_gemms`.
+Value emitAttentionProduct(Emit &e, AttentionOp op, Value lhs, Value rhs,
+                           bool transposeLhs, bool transposeRhs);
+
 /// Cross-entropy's masks in the logits' float type: `onehot` (..., C) is 1
 /// at each row's label, `kept` (...) is 1 where the label is not the
 /// ignore index.

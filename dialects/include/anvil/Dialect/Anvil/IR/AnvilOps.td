@@ -862,6 +862,13 @@ def Anvil_AttentionOp : Anvil_CostedOp<"attention", [Anvil_VJP, InferTypeOpAdapt
     `(Tq, Tk)` or `(B|1, Hq|1, Tq, Tk)`. With `causal`, query `i` sees keys
     `j <= i + Tk - Tq` (aligned at the bottom right).
 
+    With `bf16_gemms` (set by `anvil-bf16`, mixed precision), the op's
+    products, `query @ key^T` and `probabilities @ value` and the four of
+    its gradient, read bf16 copies of their operands and accumulate in f32,
+    each product rounded to bf16 (`anvil.matmul`'s contract for bf16) and
+    widened back to the op's type; the softmax and the result stay in that
+    type. The interpreter computes them exactly.
+
     ```mlir
     %o = anvil.attention %q, %k, %v {causal}
         : (tensor<8x32x128x128xbf16>, tensor<8x8x128x128xbf16>, tensor<8x8x128x128xbf16>) -> tensor<8x32x128x128xbf16>
@@ -870,7 +877,7 @@ def Anvil_AttentionOp : Anvil_CostedOp<"attention", [Anvil_VJP, InferTypeOpAdapt
   let arguments = (ins Anvil_FloatTensor:$query, Anvil_FloatTensor:$key,
                        Anvil_FloatTensor:$value,
                        Optional<Anvil_FloatTensor>:$mask, UnitAttr:$causal,
-                       OptionalAttr<F64Attr>:$scale);
+                       OptionalAttr<F64Attr>:$scale, UnitAttr:$bf16_gemms);
   let results = (outs Anvil_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` `(` $mask^ `)`)? attr-dict
