@@ -54,10 +54,10 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 echo "bundle: CUDA executables for $ARCH"
-"$BIN/anvil-compile" --model gpt --config gpt-tiny --target=cuda \
-  --cuda-arch="$ARCH" -o "$OUT/bin/gpt-tiny.cuda.train"
-"$BIN/anvil-compile" --model gpt --config gpt2-124m --target=cuda \
-  --cuda-arch="$ARCH" -o "$OUT/bin/gpt2-124m.cuda.train" \
+"$BIN/anvil-compile" --model gpt --config gpt-tiny --precision=f32 \
+  --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/gpt-tiny.cuda.train"
+"$BIN/anvil-compile" --model gpt --config gpt2-124m --precision=f32 \
+  --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/gpt2-124m.cuda.train" \
   --kernel-report="$OUT/kernels/gpt2-124m.$ARCH.json"
 "$BIN/anvil-compile" --model gpt --config gpt-tiny --precision=bf16 \
   --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/gpt-tiny-bf16.cuda.train"

@@ -130,7 +130,8 @@ cl::opt<Target> target(
                           "the host CPU (LLVM, vectorized for its ISA)"),
                clEnumValN(Target::CUDA, "cuda",
                           "NVIDIA GPUs (--cuda-arch): kernels through NVVM "
-                          "and ptxas, GEMMs on cuBLAS, f32")),
+                          "and ptxas, GEMMs on cuBLAS, bf16 mixed precision "
+                          "unless --precision says otherwise")),
     cl::init(Target::None), cl::cat(category));
 cl::opt<std::string>
     cudaArch("cuda-arch",
@@ -233,16 +234,18 @@ cl::opt<int64_t> zeroStage(
     cl::value_desc("stage"), cl::init(0), cl::cat(category));
 cl::opt<std::string> precision(
     "precision",
-    cl::desc("Numeric precision of the step: f32 (default); bf16 (every "
-             "GEMM on bf16 operands with f32 accumulation, forward and "
-             "backward; f32 master weights, optimizer state and other ops: "
-             "mixed precision); or fp8[=recipe] (the transformer blocks' "
+    cl::desc("Numeric precision of the step: f32 (the default, but with "
+             "--target=cuda); bf16 (the default with --target=cuda: every "
+             "GEMM, attention's products too, on bf16 operands with f32 "
+             "accumulation, forward and backward; f32 master weights, "
+             "optimizer state and other ops: mixed precision); or "
+             "fp8[=recipe] (the transformer blocks' "
              "GEMMs in FP8: E4M3 operands, E5M2 gradients). Recipes: current "
              "(the default) scales each tensor by its amax now; delayed by "
              "the largest amax of the last --fp8-amax-history steps "
              "(training state, checkpointed); mxfp8 gives each block of 32 "
              "elements along the contraction a power-of-two scale"),
-    cl::value_desc("f32|bf16|fp8[=current|delayed|mxfp8]"), cl::init("f32"),
+    cl::value_desc("f32|bf16|fp8[=current|delayed|mxfp8]"), cl::init(""),
     cl::cat(category));
 cl::opt<int64_t> fp8AmaxHistory(
     "fp8-amax-history",
@@ -737,7 +740,13 @@ int main(int argc, char **argv) {
     return error("--model and --config are required (see --list-models), or "
                  "an .mlir file");
 
-  // --precision: f32, bf16, or fp8 with a recipe.
+  // --precision: f32, bf16, or fp8 with a recipe; mixed precision by
+  // default on CUDA (the tensor cores), f32 elsewhere.
+  if (precision.getNumOccurrences() && precision.empty())
+    return error("--precision= needs a value: f32, bf16 or "
+                 "fp8[=current|delayed|mxfp8]");
+  if (precision.empty())
+    precision = target == Target::CUDA ? "bf16" : "f32";
   std::string fp8Recipe;
   if (precision != "f32" && precision != "bf16") {
     auto [kind, recipe] = StringRef(precision).split('=');
