@@ -605,7 +605,7 @@ LogicalResult writeKernelReport(mlir::ModuleOp module) {
                  cudaArch + " (see above)"),
            mlir::failure();
   json::Array rows;
-  int64_t maxRegisters = 0, spilling = 0, oneThread = 0;
+  int64_t maxRegisters = 0, spilling = 0, oneThread = 0, vectorized = 0;
   for (const mlir::anvil::cuda::KernelResources &k : *kernels) {
     rows.push_back(json::Object{{"module", k.module},
                                 {"kernel", k.kernel},
@@ -614,17 +614,21 @@ LogicalResult writeKernelReport(mlir::ModuleOp module) {
                                 {"spill_store_bytes", k.spillStoreBytes},
                                 {"spill_load_bytes", k.spillLoadBytes},
                                 {"shared_bytes", k.sharedBytes},
+                                {"vector_loads", k.vectorLoads},
+                                {"vector_stores", k.vectorStores},
                                 {"blocks", k.blocks},
                                 {"threads_per_block", k.threadsPerBlock}});
     maxRegisters = std::max(maxRegisters, k.registers);
     spilling += k.spillStoreBytes + k.spillLoadBytes > 0;
     oneThread += k.blocks == 1 && k.threadsPerBlock == 1;
+    vectorized += k.vectorLoads + k.vectorStores > 0;
   }
   json::Object report{{"chip", std::string(cudaArch)},
                       {"kernels", static_cast<int64_t>(kernels->size())},
                       {"max_registers", maxRegisters},
                       {"kernels_with_spills", spilling},
                       {"single_thread_kernels", oneThread},
+                      {"vectorized_kernels", vectorized},
                       {"per_kernel", std::move(rows)}};
   std::string message;
   auto file = mlir::openOutputFile(kernelReport, &message);

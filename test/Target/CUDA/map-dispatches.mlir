@@ -1,9 +1,12 @@
-// RUN: anvil-opt %s --split-input-file --anvil-cuda-map-dispatches | FileCheck %s
-// RUN: anvil-opt %s --split-input-file --anvil-cuda-map-dispatches=block-size=64 | FileCheck %s --check-prefix=B64
+// RUN: anvil-opt %s --split-input-file --anvil-cuda-map-dispatches=vector-width=1 | FileCheck %s
+// RUN: anvil-opt %s --split-input-file --anvil-cuda-map-dispatches="vector-width=1 block-size=64" | FileCheck %s --check-prefix=B64
+// RUN: anvil-opt %s --split-input-file --anvil-cuda-map-dispatches | FileCheck %s --check-prefix=VEC
 // RUN: anvil-opt %s --split-input-file --anvil-cuda-map-dispatches=warp-reductions=0 | FileCheck %s --check-prefix=OFF
 // RUN: not anvil-opt %s --anvil-cuda-map-dispatches=block-size=100 2>&1 | FileCheck %s --check-prefix=BADSIZE
 // RUN: not anvil-opt %s --anvil-cuda-map-dispatches=warp-reductions=-1 2>&1 | FileCheck %s --check-prefix=BADWARP
 // BADWARP: error: anvil-cuda-map-dispatches: warp-reductions = -1 is not a number of terms (0: no warp reductions)
+// RUN: not anvil-opt %s --anvil-cuda-map-dispatches=vector-width=3 2>&1 | FileCheck %s --check-prefix=BADVEC
+// BADVEC: error: anvil-cuda-map-dispatches: vector-width = 3 is not 1, 2 or 4
 // BADSIZE: error: anvil-cuda-map-dispatches: block-size = 100 is not a multiple of 32 in [32, 1024]
 
 // Tests anvil-cuda-map-dispatches: a dispatch's loop nest becomes one
@@ -32,6 +35,29 @@
 // CHECK: gpu.terminator
 // B64-LABEL: func.func private @step__dispatch_0
 // B64: gpu.launch blocks({{.+}}) in ({{.+}} = %c100{{.*}}, {{.+}}) threads({{.+}}) in ({{.+}} = %c64{{.*}},
+// By default (vector-width 4) a thread takes 4 consecutive columns: 1600
+// threads, 7 blocks; its first load and store of each buffer carry the
+// run's 16-byte alignment (LLVM then makes each run one ld/st.global.v4).
+// VEC-LABEL: func.func private @step__dispatch_0
+// VEC-DAG: %[[C7:.+]] = arith.constant 7 : index
+// VEC: gpu.launch blocks({{.+}}) in ({{.+}} = %[[C7]], {{.+}}) threads({{.+}}) in ({{.+}} = %c256{{.*}},
+// VEC: arith.constant 1600 : index
+// VEC: %[[COL:.+]] = arith.remui %{{.+}}, %c25
+// VEC: %[[ROW:.+]] = arith.divui %{{.+}}, %c25
+// VEC: %[[J0:.+]] = arith.muli %[[COL]], %c4
+// VEC: %[[J1:.+]] = arith.addi %[[J0]], %c1
+// VEC: %[[J2:.+]] = arith.addi %[[J0]], %c2
+// VEC: %[[J3:.+]] = arith.addi %[[J0]], %c3
+// VEC: %[[X0:.+]] = memref.load %{{.+}}[%[[ROW]], %[[J0]]] {alignment = 16 : i64}
+// VEC: %[[X1:.+]] = memref.load %{{.+}}[%[[ROW]], %[[J1]]] :
+// VEC: memref.load %{{.+}}[%[[ROW]], %[[J2]]] :
+// VEC: memref.load %{{.+}}[%[[ROW]], %[[J3]]] :
+// VEC: %[[E0:.+]] = math.exp %[[X0]]
+// VEC: %[[E1:.+]] = math.exp %[[X1]]
+// VEC: math.exp
+// VEC: math.exp
+// VEC: memref.store %[[E0]], %{{.+}}[%[[ROW]], %[[J0]]] {alignment = 16 : i64}
+// VEC: memref.store %[[E1]], %{{.+}}[%[[ROW]], %[[J1]]] :
 func.func private @step__dispatch_0(%a: memref<64x100xf32>, %b: memref<64x100xf32>) {
   linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
       ins(%a : memref<64x100xf32>) outs(%b : memref<64x100xf32>) {
@@ -195,6 +221,62 @@ func.func private @step__dispatch_2(%a: memref<200xf32>, %b: memref<f32>) {
   ^bb0(%x: f32, %acc: f32):
     %s = arith.addf %x, %acc : f32
     linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Widening with what cannot be aligned: a per-row value read once for the
+// run (not along the columns), a view whose offset (2) puts the runs off
+// their 16 bytes (read one element at a time, no alignment), booleans (8-bit
+// elements) likewise; the aligned input and the output still get theirs.
+// VEC-LABEL: func.func private @step__dispatch_18
+// VEC: gpu.launch
+// VEC: %[[J0:.+]] = arith.muli %{{.+}}, %c4
+// VEC: memref.load %{{.+}}[%{{.+}}, %[[J0]]] {alignment = 16 : i64} : memref<8x64xf32>
+// VEC: memref.load %{{.+}}[%{{.+}}, %[[J0]]] : memref<8x64xf32, strided<[64, 1], offset: 2>>
+// VEC: memref.load %{{.+}}[%{{.+}}, %[[J0]]] : memref<8x64xi1>
+// VEC: memref.load %{{.+}}[%{{.+}}] : memref<8xf32>
+// VEC-NOT: memref.load %{{.+}}[%{{.+}}] : memref<8xf32>
+// VEC: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %[[J0]]] {alignment = 16 : i64} : memref<8x64xf32>
+// A nest whose columns (30) are not a multiple of 4, or of booleans alone,
+// stays a point a thread.
+// VEC-LABEL: func.func private @step__dispatch_19
+// VEC-NOT: alignment
+// VEC: return
+// VEC-LABEL: func.func private @step__dispatch_20
+// VEC-NOT: alignment
+// VEC-NOT: arith.muli %{{.+}}, %c4
+// VEC: return
+func.func private @step__dispatch_18(%a: memref<8x64xf32>, %u: memref<8x64xf32, strided<[64, 1], offset: 2>>, %p: memref<8x64xi1>, %r: memref<8xf32>, %b: memref<8x64xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%a, %u, %p, %r : memref<8x64xf32>, memref<8x64xf32, strided<[64, 1], offset: 2>>, memref<8x64xi1>, memref<8xf32>) outs(%b : memref<8x64xf32>) {
+  ^bb0(%x: f32, %y: f32, %c: i1, %s: f32, %o: f32):
+    %m = arith.mulf %x, %y : f32
+    %t = arith.select %c, %m, %s : f32
+    linalg.yield %t : f32
+  }
+  return
+}
+func.func private @step__dispatch_19(%a: memref<8x30xf32>, %b: memref<8x30xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<8x30xf32>) outs(%b : memref<8x30xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %e = math.exp %x : f32
+    linalg.yield %e : f32
+  }
+  return
+}
+func.func private @step__dispatch_20(%a: memref<8x64xi1>, %b: memref<8x64xi1>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<8x64xi1>) outs(%b : memref<8x64xi1>) {
+  ^bb0(%x: i1, %o: i1):
+    %n = arith.xori %x, %x : i1
+    linalg.yield %n : i1
   }
   return
 }

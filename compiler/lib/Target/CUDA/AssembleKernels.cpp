@@ -146,7 +146,24 @@ mlir::anvil::cuda::assembleKernels(ModuleOp module, const CUDATarget &target) {
                failure();
       size_t first = kernels.size();
       parsePtxasReport(text, binaryOp.getName(), kernels);
+      // The module's vector accesses of global memory (one kernel a module).
+      auto count = [&](StringRef what) {
+        int64_t n = 0;
+        for (StringRef rest = ptx; !rest.empty();) {
+          size_t at = rest.find(what);
+          if (at == StringRef::npos)
+            break;
+          ++n;
+          rest = rest.drop_front(at + what.size());
+        }
+        return n;
+      };
+      int64_t loads = count("ld.global.v2.") + count("ld.global.v4.") +
+                      count("ld.global.nc.v2.") + count("ld.global.nc.v4.");
+      int64_t stores = count("st.global.v2.") + count("st.global.v4.");
       for (size_t i = first; i < kernels.size(); ++i) {
+        kernels[i].vectorLoads = loads;
+        kernels[i].vectorStores = stores;
         auto it = shapes.find(kernels[i].module + "::" + kernels[i].kernel);
         if (it != shapes.end())
           std::tie(kernels[i].blocks, kernels[i].threadsPerBlock) = it->second;

@@ -31,4 +31,5 @@ if errors:
     sys.exit("check_kernels: " + "\n".join(errors))
 print(f"{report['chip']}: {len(rows)} kernels assembled, at most "
       f"{report['max_registers']} registers, {report['kernels_with_spills']} "
-      f"spilling, {report['single_thread_kernels']} on one thread")
+      f"spilling, {report['single_thread_kernels']} on one thread, "
+      f"{report['vectorized_kernels']} with vector accesses")

@@ -105,6 +105,10 @@ struct KernelResources {
   int64_t spillStoreBytes = 0;
   int64_t spillLoadBytes = 0;
   int64_t sharedBytes = 0;
+  /// Vector accesses of global memory in its PTX (`ld.global.v2/v4`,
+  /// `st.global.v2/v4`, counted in the text of its module).
+  int64_t vectorLoads = 0;
+  int64_t vectorStores = 0;
   /// The launch shape of its gpu.launch_func (1-D), 0 when not constant.
   int64_t blocks = 0;
   int64_t threadsPerBlock = 0;

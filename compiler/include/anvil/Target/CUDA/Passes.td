@@ -24,6 +24,16 @@ def AnvilCUDAMapDispatchesPass
     smaller space, rounded up to a warp). A thread whose index falls past
     the end does nothing.
 
+    An elementwise loop nest (loads, stores and arithmetic, every store
+    along the innermost dimension) whose innermost extent is a multiple of
+    `vector-width` gives each thread that many consecutive points of it,
+    computed lane by lane as before; each run of accesses to a buffer
+    argument whose rows are aligned to the run (16- and 32-bit elements,
+    static strides and offset multiples of the width, unit innermost
+    stride) starts with an access carrying the run's alignment
+    (`memref.load {alignment = 16}`), which LLVM's load/store vectorizer
+    makes one vector access (`ld.global.v4.f32`).
+
     A dispatch that reduces rows of at least `warp-reductions` terms that
     lie contiguously in memory (softmax's and the norms' rows, the
     cross-entropy's logits: the innermost reduction dimension is every
@@ -66,6 +76,9 @@ def AnvilCUDAMapDispatchesPass
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
            "Threads per block (a multiple of 32, at most 1024)">,
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"4",
+           "Consecutive points of the innermost dimension an elementwise "
+           "thread takes, with aligned first accesses (1, 2 or 4; 1: one)">,
     Option<"warpReductions", "warp-reductions", "int64_t", /*default=*/"256",
            "Reductions of rows of at least this many contiguous terms run "
            "a warp per row (0: never)">,
