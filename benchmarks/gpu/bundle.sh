@@ -4,7 +4,8 @@
 # Builds, on the CPU build machine (MLIR and the CUDA toolkit, no GPU), a
 # folder a machine with an NVIDIA GPU and the CUDA libraries runs without
 # MLIR: run.sh there checks correctness against the CPU references made
-# here and measures GPT-2 124M training.
+# here and measures GPT-2 124M training (f32 and bf16) and GPT-2 350M (bf16
+# and FP8).
 #
 #   benchmarks/gpu/bundle.sh [OUT_DIR]     (default: build/gpu-bundle)
 #
@@ -12,6 +13,8 @@
 #   bin/gpt-tiny-bf16.cuda.train,         the same in bf16 mixed precision
 #   bin/gpt2-124m-bf16.cuda.train         (--precision=bf16: cuBLAS's bf16
 #                                         GEMMs on the tensor cores)
+#   bin/gpt2-350m-{bf16,fp8}.cuda.train   GPT-2 350M in bf16 and in FP8 (the
+#                                         blocks' linear layers; the rest bf16)
 #   bin/gpt-tiny-fp8-<recipe>.cuda.train  the tiny GPT in FP8 (current,
 #                                         delayed, mxfp8: the CPU's exact
 #                                         emulation's kernels)
@@ -63,6 +66,10 @@ echo "bundle: CUDA executables for $ARCH"
   --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/gpt-tiny-bf16.cuda.train"
 "$BIN/anvil-compile" --model gpt --config gpt2-124m --precision=bf16 \
   --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/gpt2-124m-bf16.cuda.train"
+for precision in bf16 fp8; do
+  "$BIN/anvil-compile" --model gpt --config gpt2-350m --precision=$precision \
+    --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/gpt2-350m-$precision.cuda.train"
+done
 for recipe in current delayed mxfp8; do
   "$BIN/anvil-compile" --model gpt --config gpt-tiny --precision=fp8=$recipe \
     --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/gpt-tiny-fp8-$recipe.cuda.train"

@@ -89,7 +89,8 @@ else
   failed=$((failed + 1))
 fi
 
-# 4: GPT-2 124M, f32 (gpt2) and bf16 mixed precision (gpt2-bf16).
+# 4: GPT-2 124M, f32 (gpt2) and bf16 mixed precision (gpt2-bf16); GPT-2
+# 350M in bf16 and FP8.
 steps="${GPT2_STEPS:-20}"
 measure() { # NAME EXECUTABLE: $out/NAME.json, a line of the summary
   local name=$1 exe=$2
@@ -110,7 +111,8 @@ timed = rows[3:] if len(rows) > 5 else rows  # the first steps warm up
 step_s = statistics.median(r["ms_per_step"] for r in timed) / 1e3
 tokens = statistics.median(r["tokens_per_s"] for r in timed)
 flops = manifest.get("flops_per_step", 0)
-print(json.dumps({"model": "gpt2-124m", "program": name, "steps": len(rows),
+print(json.dumps({"model": manifest.get("model", "?"), "program": name,
+                  "steps": len(rows),
                   "step_s": step_s, "tokens_per_s": tokens,
                   "flops_per_step": flops,
                   "mfu_vs_bf16_peak": flops / step_s / peak if peak else None,
@@ -128,6 +130,10 @@ PY
 }
 measure gpt2 "$here/bin/gpt2-124m.cuda.train"
 measure gpt2-bf16 "$here/bin/gpt2-124m-bf16.cuda.train"
+# GPT-2 350M in FP8 (the blocks' linear layers; the rest bf16) against the
+# same model in bf16 (issue 9's target: 1.25x).
+measure gpt2-350m-bf16 "$here/bin/gpt2-350m-bf16.cuda.train"
+measure gpt2-350m-fp8 "$here/bin/gpt2-350m-fp8.cuda.train"
 # Where the time goes: each kernel's and library call's wall time over 4
 # steps (ANVIL_PROFILE=1: every launch synchronized), for the next change.
 for name in gpt2 gpt2-bf16; do
@@ -142,6 +148,14 @@ import json, sys
 f32, bf16 = (json.load(open(p)) for p in sys.argv[1:3])
 print(f"ratio: Anvil bf16 / Anvil f32 tokens/s = "
       f"{bf16['tokens_per_s'] / f32['tokens_per_s']:.3f}")
+PY
+fi
+if [ -f "$out/gpt2-350m-bf16.json" ] && [ -f "$out/gpt2-350m-fp8.json" ]; then
+  python3 - "$out/gpt2-350m-bf16.json" "$out/gpt2-350m-fp8.json" <<'PY' | tee -a "$summary"
+import json, sys
+bf16, fp8 = (json.load(open(p)) for p in sys.argv[1:3])
+print(f"ratio: Anvil GPT-2 350M fp8 / bf16 tokens/s = "
+      f"{fp8['tokens_per_s'] / bf16['tokens_per_s']:.3f} (target 1.25)")
 PY
 fi
 

@@ -239,8 +239,10 @@ cl::opt<std::string> precision(
              "GEMM, attention's products too, on bf16 operands with f32 "
              "accumulation, forward and backward; f32 master weights, "
              "optimizer state and other ops: mixed precision); or "
-             "fp8[=recipe] (the transformer blocks' "
-             "GEMMs in FP8: E4M3 operands, E5M2 gradients). Recipes: current "
+             "fp8[=recipe] (the transformer blocks' linear layers in FP8: "
+             "E4M3 operands, E5M2 gradients; the other GEMMs and attention's "
+             "products in bf16 as with bf16, as Transformer Engine runs "
+             "inside bf16 autocast). Recipes: current "
              "(the default) scales each tensor by its amax now; delayed by "
              "the largest amax of the last --fp8-amax-history steps "
              "(training state, checkpointed); mxfp8 gives each block of 32 "
@@ -953,11 +955,14 @@ int main(int argc, char **argv) {
         if (precision == "f32")
           return mlir::success();
         mlir::PassManager pm(&context);
+        // FP8 for the chosen GEMMs, then bf16 for the others (anvil-bf16
+        // leaves FP8 GEMMs alone).
         std::string pass =
             precision == "bf16"
                 ? "anvil-bf16"
                 : "anvil-fp8{recipe=" + fp8Recipe +
-                      (tensorParallel > 1 ? " amax-axis=tp" : "") + "}";
+                      (tensorParallel > 1 ? " amax-axis=tp" : "") +
+                      "},anvil-bf16";
         if (failed(mlir::parsePassPipeline(pass, pm)) || failed(pm.run(module)))
           return error("--precision=" + precision + " failed (see above)"),
                  mlir::failure();
