@@ -823,7 +823,7 @@ int main(int argc, char **argv) {
                  ": a number of terms, at least 0 (0: a thread per row)");
   if (warpReductions.getNumOccurrences() && !cuda && !emulateCUDAGrid)
     return error("--warp-reductions shapes the CUDA grid's reductions: add "
-                 "--target=cuda");
+                 "--target=cuda (or --emulate-cuda-grid)");
   auto runs = [&](Stage stage) {
     if (stage > last || (stage == Stage::TrainStep && !entryName.empty()))
       return false;

@@ -283,6 +283,42 @@ func.func private @step__dispatch_20(%a: memref<8x64xi1>, %b: memref<8x64xi1>) {
 
 // -----
 
+// An index buffer beside an f32 one: the f32 runs are aligned, the index
+// elements read one at a time. A row sum scaled by a scalar operand: the
+// scalar is used as it is, on a warp per row.
+// VEC-LABEL: func.func private @step__dispatch_21
+// VEC: memref.load %{{.+}} {alignment = 16 : i64} : memref<8x64xf32>
+// VEC: memref.load %{{.+}} : memref<8x64xindex>
+// VEC-LABEL: func.func private @step__dispatch_22
+// VEC: scf.for
+// VEC: arith.mulf %{{.+}}, %arg1 : f32
+// VEC: gpu.shuffle xor
+func.func private @step__dispatch_21(%a: memref<8x64xf32>, %i: memref<8x64xindex>, %b: memref<8x64xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%a, %i : memref<8x64xf32>, memref<8x64xindex>) outs(%b : memref<8x64xf32>) {
+  ^bb0(%x: f32, %n: index, %o: f32):
+    %c = arith.index_cast %n : index to i32
+    %f = arith.sitofp %c : i32 to f32
+    %s = arith.addf %x, %f : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+func.func private @step__dispatch_22(%a: memref<8x300xf32>, %k: f32, %b: memref<8xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%a, %k : memref<8x300xf32>, f32) outs(%b : memref<8xf32>) {
+  ^bb0(%x: f32, %s: f32, %acc: f32):
+    %m = arith.mulf %x, %s : f32
+    %r = arith.addf %m, %acc : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
 // Rows of 300 contiguous terms (softmax's denominator: the sum of exp(x - m)
 // along a row, m the row's maximum): a warp per row. 6 x 2 = 12 rows, 384
 // threads: 2 blocks of 256, the last 4 warps past the end. Lane l sums the

@@ -129,10 +129,12 @@ void mapToGrid(scf::ParallelOp loop, const Space &space, int64_t blockSize) {
 /// strides and offset, the innermost stride 1 and the others and the
 /// offset multiples of `width`.
 bool alignedRows(MemRefType type, int64_t width) {
+  if (!type.getElementType().isIntOrFloat())
+    return false;
   unsigned bits = type.getElementTypeBitWidth();
   SmallVector<int64_t> strides;
   int64_t offset;
-  if ((bits != 16 && bits != 32) || !type.getElementType().isIntOrFloat() ||
+  if ((bits != 16 && bits != 32) ||
       failed(type.getStridesAndOffset(strides, offset)) || strides.empty() ||
       ShapedType::isDynamic(offset) || offset % width != 0 ||
       strides.back() != 1)
@@ -149,7 +151,8 @@ bool alignedRows(MemRefType type, int64_t width) {
 /// their size: the first access of each run carries that alignment, and
 /// LLVM's load/store vectorizer (NVPTX) makes the run one vector access
 /// (`ld.global.v4.f32`: a warp moves 512 bytes a load instead of 128).
-/// Every value is computed as before, lane by lane, in the same order; only
+/// Every value is computed as before (each lane's operations on its own
+/// point; what does not depend on the point, once for the run); only
 /// accesses go through `alignedRows` buffers of the dispatch (its arguments,
 /// not the constant globals read in its kernels, whose alignment is their
 /// own) are aligned, others stay one element at a time. `loop` and `space`
@@ -681,6 +684,10 @@ bool mapFullReduction(func::FuncOp fn, int64_t blockSize) {
     }
     IRMapping map;
     for (auto [i, input] : llvm::enumerate(op.getDpsInputs())) {
+      if (!isa<MemRefType>(input.getType())) {
+        map.map(body->getArgument(i), input); // a scalar
+        continue;
+      }
       SmallVector<Value> at;
       for (AffineExpr e : op.getIndexingMapsArray()[i].getResults())
         at.push_back(ivs[cast<AffineDimExpr>(e).getPosition()]);
@@ -826,8 +833,12 @@ bool mapRowReductions(func::FuncOp fn, int64_t blockSize, int64_t minLength) {
   for (OpOperand &init : op.getDpsInitsMutable()) {
     unsigned r = init.getOperandNumber() - op.getNumDpsInputs();
     AffineMap map = op.getMatchingIndexingMap(&init);
+    // Indexed by every parallel dimension and no reduction one: each row
+    // its own output element.
     if (llvm::any_of(reduction,
-                     [&](unsigned d) { return map.isFunctionOfDim(d); }))
+                     [&](unsigned d) { return map.isFunctionOfDim(d); }) ||
+        !llvm::all_of(parallel,
+                      [&](unsigned d) { return map.isFunctionOfDim(d); }))
       return false;
     Value out = body->getArgument(op.getNumDpsInputs() + r);
     Operation *combine = yield.getOperand(r).getDefiningOp();
@@ -876,11 +887,12 @@ bool mapRowReductions(func::FuncOp fn, int64_t blockSize, int64_t minLength) {
   int64_t blocks = (rows * warp + threads - 1) / threads;
   gpu::LaunchOp launch = createLaunch(b, loc, blocks, threads);
   Value tid = launch.getThreadIds().x;
-  Value warpIndex = arith::AddIOp::create(
-      b, loc,
-      arith::MulIOp::create(b, loc, launch.getBlockIds().x,
-                            index(threads / warp)),
-      arith::DivUIOp::create(b, loc, tid, index(warp)));
+  // One statement an op: the IR's order does not depend on the C++
+  // compiler's order of evaluating arguments.
+  Value firstWarp = arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                                          index(threads / warp));
+  Value warpInBlock = arith::DivUIOp::create(b, loc, tid, index(warp));
+  Value warpIndex = arith::AddIOp::create(b, loc, firstWarp, warpInBlock);
   Value lane = arith::RemUIOp::create(b, loc, tid, index(warp));
   Value row = arith::MinUIOp::create(b, loc, warpIndex, index(rows - 1));
   // Delinearizes `linear` over `dims` (the last fastest) into `ivs`.
@@ -929,9 +941,11 @@ bool mapRowReductions(func::FuncOp fn, int64_t blockSize, int64_t minLength) {
     delinearize(loop.getInductionVar(), reduction);
     IRMapping map;
     for (OpOperand *input : op.getDpsInputOperands())
-      map.map(
-          body->getArgument(input->getOperandNumber()),
-          memref::LoadOp::create(b, loc, input->get(), at(*input)).getResult());
+      map.map(body->getArgument(input->getOperandNumber()),
+              isa<MemRefType>(input->get().getType())
+                  ? memref::LoadOp::create(b, loc, input->get(), at(*input))
+                        .getResult()
+                  : input->get()); // a scalar
     for (Operation &bodyOp : body->without_terminator()) {
       if (llvm::is_contained(combines, &bodyOp))
         continue;
@@ -963,11 +977,11 @@ bool mapRowReductions(func::FuncOp fn, int64_t blockSize, int64_t minLength) {
       partials[r] = fold(combine, r, partials[r], other);
     }
   // Lane 0 of a warp that has a row folds the row's value into the output.
-  Value store = arith::AndIOp::create(
-      b, loc,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, warpIndex,
-                            index(rows)),
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero));
+  Value hasRow = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                       warpIndex, index(rows));
+  Value firstLane =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero);
+  Value store = arith::AndIOp::create(b, loc, hasRow, firstLane);
   auto guard = scf::IfOp::create(b, loc, store, /*withElseRegion=*/false);
   b.setInsertionPoint(guard.thenBlock()->getTerminator());
   for (auto [r, combine] : llvm::enumerate(combines)) {

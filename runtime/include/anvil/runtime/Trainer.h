@@ -12,10 +12,15 @@
 //
 // `args[i]` points at argument i of the step (parameters, state, inputs),
 // `results[j]` at the buffer result j is written to, and `ws` at the
-// workspace of the compiler's static memory plan (the manifest's
-// planned_bytes, allocated once; every temporary of a step lives in it;
-// the driver measures anything generated code allocates besides, so the
-// measured peak of a step is planned_bytes when the plan is complete). The
+// workspace of the compiler's static memory plan. Every one of these
+// pointers must be 64-byte aligned (the driver's allocations are; the
+// memory plan keeps its buffers at multiples of 64 bytes): generated
+// kernels access aligned runs of elements as vectors (CUDA's
+// ld.global.v4) and a misaligned buffer faults. The workspace holds the
+// manifest's planned_bytes, allocated once: every temporary of a step
+// lives in it (the driver measures anything generated code allocates
+// besides, so the measured peak of a step is planned_bytes when the plan
+// is complete). The
 // driver owns every buffer: it initializes the state from the manifest's
 // initializers (bit-identical to anvil-interp for the same seed), feeds
 // batches, checkpoints, resumes, logs and evaluates. The step updates the

@@ -30,9 +30,11 @@ def AnvilCUDAMapDispatchesPass
     computed lane by lane as before; each run of accesses to a buffer
     argument whose rows are aligned to the run (16- and 32-bit elements,
     static strides and offset multiples of the width, unit innermost
-    stride) starts with an access carrying the run's alignment
-    (`memref.load {alignment = 16}`), which LLVM's load/store vectorizer
-    makes one vector access (`ld.global.v4.f32`).
+    stride) starts with an access carrying the run's alignment, its size
+    in bytes (`memref.load {alignment = 16}` for f32, 8 for bf16), which
+    LLVM's load/store vectorizer makes one vector access
+    (`ld.global.v4.b32`). Buffers must start 64-byte aligned (the
+    runtime's allocations and the memory plan's views do; Trainer.h).
 
     A dispatch that reduces rows of at least `warp-reductions` terms that
     lie contiguously in memory (softmax's and the norms' rows, the
