@@ -34,7 +34,7 @@ double rate(int64_t m, int64_t n, int64_t k, int *calls) {
     x = u(rng);
   auto once = [&] {
     anvil_rt_sgemm(0, 0, m, n, k, a.data(), k, 0, b.data(), n, 0, c.data(), n,
-                   0, 1);
+                   0, 1, /*accumulate=*/0);
   };
   once();
   double best = 1e30, total = 0;

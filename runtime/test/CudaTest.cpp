@@ -144,7 +144,7 @@ void referenceGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                    const std::vector<float> &a, int64_t lda, int64_t sa,
                    const std::vector<float> &b, int64_t ldb, int64_t sb,
                    std::vector<float> &c, int64_t ldc, int64_t sc,
-                   int64_t batch) {
+                   int64_t batch, bool accumulate) {
   for (int64_t i = 0; i < batch; ++i)
     for (int64_t r = 0; r < m; ++r)
       for (int64_t col = 0; col < n; ++col) {
@@ -154,13 +154,15 @@ void referenceGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
           float y = tb ? b[i * sb + col * ldb + p] : b[i * sb + p * ldb + col];
           sum += static_cast<double>(x) * y;
         }
-        c[i * sc + r * ldc + col] += static_cast<float>(sum);
+        float &out = c[i * sc + r * ldc + col];
+        out = (accumulate ? out : 0.0f) + static_cast<float>(sum);
       }
 }
 
 /// Checks a device GEMM with anvil_rt_sgemm's contract against the host's
 /// for every transpose and a shared B, on random A, B and C (C += A B: the
-/// old C counts). `Element` is what the device call reads (float, or the
+/// old C counts), and overwriting a C of NaNs (accumulate 0: C = A B, the
+/// old C not read). `Element` is what the device call reads (float, or the
 /// bits of a bf16: the host reference multiplies the same values).
 template <typename Element, typename Call>
 void checkGemm(Call call, float tolerance) {
@@ -179,38 +181,40 @@ void checkGemm(Call call, float tolerance) {
       return fromBF16(x);
   };
   const int64_t m = 37, n = 53, k = 29, batch = 3;
-  for (int ta = 0; ta < 2; ++ta)
-    for (int tb = 0; tb < 2; ++tb)
-      for (bool sharedB : {false, true}) {
-        int64_t lda = ta ? m : k, ldb = tb ? k : n, ldc = n;
-        int64_t sa = m * k, sb = sharedB ? 0 : k * n, sc = m * n;
-        std::vector<Element> a(batch * sa), b(sharedB ? k * n : batch * sb);
-        std::vector<float> wideA(a.size()), wideB(b.size()), c(batch * sc);
-        for (size_t i = 0; i < a.size(); ++i)
-          wideA[i] = value(a[i] = stored(dist(rng)));
-        for (size_t i = 0; i < b.size(); ++i)
-          wideB[i] = value(b[i] = stored(dist(rng)));
-        for (float &v : c)
-          v = dist(rng);
-        auto *da = static_cast<Element *>(
-            anvil_rt_cuda_alloc(a.size() * sizeof(Element)));
-        auto *db = static_cast<Element *>(
-            anvil_rt_cuda_alloc(b.size() * sizeof(Element)));
-        auto *dc = static_cast<float *>(anvil_rt_cuda_alloc(c.size() * 4));
-        std::copy(a.begin(), a.end(), da);
-        std::copy(b.begin(), b.end(), db);
-        std::copy(c.begin(), c.end(), dc);
-        call(ta, tb, m, n, k, da, lda, sa, db, ldb, sb, dc, ldc, sc, batch);
-        referenceGemm(ta, tb, m, n, k, wideA, lda, sa, wideB, ldb, sb, c, ldc,
-                      sc, batch);
-        for (size_t i = 0; i < c.size(); ++i)
-          ASSERT_NEAR(dc[i], c[i], tolerance)
-              << "transA " << ta << " transB " << tb << " shared B " << sharedB
-              << " at " << i;
-        anvil_rt_cuda_free(da);
-        anvil_rt_cuda_free(db);
-        anvil_rt_cuda_free(dc);
-      }
+  for (int accumulate : {1, 0})
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb)
+        for (bool sharedB : {false, true}) {
+          int64_t lda = ta ? m : k, ldb = tb ? k : n, ldc = n;
+          int64_t sa = m * k, sb = sharedB ? 0 : k * n, sc = m * n;
+          std::vector<Element> a(batch * sa), b(sharedB ? k * n : batch * sb);
+          std::vector<float> wideA(a.size()), wideB(b.size()), c(batch * sc);
+          for (size_t i = 0; i < a.size(); ++i)
+            wideA[i] = value(a[i] = stored(dist(rng)));
+          for (size_t i = 0; i < b.size(); ++i)
+            wideB[i] = value(b[i] = stored(dist(rng)));
+          for (float &v : c)
+            v = accumulate ? dist(rng) : NAN;
+          auto *da = static_cast<Element *>(
+              anvil_rt_cuda_alloc(a.size() * sizeof(Element)));
+          auto *db = static_cast<Element *>(
+              anvil_rt_cuda_alloc(b.size() * sizeof(Element)));
+          auto *dc = static_cast<float *>(anvil_rt_cuda_alloc(c.size() * 4));
+          std::copy(a.begin(), a.end(), da);
+          std::copy(b.begin(), b.end(), db);
+          std::copy(c.begin(), c.end(), dc);
+          call(ta, tb, m, n, k, da, lda, sa, db, ldb, sb, dc, ldc, sc, batch,
+               accumulate);
+          referenceGemm(ta, tb, m, n, k, wideA, lda, sa, wideB, ldb, sb, c, ldc,
+                        sc, batch, accumulate);
+          for (size_t i = 0; i < c.size(); ++i)
+            ASSERT_NEAR(dc[i], c[i], tolerance)
+                << "accumulate " << accumulate << " transA " << ta << " transB "
+                << tb << " shared B " << sharedB << " at " << i;
+          anvil_rt_cuda_free(da);
+          anvil_rt_cuda_free(db);
+          anvil_rt_cuda_free(dc);
+        }
 }
 
 TEST(CudaDevice, SgemmMatchesTheHost) {
@@ -371,7 +375,7 @@ TEST(CudaGemmF8, AccumulatesStridedBatchesInTheTNForm) {
   for (int64_t i = 0; i < batch * strideC; ++i)
     c[i] = 1.0f;
   anvil_rt_cuda_gemm_f8(0, 1, m, n, k, a, 0, ld, strideA, b, 1, ld, strideB, c,
-                        n, strideC, batch);
+                        n, strideC, batch, /*accumulate=*/1);
   for (int64_t t = 0; t < batch; ++t)
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {

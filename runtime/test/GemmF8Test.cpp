@@ -31,7 +31,7 @@ using anvil::test::toBF16;
 float product(uint8_t a, int32_t aFormat, uint8_t b, int32_t bFormat) {
   float c = 0.0f;
   anvil_rt_gemm_f8(0, 0, 1, 1, 1, &a, aFormat, 1, 0, &b, bFormat, 1, 0, &c, 1,
-                   0, 1);
+                   0, 1, /*accumulate=*/1);
   return c;
 }
 
@@ -65,48 +65,50 @@ TEST(GemmF8, WidensEveryEdgeOfE5M2) {
 
 /// Runs `gemm` (anvil_rt_sgemm's arguments, operands stored as `T`) in
 /// every layout anvil_rt_sgemm takes: each transpose, a B shared by the
-/// batch or not, rows stored 3 elements wider than needed. `draw(isB)`
-/// makes each stored element of A (isB false) or B and `value(x, isB)`
-/// its value; C (0.5 before: C += A B) is checked against a float64 sum of
-/// the same values.
+/// batch or not, rows stored 3 elements wider than needed; accumulating
+/// (C 0.5 before: C += A B) and not (C NaN before, not read: C = A B).
+/// `draw(isB)` makes each stored element of A (isB false) or B and
+/// `value(x, isB)` its value; C is checked against a float64 sum of the
+/// same values.
 template <typename T, typename Draw, typename Value, typename Gemm>
 void checkLayouts(Draw draw, Value value, Gemm gemm) {
   const int64_t m = 5, n = 7, k = 9, batch = 3;
-  for (int transA : {0, 1})
-    for (int transB : {0, 1})
-      for (bool sharedB : {false, true}) {
-        int64_t aRows = transA ? k : m, aCols = transA ? m : k;
-        int64_t bRows = transB ? n : k, bCols = transB ? k : n;
-        int64_t lda = aCols + 3, ldb = bCols + 3, ldc = n + 3;
-        int64_t strideA = aRows * lda, strideB = sharedB ? 0 : bRows * ldb,
-                strideC = m * ldc;
-        std::vector<T> a(batch * strideA), b(bRows * ldb * batch);
-        for (T &x : a)
-          x = draw(false);
-        for (T &x : b)
-          x = draw(true);
-        std::vector<float> c(batch * strideC, 0.5f);
-        gemm(transA, transB, m, n, k, a.data(), lda, strideA, b.data(), ldb,
-             strideB, c.data(), ldc, strideC, batch);
-        for (int64_t t = 0; t < batch; ++t)
-          for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < n; ++j) {
-              double want = 0.5;
-              for (int64_t l = 0; l < k; ++l)
-                want += static_cast<double>(
-                            value(transA ? a[t * strideA + l * lda + i]
-                                         : a[t * strideA + i * lda + l],
-                                  false)) *
-                        value(transB ? b[t * strideB + j * ldb + l]
-                                     : b[t * strideB + l * ldb + j],
-                              true);
-              ASSERT_NEAR(c[t * strideC + i * ldc + j], want,
-                          1e-5 * (std::abs(want) + 1.0))
-                  << "transA " << transA << " transB " << transB
-                  << (sharedB ? " shared B" : "") << ", C[" << t << ", " << i
-                  << ", " << j << "]";
-            }
-      }
+  for (int accumulate : {1, 0})
+    for (int transA : {0, 1})
+      for (int transB : {0, 1})
+        for (bool sharedB : {false, true}) {
+          int64_t aRows = transA ? k : m, aCols = transA ? m : k;
+          int64_t bRows = transB ? n : k, bCols = transB ? k : n;
+          int64_t lda = aCols + 3, ldb = bCols + 3, ldc = n + 3;
+          int64_t strideA = aRows * lda, strideB = sharedB ? 0 : bRows * ldb,
+                  strideC = m * ldc;
+          std::vector<T> a(batch * strideA), b(bRows * ldb * batch);
+          for (T &x : a)
+            x = draw(false);
+          for (T &x : b)
+            x = draw(true);
+          std::vector<float> c(batch * strideC, accumulate ? 0.5f : NAN);
+          gemm(transA, transB, m, n, k, a.data(), lda, strideA, b.data(), ldb,
+               strideB, c.data(), ldc, strideC, batch, accumulate);
+          for (int64_t t = 0; t < batch; ++t)
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < n; ++j) {
+                double want = accumulate ? 0.5 : 0.0;
+                for (int64_t l = 0; l < k; ++l)
+                  want += static_cast<double>(
+                              value(transA ? a[t * strideA + l * lda + i]
+                                           : a[t * strideA + i * lda + l],
+                                    false)) *
+                          value(transB ? b[t * strideB + j * ldb + l]
+                                       : b[t * strideB + l * ldb + j],
+                                true);
+                ASSERT_NEAR(c[t * strideC + i * ldc + j], want,
+                            1e-5 * (std::abs(want) + 1.0))
+                    << "accumulate " << accumulate << " transA " << transA
+                    << " transB " << transB << (sharedB ? " shared B" : "")
+                    << ", C[" << t << ", " << i << ", " << j << "]";
+              }
+        }
 }
 
 TEST(GemmF8, TakesSgemmLayouts) {
@@ -125,9 +127,9 @@ TEST(GemmF8, TakesSgemmLayouts) {
       [](int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
          const uint8_t *a, int64_t lda, int64_t sa, const uint8_t *b,
          int64_t ldb, int64_t sb, float *c, int64_t ldc, int64_t sc,
-         int64_t batch) {
+         int64_t batch, int32_t accumulate) {
         anvil_rt_gemm_f8(ta, tb, m, n, k, a, 0, lda, sa, b, 1, ldb, sb, c, ldc,
-                         sc, batch);
+                         sc, batch, accumulate);
       });
 }
 
@@ -137,7 +139,8 @@ TEST(GemmBF16, WidensExactly) {
   auto product = [](float a, float b) {
     uint16_t ha = toBF16(a), hb = toBF16(b);
     float c = 0.0f;
-    anvil_rt_gemm_bf16(0, 0, 1, 1, 1, &ha, 1, 0, &hb, 1, 0, &c, 1, 0, 1);
+    anvil_rt_gemm_bf16(0, 0, 1, 1, 1, &ha, 1, 0, &hb, 1, 0, &c, 1, 0, 1,
+                       /*accumulate=*/1);
     return c;
   };
   EXPECT_EQ(product(1.0f, -2.0f), -2.0f);

@@ -21,13 +21,15 @@ extern "C" void anvil_rt_sgemm(int32_t transA, int32_t transB, int64_t m,
                                int64_t n, int64_t k, const float *a,
                                int64_t lda, int64_t strideA, const float *b,
                                int64_t ldb, int64_t strideB, float *c,
-                               int64_t ldc, int64_t strideC, int64_t batch) {
+                               int64_t ldc, int64_t strideC, int64_t batch,
+                               int32_t accumulate) {
+  const float beta = accumulate ? 1.0f : 0.0f;
   for (int64_t i = 0; i < batch; ++i)
     cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
                 transB ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
                 static_cast<blasint>(n), static_cast<blasint>(k), 1.0f,
                 a + i * strideA, static_cast<blasint>(lda), b + i * strideB,
-                static_cast<blasint>(ldb), 1.0f, c + i * strideC,
+                static_cast<blasint>(ldb), beta, c + i * strideC,
                 static_cast<blasint>(ldc));
 }
 
@@ -101,14 +103,16 @@ extern "C" void anvil_rt_gemm_f8(int32_t transA, int32_t transB, int64_t m,
                                  int32_t aFormat, int64_t lda, int64_t strideA,
                                  const void *b, int32_t bFormat, int64_t ldb,
                                  int64_t strideB, float *c, int64_t ldc,
-                                 int64_t strideC, int64_t batch) {
+                                 int64_t strideC, int64_t batch,
+                                 int32_t accumulate) {
   // The widened operands: the products of 8-bit values are exact in f32,
   // so BLAS on them computes the 8-bit GEMM with f32 accumulation.
   thread_local std::vector<float> wideA, wideB;
   widen(a, aFormat, transA ? k : m, transA ? m : k, lda, strideA, batch, wideA);
   widen(b, bFormat, transB ? n : k, transB ? k : n, ldb, strideB, batch, wideB);
   anvil_rt_sgemm(transA, transB, m, n, k, wideA.data(), lda, strideA,
-                 wideB.data(), ldb, strideB, c, ldc, strideC, batch);
+                 wideB.data(), ldb, strideB, c, ldc, strideC, batch,
+                 accumulate);
 }
 
 extern "C" void anvil_rt_gemm_bf16(int32_t transA, int32_t transB, int64_t m,
@@ -116,11 +120,13 @@ extern "C" void anvil_rt_gemm_bf16(int32_t transA, int32_t transB, int64_t m,
                                    int64_t lda, int64_t strideA,
                                    const uint16_t *b, int64_t ldb,
                                    int64_t strideB, float *c, int64_t ldc,
-                                   int64_t strideC, int64_t batch) {
+                                   int64_t strideC, int64_t batch,
+                                   int32_t accumulate) {
   // Products of two bf16 values (8 significant bits each) are exact in f32.
   thread_local std::vector<float> wideA, wideB;
   widenBF16(a, transA ? k : m, transA ? m : k, lda, strideA, batch, wideA);
   widenBF16(b, transB ? n : k, transB ? k : n, ldb, strideB, batch, wideB);
   anvil_rt_sgemm(transA, transB, m, n, k, wideA.data(), lda, strideA,
-                 wideB.data(), ldb, strideB, c, ldc, strideC, batch);
+                 wideB.data(), ldb, strideB, c, ldc, strideC, batch,
+                 accumulate);
 }

@@ -1,6 +1,7 @@
 //===- Gemm.cpp - anvil_rt_cuda_sgemm and _gemm_bf16 on cuBLAS ------------===//
 //
-// Row-major C (m x n) += op(A) op(B) is, read column-major, C^T += op(B)^T
+// Row-major C (m x n) += op(A) op(B) (beta = 1; `accumulate` 0: C =, beta
+// = 0) is, read column-major, C^T += op(B)^T
 // op(A)^T: cuBLAS multiplies B then A with the transposes as given, n and m
 // swapped. One handle per process, on the default stream, synchronized
 // before returning: the launches of the generated code run on streams of
@@ -78,13 +79,14 @@ extern "C" void anvil_rt_cuda_sgemm(int32_t transA, int32_t transB, int64_t m,
                                     int64_t lda, int64_t strideA,
                                     const float *b, int64_t ldb,
                                     int64_t strideB, float *c, int64_t ldc,
-                                    int64_t strideC, int64_t batch) {
-  const float one = 1.0f;
+                                    int64_t strideC, int64_t batch,
+                                    int32_t accumulate) {
+  const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   auto start = std::chrono::steady_clock::now();
   cublasStatus_t s = cublasSgemmStridedBatched_64(
       handle(), transB ? CUBLAS_OP_T : CUBLAS_OP_N,
       transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &one, b, ldb, strideB, a,
-      lda, strideA, &one, c, ldc, strideC, batch);
+      lda, strideA, &beta, c, ldc, strideC, batch);
   finish(s, "cublasSgemmStridedBatched_64", "sgemm", start, m, n, k, batch);
 }
 
@@ -94,14 +96,14 @@ extern "C" void anvil_rt_cuda_gemm_bf16(int32_t transA, int32_t transB,
                                         int64_t strideA, const uint16_t *b,
                                         int64_t ldb, int64_t strideB, float *c,
                                         int64_t ldc, int64_t strideC,
-                                        int64_t batch) {
+                                        int64_t batch, int32_t accumulate) {
   // bf16 operands on the tensor cores, f32 accumulation and C.
-  const float one = 1.0f;
+  const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   auto start = std::chrono::steady_clock::now();
   cublasStatus_t s = cublasGemmStridedBatchedEx_64(
       handle(), transB ? CUBLAS_OP_T : CUBLAS_OP_N,
       transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &one, b, CUDA_R_16BF, ldb,
-      strideB, a, CUDA_R_16BF, lda, strideA, &one, c, CUDA_R_32F, ldc, strideC,
+      strideB, a, CUDA_R_16BF, lda, strideA, &beta, c, CUDA_R_32F, ldc, strideC,
       batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   finish(s, "cublasGemmStridedBatchedEx_64", "bf16 GEMM", start, m, n, k,
          batch);

@@ -7,7 +7,8 @@
 // k x m): exactly that form, with no copy. The quantization scales are the
 // descriptor's A/B scale pointers; accumulation is FP32, D is f32.
 // anvil_rt_cuda_gemm_f8 (the generated code's FP8 GEMMs) adds the product
-// to C (beta = 1), a batch in one strided-batched call, unscaled. One
+// to C (beta = 1; or overwrites it, beta = 0, with `accumulate` 0), a batch
+// in one strided-batched call, unscaled. One
 // handle and one 32 MiB workspace per process, on the default stream,
 // synchronized before returning (the generated code's launches run on
 // streams of their own).
@@ -262,13 +263,13 @@ extern "C" void anvil_rt_cuda_gemm_fp8(int64_t m, int64_t n, int64_t k,
          scaleA, scaleB, 0.0f);
 }
 
-extern "C" void anvil_rt_cuda_gemm_f8(int32_t transA, int32_t transB, int64_t m,
-                                      int64_t n, int64_t k, const void *a,
-                                      int32_t aFormat, int64_t lda,
-                                      int64_t strideA, const void *b,
-                                      int32_t bFormat, int64_t ldb,
-                                      int64_t strideB, float *c, int64_t ldc,
-                                      int64_t strideC, int64_t batch) {
+extern "C" void
+anvil_rt_cuda_gemm_f8(int32_t transA, int32_t transB, int64_t m, int64_t n,
+                      int64_t k, const void *a, int32_t aFormat, int64_t lda,
+                      int64_t strideA, const void *b, int32_t bFormat,
+                      int64_t ldb, int64_t strideB, float *c, int64_t ldc,
+                      int64_t strideC, int64_t batch, int32_t accumulate) {
+  const float beta = accumulate ? 1.0f : 0.0f;
   if (transA || !transB)
     fail("anvil_rt_cuda_gemm_f8: cuBLASLt's FP8 GEMM takes both operands "
          "with K innermost (A m x k, B n x k, row-major); got A" +
@@ -280,15 +281,15 @@ extern "C" void anvil_rt_cuda_gemm_f8(int32_t transA, int32_t transB, int64_t m,
     // when they lie one after another.
     if (strideA == m * lda && strideC == m * ldc) {
       ltGemm("anvil_rt_cuda_gemm_f8", m * batch, n, k, a, aFormat, lda, b,
-             bFormat, ldb, c, ldc, nullptr, nullptr, 1.0f);
+             bFormat, ldb, c, ldc, nullptr, nullptr, beta);
       return;
     }
     for (int64_t i = 0; i < batch; ++i)
       ltGemm("anvil_rt_cuda_gemm_f8", m, n, k,
              static_cast<const uint8_t *>(a) + i * strideA, aFormat, lda, b,
-             bFormat, ldb, c + i * strideC, ldc, nullptr, nullptr, 1.0f);
+             bFormat, ldb, c + i * strideC, ldc, nullptr, nullptr, beta);
     return;
   }
   ltGemm("anvil_rt_cuda_gemm_f8", m, n, k, a, aFormat, lda, b, bFormat, ldb, c,
-         ldc, nullptr, nullptr, 1.0f, batch, strideA, strideB, strideC);
+         ldc, nullptr, nullptr, beta, batch, strideA, strideB, strideC);
 }

@@ -1,7 +1,8 @@
 // RUN: anvil-opt %s --split-input-file --anvil-cpu-gemm-to-blas | FileCheck %s
 
 // Tests that a plain f32 matmul on buffers becomes one anvil_rt_sgemm call:
-// no transposes, (m, n, k) = (8, 16, 4), ld = row strides, batch 1.
+// no transposes, (m, n, k) = (8, 16, 4), ld = row strides, batch 1, adding
+// to C (accumulate 1: C was not just zero-filled).
 // CHECK-LABEL: func.func @matmul
 // CHECK-DAG: %[[F:.+]] = arith.constant 0 : i32
 // CHECK-DAG: %[[M:.+]] = arith.constant 8 : i64
@@ -9,7 +10,8 @@
 // CHECK-DAG: %[[K:.+]] = arith.constant 4 : i64
 // CHECK-DAG: %[[ONE:.+]] = arith.constant 1 : i64
 // CHECK-DAG: %[[ZERO:.+]] = arith.constant 0 : i64
-// CHECK: call @anvil_rt_sgemm(%[[F]], %[[F]], %[[M]], %[[N]], %[[K]], %{{.+}}, %[[K]], %[[ZERO]], %{{.+}}, %[[N]], %[[ZERO]], %{{.+}}, %[[N]], %[[ZERO]], %[[ONE]])
+// CHECK-DAG: %[[ACC:.+]] = arith.constant 1 : i32
+// CHECK: call @anvil_rt_sgemm(%[[F]], %[[F]], %[[M]], %[[N]], %[[K]], %{{.+}}, %[[K]], %[[ZERO]], %{{.+}}, %[[N]], %[[ZERO]], %{{.+}}, %[[N]], %[[ZERO]], %[[ONE]], %[[ACC]])
 // CHECK-NOT: linalg.matmul
 func.func @matmul(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %c: memref<8x16xf32>) {
   linalg.matmul ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>) outs(%c : memref<8x16xf32>)
@@ -48,7 +50,7 @@ func.func @collapsed_transposed(%a: memref<2x3x4xf32>, %w: memref<5x4xf32>, %c: 
 // CHECK-LABEL: func.func @batched_and_left_alone
 // CHECK-DAG: %[[B:.+]] = arith.constant 6 : i64
 // CHECK-DAG: %[[SA:.+]] = arith.constant 12 : i64
-// CHECK: call @anvil_rt_sgemm({{.+}}, %[[SA]], {{.+}}, %[[B]])
+// CHECK: call @anvil_rt_sgemm({{.+}}, %[[SA]], {{.+}}, %[[B]], %{{.+}})
 // CHECK: linalg.matmul ins(%{{.+}}, %{{.+}} : memref<4x3xf32, strided<[1, 4]>>, memref<3x5xf32>)
 // CHECK: linalg.matmul ins(%{{.+}}, %{{.+}} : memref<4x3xf64>, memref<3x5xf64>)
 func.func @batched_and_left_alone(%a: memref<6x4x3xf32>, %b: memref<6x3x5xf32>, %c: memref<6x4x5xf32>,
@@ -70,7 +72,7 @@ func.func @batched_and_left_alone(%a: memref<6x4x3xf32>, %b: memref<6x3x5xf32>, 
 // CHECK-LABEL: func.func @bf16
 // CHECK-DAG: %[[T:.+]] = arith.constant 1 : i32
 // CHECK-DAG: %[[F:.+]] = arith.constant 0 : i32
-// CHECK: call @anvil_rt_gemm_bf16(%[[F]], %[[T]], {{.+}}) : (i32, i32, i64, i64, i64, !llvm.ptr, i64, i64, !llvm.ptr, i64, i64, !llvm.ptr, i64, i64, i64) -> ()
+// CHECK: call @anvil_rt_gemm_bf16(%[[F]], %[[T]], {{.+}}) : (i32, i32, i64, i64, i64, !llvm.ptr, i64, i64, !llvm.ptr, i64, i64, !llvm.ptr, i64, i64, i64, i32) -> ()
 // CHECK: linalg.matmul ins(%{{.+}}, %{{.+}} : memref<4x3xbf16>, memref<3x5xbf16>) outs(%{{.+}} : memref<4x5xbf16>)
 // CHECK: linalg.matmul ins(%{{.+}}, %{{.+}} : memref<4x3xbf16>, memref<3x5xf32>) outs(%{{.+}} : memref<4x5xf32>)
 func.func @bf16(%a: memref<4x3xbf16>, %wt: memref<5x3xbf16>, %c: memref<4x5xf32>,
@@ -81,5 +83,37 @@ func.func @bf16(%a: memref<4x3xbf16>, %wt: memref<5x3xbf16>, %c: memref<4x5xf32>
       ins(%a, %wt : memref<4x3xbf16>, memref<5x3xbf16>) outs(%c : memref<4x5xf32>)
   linalg.matmul ins(%a, %w : memref<4x3xbf16>, memref<3x5xbf16>) outs(%c16 : memref<4x5xbf16>)
   linalg.matmul ins(%a, %w32 : memref<4x3xbf16>, memref<3x5xf32>) outs(%c : memref<4x5xf32>)
+  return
+}
+
+// -----
+
+// Tests that a product into a buffer just filled with zeros overwrites it
+// (accumulate 0) and the fill goes; a fill followed by another write to
+// memory before the product stays, and the call accumulates.
+// CHECK-LABEL: func.func @zero_filled
+// CHECK-DAG: %[[OVER:.+]] = arith.constant 0 : i32
+// CHECK-DAG: %[[ACC:.+]] = arith.constant 1 : i32
+// CHECK-NOT: linalg.fill
+// CHECK: call @anvil_rt_sgemm({{.+}}, %[[OVER]]) :
+// CHECK: linalg.fill ins(%{{.+}} : f32) outs(%arg3 : memref<8x16xf32>)
+// CHECK: memref.store
+// CHECK: call @anvil_rt_sgemm({{.+}}, %[[ACC]]) :
+// CHECK-LABEL: func.func @one_filled
+// CHECK: linalg.fill
+// CHECK: call @anvil_rt_sgemm({{.+}}, %c1_i32) :
+func.func @zero_filled(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %c: memref<8x16xf32>, %d: memref<8x16xf32>, %s: memref<f32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
+  linalg.matmul ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>) outs(%c : memref<8x16xf32>)
+  linalg.fill ins(%zero : f32) outs(%d : memref<8x16xf32>)
+  memref.store %zero, %s[] : memref<f32>
+  linalg.matmul ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>) outs(%d : memref<8x16xf32>)
+  return
+}
+func.func @one_filled(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %c: memref<8x16xf32>) {
+  %one = arith.constant 1.0 : f32
+  linalg.fill ins(%one : f32) outs(%c : memref<8x16xf32>)
+  linalg.matmul ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>) outs(%c : memref<8x16xf32>)
   return
 }

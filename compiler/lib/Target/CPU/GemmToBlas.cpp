@@ -12,7 +12,9 @@
 //    stride; k's loops appear in one order in A and B, m's and n's in C's.
 // 3. Compute each buffer's address as an LLVM pointer, the row strides
 //    (ld) and batch strides, and call anvil_rt_sgemm (declared once per
-//    module). The call keeps linalg's semantics, C += A B. A contraction
+//    module). The call keeps linalg's semantics, C += A B, or, when C was
+//    just filled with zeros (the fill the last op before it that touches
+//    memory), overwrites C (accumulate 0) and the fill goes. A contraction
 //    of two 8-bit float operands widened to f32 (anvil.matmul_f8's) calls
 //    anvil_rt_gemm_f8 instead, with each operand's format after its
 //    pointer; one of two bf16 operands widened to f32 (a bf16
@@ -150,6 +152,25 @@ Value widened(Value v, Operands &kind) {
   return v;
 }
 
+/// The zero fill of `c` that `op` accumulates into, when the fill is the
+/// last op before `op` with any effect on memory (so nothing reads the
+/// zeros but the contraction): the call then overwrites C (accumulate 0)
+/// and the fill goes. A product overwritten into C differs from 0 + the
+/// product only in the sign of an exact zero sum.
+linalg::FillOp zeroFillOf(Operation *op, Value c) {
+  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+    if (isMemoryEffectFree(prev))
+      continue;
+    auto fill = dyn_cast<linalg::FillOp>(prev);
+    if (!fill || !fill.hasPureBufferSemantics() || fill.getDpsInits()[0] != c)
+      return nullptr;
+    auto zero = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
+    auto value = zero ? dyn_cast<FloatAttr>(zero.getValue()) : nullptr;
+    return value && value.getValue().isZero() ? fill : nullptr;
+  }
+  return nullptr;
+}
+
 struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
   GemmToBlas(MLIRContext *context, StringRef callee, StringRef calleeF8,
              StringRef calleeBF16)
@@ -244,12 +265,14 @@ struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
           rewriter, loc,
           *f8Format(cast<MemRefType>(buffer.getType()).getElementType()), 32);
     };
+    linalg::FillOp zeroFill = zeroFillOf(op, c);
     SmallVector<Value> args = {
         i32(ma->transposed), i32(mb->transposed),  i64(product(mDims)),
         i64(product(nDims)), i64(product(kDims)),  address(a, *ma),
         i64(ma->ld),         i64(ma->batchStride), address(b, *mb),
         i64(mb->ld),         i64(mb->batchStride), address(c, *mc),
-        i64(mc->ld),         i64(mc->batchStride), i64(product(batch))};
+        i64(mc->ld),         i64(mc->batchStride), i64(product(batch)),
+        i32(!zeroFill)};
     if (kind == Operands::F8) {
       // (a, aFormat, lda, ..., b, bFormat, ldb, ...)
       args.insert(args.begin() + 9, format(b));
@@ -270,6 +293,8 @@ struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
       callee.setPrivate();
     }
     rewriter.replaceOpWithNewOp<func::CallOp>(op, callee, args);
+    if (zeroFill)
+      rewriter.eraseOp(zeroFill);
     return success();
   }
 };

@@ -112,13 +112,13 @@ void *anvil_rt_cuda_alloc(int64_t bytes);
 void anvil_rt_cuda_free(void *ptr);
 
 /// anvil_rt_sgemm's contract (RuntimeABI.h) on device pointers, through
-/// cuBLAS: for i in [0, batch): C_i += op(A_i) op(B_i), row-major. Returns
-/// when the product is complete.
+/// cuBLAS: for i in [0, batch): C_i += op(A_i) op(B_i), row-major (C_i =
+/// with `accumulate` 0: beta = 0). Returns when the product is complete.
 void anvil_rt_cuda_sgemm(int32_t transA, int32_t transB, int64_t m, int64_t n,
                          int64_t k, const float *a, int64_t lda,
                          int64_t strideA, const float *b, int64_t ldb,
                          int64_t strideB, float *c, int64_t ldc,
-                         int64_t strideC, int64_t batch);
+                         int64_t strideC, int64_t batch, int32_t accumulate);
 
 /// anvil_rt_gemm_bf16's contract (RuntimeABI.h) on device pointers,
 /// through cuBLAS's bf16 GEMM (tensor cores, f32 accumulation and C).
@@ -127,7 +127,8 @@ void anvil_rt_cuda_gemm_bf16(int32_t transA, int32_t transB, int64_t m,
                              int64_t n, int64_t k, const uint16_t *a,
                              int64_t lda, int64_t strideA, const uint16_t *b,
                              int64_t ldb, int64_t strideB, float *c,
-                             int64_t ldc, int64_t strideC, int64_t batch);
+                             int64_t ldc, int64_t strideC, int64_t batch,
+                             int32_t accumulate);
 
 /// An FP8 GEMM on cuBLASLt (sm_89 and newer), FP32 accumulation, all
 /// operands device pointers: row-major D (m x n, f32, overwritten) =
@@ -141,7 +142,8 @@ void anvil_rt_cuda_gemm_fp8(int64_t m, int64_t n, int64_t k, const void *a,
                             float *d, const float *scaleA, const float *scaleB);
 
 /// anvil_rt_gemm_f8's contract (RuntimeABI.h) on device pointers, through
-/// cuBLASLt: for i in [0, batch): C_i += A_i B_i^T with both operands K
+/// cuBLASLt: for i in [0, batch): C_i += A_i B_i^T (C_i = with
+/// `accumulate` 0) with both operands K
 /// innermost (transA = 0, transB = 1; anything else fails, naming the
 /// layouts), k and the row strides multiples of 16. Returns when the
 /// product is complete.
@@ -150,7 +152,7 @@ void anvil_rt_cuda_gemm_f8(int32_t transA, int32_t transB, int64_t m, int64_t n,
                            int64_t lda, int64_t strideA, const void *b,
                            int32_t bFormat, int64_t ldb, int64_t strideB,
                            float *c, int64_t ldc, int64_t strideC,
-                           int64_t batch);
+                           int64_t batch, int32_t accumulate);
 } // extern "C"
 
 #endif // ANVIL_RUNTIME_CUDA_H

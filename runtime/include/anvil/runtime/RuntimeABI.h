@@ -24,11 +24,14 @@ extern "C" {
 /// transposes when trans* is non-zero, op(A_i) is (m, k), op(B_i) is
 /// (k, n) and C_i is (m, n). X_i starts at x + i * strideX (elements); a
 /// stride of 0 shares one matrix across the batch. ld* are the row strides
-/// of the matrices as stored.
+/// of the matrices as stored. With `accumulate` 0, C_i = op(A_i) op(B_i)
+/// instead: C's old contents are not read (BLAS's beta = 0), so the
+/// generated code drops the zero fill that would precede the product.
 void anvil_rt_sgemm(int32_t transA, int32_t transB, int64_t m, int64_t n,
                     int64_t k, const float *a, int64_t lda, int64_t strideA,
                     const float *b, int64_t ldb, int64_t strideB, float *c,
-                    int64_t ldc, int64_t strideC, int64_t batch);
+                    int64_t ldc, int64_t strideC, int64_t batch,
+                    int32_t accumulate);
 
 /// anvil_rt_sgemm's contract for 8-bit float A and B (f32 C): each operand
 /// is in format 0 (E4M3, `f8E4M3FN`) or 1 (E5M2), widened to f32 exactly
@@ -37,7 +40,7 @@ void anvil_rt_gemm_f8(int32_t transA, int32_t transB, int64_t m, int64_t n,
                       int64_t k, const void *a, int32_t aFormat, int64_t lda,
                       int64_t strideA, const void *b, int32_t bFormat,
                       int64_t ldb, int64_t strideB, float *c, int64_t ldc,
-                      int64_t strideC, int64_t batch);
+                      int64_t strideC, int64_t batch, int32_t accumulate);
 
 /// anvil_rt_sgemm's contract for bf16 A and B (raw 16-bit patterns; f32
 /// C): the operands are widened to f32 exactly, so the products are exact
@@ -47,7 +50,7 @@ void anvil_rt_gemm_bf16(int32_t transA, int32_t transB, int64_t m, int64_t n,
                         int64_t k, const uint16_t *a, int64_t lda,
                         int64_t strideA, const uint16_t *b, int64_t ldb,
                         int64_t strideB, float *c, int64_t ldc, int64_t strideC,
-                        int64_t batch);
+                        int64_t batch, int32_t accumulate);
 
 /// Initializes the training state of a module: every buffer of the
 /// manifest `manifestJson` that has an initializer is filled, for run seed

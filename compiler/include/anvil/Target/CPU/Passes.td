@@ -17,9 +17,11 @@ def AnvilCPUGemmToBlasPass : Pass<"anvil-cpu-gemm-to-blas", "mlir::ModuleOp"> {
     `anvil_rt_sgemm` (RuntimeABI.h, OpenBLAS underneath): transposes and a
     weight shared across the batch are read off the indexing maps, leading
     dimensions and batch strides off the buffers' layouts. The call keeps
-    linalg's semantics, C += A B, so the zero fill before it stays. Other
-    matmuls (other types, strided inner dimensions) are left to the loop
-    lowering.
+    linalg's semantics, C += A B (its last argument, `accumulate`, 1),
+    unless the last op before it with an effect on memory is a zero fill of
+    C: then it overwrites C (`accumulate` 0: BLAS's beta = 0, C not read)
+    and the fill goes, a pass over C saved. Other matmuls (other types,
+    strided inner dimensions) are left to the loop lowering.
 
     A contraction of two 8-bit float buffers (`f8E4M3FN`, `f8E5M2`) into f32,
     as `anvil.matmul_f8` lowers (the body widens both operands), calls
@@ -37,7 +39,8 @@ def AnvilCPUGemmToBlasPass : Pass<"anvil-cpu-gemm-to-blas", "mlir::ModuleOp"> {
     Output:
     ```mlir
     call @anvil_rt_sgemm(%false, %false, %m, %n, %k, %pa, %lda, %sa, %pb,
-                         %ldb, %sb, %pc, %ldc, %sc, %batch) : (...) -> ()
+                         %ldb, %sb, %pc, %ldc, %sc, %batch, %true)
+        : (...) -> ()
     ```
   }];
   let options = [
