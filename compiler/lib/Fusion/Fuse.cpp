@@ -231,6 +231,88 @@ void mergeCastsAndAmaxes(ModuleOp module) {
   }
 }
 
+/// Whether `use` is read once per point by a generic that elementwise
+/// fusion can take `use`'s producer into: an input of a generic through a
+/// permutation of all its loops, directly or through one reshape whose
+/// only user is such a generic (reshape propagation moves it above the
+/// producer first).
+bool fusableUse(OpOperand &use) {
+  Operation *owner = use.getOwner();
+  if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(owner)) {
+    Value reshaped = owner->getResult(0);
+    if (!reshaped.hasOneUse())
+      return false;
+    OpOperand &next = *reshaped.getUses().begin();
+    auto generic = dyn_cast<linalg::GenericOp>(next.getOwner());
+    return generic && generic.isDpsInput(&next) &&
+           generic.getMatchingIndexingMap(&next).isPermutation();
+  }
+  auto generic = dyn_cast<linalg::GenericOp>(owner);
+  return generic && generic.isDpsInput(&use) &&
+         generic.getMatchingIndexingMap(&use).isPermutation();
+}
+
+/// Gives each user of a cheap elementwise producer a copy of its own, so
+/// that elementwise fusion computes it inside every consumer and it is
+/// never written: the rounding of a bf16 GEMM's product (`extf(truncf(x))`
+/// of the f32 C, read by a softmax's maximum and its subtraction), the
+/// one-hot of a cross-entropy's labels (a compare of two broadcasts), a
+/// subtraction of the row maximum. Cheap: all loops parallel, one result,
+/// its init unread, at most 6 arith ops, 2 to 4 users, each a fusable
+/// use, no input transposed; and recomputing reads no more than materializing
+/// moves: with N users, reading its full-size (permutation-mapped) inputs N
+/// times costs (N - 1) B_in <= (N + 1) B_out more than writing it once and
+/// reading it N times (B: bits per point; broadcast inputs count 0). Returns
+/// whether any producer was copied.
+bool duplicateCheapProducers(Operation *root) {
+  SmallVector<linalg::GenericOp> producers;
+  root->walk([&](linalg::GenericOp op) {
+    if (!op.hasPureTensorSemantics() || op.getNumResults() != 1 ||
+        op.getNumParallelLoops() != op.getNumLoops() ||
+        !op.getBlock()->getArguments().back().use_empty())
+      return;
+    unsigned ops = 0;
+    for (Operation &bodyOp : op.getBlock()->without_terminator()) {
+      ++ops;
+      if (!isa<arith::ArithDialect>(bodyOp.getDialect()) &&
+          !isa<linalg::IndexOp>(bodyOp))
+        return;
+    }
+    Value result = op->getResult(0);
+    unsigned users = std::distance(result.use_begin(), result.use_end());
+    if (ops > 6 || users < 2 || users > 4 ||
+        !llvm::all_of(result.getUses(), fusableUse))
+      return;
+    auto bits = [](Value v) {
+      Type t = getElementTypeOrSelf(v.getType());
+      return t.isIntOrFloat() ? std::max<int64_t>(t.getIntOrFloatBitWidth(), 8)
+                              : 64;
+    };
+    // Its full-size inputs read in its own order (a transpose stays: its
+    // consumers would read across memory), broadcasts counted 0.
+    int64_t in = 0;
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      AffineMap map = op.getMatchingIndexingMap(input);
+      if (map.isPermutation() && !map.isIdentity())
+        return;
+      if (map.isPermutation())
+        in += bits(input->get());
+    }
+    if ((users - 1) * in > (users + 1) * bits(result))
+      return;
+    producers.push_back(op);
+  });
+  for (linalg::GenericOp op : producers) {
+    OpBuilder b(op);
+    b.setInsertionPointAfter(op);
+    SmallVector<OpOperand *> uses = llvm::map_to_vector(
+        op->getResult(0).getUses(), [](OpOperand &u) { return &u; });
+    for (OpOperand *use : llvm::drop_begin(uses))
+      use->set(b.clone(*op)->getResult(0));
+  }
+  return !producers.empty();
+}
+
 struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
   using AnvilFusePassBase::AnvilFusePassBase;
   void runOnOperation() override {
@@ -252,6 +334,15 @@ struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
     config.setUseTopDownTraversal(true);
     if (failed(applyPatternsGreedily(getOperation(), frozen, config)))
       return signalPassFailure();
+    // Cheap producers of several consumers: a copy each, fused again (a
+    // copy's consumer may make another producer cheap to copy: a few
+    // rounds).
+    for (int round = 0; recomputeCheap && round < 3; ++round) {
+      if (!duplicateCheapProducers(getOperation()))
+        break;
+      if (failed(applyPatternsGreedily(getOperation(), frozen, config)))
+        return signalPassFailure();
+    }
     // The casts are whole once their scaling and broadcasts have fused;
     // merged with their amaxes, the tensors' producers fuse into them.
     if (!mergeAmax)

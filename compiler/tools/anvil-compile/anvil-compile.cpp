@@ -1050,6 +1050,7 @@ int main(int argc, char **argv) {
       if (emulateCUDAGrid) {
         options.fp8Gemms = "f8-k-inner";
         options.mergeAmax = true;
+        options.recomputeCheap = true;
         options.splitReductions = splitReductions;
       }
       mlir::anvil::cpu::buildCPUPipeline(

@@ -11,7 +11,7 @@
 include "mlir/Pass/PassBase.td"
 
 def AnvilFusePass : Pass<"anvil-fuse", "mlir::ModuleOp"> {
-  let summary = "Fuses elementwise producers into their consumers, without recomputation";
+  let summary = "Fuses elementwise producers into their consumers, without recomputation (but of cheap producers, with recompute-cheap)";
   let description = [{
     Upstream linalg elementwise fusion and reshape propagation, with Anvil's
     rule for when a producer may be fused into a consumer:
@@ -49,11 +49,25 @@ def AnvilFusePass : Pass<"anvil-fuse", "mlir::ModuleOp"> {
     it. The CUDA mapping runs such a generic on a grid (its amax by atomic
     max); the CPU backend leaves them apart (a whole-tensor reduction would
     take its dispatch off the threads).
+
+    With `recompute-cheap` (the CUDA backend's), the one exception to
+    rule 1: an elementwise producer of 2 to 4 consumers that is cheap (at
+    most 6 arith ops, its init unread) and that every consumer reads once
+    per point (a permutation map, perhaps through one reshape) is copied
+    for each consumer and fused into it, when reading its full-size inputs
+    once per consumer moves no more bytes than writing it and reading it
+    back would ((N - 1) B_in <= (N + 1) B_out per point, broadcast inputs
+    counted 0): the bf16 rounding of a GEMM's product read by a softmax's
+    maximum and subtraction, a cross-entropy's one-hot, a subtraction of a
+    row maximum. The values are the same; the tensor is never written.
   }];
   let options = [
     Option<"mergeAmax", "merge-amax", "bool", /*default=*/"false",
            "Merge an elementwise cast and an amax of the same tensor into "
            "one generic (FP8's codes and amax in the producer's kernel)">,
+    Option<"recomputeCheap", "recompute-cheap", "bool", /*default=*/"false",
+           "Copy a cheap elementwise producer of several consumers into "
+           "each (it is recomputed there instead of written and read)">,
   ];
   let dependentDialects = [
     "mlir::affine::AffineDialect", "mlir::linalg::LinalgDialect",

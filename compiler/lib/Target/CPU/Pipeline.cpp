@@ -87,7 +87,8 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
   // 2. fused
   if (wants(Stage::Fused)) {
     if (options.fuse)
-      pm.addPass(createAnvilFusePass(AnvilFusePassOptions{options.mergeAmax}));
+      pm.addPass(createAnvilFusePass(
+          AnvilFusePassOptions{options.mergeAmax, options.recomputeCheap}));
     if (options.splitReductions > 0) {
       AnvilSplitReductionsPassOptions split;
       split.minLength = options.splitReductions;

@@ -90,6 +90,7 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     cpuOptions.gemmF8 = "anvil_rt_cuda_gemm_f8";
     cpuOptions.gemmBF16 = "anvil_rt_cuda_gemm_bf16";
     cpuOptions.mergeAmax = true;
+    cpuOptions.recomputeCheap = true;
     cpuOptions.fp8Gemms =
         hasFP8GEMMs(options.target.chip) ? "f8-k-inner" : "dequantized";
     Stage upTo = std::min(last, Stage::Bufferized);

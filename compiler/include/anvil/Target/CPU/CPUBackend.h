@@ -39,6 +39,9 @@ struct CPUPipelineOptions {
   /// anvil-fuse's merge-amax: FP8's cast and amax of a tensor in one
   /// generic (for a GPU grid, which runs it in parallel).
   bool mergeAmax = false;
+  /// anvil-fuse's recompute-cheap: cheap elementwise producers of several
+  /// consumers computed in each (the CUDA backend's and its emulation).
+  bool recomputeCheap = false;
   /// Split each dispatch into chunks for the CPU's threads
   /// (anvil-cpu-parallel-dispatches); off for a GPU target, which maps the
   /// dispatches onto a grid instead.
