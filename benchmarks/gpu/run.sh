@@ -63,6 +63,14 @@ check gpt-tiny bash -c "'$here/bin/gpt-tiny.cuda.train' --steps 10 --seed 1 \
   python3 '$here/compare_losses.py' '$out/gpt-tiny.gpu.jsonl' \
   '$here/ref/gpt-tiny.cpu.jsonl' --tolerance f32-training"
 
+# The same with asynchronous launches (ANVIL_CUDA_ASYNC=1: one stream, no
+# synchronization until the step's end): the same losses.
+check gpt-tiny-async bash -c "ANVIL_CUDA_ASYNC=1 '$here/bin/gpt-tiny.cuda.train' \
+  --steps 10 --seed 1 --log '$out/gpt-tiny-async.gpu.jsonl' --log-every 1 \
+  > '$out/gpt-tiny-async.out' && python3 '$here/compare_losses.py' \
+  '$out/gpt-tiny-async.gpu.jsonl' '$here/ref/gpt-tiny.cpu.jsonl' \
+  --tolerance f32-training"
+
 check gpt-tiny-bf16 bash -c "'$here/bin/gpt-tiny-bf16.cuda.train' --steps 10 \
   --seed 1 --log '$out/gpt-tiny-bf16.gpu.jsonl' --log-every 1 \
   > '$out/gpt-tiny-bf16.out' && python3 '$here/compare_losses.py' \
@@ -130,6 +138,11 @@ PY
 }
 measure gpt2 "$here/bin/gpt2-124m.cuda.train"
 measure gpt2-bf16 "$here/bin/gpt2-124m-bf16.cuda.train"
+# The bf16 step with asynchronous launches (one stream, synchronized at the
+# step's end instead of after every kernel and GEMM).
+export ANVIL_CUDA_ASYNC=1
+measure gpt2-bf16-async "$here/bin/gpt2-124m-bf16.cuda.train"
+unset ANVIL_CUDA_ASYNC
 # GPT-2 350M in FP8 (the blocks' linear layers; the rest bf16) against the
 # same model in bf16 (issue 9's target: 1.25x).
 measure gpt2-350m-bf16 "$here/bin/gpt2-350m-bf16.cuda.train"
@@ -150,6 +163,14 @@ print(f"ratio: Anvil bf16 / Anvil f32 tokens/s = "
       f"{bf16['tokens_per_s'] / f32['tokens_per_s']:.3f}")
 PY
 fi
+if [ -f "$out/gpt2-bf16.json" ] && [ -f "$out/gpt2-bf16-async.json" ]; then
+  python3 - "$out/gpt2-bf16.json" "$out/gpt2-bf16-async.json" <<'PY' | tee -a "$summary"
+import json, sys
+sync, asyn = (json.load(open(p)) for p in sys.argv[1:3])
+print(f"ratio: Anvil bf16 asynchronous / synchronized launches tokens/s = "
+      f"{asyn['tokens_per_s'] / sync['tokens_per_s']:.3f}")
+PY
+fi
 if [ -f "$out/gpt2-350m-bf16.json" ] && [ -f "$out/gpt2-350m-fp8.json" ]; then
   python3 - "$out/gpt2-350m-bf16.json" "$out/gpt2-350m-fp8.json" <<'PY' | tee -a "$summary"
 import json, sys
@@ -162,7 +183,8 @@ fi
 # 5: PyTorch, when it is there.
 if python3 -c "import torch, sys; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then
   if python3 "$here/torch_gpt2.py" --steps "$steps" > "$out/torch.jsonl" 2> "$out/torch.log"; then
-    python3 - "$out/torch.jsonl" "$out/gpt2.json" "$out/gpt2-bf16.json" <<'PY' | tee -a "$summary"
+    python3 - "$out/torch.jsonl" "$out/gpt2.json" "$out/gpt2-bf16.json" \
+        "$out/gpt2-bf16-async.json" <<'PY' | tee -a "$summary"
 import json, os, sys
 peers = [json.loads(line) for line in open(sys.argv[1])]
 for path in sys.argv[2:]:

@@ -411,6 +411,14 @@ bool cuda::profiling() {
   return on;
 }
 
+bool cuda::asyncLaunches() {
+  static const bool on = [] {
+    const char *v = std::getenv("ANVIL_CUDA_ASYNC");
+    return v && std::string(v) == "1" && !profiling();
+  }();
+  return on;
+}
+
 void cuda::profileAdd(const std::string &name, double seconds) {
   Profile &p = profile();
   std::lock_guard<std::mutex> lock(p.mutex);
@@ -448,6 +456,10 @@ extern "C" void mgpuLaunchKernel(void *function, int64_t gridX, int64_t gridY,
 }
 
 extern "C" void *mgpuStreamCreate(void) {
+  // Asynchronous: the legacy default stream, which orders the step's
+  // kernels with the cuBLAS, cuBLASLt and NCCL calls between them.
+  if (cuda::asyncLaunches())
+    return nullptr;
   Driver &d = driverOrAbort("mgpuStreamCreate");
   CUstream stream = nullptr;
   check(d.streamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate", "");
@@ -455,6 +467,8 @@ extern "C" void *mgpuStreamCreate(void) {
 }
 
 extern "C" void mgpuStreamSynchronize(void *stream) {
+  if (cuda::asyncLaunches())
+    return; // the step's end waits for everything
   Driver &d = driverOrAbort("mgpuStreamSynchronize");
   // An error of a kernel surfaces here: name the last one launched.
   check(d.streamSynchronize(static_cast<CUstream>(stream)),
@@ -478,6 +492,8 @@ extern "C" void mgpuStreamSynchronize(void *stream) {
 }
 
 extern "C" void mgpuStreamDestroy(void *stream) {
+  if (!stream)
+    return; // the default stream (asynchronous launches)
   Driver &d = driverOrAbort("mgpuStreamDestroy");
   check(d.streamDestroy(static_cast<CUstream>(stream)), "cuStreamDestroy", "");
 }
@@ -531,6 +547,10 @@ extern "C" void *anvil_rt_buffer_alloc(uint64_t alignment, uint64_t bytes) {
 }
 
 extern "C" void anvil_rt_buffer_free(void *ptr) {
+  // Kernels queued before may still read it.
+  if (ptr && cuda::asyncLaunches())
+    check(driverOrAbort("anvil_rt_buffer_free").ctxSynchronize(),
+          "cuCtxSynchronize", "the kernels before a buffer's free");
   {
     State &s = state();
     std::lock_guard<std::mutex> guard(s.buffersLock);
@@ -576,6 +596,13 @@ extern "C" void anvil_rt_device_copy(void *dst, const void *src,
 }
 
 extern "C" void anvil_rt_begin_step(int64_t step) {
+  // The end of a step (-1): with asynchronous launches, everything it
+  // queued completes before the trainer reads or writes its buffers.
+  if (step < 0 && cuda::asyncLaunches())
+    check(driverOrAbort("anvil_rt_begin_step").ctxSynchronize(),
+          "cuCtxSynchronize",
+          "the step's kernels and library calls (asynchronous: "
+          "ANVIL_CUDA_ASYNC=0 names the kernel that failed)");
   cuda::setCurrentStep(step);
   State &s = state();
   if (step < 0 || s.prefetched || !s.driver.memPrefetchAsync)

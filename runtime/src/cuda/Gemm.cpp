@@ -60,6 +60,8 @@ void finish(cublasStatus_t s, const char *call, const char *what,
   };
   if (s != CUBLAS_STATUS_SUCCESS)
     fail(std::string(call) + " failed: " + cublasName(s) + ", for " + shape());
+  if (anvil::rt::cuda::asyncLaunches())
+    return; // queued on the default stream; the step's end waits for it
   if (cudaError_t e = cudaStreamSynchronize(nullptr); e != cudaSuccess)
     fail(std::string("cudaStreamSynchronize failed: ") + cudaGetErrorName(e) +
          " (" + cudaGetErrorString(e) + "), after " + shape());

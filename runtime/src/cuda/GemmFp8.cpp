@@ -240,6 +240,8 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
                        desc.d, d, desc.d, &*cached, h.workspace,
                        kWorkspaceBytes, nullptr),
         "cublasLtMatmul");
+  if (anvil::rt::cuda::asyncLaunches())
+    return; // queued on the default stream; the step's end waits for it
   if (anvil::rt::Status st =
           anvil::rt::cuda::synchronizeDefaultStream(what.c_str());
       !st.isOk())

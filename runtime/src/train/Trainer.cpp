@@ -474,6 +474,7 @@ Expected<double> Trainer::evaluate() {
     if (Status s = fillBatch(static_cast<uint64_t>(b), /*validation=*/true); !s)
       return s;
     anvil_module_eval_step(args.data(), results.data(), workspace_.data());
+    anvil_rt_begin_step(-1); // a device finishes the step before reads
     float loss;
     std::memcpy(&loss, evalResults_[0].data(), 4);
     total += loss;
@@ -818,6 +819,7 @@ Status Trainer::evalOnce() {
   for (Storage &r : evalResults_)
     results.push_back(r.data());
   anvil_module_eval_step(args.data(), results.data(), workspace_.data());
+  anvil_rt_begin_step(-1); // a device finishes the step before reads
   for (size_t r = 0; r < evalResults_.size(); ++r) {
     const TensorSpec &spec = m_.evalResults[r];
     std::string path = o_.evalOutputs + "/" + spec.name + ".npy";

@@ -76,6 +76,16 @@ Status synchronizeDefaultStream(const char *after);
 bool profiling();
 void profileAdd(const std::string &name, double seconds);
 
+/// With ANVIL_CUDA_ASYNC=1 in the environment (and not profiling): every
+/// kernel and library call of a step goes on the legacy default stream,
+/// in order, and nothing waits for it until the step ends (the trainer's
+/// anvil_rt_begin_step(-1) after each step, a free of a buffer, a copy):
+/// no stream made, synchronized and destroyed per launch. An error of a
+/// kernel then surfaces at the step's end without the kernel's name (run
+/// again without it to find the kernel). Off by default until a GPU run
+/// has measured and checked it.
+bool asyncLaunches();
+
 /// An NCCL communicator over the ranks of `host` (an MPI communicator of
 /// one mesh axis), a collective call of its ranks: they agree that each
 /// wants it (`wanted`) and can open NCCL and its device, rank 0's
