@@ -552,6 +552,21 @@ bool hoistColumnLoops(scf::ForOp loop, ArrayRef<func::CallOp> calls) {
   return true;
 }
 
+/// The one linalg.generic of `fn`, whose body is that generic and
+/// constants; null otherwise.
+linalg::GenericOp soleGeneric(func::FuncOp fn) {
+  linalg::GenericOp op;
+  for (Operation &o : fn.front().without_terminator()) {
+    if (o.hasTrait<OpTrait::ConstantLike>())
+      continue;
+    auto generic = dyn_cast<linalg::GenericOp>(o);
+    if (!generic || op)
+      return nullptr;
+    op = generic;
+  }
+  return op;
+}
+
 /// The combining op of the reduction body `op` yields as result `r`, when
 /// it folds each value into that output as an amax does, `out =
 /// maximumf(out, |v|)` (v computed without `out`): null otherwise.
@@ -587,15 +602,7 @@ Operation *amaxCombiner(linalg::GenericOp op, unsigned r) {
 /// merge-amax: FP8's codes of the same tensor) are stored as each point is
 /// visited. `fn`'s body must be `op` and constants.
 bool mapFullReduction(func::FuncOp fn, int64_t blockSize) {
-  linalg::GenericOp op;
-  for (Operation &o : fn.front().without_terminator()) {
-    if (o.hasTrait<OpTrait::ConstantLike>())
-      continue;
-    auto generic = dyn_cast<linalg::GenericOp>(o);
-    if (!generic || op)
-      return false;
-    op = generic;
-  }
+  linalg::GenericOp op = soleGeneric(fn);
   if (!op || !op.hasPureBufferSemantics() || op.getNumLoops() == 0 ||
       llvm::any_of(op.getIteratorTypesArray(),
                    [](utils::IteratorType t) {
@@ -772,15 +779,7 @@ std::optional<APFloat> combinerIdentity(Operation *combine) {
 bool mapRowReductions(func::FuncOp fn, int64_t blockSize, int64_t minLength) {
   if (minLength <= 0)
     return false;
-  linalg::GenericOp op;
-  for (Operation &o : fn.front().without_terminator()) {
-    if (o.hasTrait<OpTrait::ConstantLike>())
-      continue;
-    auto generic = dyn_cast<linalg::GenericOp>(o);
-    if (!generic || op)
-      return false;
-    op = generic;
-  }
+  linalg::GenericOp op = soleGeneric(fn);
   // Operands indexed by loop dimensions, or 0 (a per-row value broadcast
   // along the row: the cross-entropy's maximum, of shape [rows, 1]).
   auto dimsOrZeros = [](AffineMap m) {
