@@ -143,6 +143,12 @@ measure gpt2-bf16 "$here/bin/gpt2-124m-bf16.cuda.train"
 export ANVIL_CUDA_ASYNC=1
 measure gpt2-bf16-async "$here/bin/gpt2-124m-bf16.cuda.train"
 unset ANVIL_CUDA_ASYNC
+# The same work in the same order: the same losses (seen bit for bit is the
+# expectation; the bound is bf16 training's).
+if [ -f "$out/gpt2-bf16.jsonl" ] && [ -f "$out/gpt2-bf16-async.jsonl" ]; then
+  check gpt2-bf16-async-losses python3 "$here/compare_losses.py" \
+    "$out/gpt2-bf16-async.jsonl" "$out/gpt2-bf16.jsonl" --tolerance bf16-training
+fi
 # GPT-2 350M in FP8 (the blocks' linear layers; the rest bf16) against the
 # same model in bf16 (issue 9's target: 1.25x).
 measure gpt2-350m-bf16 "$here/bin/gpt2-350m-bf16.cuda.train"

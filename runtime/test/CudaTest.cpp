@@ -358,40 +358,44 @@ TEST(CudaGemmFp8, MatchesTheHostOnExactProducts) {
 
 // The generated code's FP8 GEMM (anvil_rt_cuda_gemm_f8): both operands K
 // innermost, rows wider than K (lda = ldb = 2k), a batch of two with its
-// strides, C accumulated (it starts at 1), E4M3 by E5M2.
+// strides, C accumulated (it starts at 1) or overwritten (it starts as NaN,
+// not read: accumulate 0), E4M3 by E5M2.
 TEST(CudaGemmF8, AccumulatesStridedBatchesInTheTNForm) {
   SKIP_WITHOUT_FP8_GEMMS();
-  const int64_t m = 32, n = 48, k = 64, ld = 2 * k, batch = 2;
-  const int64_t strideA = m * ld, strideB = n * ld, strideC = m * n;
-  auto *a = static_cast<uint8_t *>(anvil_rt_cuda_alloc(batch * strideA));
-  auto *b = static_cast<uint8_t *>(anvil_rt_cuda_alloc(batch * strideB));
-  auto *c = static_cast<float *>(anvil_rt_cuda_alloc(batch * strideC * 4));
-  std::mt19937 rng(9);
-  auto pick = [&](int32_t format) { return moderateFp8(rng, format); };
-  for (int64_t i = 0; i < batch * strideA; ++i)
-    a[i] = pick(0);
-  for (int64_t i = 0; i < batch * strideB; ++i)
-    b[i] = pick(1);
-  for (int64_t i = 0; i < batch * strideC; ++i)
-    c[i] = 1.0f;
-  anvil_rt_cuda_gemm_f8(0, 1, m, n, k, a, 0, ld, strideA, b, 1, ld, strideB, c,
-                        n, strideC, batch, /*accumulate=*/1);
-  for (int64_t t = 0; t < batch; ++t)
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double want = 1.0, magnitude = 1.0;
-        for (int64_t l = 0; l < k; ++l) {
-          double p = decodeFp8(a[t * strideA + i * ld + l], 0) *
-                     decodeFp8(b[t * strideB + j * ld + l], 1);
-          want += p;
-          magnitude += std::abs(p);
+  for (int accumulate : {1, 0}) {
+    const int64_t m = 32, n = 48, k = 64, ld = 2 * k, batch = 2;
+    const int64_t strideA = m * ld, strideB = n * ld, strideC = m * n;
+    auto *a = static_cast<uint8_t *>(anvil_rt_cuda_alloc(batch * strideA));
+    auto *b = static_cast<uint8_t *>(anvil_rt_cuda_alloc(batch * strideB));
+    auto *c = static_cast<float *>(anvil_rt_cuda_alloc(batch * strideC * 4));
+    std::mt19937 rng(9);
+    auto pick = [&](int32_t format) { return moderateFp8(rng, format); };
+    for (int64_t i = 0; i < batch * strideA; ++i)
+      a[i] = pick(0);
+    for (int64_t i = 0; i < batch * strideB; ++i)
+      b[i] = pick(1);
+    for (int64_t i = 0; i < batch * strideC; ++i)
+      c[i] = accumulate ? 1.0f : NAN;
+    anvil_rt_cuda_gemm_f8(0, 1, m, n, k, a, 0, ld, strideA, b, 1, ld, strideB,
+                          c, n, strideC, batch, accumulate);
+    for (int64_t t = 0; t < batch; ++t)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double want = accumulate ? 1.0 : 0.0, magnitude = 1.0;
+          for (int64_t l = 0; l < k; ++l) {
+            double p = decodeFp8(a[t * strideA + i * ld + l], 0) *
+                       decodeFp8(b[t * strideB + j * ld + l], 1);
+            want += p;
+            magnitude += std::abs(p);
+          }
+          ASSERT_NEAR(c[t * strideC + i * n + j], want, 1e-3 * magnitude)
+              << "accumulate " << accumulate << ", C[" << t << ", " << i << ", "
+              << j << "]";
         }
-        ASSERT_NEAR(c[t * strideC + i * n + j], want, 1e-3 * magnitude)
-            << "C[" << t << ", " << i << ", " << j << "]";
-      }
-  for (void *p :
-       {static_cast<void *>(a), static_cast<void *>(b), static_cast<void *>(c)})
-    anvil_rt_cuda_free(p);
+    for (void *p : {static_cast<void *>(a), static_cast<void *>(b),
+                    static_cast<void *>(c)})
+      anvil_rt_cuda_free(p);
+  }
 }
 
 } // namespace

@@ -155,3 +155,45 @@ func.func @two_users(%x: tensor<64x64xf32>, %y: tensor<64x64xf32>) -> (tensor<64
   } -> tensor<64x64xf32>
   return %s1, %s2 : tensor<64x64xf32>, tensor<64x64xf32>
 }
+
+// -----
+
+// Copies that do not fuse after all merge back: a one-hot that two row
+// reductions read alone (upstream fusion would leave their reduction loop
+// without an operand that bounds it), so it stays one generic, written
+// once, and no mark is left.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @unfused_copies
+// CHECK-COUNT-3: linalg.generic
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: anvil.recompute_copy_of
+// CHECK: return
+func.func @unfused_copies(%l: tensor<8xi32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %e = tensor.empty() : tensor<8x256xf32>
+  %oh = linalg.generic {indexing_maps = [#row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%l : tensor<8xi32>) outs(%e : tensor<8x256xf32>) {
+  ^bb0(%a: i32, %o: f32):
+    %i = linalg.index 1 : index
+    %c = arith.index_cast %i : index to i32
+    %eq = arith.cmpi eq, %a, %c : i32
+    %f = arith.uitofp %eq : i1 to f32
+    linalg.yield %f : f32
+  } -> tensor<8x256xf32>
+  %z = arith.constant 0.0 : f32
+  %me = tensor.empty() : tensor<8xf32>
+  %mf = linalg.fill ins(%z : f32) outs(%me : tensor<8xf32>) -> tensor<8xf32>
+  %s1 = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%oh : tensor<8x256xf32>) outs(%mf : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %y = arith.addf %a, %o : f32
+    linalg.yield %y : f32
+  } -> tensor<8xf32>
+  %s2 = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%oh : tensor<8x256xf32>) outs(%mf : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %y = arith.maximumf %a, %o : f32
+    linalg.yield %y : f32
+  } -> tensor<8xf32>
+  return %s1, %s2 : tensor<8xf32>, tensor<8xf32>
+}

@@ -233,24 +233,40 @@ void mergeCastsAndAmaxes(ModuleOp module) {
 
 /// Whether `use` is read once per point by a generic that elementwise
 /// fusion can take `use`'s producer into: an input of a generic through a
-/// permutation of all its loops, directly or through one reshape whose
-/// only user is such a generic (reshape propagation moves it above the
-/// producer first).
+/// permutation of all its loops, or one reshape whose only user is such a
+/// generic (reshape propagation moves it above the producer first, which
+/// needs the producer's maps to be projected permutations). A copy that
+/// does not fuse after all is merged back (mergeUnfusedCopies).
 bool fusableUse(OpOperand &use) {
   Operation *owner = use.getOwner();
+  auto direct = [](OpOperand &operand) {
+    auto generic = dyn_cast<linalg::GenericOp>(operand.getOwner());
+    return generic && generic.isDpsInput(&operand) &&
+           generic.getMatchingIndexingMap(&operand).isPermutation();
+  };
   if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(owner)) {
+    auto producer = use.get().getDefiningOp<linalg::GenericOp>();
     Value reshaped = owner->getResult(0);
-    if (!reshaped.hasOneUse())
-      return false;
-    OpOperand &next = *reshaped.getUses().begin();
-    auto generic = dyn_cast<linalg::GenericOp>(next.getOwner());
-    return generic && generic.isDpsInput(&next) &&
-           generic.getMatchingIndexingMap(&next).isPermutation();
+    return producer &&
+           llvm::all_of(
+               producer.getIndexingMapsArray(),
+               [](AffineMap m) { return m.isProjectedPermutation(); }) &&
+           reshaped.hasOneUse() && direct(*reshaped.getUses().begin());
   }
-  auto generic = dyn_cast<linalg::GenericOp>(owner);
-  return generic && generic.isDpsInput(&use) &&
-         generic.getMatchingIndexingMap(&use).isPermutation();
+  return direct(use);
 }
+
+/// The generic that reads `use` (through its reshape).
+Operation *readerOf(OpOperand &use) {
+  Operation *owner = use.getOwner();
+  if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(owner))
+    return owner->getResult(0).getUses().begin()->getOwner();
+  return owner;
+}
+
+/// Marks the copies of one producer (and the producer) until they are
+/// fused: copies that were not end up merged again.
+constexpr StringLiteral kCopyOf = "anvil.recompute_copy_of";
 
 /// Gives each user of a cheap elementwise producer a copy of its own, so
 /// that elementwise fusion computes it inside every consumer and it is
@@ -259,13 +275,15 @@ bool fusableUse(OpOperand &use) {
 /// one-hot of a cross-entropy's labels (a compare of two broadcasts), a
 /// subtraction of the row maximum. Cheap: all loops parallel, one result,
 /// its init unread, at most 6 arith ops, 2 to 4 users, each a fusable
-/// use, no input transposed; and recomputing reads no more than materializing
-/// moves: with N users, reading its full-size (permutation-mapped) inputs N
-/// times costs (N - 1) B_in <= (N + 1) B_out more than writing it once and
-/// reading it N times (B: bits per point; broadcast inputs count 0). Returns
-/// whether any producer was copied.
-bool duplicateCheapProducers(Operation *root) {
-  SmallVector<linalg::GenericOp> producers;
+/// use, no input transposed; and recomputing reads no more than
+/// materializing moves: with N users, reading its full-size
+/// (permutation-mapped) inputs N times costs (N - 1) B_in <= (N + 1) B_out
+/// more than writing it once and reading it N times (B: bits per point;
+/// broadcast inputs count 0). A producer one of whose readers is copied in
+/// the same round waits for the next (its readers, and so its count, are
+/// about to change). Returns whether any producer was copied.
+bool duplicateCheapProducers(Operation *root, int64_t &groups) {
+  SmallVector<linalg::GenericOp> candidates;
   root->walk([&](linalg::GenericOp op) {
     if (!op.hasPureTensorSemantics() || op.getNumResults() != 1 ||
         op.getNumParallelLoops() != op.getNumLoops() ||
@@ -300,17 +318,53 @@ bool duplicateCheapProducers(Operation *root) {
     }
     if ((users - 1) * in > (users + 1) * bits(result))
       return;
-    producers.push_back(op);
+    candidates.push_back(op);
   });
-  for (linalg::GenericOp op : producers) {
+  DenseSet<Operation *> chosen;
+  for (linalg::GenericOp op : candidates)
+    chosen.insert(op);
+  bool copied = false;
+  for (linalg::GenericOp op : candidates) {
+    if (llvm::any_of(op->getResult(0).getUses(), [&](OpOperand &use) {
+          return chosen.contains(readerOf(use));
+        }))
+      continue;
     OpBuilder b(op);
     b.setInsertionPointAfter(op);
+    op->setAttr(kCopyOf, b.getI64IntegerAttr(groups));
     SmallVector<OpOperand *> uses = llvm::map_to_vector(
         op->getResult(0).getUses(), [](OpOperand &u) { return &u; });
     for (OpOperand *use : llvm::drop_begin(uses))
       use->set(b.clone(*op)->getResult(0));
+    ++groups;
+    copied = true;
   }
-  return !producers.empty();
+  return copied;
+}
+
+/// Merges the copies of a producer that did not fuse (identical ops of the
+/// same group: the first, which comes before the others, stays) and drops
+/// the marks.
+void mergeUnfusedCopies(Operation *root) {
+  llvm::MapVector<int64_t, SmallVector<Operation *>> groups;
+  root->walk([&](Operation *op) {
+    if (auto group = op->getAttrOfType<IntegerAttr>(kCopyOf)) {
+      groups[group.getInt()].push_back(op);
+      op->removeAttr(kCopyOf);
+    }
+  });
+  for (auto &[group, ops] : groups)
+    for (size_t i = 1; i < ops.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (ops[j] && ops[i] && ops[j]->getBlock() == ops[i]->getBlock() &&
+            ops[j]->isBeforeInBlock(ops[i]) &&
+            OperationEquivalence::isEquivalentTo(
+                ops[j], ops[i], OperationEquivalence::IgnoreLocations)) {
+          ops[i]->replaceAllUsesWith(ops[j]);
+          ops[i]->erase();
+          ops[i] = nullptr;
+          break;
+        }
 }
 
 struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
@@ -335,14 +389,17 @@ struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
     if (failed(applyPatternsGreedily(getOperation(), frozen, config)))
       return signalPassFailure();
     // Cheap producers of several consumers: a copy each, fused again (a
-    // copy's consumer may make another producer cheap to copy: a few
-    // rounds).
-    for (int round = 0; recomputeCheap && round < 3; ++round) {
-      if (!duplicateCheapProducers(getOperation()))
+    // producer whose reader was copied is looked at again in the next
+    // round: a few rounds); copies left unfused merge again.
+    int64_t groups = 0;
+    for (int round = 0; recomputeCheap && round < 8; ++round) {
+      if (!duplicateCheapProducers(getOperation(), groups))
         break;
       if (failed(applyPatternsGreedily(getOperation(), frozen, config)))
         return signalPassFailure();
     }
+    if (recomputeCheap)
+      mergeUnfusedCopies(getOperation());
     // The casts are whole once their scaling and broadcasts have fused;
     // merged with their amaxes, the tensors' producers fuse into them.
     if (!mergeAmax)

@@ -66,25 +66,29 @@ using namespace anvil::rt;
 extern "C" void anvil_rt_all_reduce_f32(int64_t address, int64_t n, int32_t op,
                                         int32_t axis) {
   ReduceOp r = reduceOp("all-reduce", op);
-  if (Communicator *c = axisCommunicator(axis))
+  if (Communicator *c = axisCommunicator(axis)) {
+    anvil_rt_device_synchronize(); // the kernels that wrote the buffer
     check(c->allReduce(floats(address), n, r), c, "all-reduce", n);
+  }
 }
 
 extern "C" void anvil_rt_all_gather_f32(int64_t in, int64_t out, int64_t n,
                                         int32_t axis) {
-  if (Communicator *c = axisCommunicator(axis))
+  if (Communicator *c = axisCommunicator(axis)) {
+    anvil_rt_device_synchronize();
     check(c->allGather(floats(in), n, floats(out)), c, "all-gather", n);
-  else
+  } else
     anvil_rt_device_copy(floats(out), floats(in), static_cast<uint64_t>(n) * 4);
 }
 
 extern "C" void anvil_rt_reduce_scatter_f32(int64_t in, int64_t out, int64_t n,
                                             int32_t op, int32_t axis) {
   ReduceOp r = reduceOp("reduce-scatter", op);
-  if (Communicator *c = axisCommunicator(axis))
+  if (Communicator *c = axisCommunicator(axis)) {
+    anvil_rt_device_synchronize();
     check(c->reduceScatter(floats(in), n, floats(out), r), c, "reduce-scatter",
           n);
-  else
+  } else
     anvil_rt_device_copy(floats(out), floats(in), static_cast<uint64_t>(n) * 4);
 }
 

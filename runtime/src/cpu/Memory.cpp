@@ -98,6 +98,8 @@ anvil_rt_device_copy(void *dst, const void *src, uint64_t bytes) {
 
 extern "C" __attribute__((weak)) void anvil_rt_begin_step(int64_t) {}
 
+extern "C" __attribute__((weak)) void anvil_rt_device_synchronize(void) {}
+
 extern "C" int64_t anvil_rt_allocated_bytes(void) { return allocated.load(); }
 extern "C" int64_t anvil_rt_peak_bytes(void) { return peak.load(); }
 extern "C" void anvil_rt_reset_peak_bytes(void) { peak = allocated.load(); }

@@ -451,6 +451,9 @@ extern "C" void mgpuLaunchKernel(void *function, int64_t gridX, int64_t gridY,
                        "x" + std::to_string(gridZ) + ", block " +
                        std::to_string(blockX) + "x" + std::to_string(blockY) +
                        "x" + std::to_string(blockZ) + ")";
+    if (cuda::asyncLaunches())
+      what += "; launches are asynchronous (ANVIL_CUDA_ASYNC=1): the error "
+              "may be an earlier kernel's, which ANVIL_CUDA_ASYNC=0 names";
     check(r, "cuLaunchKernel", what);
   }
 }
@@ -546,11 +549,18 @@ extern "C" void *anvil_rt_buffer_alloc(uint64_t alignment, uint64_t bytes) {
   return p;
 }
 
+extern "C" void anvil_rt_device_synchronize(void) {
+  if (cuda::asyncLaunches())
+    check(driverOrAbort("anvil_rt_device_synchronize").ctxSynchronize(),
+          "cuCtxSynchronize",
+          "the kernels and library calls queued before it (asynchronous: "
+          "ANVIL_CUDA_ASYNC=0 names the kernel that failed)");
+}
+
 extern "C" void anvil_rt_buffer_free(void *ptr) {
   // Kernels queued before may still read it.
-  if (ptr && cuda::asyncLaunches())
-    check(driverOrAbort("anvil_rt_buffer_free").ctxSynchronize(),
-          "cuCtxSynchronize", "the kernels before a buffer's free");
+  if (ptr)
+    anvil_rt_device_synchronize();
   {
     State &s = state();
     std::lock_guard<std::mutex> guard(s.buffersLock);
@@ -598,11 +608,8 @@ extern "C" void anvil_rt_device_copy(void *dst, const void *src,
 extern "C" void anvil_rt_begin_step(int64_t step) {
   // The end of a step (-1): with asynchronous launches, everything it
   // queued completes before the trainer reads or writes its buffers.
-  if (step < 0 && cuda::asyncLaunches())
-    check(driverOrAbort("anvil_rt_begin_step").ctxSynchronize(),
-          "cuCtxSynchronize",
-          "the step's kernels and library calls (asynchronous: "
-          "ANVIL_CUDA_ASYNC=0 names the kernel that failed)");
+  if (step < 0)
+    anvil_rt_device_synchronize();
   cuda::setCurrentStep(step);
   State &s = state();
   if (step < 0 || s.prefetched || !s.driver.memPrefetchAsync)

@@ -5,7 +5,9 @@
 // op(A)^T: cuBLAS multiplies B then A with the transposes as given, n and m
 // swapped. One handle per process, on the default stream, synchronized
 // before returning: the launches of the generated code run on streams of
-// their own that do not wait for the default one.
+// their own that do not wait for the default one. With asynchronous
+// launches (ANVIL_CUDA_ASYNC=1) the kernels run on the default stream too,
+// and a GEMM returns once queued.
 //
 //===----------------------------------------------------------------------===//
 

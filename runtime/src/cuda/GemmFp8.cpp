@@ -11,7 +11,8 @@
 // in one strided-batched call, unscaled. One
 // handle and one 32 MiB workspace per process, on the default stream,
 // synchronized before returning (the generated code's launches run on
-// streams of their own).
+// streams of their own; with ANVIL_CUDA_ASYNC=1 on the default stream, and
+// the GEMM returns once queued).
 //
 //===----------------------------------------------------------------------===//
 

@@ -102,6 +102,10 @@ func.func @bf16(%a: memref<4x3xbf16>, %wt: memref<5x3xbf16>, %c: memref<4x5xf32>
 // CHECK-LABEL: func.func @one_filled
 // CHECK: linalg.fill
 // CHECK: call @anvil_rt_sgemm({{.+}}, %c1_i32) :
+// A product that reads C as an operand needs the zeros: the fill stays.
+// CHECK-LABEL: func.func @reads_its_output
+// CHECK: linalg.fill
+// CHECK: call @anvil_rt_sgemm({{.+}}, %c1_i32) :
 func.func @zero_filled(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %c: memref<8x16xf32>, %d: memref<8x16xf32>, %s: memref<f32>) {
   %zero = arith.constant 0.0 : f32
   linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
@@ -115,5 +119,11 @@ func.func @one_filled(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %c: memref<8x16
   %one = arith.constant 1.0 : f32
   linalg.fill ins(%one : f32) outs(%c : memref<8x16xf32>)
   linalg.matmul ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>) outs(%c : memref<8x16xf32>)
+  return
+}
+func.func @reads_its_output(%b: memref<16x16xf32>, %c: memref<16x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<16x16xf32>)
+  linalg.matmul ins(%c, %b : memref<16x16xf32>, memref<16x16xf32>) outs(%c : memref<16x16xf32>)
   return
 }

@@ -59,7 +59,9 @@ def AnvilFusePass : Pass<"anvil-fuse", "mlir::ModuleOp"> {
     back would ((N - 1) B_in <= (N + 1) B_out per point, broadcast inputs
     counted 0): the bf16 rounding of a GEMM's product read by a softmax's
     maximum and subtraction, a cross-entropy's one-hot, a subtraction of a
-    row maximum. The values are the same; the tensor is never written.
+    row maximum. A producer whose reader is copied in the same round waits
+    for the next (up to 8 rounds); copies that do not fuse after all merge
+    back into one. The values are the same; the tensor is not written.
   }];
   let options = [
     Option<"mergeAmax", "merge-amax", "bool", /*default=*/"false",

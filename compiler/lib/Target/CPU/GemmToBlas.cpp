@@ -265,7 +265,8 @@ struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
           rewriter, loc,
           *f8Format(cast<MemRefType>(buffer.getType()).getElementType()), 32);
     };
-    linalg::FillOp zeroFill = zeroFillOf(op, c);
+    // (A product that reads C as an operand still needs its zeros.)
+    linalg::FillOp zeroFill = a == c || b == c ? nullptr : zeroFillOf(op, c);
     SmallVector<Value> args = {
         i32(ma->transposed), i32(mb->transposed),  i64(product(mDims)),
         i64(product(nDims)), i64(product(kDims)),  address(a, *ma),

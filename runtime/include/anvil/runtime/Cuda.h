@@ -123,7 +123,8 @@ void anvil_rt_cuda_free(void *ptr);
 
 /// anvil_rt_sgemm's contract (RuntimeABI.h) on device pointers, through
 /// cuBLAS: for i in [0, batch): C_i += op(A_i) op(B_i), row-major (C_i =
-/// with `accumulate` 0: beta = 0). Returns when the product is complete.
+/// with `accumulate` 0: beta = 0). Returns when the product is complete
+/// (queued on the default stream with asynchronous launches).
 void anvil_rt_cuda_sgemm(int32_t transA, int32_t transB, int64_t m, int64_t n,
                          int64_t k, const float *a, int64_t lda,
                          int64_t strideA, const float *b, int64_t ldb,
@@ -132,7 +133,7 @@ void anvil_rt_cuda_sgemm(int32_t transA, int32_t transB, int64_t m, int64_t n,
 
 /// anvil_rt_gemm_bf16's contract (RuntimeABI.h) on device pointers,
 /// through cuBLAS's bf16 GEMM (tensor cores, f32 accumulation and C).
-/// Returns when the product is complete.
+/// Returns when the product is complete (queued, asynchronous launches).
 void anvil_rt_cuda_gemm_bf16(int32_t transA, int32_t transB, int64_t m,
                              int64_t n, int64_t k, const uint16_t *a,
                              int64_t lda, int64_t strideA, const uint16_t *b,
@@ -156,7 +157,7 @@ void anvil_rt_cuda_gemm_fp8(int64_t m, int64_t n, int64_t k, const void *a,
 /// `accumulate` 0) with both operands K
 /// innermost (transA = 0, transB = 1; anything else fails, naming the
 /// layouts), k and the row strides multiples of 16. Returns when the
-/// product is complete.
+/// product is complete (queued, asynchronous launches).
 void anvil_rt_cuda_gemm_f8(int32_t transA, int32_t transB, int64_t m, int64_t n,
                            int64_t k, const void *a, int32_t aFormat,
                            int64_t lda, int64_t strideA, const void *b,

@@ -101,8 +101,15 @@ const char *anvil_rt_device_open(void);
 /// One line on the device for the trainer's log ("" for the CPU).
 const char *anvil_rt_device_description(void);
 /// The trainer calls this before each step (the step number), after it
-/// (-1): a device reports errors with the step they happened in.
+/// (-1): a device reports errors with the step they happened in, and one
+/// that queues a step's work (CUDA with ANVIL_CUDA_ASYNC=1) waits for it at
+/// -1.
 void anvil_rt_begin_step(int64_t step);
+/// Waits for the work a device has queued: runtime functions call it before
+/// the host reads or writes buffers in the middle of a step (a collective
+/// over the host's transport). A no-op on the CPU (weak) and for CUDA's
+/// synchronous launches.
+void anvil_rt_device_synchronize(void);
 /// Allocation of generated code (whatever the static memory plan did not
 /// place in the workspace): malloc/free that count the bytes outstanding.
 /// These are the names MLIR's memref lowering calls with
