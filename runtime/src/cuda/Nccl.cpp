@@ -9,8 +9,8 @@
 // Generated code calls the collectives between launches (each launch is
 // synchronized; with ANVIL_CUDA_ASYNC=1, anvil_rt_device_synchronize waits
 // for the queued ones first), on managed buffers: NCCL runs them on the
-// legacy default stream, which is synchronized before the call returns. Host buffers, and
-// everything that is not an f32 collective, stay with the host
+// legacy default stream, which is synchronized before the call returns. Host
+// buffers, and everything that is not an f32 collective, stay with the host
 // communicator.
 //
 //===----------------------------------------------------------------------===//
