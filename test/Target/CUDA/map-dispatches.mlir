@@ -359,6 +359,20 @@ func.func private @step__dispatch_22(%a: memref<8x300xf32>, %k: f32, %b: memref<
 // CHECK:   memref.store %[[NEW]], %{{.+}}[%[[R0]], %[[R1]]] : memref<6x2xf32>
 // B64-LABEL: func.func private @step__dispatch_13
 // B64: gpu.launch blocks({{.+}}) in ({{.+}} = %c6{{.*}}, {{.+}}) threads({{.+}}) in ({{.+}} = %c64{{.*}},
+// By default (vector-width 4) each lane folds runs of 4 (300 = 75 runs): it
+// starts at 4 l, steps by 128, the run's first load 16-byte aligned (one
+// ld.global.v4), the 4 terms folded in order.
+// VEC-LABEL: func.func private @step__dispatch_13
+// VEC: %[[LANE:.+]] = arith.remui %{{.+}}, %c32
+// VEC: %[[FIRST:.+]] = arith.muli %[[LANE]], %c4
+// VEC: scf.for %[[K:.+]] = %[[FIRST]] to %c300{{.*}} step %c128{{.*}} iter_args(%[[ACC:.+]] = %{{.+}}) -> (f32) {
+// VEC:   memref.load %{{.+}}[%{{.+}}, %{{.+}}, %[[K]]] {alignment = 16 : i64} : memref<6x2x300xf32>
+// VEC:   %[[S0:.+]] = arith.addf %{{.+}}, %[[ACC]]
+// VEC:   %[[K1:.+]] = arith.addi %[[K]], %c1
+// VEC:   memref.load %{{.+}}[%{{.+}}, %{{.+}}, %[[K1]]] : memref<6x2x300xf32>
+// VEC:   %[[S1:.+]] = arith.addf %{{.+}}, %[[S0]]
+// VEC-COUNT-2: arith.addf
+// VEC:   scf.yield
 // OFF-LABEL: func.func private @step__dispatch_13
 // OFF-NOT: gpu.shuffle
 // OFF: gpu.terminator

@@ -775,8 +775,15 @@ std::optional<APFloat> combinerIdentity(Operation *combine) {
 /// v)`, v computed without the outputs), f32, with addf, maximumf or
 /// minimumf. A warp past the last row computes the last row again and
 /// stores nothing, so that every lane of every warp takes part in the
-/// shuffles. `fn`'s body must be the generic and constants.
-bool mapRowReductions(func::FuncOp fn, int64_t blockSize, int64_t minLength) {
+/// shuffles. Where the row (and its innermost dimension) divides into runs
+/// of `width` and an operand's rows are aligned to them (`alignedRows`, a
+/// buffer argument, not a constant global: `constants`), lane l folds runs
+/// of `width` instead, elements width l ... width l + width - 1, then 32
+/// runs on, the first access of each run carrying the run's alignment (a
+/// warp's load is then 512 bytes: ld.global.v4). `fn`'s body must be the
+/// generic and constants.
+bool mapRowReductions(func::FuncOp fn, int64_t blockSize, int64_t minLength,
+                      int64_t width, ArrayRef<memref::GlobalOp> constants) {
   if (minLength <= 0)
     return false;
   linalg::GenericOp op = soleGeneric(fn);
@@ -932,37 +939,68 @@ bool mapRowReductions(func::FuncOp fn, int64_t blockSize, int64_t minLength) {
   for (const APFloat &identity : identities)
     inits.push_back(arith::ConstantOp::create(
         b, loc, b.getF32FloatAttr(identity.convertToFloat())));
-  auto loop =
-      scf::ForOp::create(b, loc, lane, index(length), index(warp), inits);
+  // Runs of `width` where the rows divide into them and some operand's
+  // rows are aligned to them.
+  auto alongRows = [&](OpOperand *input) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    return llvm::any_of(reduction,
+                        [&](unsigned d) { return map.isFunctionOfDim(d); });
+  };
+  auto alignable = [&](OpOperand *input) {
+    auto arg = dyn_cast<BlockArgument>(input->get());
+    auto type = dyn_cast<MemRefType>(input->get().getType());
+    return arg && arg.getOwner() == &fn.front() &&
+           !constants[arg.getArgNumber()] && type && alongRows(input) &&
+           alignedRows(type, width);
+  };
+  int64_t run = 1;
+  if (width > 1 && length % width == 0 && ranges[inner] % width == 0 &&
+      llvm::any_of(op.getDpsInputOperands(), alignable))
+    run = width;
+  Value first =
+      run == 1 ? lane
+               : arith::MulIOp::create(b, loc, lane, index(run)).getResult();
+  auto loop = scf::ForOp::create(b, loc, first, index(length),
+                                 index(warp * run), inits);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
-    delinearize(loop.getInductionVar(), reduction);
-    IRMapping map;
-    for (OpOperand *input : op.getDpsInputOperands())
-      map.map(body->getArgument(input->getOperandNumber()),
-              isa<MemRefType>(input->get().getType())
-                  ? memref::LoadOp::create(b, loc, input->get(), at(*input))
-                        .getResult()
-                  : input->get()); // a scalar
-    for (Operation &bodyOp : body->without_terminator()) {
-      if (llvm::is_contained(combines, &bodyOp))
-        continue;
-      if (auto idx = dyn_cast<linalg::IndexOp>(bodyOp)) {
-        map.map(idx.getResult(), ivs[idx.getDim()]);
-        continue;
+    SmallVector<Value> accs(loop.getRegionIterArgs());
+    for (int64_t j = 0; j < run; ++j) {
+      Value k = loop.getInductionVar();
+      if (j > 0)
+        k = arith::AddIOp::create(b, loc, k, index(j));
+      delinearize(k, reduction);
+      IRMapping map;
+      for (OpOperand *input : op.getDpsInputOperands()) {
+        Value value = input->get(); // a scalar, used as it is
+        if (isa<MemRefType>(value.getType())) {
+          auto load = memref::LoadOp::create(b, loc, value, at(*input));
+          if (j == 0 && run > 1 && alignable(input))
+            load.setAlignment(
+                run *
+                cast<MemRefType>(value.getType()).getElementTypeBitWidth() / 8);
+          value = load.getResult();
+        }
+        map.map(body->getArgument(input->getOperandNumber()), value);
       }
-      b.clone(bodyOp, map);
+      for (Operation &bodyOp : body->without_terminator()) {
+        if (llvm::is_contained(combines, &bodyOp))
+          continue;
+        if (auto idx = dyn_cast<linalg::IndexOp>(bodyOp)) {
+          map.map(idx.getResult(), ivs[idx.getDim()]);
+          continue;
+        }
+        b.clone(bodyOp, map);
+      }
+      for (auto [r, combine] : llvm::enumerate(combines)) {
+        Value out = body->getArgument(op.getNumDpsInputs() + r);
+        Value v = combine->getOperand(0) == out ? combine->getOperand(1)
+                                                : combine->getOperand(0);
+        accs[r] = fold(combine, r, accs[r], map.lookupOrDefault(v));
+      }
     }
-    SmallVector<Value> next;
-    for (auto [r, combine] : llvm::enumerate(combines)) {
-      Value out = body->getArgument(op.getNumDpsInputs() + r);
-      Value v = combine->getOperand(0) == out ? combine->getOperand(1)
-                                              : combine->getOperand(0);
-      next.push_back(fold(combine, r, loop.getRegionIterArgs()[r],
-                          map.lookupOrDefault(v)));
-    }
-    scf::YieldOp::create(b, loc, next);
+    scf::YieldOp::create(b, loc, accs);
   }
   // The butterfly: after the step of offset o, each lane holds the fold of
   // the lanes whose numbers differ from its own only in bits o and above,
@@ -1163,7 +1201,8 @@ struct AnvilCUDAMapDispatchesPass
       SmallVector<memref::GlobalOp> constants =
           constantArguments(fn, symbols, calls.lookup(fn.getName()));
       if (mapFullReduction(fn, blockSize) ||
-          mapRowReductions(fn, blockSize, warpReductions)) {
+          mapRowReductions(fn, blockSize, warpReductions, vectorWidth,
+                           constants)) {
         readConstantsInKernels(fn, constants);
         continue;
       }

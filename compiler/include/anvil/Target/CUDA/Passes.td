@@ -43,7 +43,10 @@ def AnvilCUDAMapDispatchesPass
     of a thread: lane `l` folds elements `l, l + 32, ...` of its row from
     the combiner's identity (f32 `addf`, `maximumf` or `minimumf`), the
     lanes' partials fold by `gpu.shuffle xor` 16, 8, 4, 2, 1, and lane 0
-    folds the result into the output. A sum's order is then a fixed tree,
+    folds the result into the output. Where the rows divide into runs of
+    `vector-width` and an operand's rows are aligned to them, lane `l`
+    folds runs of that many consecutive terms instead, each run's first
+    load carrying the run's alignment. A sum's order is then a fixed tree,
     not the sequential order of the CPU.
 
     A dispatch whose code is not all loop nests (a
