@@ -812,18 +812,20 @@ int main(int argc, char **argv) {
                  "CPU: use it with --target=cpu");
   if (!kernelReport.empty() && !cuda)
     return error("--kernel-report assembles CUDA kernels: add --target=cuda");
-  if (splitReductions < 0)
-    return error("--split-reductions=" + std::to_string(splitReductions) +
-                 ": a number of terms, at least 0 (0: never split)");
-  if (splitReductions.getNumOccurrences() && !cuda && !emulateCUDAGrid)
-    return error("--split-reductions shapes the CUDA grid's sums: add "
-                 "--target=cuda (the CPU splits a dispatch among its threads)");
-  if (warpReductions < 0)
-    return error("--warp-reductions=" + std::to_string(warpReductions) +
-                 ": a number of terms, at least 0 (0: a thread per row)");
-  if (warpReductions.getNumOccurrences() && !cuda && !emulateCUDAGrid)
-    return error("--warp-reductions shapes the CUDA grid's reductions: add "
-                 "--target=cuda (or --emulate-cuda-grid)");
+  // The grid's shapes in numbers of terms: not negative, and for the grid.
+  for (auto [option, zero, shapes] :
+       {std::tuple(&splitReductions, "0: never split",
+                   "sums: add --target=cuda (the CPU splits a dispatch among "
+                   "its threads)"),
+        std::tuple(&warpReductions, "0: a thread per row",
+                   "reductions: add --target=cuda (or --emulate-cuda-grid)")}) {
+    std::string flag = "--" + option->ArgStr.str();
+    if (*option < 0)
+      return error(flag + "=" + std::to_string(*option) +
+                   ": a number of terms, at least 0 (" + zero + ")");
+    if (option->getNumOccurrences() && !cuda && !emulateCUDAGrid)
+      return error(flag + " shapes the CUDA grid's " + shapes);
+  }
   auto runs = [&](Stage stage) {
     if (stage > last || (stage == Stage::TrainStep && !entryName.empty()))
       return false;

@@ -144,6 +144,17 @@ bool alignedRows(MemRefType type, int64_t width) {
   });
 }
 
+/// Whether `memref` is an argument of the dispatch `fn` with `alignedRows`:
+/// a buffer, 64-byte aligned, not a constant global that every call passes
+/// (`constants`, read in the kernels instead, with its own alignment).
+bool alignedArgument(Value memref, func::FuncOp fn,
+                     ArrayRef<memref::GlobalOp> constants, int64_t width) {
+  auto arg = dyn_cast<BlockArgument>(memref);
+  auto type = dyn_cast<MemRefType>(memref.getType());
+  return arg && arg.getOwner() == &fn.front() &&
+         !constants[arg.getArgNumber()] && type && alignedRows(type, width);
+}
+
 /// Gives each point of `loop` (a loop nest of loads, stores and pure
 /// arithmetic: an elementwise dispatch) `width` consecutive points of its
 /// innermost dimension, so that a thread's accesses to a buffer along that
@@ -173,10 +184,7 @@ bool widenInnermost(scf::ParallelOp &loop, Space &space, int64_t width,
            !llvm::is_contained(indices.drop_back(), inner);
   };
   auto alignable = [&](Value memref) {
-    auto arg = dyn_cast<BlockArgument>(memref);
-    auto type = dyn_cast<MemRefType>(memref.getType());
-    return arg && arg.getOwner() == &fn.front() &&
-           !constants[arg.getArgNumber()] && type && alignedRows(type, width);
+    return alignedArgument(memref, fn, constants, width);
   };
   unsigned aligned = 0;
   for (Operation &op : body->without_terminator()) {
@@ -947,11 +955,8 @@ bool mapRowReductions(func::FuncOp fn, int64_t blockSize, int64_t minLength,
                         [&](unsigned d) { return map.isFunctionOfDim(d); });
   };
   auto alignable = [&](OpOperand *input) {
-    auto arg = dyn_cast<BlockArgument>(input->get());
-    auto type = dyn_cast<MemRefType>(input->get().getType());
-    return arg && arg.getOwner() == &fn.front() &&
-           !constants[arg.getArgNumber()] && type && alongRows(input) &&
-           alignedRows(type, width);
+    return alongRows(input) &&
+           alignedArgument(input->get(), fn, constants, width);
   };
   int64_t run = 1;
   if (width > 1 && length % width == 0 && ranges[inner] % width == 0 &&
