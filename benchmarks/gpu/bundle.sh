@@ -66,6 +66,11 @@ echo "bundle: CUDA executables for $ARCH"
   --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/gpt-tiny-bf16.cuda.train"
 "$BIN/anvil-compile" --model gpt --config gpt2-124m --precision=bf16 \
   --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/gpt2-124m-bf16.cuda.train"
+# The same step with attention decomposed (products, softmax and their
+# gradients as GEMMs and kernels), against the fused default.
+"$BIN/anvil-compile" --model gpt --config gpt2-124m --precision=bf16 \
+  --attention=decomposed --target=cuda --cuda-arch="$ARCH" \
+  -o "$OUT/bin/gpt2-124m-bf16-decomposed.cuda.train"
 for precision in bf16 fp8; do
   "$BIN/anvil-compile" --model gpt --config gpt2-350m --precision=$precision \
     --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/gpt2-350m-$precision.cuda.train"

@@ -12,8 +12,9 @@
 #    bf16 and with each FP8 recipe,
 # 4. a streaming kernel's bandwidth by where its memory lives (bin/membw),
 #    GPT-2 124M training (llm.c's shapes: batch 8 x 1024 tokens), in f32
-#    and in bf16 mixed precision: tokens/s, step time, MFU against the
-#    GPU's dense bf16 peak,
+#    and in bf16 mixed precision (attention fused, the default, and
+#    decomposed): tokens/s, step time, MFU against the GPU's dense bf16
+#    peak,
 #    and each kernel's time over 4 steps (NAME.profile.txt),
 # 5. the same model in PyTorch eager and torch.compile when PyTorch is
 #    installed, with the ratios printed last.
@@ -149,6 +150,15 @@ if [ -f "$out/gpt2-bf16.jsonl" ] && [ -f "$out/gpt2-bf16-async.jsonl" ]; then
   check gpt2-bf16-async-losses python3 "$here/compare_losses.py" \
     "$out/gpt2-bf16-async.jsonl" "$out/gpt2-bf16.jsonl" --tolerance bf16-training
 fi
+# Attention decomposed (the scores and probabilities stored, their
+# products on cuBLAS) against the fused default (Anvil's flash-attention
+# kernels): the same model, losses within bf16 training's bound.
+measure gpt2-bf16-decomposed "$here/bin/gpt2-124m-bf16-decomposed.cuda.train"
+if [ -f "$out/gpt2-bf16.jsonl" ] && [ -f "$out/gpt2-bf16-decomposed.jsonl" ]; then
+  check gpt2-bf16-fused-losses python3 "$here/compare_losses.py" \
+    "$out/gpt2-bf16.jsonl" "$out/gpt2-bf16-decomposed.jsonl" \
+    --tolerance bf16-training
+fi
 # GPT-2 350M in FP8 (the blocks' linear layers; the rest bf16) against the
 # same model in bf16 (issue 9's target: 1.25x).
 measure gpt2-350m-bf16 "$here/bin/gpt2-350m-bf16.cuda.train"
@@ -167,6 +177,14 @@ import json, sys
 f32, bf16 = (json.load(open(p)) for p in sys.argv[1:3])
 print(f"ratio: Anvil bf16 / Anvil f32 tokens/s = "
       f"{bf16['tokens_per_s'] / f32['tokens_per_s']:.3f}")
+PY
+fi
+if [ -f "$out/gpt2-bf16.json" ] && [ -f "$out/gpt2-bf16-decomposed.json" ]; then
+  python3 - "$out/gpt2-bf16.json" "$out/gpt2-bf16-decomposed.json" <<'PY' | tee -a "$summary"
+import json, sys
+fused, decomposed = (json.load(open(p)) for p in sys.argv[1:3])
+print(f"ratio: Anvil bf16 fused attention / decomposed tokens/s = "
+      f"{fused['tokens_per_s'] / decomposed['tokens_per_s']:.3f}")
 PY
 fi
 if [ -f "$out/gpt2-bf16.json" ] && [ -f "$out/gpt2-bf16-async.json" ]; then

@@ -93,7 +93,7 @@ TEST_F(InterpTest, EveryOpHasAnEvaluator) {
     ++ops;
     EXPECT_TRUE(hasEvaluator(name)) << name.getStringRef().str();
   }
-  EXPECT_EQ(ops, 74);
+  EXPECT_EQ(ops, 76);
 }
 
 // matmul_f8: 8-bit operands (E4M3 by E5M2 here, B transposed), the exact

@@ -1206,11 +1206,13 @@ struct AnvilConvertToLinalgPass
       if (std::optional<OperationName> root = pattern->getRootKind())
         lowered.insert(root->getStringRef());
     bool missing = false;
-    // Collectives stay: anvil-bufferize turns them into runtime calls.
+    // Collectives and fused attention stay: anvil-bufferize turns them
+    // into runtime calls.
     for (StringRef name :
          {AllReduceOp::getOperationName(), AxisIndexOp::getOperationName(),
           AllGatherOp::getOperationName(), ReduceScatterOp::getOperationName(),
-          AxisSliceOp::getOperationName()})
+          AxisSliceOp::getOperationName(), FlashAttentionOp::getOperationName(),
+          FlashAttentionGradOp::getOperationName()})
       lowered.insert(name);
     getOperation().walk([&](Operation *op) {
       if (!lowers.contains(op->getDialect()) ||
@@ -1240,7 +1242,7 @@ struct AnvilConvertToLinalgPass
     WalkResult left = getOperation().walk([&](Operation *op) {
       if (!lowers.contains(op->getDialect()) ||
           isa<AllReduceOp, AxisIndexOp, AllGatherOp, ReduceScatterOp,
-              AxisSliceOp>(op))
+              AxisSliceOp, FlashAttentionOp, FlashAttentionGradOp>(op))
         return WalkResult::advance();
       op->emitError("anvil-convert-to-linalg: failed to lower '")
           << op->getName() << "'";

@@ -21,6 +21,11 @@
 //    (anvil_rt_all_gather_f32, anvil_rt_reduce_scatter_f32), and so does
 //    `anvil.axis_slice` (anvil_rt_axis_slice_f32: the rank's block);
 //    `anvil.axis_index` stores anvil_rt_axis_index(axis).
+// 6. The fused attention ops write new buffers through the runtime:
+//    `anvil.flash_attention` calls anvil_rt_attention_f32,
+//    `anvil.flash_attention_grad` anvil_rt_attention_grad_f32 (or the
+//    device's functions the pass options name), each buffer a memref of
+//    identity layout (copied first when strided), a pointer once lowered.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,6 +59,8 @@ constexpr StringLiteral kAllGather = "anvil_rt_all_gather_f32";
 constexpr StringLiteral kReduceScatter = "anvil_rt_reduce_scatter_f32";
 constexpr StringLiteral kAxisSlice = "anvil_rt_axis_slice_f32";
 constexpr StringLiteral kAxisIndex = "anvil_rt_axis_index";
+constexpr StringLiteral kAttention = "anvil_rt_attention_f32";
+constexpr StringLiteral kAttentionGrad = "anvil_rt_attention_grad_f32";
 
 /// The runtime's name for mesh axis `axis` of `op`'s module: its position
 /// in the module's `anvil.mesh`, or -1 without a mesh (a world of one).
@@ -238,6 +245,81 @@ struct AxisIndexBufferization
   }
 };
 
+/// anvil.flash_attention and its gradient: new buffers for the results,
+/// written by one runtime call on the operands' buffers:
+///   (q, k, v, [out, lse, dOut,] results..., batch, heads, kvHeads,
+///    queries, keys, dim, valueDim, f32 scale, i32 causal, i32 bf16)
+/// The buffers are passed as identity-layout memrefs (copied first when
+/// strided or offset), which the host's bare-pointer calling convention
+/// passes as the pointers RuntimeABI.h declares; as memref operands of the
+/// call they stay live (anvil-plan-memory) until it returns.
+template <typename OpTy>
+struct AttentionBufferization
+    : NewBufferModel<AttentionBufferization<OpTy>, OpTy> {
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const bufferization::BufferizationOptions &options,
+                          bufferization::BufferizationState &state) const {
+    auto attention = cast<OpTy>(op);
+    if (failed(requireF32(op, attention.getQuery().getType())))
+      return failure();
+    Location loc = op->getLoc();
+    SmallVector<Value> args;
+    for (Value operand : op->getOperands()) {
+      FailureOr<Value> buffer =
+          bufferization::getBuffer(rewriter, operand, options, state);
+      if (failed(buffer))
+        return failure();
+      auto type = cast<MemRefType>(buffer->getType());
+      Value plain = *buffer;
+      if (!type.getLayout().isIdentity()) {
+        plain = memref::AllocOp::create(
+            rewriter, loc,
+            MemRefType::get(type.getShape(), type.getElementType()));
+        linalg::CopyOp::create(rewriter, loc, *buffer, plain);
+      }
+      args.push_back(plain);
+    }
+    SmallVector<Value> results;
+    for (Value result : op->getResults()) {
+      auto type = cast<RankedTensorType>(result.getType());
+      results.push_back(memref::AllocOp::create(
+          rewriter, loc,
+          MemRefType::get(type.getShape(), type.getElementType())));
+      args.push_back(results.back());
+    }
+    auto q = cast<RankedTensorType>(attention.getQuery().getType());
+    auto k = cast<RankedTensorType>(attention.getKey().getType());
+    auto v = cast<RankedTensorType>(attention.getValue().getType());
+    for (int64_t size :
+         {q.getDimSize(0), q.getDimSize(1), k.getDimSize(1), q.getDimSize(2),
+          k.getDimSize(2), q.getDimSize(3), v.getDimSize(3)})
+      args.push_back(arith::ConstantIntOp::create(rewriter, loc,
+                                                  rewriter.getI64Type(), size));
+    args.push_back(
+        arith::ConstantOp::create(rewriter, loc,
+                                  rewriter.getF32FloatAttr(static_cast<float>(
+                                      attention.getScaleOrDefault()))));
+    for (bool flag : {attention.getCausal(), attention.getBf16Gemms()})
+      args.push_back(arith::ConstantIntOp::create(
+          rewriter, loc, rewriter.getI32Type(), flag ? 1 : 0));
+    StringLiteral callee = std::is_same_v<OpTy, anvil::FlashAttentionOp>
+                               ? kAttention
+                               : kAttentionGrad;
+    auto module = op->getParentOfType<ModuleOp>();
+    if (!module.lookupSymbol(callee)) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(module.getBody());
+      func::FuncOp::create(
+          rewriter, module.getLoc(), callee,
+          rewriter.getFunctionType(ValueRange(args).getTypes(), {}))
+          .setPrivate();
+    }
+    func::CallOp::create(rewriter, loc, callee, TypeRange{}, args);
+    bufferization::replaceOpWithBufferizedValues(rewriter, op, results);
+    return success();
+  }
+};
+
 /// Declares the runtime functions the module's collectives call:
 ///   anvil_rt_all_reduce_f32(i64 address, i64 elements, i32 op, i32 axis)
 ///   anvil_rt_all_gather_f32(i64 in, i64 out, i64 per_rank, i32 axis)
@@ -314,6 +396,7 @@ bool tieStateInPlace(func::FuncOp fn) {
 
 struct AnvilBufferizePass
     : mlir::anvil::impl::AnvilBufferizePassBase<AnvilBufferizePass> {
+  using Base::Base;
   void getDependentDialects(DialectRegistry &registry) const override {
     AnvilBufferizePassBase::getDependentDialects(registry);
     registry.insert<arith::ArithDialect, func::FuncDialect>();
@@ -326,6 +409,10 @@ struct AnvilBufferizePass
       anvil::AxisSliceOp::attachInterface<
           OutOfPlaceCollective<anvil::AxisSliceOp>>(*ctx);
       anvil::AxisIndexOp::attachInterface<AxisIndexBufferization>(*ctx);
+      anvil::FlashAttentionOp::attachInterface<
+          AttentionBufferization<anvil::FlashAttentionOp>>(*ctx);
+      anvil::FlashAttentionGradOp::attachInterface<
+          AttentionBufferization<anvil::FlashAttentionGradOp>>(*ctx);
     });
   }
   void runOnOperation() override {
@@ -368,7 +455,19 @@ struct AnvilBufferizePass
     bufferization::BufferizationState state;
     if (failed(bufferization::runOneShotModuleBufferize(getOperation(), options,
                                                         state)))
-      signalPassFailure();
+      return signalPassFailure();
+    // A device's attention functions in place of the CPU's.
+    for (auto [from, to] :
+         {std::pair<StringRef, StringRef>{kAttention, attentionCallee},
+          {kAttentionGrad, attentionGradCallee}}) {
+      auto callee = getOperation().lookupSymbol<func::FuncOp>(from);
+      if (!callee || from == to)
+        continue;
+      if (failed(SymbolTable::replaceAllSymbolUses(
+              callee, StringAttr::get(&getContext(), to), getOperation())))
+        return signalPassFailure();
+      SymbolTable::setSymbolName(callee, to);
+    }
   }
 };
 

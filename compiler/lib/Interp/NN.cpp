@@ -96,6 +96,43 @@ struct Window {
   }
 };
 
+/// The rows of fused attention (anvil.flash_attention and its gradient).
+struct AttentionRows {
+  const Buffer &q, &k;
+  int64_t hq, hkv, tq, tk, d;
+  double scale;
+  bool causal;
+  /// Row i of head (n, h): out[j] = exp(s_j - lse) when `lse` is given,
+  /// else the scaled scores s_j (-inf where hidden).
+  void scores(int64_t n, int64_t h, int64_t i, std::vector<double> &out,
+              const double *lse = nullptr) const {
+    int64_t kh = h / (hq / hkv);
+    for (int64_t j = 0; j < tk; ++j) {
+      double s = -std::numeric_limits<double>::infinity();
+      if (!causal || j <= i + tk - tq) {
+        s = 0.0;
+        for (int64_t e = 0; e < d; ++e)
+          s += q.at({n, h, i, e}) * k.at({n, kh, j, e});
+        s *= scale;
+      }
+      out[j] = lse ? std::exp(s - *lse) : s;
+    }
+  }
+};
+
+template <typename OpTy>
+AttentionRows attentionRows(OpTy op, const Buffer &q, const Buffer &k) {
+  return AttentionRows{q,
+                       k,
+                       q.shape[1],
+                       k.shape[1],
+                       q.shape[2],
+                       k.shape[2],
+                       q.shape[3],
+                       op.getScaleOrDefault(),
+                       op.getCausal()};
+}
+
 } // namespace
 
 void registerNNEvaluators(EvaluatorTable &t) {
@@ -255,6 +292,71 @@ void registerNNEvaluators(EvaluatorTable &t) {
             for (int64_t j = 0; j < tk; ++j)
               acc += scores[j] / sum * v.at({n, kh, j, e});
             out[0].at({n, h, i, e}) = acc;
+          }
+        }
+      }
+    return success();
+  });
+
+  // The fused forms: the same attention without a mask, and each row's
+  // log-sum-exp of its scaled, masked scores; the gradient recomputes the
+  // probabilities from it (as the fused kernels do), all in f64.
+  t.add<ad::FlashAttentionOp>([](ad::FlashAttentionOp op,
+                                 ArrayRef<const Buffer *> in,
+                                 std::vector<Buffer> &out) {
+    const Buffer &q = *in[0], &k = *in[1], &v = *in[2];
+    AttentionRows rows = attentionRows(op, q, k);
+    int64_t dv = v.shape[3];
+    std::vector<double> p(rows.tk);
+    for (int64_t n = 0; n < q.shape[0]; ++n)
+      for (int64_t h = 0; h < rows.hq; ++h)
+        for (int64_t i = 0; i < rows.tq; ++i) {
+          rows.scores(n, h, i, p);
+          double max = *std::max_element(p.begin(), p.end()), sum = 0.0;
+          for (double &x : p)
+            sum += (x = std::exp(x - max));
+          int64_t kh = h / (rows.hq / rows.hkv);
+          for (int64_t e = 0; e < dv; ++e) {
+            double acc = 0.0;
+            for (int64_t j = 0; j < rows.tk; ++j)
+              acc += p[j] / sum * v.at({n, kh, j, e});
+            out[0].at({n, h, i, e}) = acc;
+          }
+          out[1].at({n, h, i}) = max + std::log(sum);
+        }
+    return success();
+  });
+  t.add<ad::FlashAttentionGradOp>([](ad::FlashAttentionGradOp op,
+                                     ArrayRef<const Buffer *> in,
+                                     std::vector<Buffer> &out) {
+    const Buffer &q = *in[0], &k = *in[1], &v = *in[2], &lse = *in[4],
+                 &g = *in[5];
+    AttentionRows rows = attentionRows(op, q, k);
+    int64_t dv = v.shape[3], d = rows.d;
+    for (Buffer &b : out)
+      std::fill(b.data.begin(), b.data.end(), 0.0);
+    std::vector<double> p(rows.tk), dp(rows.tk);
+    for (int64_t n = 0; n < q.shape[0]; ++n)
+      for (int64_t h = 0; h < rows.hq; ++h) {
+        int64_t kh = h / (rows.hq / rows.hkv);
+        for (int64_t i = 0; i < rows.tq; ++i) {
+          double rowLse = lse.at({n, h, i});
+          rows.scores(n, h, i, p, &rowLse);
+          double rowDot = 0.0;
+          for (int64_t j = 0; j < rows.tk; ++j) {
+            dp[j] = 0.0;
+            for (int64_t e = 0; e < dv; ++e)
+              dp[j] += g.at({n, h, i, e}) * v.at({n, kh, j, e});
+            rowDot += dp[j] * p[j];
+          }
+          for (int64_t j = 0; j < rows.tk; ++j) {
+            double ds = p[j] * (dp[j] - rowDot) * rows.scale;
+            for (int64_t e = 0; e < dv; ++e)
+              out[2].at({n, kh, j, e}) += p[j] * g.at({n, h, i, e});
+            for (int64_t e = 0; e < d; ++e) {
+              out[0].at({n, h, i, e}) += ds * k.at({n, kh, j, e});
+              out[1].at({n, kh, j, e}) += ds * q.at({n, h, i, e});
+            }
           }
         }
       }

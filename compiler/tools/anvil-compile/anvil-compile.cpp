@@ -232,6 +232,15 @@ cl::opt<int64_t> zeroStage(
              "reduce-scattered and the updated parameters all-gathered); 0: "
              "every rank keeps all of it"),
     cl::value_desc("stage"), cl::init(0), cl::cat(category));
+cl::opt<std::string> attentionMode(
+    "attention",
+    cl::desc("How attention runs: fused (the default with --target=cuda: "
+             "flash-attention kernels that keep each row's log-sum-exp and "
+             "never store the scores or probabilities; attention with a mask "
+             "or heads wider than 128 stays decomposed) or decomposed (the "
+             "default elsewhere: products, softmax and their gradients as "
+             "separate kernels and GEMMs)"),
+    cl::value_desc("fused|decomposed"), cl::init(""), cl::cat(category));
 cl::opt<std::string> precision(
     "precision",
     cl::desc("Numeric precision of the step: f32 (the default, but with "
@@ -753,6 +762,11 @@ int main(int argc, char **argv) {
                  "fp8[=current|delayed|mxfp8]");
   if (precision.empty())
     precision = target == Target::CUDA ? "bf16" : "f32";
+  if (attentionMode.getNumOccurrences() && attentionMode != "fused" &&
+      attentionMode != "decomposed")
+    return error("--attention=" + attentionMode + ": fused or decomposed");
+  if (attentionMode.empty())
+    attentionMode = target == Target::CUDA ? "fused" : "decomposed";
   std::string fp8Recipe;
   if (precision != "f32" && precision != "bf16") {
     auto [kind, recipe] = StringRef(precision).split('=');
@@ -952,23 +966,30 @@ int main(int argc, char **argv) {
       })))
     return 1;
 
-  // precision: the GEMMs that run in bf16 or FP8.
+  // precision: the GEMMs that run in bf16 or FP8; then attention as fused
+  // kernels (keeping the bf16_gemms anvil-bf16 set).
   if (failed(runStage(Stage::Precision, [&] {
-        if (precision == "f32")
-          return mlir::success();
         mlir::PassManager pm(&context);
         // FP8 for the chosen GEMMs, then bf16 for the others (anvil-bf16
         // leaves FP8 GEMMs alone).
         std::string pass =
-            precision == "bf16"
+            precision == "f32" ? ""
+            : precision == "bf16"
                 ? "anvil-bf16"
                 : "anvil-fp8{recipe=" + fp8Recipe +
                       (tensorParallel > 1 ? " amax-axis=tp" : "") +
                       "},anvil-bf16";
-        if (failed(mlir::parsePassPipeline(pass, pm)) || failed(pm.run(module)))
+        if (!pass.empty() && (failed(mlir::parsePassPipeline(pass, pm)) ||
+                              failed(pm.run(module))))
           return error("--precision=" + precision + " failed (see above)"),
                  mlir::failure();
         collectFP8Gemms(module);
+        if (attentionMode != "fused")
+          return mlir::success();
+        mlir::PassManager fuse(&context);
+        if (failed(mlir::parsePassPipeline("anvil-flash-attention", fuse)) ||
+            failed(fuse.run(module)))
+          return error("--attention=fused failed (see above)"), mlir::failure();
         return mlir::success();
       })))
     return 1;

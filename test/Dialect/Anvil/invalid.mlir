@@ -1190,3 +1190,30 @@ module attributes {anvil.mesh = {dp = 2 : i64}} {
     return %0 : tensor<4xf32>
   }
 }
+
+// -----
+
+func.func @flash_attention_f32(%q: tensor<1x2x8x4xbf16>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{element type 'bf16' must be f32 or f64}}
+  %o, %lse = anvil.flash_attention %q, %q, %q : (tensor<1x2x8x4xbf16>, tensor<1x2x8x4xbf16>, tensor<1x2x8x4xbf16>) -> (tensor<1x2x8x4xbf16>, tensor<1x2x8xbf16>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_causal(%q: tensor<1x2x8x4xf32>, %k: tensor<1x2x4x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{causal attention needs at least as many keys as queries (4 keys, 8 queries)}}
+  %o, %lse = anvil.flash_attention %q, %k, %k {causal} : (tensor<1x2x8x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> (tensor<1x2x8x4xf32>, tensor<1x2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_lse(%q: tensor<1x2x8x4xf32>, %lse: tensor<1x2x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{lse 'tensor<1x2x4xf32>' must be 'tensor<1x2x8xf32>'}}
+  %dq, %dk, %dv = anvil.flash_attention_grad %q, %q, %q, %q, %lse, %q : (tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x4xf32>, tensor<1x2x8x4xf32>) -> (tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>)
+  return
+}

@@ -108,6 +108,11 @@ def AnvilBufferizePass : Pass<"anvil-bufferize", "mlir::ModuleOp"> {
     call. The `anvil.*` argument and result attributes are dropped first:
     they describe tensors, and the manifest has recorded them.
 
+    `anvil.flash_attention` and `anvil.flash_attention_grad` write new
+    buffers through a runtime call each (`attention`, `attention-grad`:
+    the CPU's reference functions by default, a device's with its
+    backend), their operands made contiguous first.
+
     Input:
     ```mlir
     func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
@@ -125,6 +130,14 @@ def AnvilBufferizePass : Pass<"anvil-bufferize", "mlir::ModuleOp"> {
     }
     ```
   }];
+  let options = [
+    Option<"attentionCallee", "attention", "std::string",
+           /*default=*/"\"anvil_rt_attention_f32\"",
+           "The runtime function anvil.flash_attention calls">,
+    Option<"attentionGradCallee", "attention-grad", "std::string",
+           /*default=*/"\"anvil_rt_attention_grad_f32\"",
+           "The runtime function anvil.flash_attention_grad calls">,
+  ];
   let dependentDialects = [
     "mlir::bufferization::BufferizationDialect", "mlir::linalg::LinalgDialect",
     "mlir::memref::MemRefDialect"

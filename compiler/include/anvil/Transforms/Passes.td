@@ -107,6 +107,36 @@ def AnvilPartitionPass : Pass<"anvil-partition", "mlir::ModuleOp"> {
   ];
 }
 
+def AnvilFlashAttentionPass : Pass<"anvil-flash-attention", "mlir::ModuleOp"> {
+  let summary = "Runs attention as fused kernels that store no probabilities";
+  let description = [{
+    On the forward graph, before the training step is built (and after
+    `anvil-bf16`, whose `bf16_gemms` the fused op keeps): each f32
+    `anvil.attention` without a mask whose head dimensions are at most
+    `max-head-dim` becomes `anvil.flash_attention`, whose second result,
+    each query row's log-sum-exp, is what the gradient
+    (`anvil.flash_attention_grad`, the op's VJP) recomputes the
+    probabilities from. Neither op is decomposed: `anvil-bufferize` turns
+    them into calls of the runtime's fused kernels (Anvil's flash
+    attention on CUDA, a row-at-a-time loop on the CPU), so the step never
+    stores the `(B, H, Tq, Tk)` scores or probabilities. Attention with an
+    additive mask, of another element type, or of wider heads stays
+    `anvil.attention` (decomposed as before).
+
+    ```mlir
+    %o = anvil.attention %q, %k, %v {causal} : (...) -> tensor<8x12x1024x64xf32>
+    // becomes
+    %o, %lse = anvil.flash_attention %q, %k, %v {causal}
+        : (...) -> (tensor<8x12x1024x64xf32>, tensor<8x12x1024xf32>)
+    ```
+  }];
+  let options = [
+    Option<"maxHeadDim", "max-head-dim", "int64_t", /*default=*/"128",
+           "The widest query/key and value heads fused (0: any)">,
+  ];
+  let dependentDialects = ["mlir::anvil::AnvilDialect"];
+}
+
 def AnvilBF16Pass : Pass<"anvil-bf16", "mlir::ModuleOp"> {
   let summary = "Runs chosen GEMMs (and attention's products) in bf16 (mixed precision)";
   let description = [{

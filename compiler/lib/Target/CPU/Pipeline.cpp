@@ -99,7 +99,10 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
 
   // 3. bufferized
   if (wants(Stage::Bufferized)) {
-    pm.addPass(createAnvilBufferizePass());
+    AnvilBufferizePassOptions bufferize;
+    bufferize.attentionCallee = options.attention;
+    bufferize.attentionGradCallee = options.attentionGrad;
+    pm.addPass(createAnvilBufferizePass(bufferize));
     pm.addPass(createCanonicalizerPass());
     bufferization::BufferResultsToOutParamsPassOptions outParams;
     outParams.hoistStaticAllocs = true;

@@ -7,7 +7,9 @@
 //      call the CUDA runtime's anvil_rt_cuda_sgemm (cuBLAS), bf16 GEMMs
 //      anvil_rt_cuda_gemm_bf16 (cuBLAS, tensor cores), FP8 GEMMs (their
 //      operands laid out with K innermost) anvil_rt_cuda_gemm_f8
-//      (cuBLASLt).
+//      (cuBLASLt), fused attention (anvil.flash_attention and its
+//      gradient) Anvil's flash-attention kernels
+//      (anvil_rt_cuda_attention_f32, _grad_f32).
 // 4.   kernels: anvil-cuda-map-dispatches (each dispatch's loop nests onto
 //      a 1-D grid; long contiguous row reductions a warp per row),
 //      canonicalize, gpu-launch-sink-index-computations (the
@@ -89,6 +91,8 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     // innermost; older chips multiply the dequantized values.
     cpuOptions.gemmF8 = "anvil_rt_cuda_gemm_f8";
     cpuOptions.gemmBF16 = "anvil_rt_cuda_gemm_bf16";
+    cpuOptions.attention = "anvil_rt_cuda_attention_f32";
+    cpuOptions.attentionGrad = "anvil_rt_cuda_attention_grad_f32";
     cpuOptions.mergeAmax = true;
     cpuOptions.recomputeCheap = true;
     cpuOptions.fp8Gemms =

@@ -141,6 +141,35 @@ void anvil_rt_cuda_gemm_bf16(int32_t transA, int32_t transB, int64_t m,
                              int64_t ldc, int64_t strideC, int64_t batch,
                              int32_t accumulate);
 
+/// anvil_rt_attention_f32's contract (RuntimeABI.h) on device pointers,
+/// through Anvil's fused flash-attention kernels (runtime/src/cuda/
+/// Attention.cu): no (queries x keys) matrix is stored. With `bf16` the
+/// products read bf16 operands on the tensor cores (f32 accumulation);
+/// otherwise they are f32 FMAs (no TF32). dim and valueDim up to 128 (the
+/// tiles are padded to 16, 32, 64 or 128); anything else fails, naming the
+/// call and the shape. Returns when out and lse are complete (queued,
+/// asynchronous launches).
+void anvil_rt_cuda_attention_f32(const float *q, const float *k, const float *v,
+                                 float *out, float *lse, int64_t batch,
+                                 int64_t heads, int64_t kvHeads,
+                                 int64_t queries, int64_t keys, int64_t dim,
+                                 int64_t valueDim, float scale, int32_t causal,
+                                 int32_t bf16);
+
+/// anvil_rt_attention_grad_f32's contract (RuntimeABI.h) on device
+/// pointers: dq, dk and dv overwritten from out and lse of
+/// anvil_rt_cuda_attention_f32 (or the CPU's). Each element is written by
+/// one CTA, in a fixed order: the result does not depend on scheduling (no
+/// atomics). Takes (and returns) a (batch, heads, queries) f32 scratch
+/// from the stream-ordered allocator. Returns when the gradients are
+/// complete (queued, asynchronous launches).
+void anvil_rt_cuda_attention_grad_f32(
+    const float *q, const float *k, const float *v, const float *out,
+    const float *lse, const float *dOut, float *dq, float *dk, float *dv,
+    int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
+    int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
+    int32_t bf16);
+
 /// An FP8 GEMM on cuBLASLt (sm_89 and newer), FP32 accumulation, all
 /// operands device pointers: row-major D (m x n, f32, overwritten) =
 /// scaleA[0] scaleB[0] A B^T, A m x k and B n x k row-major (k innermost in

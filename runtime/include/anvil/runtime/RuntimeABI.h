@@ -52,6 +52,42 @@ void anvil_rt_gemm_bf16(int32_t transA, int32_t transB, int64_t m, int64_t n,
                         int64_t strideB, float *c, int64_t ldc, int64_t strideC,
                         int64_t batch, int32_t accumulate);
 
+/// Fused scaled-dot-product attention (`anvil.flash_attention`), f32
+/// buffers, contiguous and row-major: q (batch, heads, queries, dim), k
+/// (batch, kvHeads, keys, dim), v (batch, kvHeads, keys, valueDim), out
+/// (batch, heads, queries, valueDim), lse (batch, heads, queries). Query
+/// head h reads key/value head h / (heads / kvHeads). For each row i:
+///   s_j = (q_i . k_j) * scale, -inf where `causal` hides key j (j > i +
+///   keys - queries; keys >= queries), p = softmax(s),
+///   out_i = sum_j p_j v_j, lse_i = log(sum_j exp(s_j)) (the row's
+///   log-sum-exp, which the gradient reads instead of the probabilities).
+/// With `bf16`, each product (q k^T, p v) reads operands rounded to bf16,
+/// accumulates in f32 and is rounded to bf16 (anvil.matmul's contract for
+/// bf16, as `bf16_gemms` on anvil.attention says). out and lse are
+/// overwritten. The CPU computes each row in order; a GPU may reassociate
+/// (online softmax) within the rounding of its format.
+void anvil_rt_attention_f32(const float *q, const float *k, const float *v,
+                            float *out, float *lse, int64_t batch,
+                            int64_t heads, int64_t kvHeads, int64_t queries,
+                            int64_t keys, int64_t dim, int64_t valueDim,
+                            float scale, int32_t causal, int32_t bf16);
+
+/// The gradient of anvil_rt_attention_f32 (`anvil.flash_attention_grad`):
+/// from its inputs, its out and lse and dOut (out's shape), overwrites dq,
+/// dk and dv (q's, k's and v's shapes). With p_ij = exp(s_ij - lse_i):
+///   dv = p^T dOut, dp = dOut v^T, ds_ij = p_ij (dp_ij - sum_j dp_ij p_ij)
+///   (the sum equals dOut_i . out_i), dq = ds k * scale,
+///   dk = ds^T q * scale,
+/// dk and dv summed over the query heads that share a key/value head.
+/// `bf16` rounds the five products as anvil_rt_attention_f32 does.
+void anvil_rt_attention_grad_f32(const float *q, const float *k, const float *v,
+                                 const float *out, const float *lse,
+                                 const float *dOut, float *dq, float *dk,
+                                 float *dv, int64_t batch, int64_t heads,
+                                 int64_t kvHeads, int64_t queries, int64_t keys,
+                                 int64_t dim, int64_t valueDim, float scale,
+                                 int32_t causal, int32_t bf16);
+
 /// Initializes the training state of a module: every buffer of the
 /// manifest `manifestJson` that has an initializer is filled, for run seed
 /// `seed`, at args[index] (the step's argument array), bit-identically to

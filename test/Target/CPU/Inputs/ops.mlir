@@ -146,6 +146,30 @@ func.func @attention(%q: tensor<2x4x5x3xf32>, %k: tensor<2x2x6x3xf32>, %v: tenso
   return %0, %1 : tensor<2x4x5x2xf32>, tensor<2x4x5x2xf32>
 }
 
+// Fused attention (anvil-flash-attention's ops: runtime calls, Anvil's
+// flash-attention kernels on CUDA) and its gradient, from the forward's own
+// result and log-sum-exp: causal grouped-query attention with more keys
+// than queries and lengths that are not multiples of a GPU tile, then a
+// scaled non-causal one.
+// tolerance: f32-composite
+func.func @flash_attention(%q: tensor<2x4x37x16xf32>, %k: tensor<2x2x45x16xf32>, %v: tensor<2x2x45x16xf32>, %g: tensor<2x4x37x16xf32>) -> (tensor<2x4x37x16xf32>, tensor<2x4x37xf32>, tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>, tensor<2x4x37x16xf32>, tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>) {
+  %o, %lse = anvil.flash_attention %q, %k, %v {causal} : (tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>) -> (tensor<2x4x37x16xf32>, tensor<2x4x37xf32>)
+  %dq, %dk, %dv = anvil.flash_attention_grad %q, %k, %v, %o, %lse, %g {causal} : (tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>, tensor<2x4x37x16xf32>, tensor<2x4x37xf32>, tensor<2x4x37x16xf32>) -> (tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>)
+  %o2, %lse2 = anvil.flash_attention %q, %k, %v {scale = 0.5 : f64} : (tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>) -> (tensor<2x4x37x16xf32>, tensor<2x4x37xf32>)
+  %dq2, %dk2, %dv2 = anvil.flash_attention_grad %q, %k, %v, %o2, %lse2, %g {scale = 0.5 : f64} : (tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>, tensor<2x4x37x16xf32>, tensor<2x4x37xf32>, tensor<2x4x37x16xf32>) -> (tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>)
+  return %o, %lse, %dq, %dk, %dv, %o2, %dq2, %dk2, %dv2 : tensor<2x4x37x16xf32>, tensor<2x4x37xf32>, tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>, tensor<2x4x37x16xf32>, tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>
+}
+
+// The same with bf16_gemms (the five products on bf16 operands, each
+// rounded to bf16; the interpreter does not round) and 64-wide heads, as
+// GPT-2's: causal, 70 queries and keys.
+// tolerance: bf16-composite
+func.func @flash_attention_bf16(%q: tensor<1x2x70x64xf32>, %k: tensor<1x2x70x64xf32>, %v: tensor<1x2x70x64xf32>, %g: tensor<1x2x70x64xf32>) -> (tensor<1x2x70x64xf32>, tensor<1x2x70xf32>, tensor<1x2x70x64xf32>, tensor<1x2x70x64xf32>, tensor<1x2x70x64xf32>) {
+  %o, %lse = anvil.flash_attention %q, %k, %v {causal, bf16_gemms} : (tensor<1x2x70x64xf32>, tensor<1x2x70x64xf32>, tensor<1x2x70x64xf32>) -> (tensor<1x2x70x64xf32>, tensor<1x2x70xf32>)
+  %dq, %dk, %dv = anvil.flash_attention_grad %q, %k, %v, %o, %lse, %g {causal, bf16_gemms} : (tensor<1x2x70x64xf32>, tensor<1x2x70x64xf32>, tensor<1x2x70x64xf32>, tensor<1x2x70x64xf32>, tensor<1x2x70xf32>, tensor<1x2x70x64xf32>) -> (tensor<1x2x70x64xf32>, tensor<1x2x70x64xf32>, tensor<1x2x70x64xf32>)
+  return %o, %lse, %dq, %dk, %dv : tensor<1x2x70x64xf32>, tensor<1x2x70xf32>, tensor<1x2x70x64xf32>, tensor<1x2x70x64xf32>, tensor<1x2x70x64xf32>
+}
+
 // tolerance: f32-composite
 // int-high: 7
 func.func @cross_entropy(%z: tensor<3x5x7xf32>, %t: tensor<3x5xi64>) -> (tensor<f32>, tensor<3x5xf32>, tensor<f32>) {

@@ -56,6 +56,10 @@ struct CPUPipelineOptions {
   std::string gemmF8 = "anvil_rt_gemm_f8";
   /// The runtime function bf16 GEMMs call (callee-bf16).
   std::string gemmBF16 = "anvil_rt_gemm_bf16";
+  /// The runtime functions fused attention and its gradient call
+  /// (anvil-bufferize attention, attention-grad).
+  std::string attention = "anvil_rt_attention_f32";
+  std::string attentionGrad = "anvil_rt_attention_grad_f32";
   /// GEMMs of two tensorwise FP8 quantizations (anvil-decompose
   /// fp8-gemms): f8, f8-k-inner or dequantized.
   std::string fp8Gemms = "f8";

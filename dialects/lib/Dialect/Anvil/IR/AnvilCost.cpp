@@ -150,19 +150,33 @@ int64_t EmbeddingBagOp::getFlops() {
 // Each output is `a cos - b sin` or `a sin + b cos`: two multiplies, one add.
 int64_t RopeOp::getFlops() { return 3 * numel(getOperand()); }
 
-int64_t AttentionOp::getFlops() {
-  // Q K^T and P V: 2 * B * Hq * (visible query-key pairs) * (D + Dv). The
-  // softmax, scale and mask are not counted (as in the FlashAttention
-  // papers). Causal attention counts only the visible pairs.
-  ArrayRef<int64_t> q = shapeOf(getQuery()), v = shapeOf(getValue());
-  int64_t tq = q[2], tk = shapeOf(getKey())[2];
+/// Q K^T and P V of attention: 2 * B * Hq * (visible query-key pairs) *
+/// (D + Dv). The softmax, scale and mask are not counted (as in the
+/// FlashAttention papers). Causal attention counts only the visible pairs.
+static int64_t attentionFlops(Value query, Value key, Value value,
+                              bool causal) {
+  ArrayRef<int64_t> q = shapeOf(query), v = shapeOf(value);
+  int64_t tq = q[2], tk = shapeOf(key)[2];
   int64_t pairs = tq * tk;
-  if (getCausal()) {
+  if (causal) {
     pairs = 0;
     for (int64_t i = 0; i < tq; ++i)
       pairs += std::clamp<int64_t>(i + tk - tq + 1, 0, tk);
   }
   return 2 * q[0] * q[1] * pairs * (q[3] + v[3]);
+}
+
+int64_t AttentionOp::getFlops() {
+  return attentionFlops(getQuery(), getKey(), getValue(), getCausal());
+}
+
+int64_t FlashAttentionOp::getFlops() {
+  return attentionFlops(getQuery(), getKey(), getValue(), getCausal());
+}
+
+// Five products to the forward's two: the scores again, dP, dV, dQ, dK.
+int64_t FlashAttentionGradOp::getFlops() {
+  return attentionFlops(getQuery(), getKey(), getValue(), getCausal()) * 5 / 2;
 }
 
 int64_t ConvOp::getFlops() {

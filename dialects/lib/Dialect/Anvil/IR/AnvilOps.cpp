@@ -793,14 +793,14 @@ LogicalResult RopeOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &inferred) {
-  Fail<AttentionOp> fail{loc};
-  RankedTensorType q = tensorType(adaptor.getQuery());
-  RankedTensorType k = tensorType(adaptor.getKey());
-  RankedTensorType v = tensorType(adaptor.getValue());
+/// The checks anvil.attention and the flash attention ops share: query,
+/// key and value of one element type and of compatible (B, H, T, D)
+/// shapes, grouped heads, causal alignment and the scale.
+template <typename OpTy>
+static LogicalResult
+checkAttentionOperands(const Fail<OpTy> &fail, RankedTensorType q,
+                       RankedTensorType k, RankedTensorType v, bool causal,
+                       FloatAttr scale) {
   for (auto [name, t] : {std::pair<StringRef, RankedTensorType>{"query", q},
                          {"key", k},
                          {"value", v}}) {
@@ -825,16 +825,32 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   if (hkv < 1 || hq % hkv != 0)
     return fail("query heads ", hq, " must be a multiple of key/value heads ",
                 hkv);
-  if (adaptor.getCausal() && tq > tk)
+  if (causal && tq > tk)
     return fail("causal attention needs at least as many keys as queries (", tk,
                 " keys, ", tq, " queries): with the bottom-right ",
                 "alignment the first queries would see no key");
-  if (FloatAttr scale = adaptor.getScaleAttr()) {
+  if (scale) {
     double value = scale.getValueAsDouble();
     if (!std::isfinite(value) || value <= 0.0)
       return fail("scale = ", formatDouble(value),
                   " must be finite and positive");
   }
+  return success();
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  Fail<AttentionOp> fail{loc};
+  RankedTensorType q = tensorType(adaptor.getQuery());
+  RankedTensorType k = tensorType(adaptor.getKey());
+  RankedTensorType v = tensorType(adaptor.getValue());
+  if (failed(checkAttentionOperands(fail, q, k, v, adaptor.getCausal(),
+                                    adaptor.getScaleAttr())))
+    return failure();
+  int64_t b = q.getDimSize(0), hq = q.getDimSize(1), tq = q.getDimSize(2),
+          tk = k.getDimSize(2);
   if (Value maskValue = adaptor.getMask()) {
     RankedTensorType mask = tensorType(maskValue);
     ArrayRef<int64_t> ms = mask.getShape();
@@ -848,6 +864,69 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
                   q.getElementType());
   }
   inferred.push_back(q.clone({b, hq, tq, v.getDimSize(3)}));
+  return success();
+}
+
+/// `scale`, or 1 / sqrt(D) for a query of head dimension D.
+static double scaleOrDefault(std::optional<APFloat> scale, Value query) {
+  return scale
+             ? scale->convertToDouble()
+             : 1.0 /
+                   std::sqrt(static_cast<double>(
+                       cast<RankedTensorType>(query.getType()).getDimSize(3)));
+}
+
+double FlashAttentionOp::getScaleOrDefault() {
+  return scaleOrDefault(getScale(), getQuery());
+}
+double FlashAttentionGradOp::getScaleOrDefault() {
+  return scaleOrDefault(getScale(), getQuery());
+}
+
+LogicalResult
+FlashAttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                   Adaptor adaptor,
+                                   SmallVectorImpl<Type> &inferred) {
+  Fail<FlashAttentionOp> fail{loc};
+  RankedTensorType q = tensorType(adaptor.getQuery());
+  RankedTensorType k = tensorType(adaptor.getKey());
+  RankedTensorType v = tensorType(adaptor.getValue());
+  if (failed(checkAttentionOperands(fail, q, k, v, adaptor.getCausal(),
+                                    adaptor.getScaleAttr())))
+    return failure();
+  if (!q.getElementType().isF32() && !q.getElementType().isF64())
+    return fail("element type ", q.getElementType(), " must be f32 or f64");
+  inferred.push_back(q.clone(
+      {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2), v.getDimSize(3)}));
+  inferred.push_back(
+      q.clone({q.getDimSize(0), q.getDimSize(1), q.getDimSize(2)}));
+  return success();
+}
+
+LogicalResult FlashAttentionGradOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  Fail<FlashAttentionGradOp> fail{loc};
+  RankedTensorType q = tensorType(adaptor.getQuery());
+  RankedTensorType k = tensorType(adaptor.getKey());
+  RankedTensorType v = tensorType(adaptor.getValue());
+  if (failed(checkAttentionOperands(fail, q, k, v, adaptor.getCausal(),
+                                    adaptor.getScaleAttr())))
+    return failure();
+  if (!q.getElementType().isF32() && !q.getElementType().isF64())
+    return fail("element type ", q.getElementType(), " must be f32 or f64");
+  // The forward op's results and the gradient of its result.
+  auto out = q.clone(
+      {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2), v.getDimSize(3)});
+  auto lse = q.clone({q.getDimSize(0), q.getDimSize(1), q.getDimSize(2)});
+  for (auto [name, value, expected] :
+       {std::tuple<StringRef, Value, RankedTensorType>{
+            "result", adaptor.getResult(), out},
+        {"lse", adaptor.getLse(), lse},
+        {"result_grad", adaptor.getResultGrad(), out}})
+    if (tensorType(value) != expected)
+      return fail(name, " ", tensorType(value), " must be ", expected);
+  inferred.append({q, k, v});
   return success();
 }
 

@@ -809,6 +809,24 @@ LogicalResult AttentionOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
   return success();
 }
 
+LogicalResult FlashAttentionOp::buildVJP(OpBuilder &builder,
+                                         ArrayRef<Value> grads,
+                                         SmallVectorImpl<Value> &out) {
+  // The fused gradient recomputes the probabilities from the saved
+  // log-sum-exp; a gradient reaching lse itself would add P * dlse to dS,
+  // which the fused kernels do not take.
+  if (grads.size() > 1 && grads[1])
+    return emitOpError("a gradient flows into 'lse' (its users are "
+                       "differentiated); only the result's is supported");
+  Emit e{builder, getLoc()};
+  auto grad = FlashAttentionGradOp::create(
+      builder, getLoc(), getQuery(), getKey(), getValue(), getResult(),
+      getLse(), gradOrZero(e, *this, grads, 0), getCausal(), getScaleAttr(),
+      getBf16Gemms());
+  out.append(grad->result_begin(), grad->result_end());
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Convolution and pooling
 //===----------------------------------------------------------------------===//

@@ -885,6 +885,77 @@ def Anvil_AttentionOp : Anvil_CostedOp<"attention", [Anvil_VJP, InferTypeOpAdapt
   }];
 }
 
+def Anvil_FlashAttentionOp : Anvil_CostedOp<"flash_attention",
+                                             [Anvil_VJP, InferTypeOpAdaptor]> {
+  let summary = "Fused attention that keeps each row's log-sum-exp for its gradient";
+  let description = [{
+    `anvil.attention` without a mask, computed as one fused kernel: the
+    `(B, Hq, Tq, Tk)` scores and probabilities are never stored. Operands,
+    `causal`, `scale` (default `1 / sqrt(D)`) and `bf16_gemms` mean what
+    they mean on `anvil.attention`, and `result` is its result. `lse`
+    `(B, Hq, Tq)` is each row's log-sum-exp of the scaled (masked) scores,
+    from which the gradient (`anvil.flash_attention_grad`) recomputes the
+    probabilities. `anvil-flash-attention` makes it from `anvil.attention`.
+    The element type is f32 (the backends' fused kernels) or f64 (the
+    interpreter).
+
+    ```mlir
+    %o, %lse = anvil.flash_attention %q, %k, %v {causal}
+        : (tensor<8x12x1024x64xf32>, tensor<8x12x1024x64xf32>, tensor<8x12x1024x64xf32>)
+        -> (tensor<8x12x1024x64xf32>, tensor<8x12x1024xf32>)
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$query, Anvil_FloatTensor:$key,
+                       Anvil_FloatTensor:$value, UnitAttr:$causal,
+                       OptionalAttr<F64Attr>:$scale, UnitAttr:$bf16_gemms);
+  let results = (outs Anvil_FloatTensor:$result, Anvil_FloatTensor:$lse);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// `scale`, or its default 1 / sqrt(D).
+    double getScaleOrDefault();
+  }];
+}
+
+def Anvil_FlashAttentionGradOp : Anvil_CostedOp<"flash_attention_grad",
+                                                [InferTypeOpAdaptor]> {
+  let summary = "The gradient of anvil.flash_attention";
+  let description = [{
+    From the forward op's operands and results and the result's gradient
+    `result_grad`, the gradients of `query`, `key` and `value`. With
+    `P = exp(S - lse)` (S the scaled, masked scores):
+    `dV = P^T dO`, `dP = dO V^T`, `dS = P (dP - rowsum(dP P))`,
+    `dQ = dS K scale`, `dK = dS^T Q scale`; under grouped-query attention
+    `dK` and `dV` sum over the query heads that share a key/value head.
+    `bf16_gemms` runs the five products on bf16 operands as the forward
+    op does. Attributes must be the forward op's.
+
+    ```mlir
+    %dq, %dk, %dv = anvil.flash_attention_grad %q, %k, %v, %o, %lse, %do {causal}
+        : (tensor<8x12x1024x64xf32>, tensor<8x12x1024x64xf32>, tensor<8x12x1024x64xf32>,
+           tensor<8x12x1024x64xf32>, tensor<8x12x1024xf32>, tensor<8x12x1024x64xf32>)
+        -> (tensor<8x12x1024x64xf32>, tensor<8x12x1024x64xf32>, tensor<8x12x1024x64xf32>)
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$query, Anvil_FloatTensor:$key,
+                       Anvil_FloatTensor:$value, Anvil_FloatTensor:$result,
+                       Anvil_FloatTensor:$lse, Anvil_FloatTensor:$result_grad,
+                       UnitAttr:$causal, OptionalAttr<F64Attr>:$scale,
+                       UnitAttr:$bf16_gemms);
+  let results = (outs Anvil_FloatTensor:$query_grad,
+                      Anvil_FloatTensor:$key_grad,
+                      Anvil_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $result `,` $lse `,` $result_grad attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// `scale`, or its default 1 / sqrt(D).
+    double getScaleOrDefault();
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Convolution, pooling, upsampling
 //===----------------------------------------------------------------------===//

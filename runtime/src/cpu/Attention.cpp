@@ -1,0 +1,224 @@
+//===- Attention.cpp - fused attention on the CPU, row by row -------------===//
+//
+// anvil_rt_attention_f32 and its gradient (RuntimeABI.h) as the reference
+// of the fused kernels: each query row's scores are computed, normalized
+// and consumed in order, the probabilities never stored beyond the row.
+// The arithmetic follows anvil.attention's decomposition: the products
+// accumulate in f32 in key (or query) order; with `bf16`, their operands
+// and results are rounded to bf16 (round to nearest even), the softmax is
+// f32. Work is split over (batch, key/value head) pairs, so the query heads
+// of a group add their dk and dv on one thread in a fixed order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "anvil/runtime/RuntimeABI.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace {
+
+/// `x` rounded to the nearest bf16 (ties to even) and widened back; NaN
+/// stays NaN.
+float roundBF16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  if (std::isnan(x))
+    bits = (bits | 0x00400000u) & 0xFFFF0000u;
+  else
+    bits = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
+  float out;
+  std::memcpy(&out, &bits, sizeof out);
+  return out;
+}
+
+struct Shape {
+  int64_t batch, heads, kvHeads, queries, keys, dim, valueDim;
+  float scale;
+  bool causal, bf16;
+
+  int64_t group() const { return heads / kvHeads; }
+  /// Keys 0 .. lastKey(i) are visible to query i.
+  int64_t visibleKeys(int64_t i) const {
+    return causal ? std::min(keys, i + keys - queries + 1) : keys;
+  }
+  float operand(float x) const { return bf16 ? roundBF16(x) : x; }
+  float product(float x) const { return bf16 ? roundBF16(x) : x; }
+};
+
+/// Copies `n` values of `x`, rounded as a product's operand.
+void operands(const Shape &s, const float *x, int64_t n,
+              std::vector<float> &out) {
+  out.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = s.operand(x[i]);
+}
+
+/// The scores of query row `qi` (dim values, already rounded) against the
+/// first `visible` keys of `kh` (rounded): s_j = product(q . k_j) * scale.
+void scores(const Shape &s, const float *qi, const float *kh, int64_t visible,
+            float *out) {
+  for (int64_t j = 0; j < visible; ++j) {
+    float dot = 0.0f;
+    const float *kj = kh + j * s.dim;
+    for (int64_t d = 0; d < s.dim; ++d)
+      dot += qi[d] * kj[d];
+    out[j] = s.product(dot) * s.scale;
+  }
+}
+
+struct Forward {
+  Shape s;
+  const float *q, *k, *v;
+  float *out, *lse;
+};
+
+void forwardChunk(void *ctx, int64_t lo, int64_t hi) {
+  const Forward &f = *static_cast<const Forward *>(ctx);
+  const Shape &s = f.s;
+  std::vector<float> kh, vh, qi, row(static_cast<size_t>(s.keys)), acc;
+  acc.resize(static_cast<size_t>(s.valueDim));
+  for (int64_t pair = lo; pair < hi; ++pair) {
+    int64_t b = pair / s.kvHeads, kvh = pair % s.kvHeads;
+    operands(s, f.k + pair * s.keys * s.dim, s.keys * s.dim, kh);
+    operands(s, f.v + pair * s.keys * s.valueDim, s.keys * s.valueDim, vh);
+    for (int64_t h = kvh * s.group(); h < (kvh + 1) * s.group(); ++h) {
+      int64_t head = b * s.heads + h;
+      for (int64_t i = 0; i < s.queries; ++i) {
+        int64_t visible = s.visibleKeys(i);
+        operands(s, f.q + (head * s.queries + i) * s.dim, s.dim, qi);
+        scores(s, qi.data(), kh.data(), visible, row.data());
+        float max = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < visible; ++j)
+          max = std::max(max, row[j]);
+        float sum = 0.0f;
+        for (int64_t j = 0; j < visible; ++j) {
+          row[j] = std::exp(row[j] - max);
+          sum += row[j];
+        }
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        for (int64_t j = 0; j < visible; ++j) {
+          float p = s.operand(row[j] / sum);
+          const float *vj = vh.data() + j * s.valueDim;
+          for (int64_t d = 0; d < s.valueDim; ++d)
+            acc[d] += p * vj[d];
+        }
+        float *o = f.out + (head * s.queries + i) * s.valueDim;
+        for (int64_t d = 0; d < s.valueDim; ++d)
+          o[d] = s.product(acc[d]);
+        f.lse[head * s.queries + i] = max + std::log(sum);
+      }
+    }
+  }
+}
+
+struct Backward {
+  Shape s;
+  const float *q, *k, *v, *out, *lse, *dOut;
+  float *dq, *dk, *dv;
+};
+
+void backwardChunk(void *ctx, int64_t lo, int64_t hi) {
+  const Backward &g = *static_cast<const Backward *>(ctx);
+  const Shape &s = g.s;
+  int64_t keys = s.keys, dim = s.dim, vdim = s.valueDim;
+  std::vector<float> kh, vh, qh, gh, p(static_cast<size_t>(keys)),
+      dp(static_cast<size_t>(keys)), dqRow(static_cast<size_t>(dim)),
+      dkHead(static_cast<size_t>(keys * dim)),
+      dvHead(static_cast<size_t>(keys * vdim));
+  for (int64_t pair = lo; pair < hi; ++pair) {
+    int64_t b = pair / s.kvHeads, kvh = pair % s.kvHeads;
+    operands(s, g.k + pair * keys * dim, keys * dim, kh);
+    operands(s, g.v + pair * keys * vdim, keys * vdim, vh);
+    float *dk = g.dk + pair * keys * dim, *dv = g.dv + pair * keys * vdim;
+    std::fill(dk, dk + keys * dim, 0.0f);
+    std::fill(dv, dv + keys * vdim, 0.0f);
+    for (int64_t h = kvh * s.group(); h < (kvh + 1) * s.group(); ++h) {
+      int64_t head = b * s.heads + h;
+      operands(s, g.q + head * s.queries * dim, s.queries * dim, qh);
+      operands(s, g.dOut + head * s.queries * vdim, s.queries * vdim, gh);
+      std::fill(dkHead.begin(), dkHead.end(), 0.0f);
+      std::fill(dvHead.begin(), dvHead.end(), 0.0f);
+      for (int64_t i = 0; i < s.queries; ++i) {
+        int64_t visible = s.visibleKeys(i);
+        const float *qi = qh.data() + i * dim, *gi = gh.data() + i * vdim;
+        scores(s, qi, kh.data(), visible, p.data());
+        float lse = g.lse[head * s.queries + i];
+        float rowDot = 0.0f;
+        for (int64_t j = 0; j < visible; ++j) {
+          p[j] = std::exp(p[j] - lse);
+          float dot = 0.0f;
+          const float *vj = vh.data() + j * vdim;
+          for (int64_t d = 0; d < vdim; ++d)
+            dot += gi[d] * vj[d];
+          dp[j] = s.product(dot);
+          rowDot += dp[j] * p[j];
+        }
+        std::fill(dqRow.begin(), dqRow.end(), 0.0f);
+        for (int64_t j = 0; j < visible; ++j) {
+          // dv_j += p_ij g_i; ds_ij scaled, as an operand of dq and dk.
+          float pj = s.operand(p[j]);
+          float *dvj = dvHead.data() + j * vdim;
+          for (int64_t d = 0; d < vdim; ++d)
+            dvj[d] += pj * gi[d];
+          float ds = s.operand(p[j] * (dp[j] - rowDot) * s.scale);
+          const float *kj = kh.data() + j * dim;
+          float *dkj = dkHead.data() + j * dim;
+          for (int64_t d = 0; d < dim; ++d) {
+            dqRow[d] += ds * kj[d];
+            dkj[d] += ds * qi[d];
+          }
+        }
+        float *dq = g.dq + (head * s.queries + i) * dim;
+        for (int64_t d = 0; d < dim; ++d)
+          dq[d] = s.product(dqRow[d]);
+      }
+      for (int64_t x = 0; x < keys * dim; ++x)
+        dk[x] += s.product(dkHead[x]);
+      for (int64_t x = 0; x < keys * vdim; ++x)
+        dv[x] += s.product(dvHead[x]);
+    }
+  }
+}
+
+} // namespace
+
+extern "C" void anvil_rt_attention_f32(const float *q, const float *k,
+                                       const float *v, float *out, float *lse,
+                                       int64_t batch, int64_t heads,
+                                       int64_t kvHeads, int64_t queries,
+                                       int64_t keys, int64_t dim,
+                                       int64_t valueDim, float scale,
+                                       int32_t causal, int32_t bf16) {
+  Forward f{{batch, heads, kvHeads, queries, keys, dim, valueDim, scale,
+             causal != 0, bf16 != 0},
+            q,
+            k,
+            v,
+            out,
+            lse};
+  anvil_rt_parallel_for(batch * kvHeads, forwardChunk, &f);
+}
+
+extern "C" void anvil_rt_attention_grad_f32(
+    const float *q, const float *k, const float *v, const float *out,
+    const float *lse, const float *dOut, float *dq, float *dk, float *dv,
+    int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
+    int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
+    int32_t bf16) {
+  Backward g{{batch, heads, kvHeads, queries, keys, dim, valueDim, scale,
+              causal != 0, bf16 != 0},
+             q,
+             k,
+             v,
+             out,
+             lse,
+             dOut,
+             dq,
+             dk,
+             dv};
+  anvil_rt_parallel_for(batch * kvHeads, backwardChunk, &g);
+}
