@@ -316,12 +316,16 @@ struct DecomposeCrossEntropy : OpRewritePattern<CrossEntropyOp> {
     int64_t classes = op.getLogits().getType().getDimSize(rank - 1);
     double s = op.getLabelSmoothing().convertToDouble();
     LabelMasks masks = emitLabelMasks(e, op);
-    // (..., C) -> (...): the label's log-probability, and their sum.
-    Value logp = LogSoftmaxOp::create(rewriter, op.getLoc(), z, rank - 1);
-    Value picked = e.sum(e.mul(logp, masks.onehot), {rank - 1}, false);
-    Value rowLoss = e.scale(picked, -(1.0 - s));
+    // (..., C) -> (...): lse - (1 - s) z[label] - s/C sum(z), which is
+    // -((1 - s) log p[label] + s/C sum(log p)) with log p = z - lse, without
+    // a (..., C) log p: each term reads the logits directly, and lse is
+    // the one the VJP reads (emitRowLogSumExp).
+    auto rowType = cast<RankedTensorType>(masks.kept.getType());
+    Value lse = e.reshape(emitRowLogSumExp(e, z), rowType);
+    Value picked = e.sum(e.mul(z, masks.onehot), {rank - 1}, false);
+    Value rowLoss = e.sub(lse, e.scale(picked, 1.0 - s));
     if (s != 0.0)
-      rowLoss = e.sub(rowLoss, e.scale(e.sum(logp, {rank - 1}, false),
+      rowLoss = e.sub(rowLoss, e.scale(e.sum(z, {rank - 1}, false),
                                        s / static_cast<double>(classes)));
     rowLoss = e.mul(rowLoss, masks.kept);
     Value result = rowLoss;

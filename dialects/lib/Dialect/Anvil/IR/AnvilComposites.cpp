@@ -115,6 +115,16 @@ LabelMasks mlir::anvil::emitLabelMasks(Emit &e, CrossEntropyOp op) {
   return masks;
 }
 
+Value mlir::anvil::emitRowLogSumExp(Emit &e, Value logits) {
+  auto type = e.typeOf(logits);
+  int64_t last = type.getRank() - 1;
+  Value max = ReduceMaxOp::create(e.b, e.loc, logits, ArrayRef<int64_t>{last},
+                                  /*keep_dims=*/true);
+  Value shifted = e.sub(logits, e.unreduce(max, type));
+  Value sum = e.sum(ExpOp::create(e.b, e.loc, shifted), {last}, true);
+  return e.add(max, LogOp::create(e.b, e.loc, sum));
+}
+
 Value mlir::anvil::emitKeptCount(Emit &e, Value kept) {
   auto t = e.typeOf(kept);
   SmallVector<int64_t> all =

@@ -695,7 +695,10 @@ LogicalResult CrossEntropyOp::buildVJP(OpBuilder &builder,
   Value rowWeight = e.broadcast(e.mul(w, kept), zType, range(0, rank - 1));
   Value target = e.add(e.scale(onehot, 1.0 - s),
                        e.like(z, s / static_cast<double>(classes)));
-  Value p = SoftmaxOp::create(builder, getLoc(), z, rank - 1);
+  // softmax(z) from the row's log-sum-exp, which the forward's
+  // decomposition computes alike (one after CSE).
+  Value p = ExpOp::create(builder, getLoc(),
+                          e.sub(z, e.unreduce(emitRowLogSumExp(e, z), zType)));
   out.push_back(e.mul(e.sub(p, target), rowWeight));
   out.push_back(Value());
   return success();

@@ -41,6 +41,13 @@ struct LabelMasks {
 };
 LabelMasks emitLabelMasks(Emit &e, CrossEntropyOp op);
 
+/// Each row's log-sum-exp along the logits' last dimension, kept (size 1
+/// there): max + log(sum(exp(z - max))). The cross-entropy's decomposition
+/// and its VJP (softmax(z) = exp(z - lse)) emit it alike, so the CSE after
+/// decomposition leaves one, which the backward pass reads instead of
+/// normalizing the logits again.
+Value emitRowLogSumExp(Emit &e, Value logits);
+
 /// `max(sum(kept), 1)`: the divisor of a mean over kept labels, so that a
 /// batch whose labels are all ignored has loss 0 rather than NaN.
 Value emitKeptCount(Emit &e, Value kept);
