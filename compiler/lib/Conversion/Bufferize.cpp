@@ -24,8 +24,9 @@
 // 6. The fused attention ops write new buffers through the runtime:
 //    `anvil.flash_attention` calls anvil_rt_attention_f32,
 //    `anvil.flash_attention_grad` anvil_rt_attention_grad_f32 (or the
-//    device's functions the pass options name), each buffer a memref of
-//    identity layout (copied first when strided), a pointer once lowered.
+//    device's functions the pass options name), each buffer of identity
+//    layout (copied first when strided) passed as a memref<f32> view of
+//    its first element, a pointer once lowered.
 //
 //===----------------------------------------------------------------------===//
 
@@ -249,10 +250,12 @@ struct AxisIndexBufferization
 /// written by one runtime call on the operands' buffers:
 ///   (q, k, v, [out, lse, dOut,] results..., batch, heads, kvHeads,
 ///    queries, keys, dim, valueDim, f32 scale, i32 causal, i32 bf16)
-/// The buffers are passed as identity-layout memrefs (copied first when
-/// strided or offset), which the host's bare-pointer calling convention
-/// passes as the pointers RuntimeABI.h declares; as memref operands of the
-/// call they stay live (anvil-plan-memory) until it returns.
+/// Each buffer is made identity-layout (copied first when strided or
+/// offset) and passed as a memref<f32> view of its first element (one
+/// declaration for every shape), which the host's bare-pointer calling
+/// convention passes as the pointer RuntimeABI.h declares; as views that
+/// the call uses, the buffers stay live (anvil-plan-memory) until it
+/// returns.
 template <typename OpTy>
 struct AttentionBufferization
     : NewBufferModel<AttentionBufferization<OpTy>, OpTy> {
@@ -263,6 +266,14 @@ struct AttentionBufferization
     if (failed(requireF32(op, attention.getQuery().getType())))
       return failure();
     Location loc = op->getLoc();
+    // Every buffer as a memref<f32> at its first element, so that one
+    // declaration serves every shape.
+    auto scalar = MemRefType::get({}, rewriter.getF32Type());
+    auto first = [&](Value buffer) -> Value {
+      return memref::ReinterpretCastOp::create(
+          rewriter, loc, scalar, buffer, /*offset=*/0,
+          /*sizes=*/ArrayRef<int64_t>{}, /*strides=*/ArrayRef<int64_t>{});
+    };
     SmallVector<Value> args;
     for (Value operand : op->getOperands()) {
       FailureOr<Value> buffer =
@@ -277,7 +288,7 @@ struct AttentionBufferization
             MemRefType::get(type.getShape(), type.getElementType()));
         linalg::CopyOp::create(rewriter, loc, *buffer, plain);
       }
-      args.push_back(plain);
+      args.push_back(first(plain));
     }
     SmallVector<Value> results;
     for (Value result : op->getResults()) {
@@ -285,7 +296,7 @@ struct AttentionBufferization
       results.push_back(memref::AllocOp::create(
           rewriter, loc,
           MemRefType::get(type.getShape(), type.getElementType())));
-      args.push_back(results.back());
+      args.push_back(first(results.back()));
     }
     auto q = cast<RankedTensorType>(attention.getQuery().getType());
     auto k = cast<RankedTensorType>(attention.getKey().getType());

@@ -234,8 +234,9 @@ cl::opt<int64_t> zeroStage(
     cl::value_desc("stage"), cl::init(0), cl::cat(category));
 cl::opt<std::string> attentionMode(
     "attention",
-    cl::desc("How attention runs: fused (the default with --target=cuda: "
-             "flash-attention kernels that keep each row's log-sum-exp and "
+    cl::desc("How attention runs: fused (the default with --target=cuda "
+             "for sm_80 and newer: flash-attention kernels that keep each "
+             "row's log-sum-exp and "
              "never store the scores or probabilities; attention with a mask "
              "or heads wider than 128 stays decomposed) or decomposed (the "
              "default elsewhere: products, softmax and their gradients as "
@@ -765,8 +766,16 @@ int main(int argc, char **argv) {
   if (attentionMode.getNumOccurrences() && attentionMode != "fused" &&
       attentionMode != "decomposed")
     return error("--attention=" + attentionMode + ": fused or decomposed");
+  // The CUDA runtime's flash-attention kernels need sm_80 (bf16 mma.sync).
+  bool fusedAttentionRuns =
+      target != Target::CUDA || mlir::anvil::cuda::hasFusedAttention(cudaArch);
+  if (attentionMode == "fused" && !fusedAttentionRuns)
+    return error("--attention=fused: the CUDA flash-attention kernels need "
+                 "sm_80 or newer, not --cuda-arch=" +
+                 cudaArch + " (use --attention=decomposed)");
   if (attentionMode.empty())
-    attentionMode = target == Target::CUDA ? "fused" : "decomposed";
+    attentionMode =
+        target == Target::CUDA && fusedAttentionRuns ? "fused" : "decomposed";
   std::string fp8Recipe;
   if (precision != "f32" && precision != "bf16") {
     auto [kind, recipe] = StringRef(precision).split('=');

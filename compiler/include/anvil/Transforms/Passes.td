@@ -121,7 +121,9 @@ def AnvilFlashAttentionPass : Pass<"anvil-flash-attention", "mlir::ModuleOp"> {
     attention on CUDA, a row-at-a-time loop on the CPU), so the step never
     stores the `(B, H, Tq, Tk)` scores or probabilities. Attention with an
     additive mask, of another element type, or of wider heads stays
-    `anvil.attention` (decomposed as before).
+    `anvil.attention` (decomposed as before). Run it after
+    `anvil-partition`: the fused ops have no sharding rule (a
+    tensor-parallel program's attention is already per rank by then).
 
     ```mlir
     %o = anvil.attention %q, %k, %v {causal} : (...) -> tensor<8x12x1024x64xf32>

@@ -60,20 +60,23 @@ std::string mlir::anvil::cuda::defaultCUDAToolkit() {
   return ANVIL_CUDA_TOOLKIT;
 }
 
-std::string mlir::anvil::cuda::defaultPTXFeatures(StringRef chip) {
+/// The number of `chip` (sm_NN), 0 when it is not of that form.
+static unsigned smOf(StringRef chip) {
   unsigned sm = 0;
   if (chip.consume_front("sm_"))
     chip.take_while([](char c) { return std::isdigit(c); })
         .getAsInteger(10, sm);
-  return sm >= 100 ? "+ptx86" : "+ptx80";
+  return sm;
 }
 
-bool mlir::anvil::cuda::hasFP8GEMMs(StringRef chip) {
-  unsigned sm = 0;
-  if (chip.consume_front("sm_"))
-    chip.take_while([](char c) { return std::isdigit(c); })
-        .getAsInteger(10, sm);
-  return sm >= 89;
+std::string mlir::anvil::cuda::defaultPTXFeatures(StringRef chip) {
+  return smOf(chip) >= 100 ? "+ptx86" : "+ptx80";
+}
+
+bool mlir::anvil::cuda::hasFP8GEMMs(StringRef chip) { return smOf(chip) >= 89; }
+
+bool mlir::anvil::cuda::hasFusedAttention(StringRef chip) {
+  return smOf(chip) >= 80;
 }
 
 void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,

@@ -149,15 +149,18 @@ func.func @attention(%q: tensor<2x4x5x3xf32>, %k: tensor<2x2x6x3xf32>, %v: tenso
 // Fused attention (anvil-flash-attention's ops: runtime calls, Anvil's
 // flash-attention kernels on CUDA) and its gradient, from the forward's own
 // result and log-sum-exp: causal grouped-query attention with more keys
-// than queries and lengths that are not multiples of a GPU tile, then a
-// scaled non-causal one.
+// than queries and lengths that are not multiples of a GPU tile, a scaled
+// non-causal one, and cross-attention to 5 keys (more queries than keys;
+// several shapes in one function).
 // tolerance: f32-composite
-func.func @flash_attention(%q: tensor<2x4x37x16xf32>, %k: tensor<2x2x45x16xf32>, %v: tensor<2x2x45x16xf32>, %g: tensor<2x4x37x16xf32>) -> (tensor<2x4x37x16xf32>, tensor<2x4x37xf32>, tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>, tensor<2x4x37x16xf32>, tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>) {
+func.func @flash_attention(%q: tensor<2x4x37x16xf32>, %k: tensor<2x2x45x16xf32>, %v: tensor<2x2x45x16xf32>, %g: tensor<2x4x37x16xf32>, %kx: tensor<2x2x5x16xf32>, %vx: tensor<2x2x5x16xf32>) -> (tensor<2x4x37x16xf32>, tensor<2x4x37xf32>, tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>, tensor<2x4x37x16xf32>, tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>, tensor<2x4x37x16xf32>, tensor<2x4x37x16xf32>, tensor<2x2x5x16xf32>, tensor<2x2x5x16xf32>) {
   %o, %lse = anvil.flash_attention %q, %k, %v {causal} : (tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>) -> (tensor<2x4x37x16xf32>, tensor<2x4x37xf32>)
   %dq, %dk, %dv = anvil.flash_attention_grad %q, %k, %v, %o, %lse, %g {causal} : (tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>, tensor<2x4x37x16xf32>, tensor<2x4x37xf32>, tensor<2x4x37x16xf32>) -> (tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>)
   %o2, %lse2 = anvil.flash_attention %q, %k, %v {scale = 0.5 : f64} : (tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>) -> (tensor<2x4x37x16xf32>, tensor<2x4x37xf32>)
   %dq2, %dk2, %dv2 = anvil.flash_attention_grad %q, %k, %v, %o2, %lse2, %g {scale = 0.5 : f64} : (tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>, tensor<2x4x37x16xf32>, tensor<2x4x37xf32>, tensor<2x4x37x16xf32>) -> (tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>)
-  return %o, %lse, %dq, %dk, %dv, %o2, %dq2, %dk2, %dv2 : tensor<2x4x37x16xf32>, tensor<2x4x37xf32>, tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>, tensor<2x4x37x16xf32>, tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>
+  %o3, %lse3 = anvil.flash_attention %q, %kx, %vx : (tensor<2x4x37x16xf32>, tensor<2x2x5x16xf32>, tensor<2x2x5x16xf32>) -> (tensor<2x4x37x16xf32>, tensor<2x4x37xf32>)
+  %dq3, %dk3, %dv3 = anvil.flash_attention_grad %q, %kx, %vx, %o3, %lse3, %g : (tensor<2x4x37x16xf32>, tensor<2x2x5x16xf32>, tensor<2x2x5x16xf32>, tensor<2x4x37x16xf32>, tensor<2x4x37xf32>, tensor<2x4x37x16xf32>) -> (tensor<2x4x37x16xf32>, tensor<2x2x5x16xf32>, tensor<2x2x5x16xf32>)
+  return %o, %lse, %dq, %dk, %dv, %o2, %dq2, %dk2, %dv2, %o3, %dq3, %dk3, %dv3 : tensor<2x4x37x16xf32>, tensor<2x4x37xf32>, tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>, tensor<2x4x37x16xf32>, tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>, tensor<2x4x37x16xf32>, tensor<2x4x37x16xf32>, tensor<2x2x5x16xf32>, tensor<2x2x5x16xf32>
 }
 
 // The same with bf16_gemms (the five products on bf16 operands, each

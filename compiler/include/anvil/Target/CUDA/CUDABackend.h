@@ -50,6 +50,11 @@ struct CUDATarget {
 /// needs: sm_89 and newer.
 bool hasFP8GEMMs(StringRef chip);
 
+/// Whether `chip` (sm_NN) runs the CUDA runtime's flash-attention kernels
+/// (bf16 mma.sync; built for sm_80 and sm_90, PTX for newer): sm_80 and
+/// newer.
+bool hasFusedAttention(StringRef chip);
+
 /// Choices of the pipeline.
 struct CUDAPipelineOptions {
   bool fuse = true;        ///< Run anvil-fuse.

@@ -150,11 +150,12 @@ int64_t EmbeddingBagOp::getFlops() {
 // Each output is `a cos - b sin` or `a sin + b cos`: two multiplies, one add.
 int64_t RopeOp::getFlops() { return 3 * numel(getOperand()); }
 
-/// Q K^T and P V of attention: 2 * B * Hq * (visible query-key pairs) *
-/// (D + Dv). The softmax, scale and mask are not counted (as in the
+/// Products of attention over its visible query-key pairs: 2 * B * Hq *
+/// pairs * (qk * D + pv * Dv) for `qk` products of D-wide rows and `pv` of
+/// Dv-wide ones. The softmax, scale and mask are not counted (as in the
 /// FlashAttention papers). Causal attention counts only the visible pairs.
-static int64_t attentionFlops(Value query, Value key, Value value,
-                              bool causal) {
+static int64_t attentionFlops(Value query, Value key, Value value, bool causal,
+                              int64_t qk, int64_t pv) {
   ArrayRef<int64_t> q = shapeOf(query), v = shapeOf(value);
   int64_t tq = q[2], tk = shapeOf(key)[2];
   int64_t pairs = tq * tk;
@@ -163,20 +164,22 @@ static int64_t attentionFlops(Value query, Value key, Value value,
     for (int64_t i = 0; i < tq; ++i)
       pairs += std::clamp<int64_t>(i + tk - tq + 1, 0, tk);
   }
-  return 2 * q[0] * q[1] * pairs * (q[3] + v[3]);
+  return 2 * q[0] * q[1] * pairs * (qk * q[3] + pv * v[3]);
 }
 
+// Q K^T and P V.
 int64_t AttentionOp::getFlops() {
-  return attentionFlops(getQuery(), getKey(), getValue(), getCausal());
+  return attentionFlops(getQuery(), getKey(), getValue(), getCausal(), 1, 1);
 }
 
 int64_t FlashAttentionOp::getFlops() {
-  return attentionFlops(getQuery(), getKey(), getValue(), getCausal());
+  return attentionFlops(getQuery(), getKey(), getValue(), getCausal(), 1, 1);
 }
 
-// Five products to the forward's two: the scores again, dP, dV, dQ, dK.
+// The scores again, dQ = dS K and dK = dS^T Q over D; dP = dO V^T and
+// dV = P^T dO over Dv.
 int64_t FlashAttentionGradOp::getFlops() {
-  return attentionFlops(getQuery(), getKey(), getValue(), getCausal()) * 5 / 2;
+  return attentionFlops(getQuery(), getKey(), getValue(), getCausal(), 3, 2);
 }
 
 int64_t ConvOp::getFlops() {
