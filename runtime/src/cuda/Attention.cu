@@ -38,12 +38,25 @@
 // waits for it unless launches are asynchronous; errors abort with the
 // kernel, the call and the shape.
 //
+// With ANVIL_CUDA_EMULATION defined, this file is plain C++ against
+// runtime/test/cuda-emulation/CudaEmulation.h, which runs these kernels and
+// this host side on the CPU (anvil-cuda-emulation-tests checks them against
+// the CPU's reference there, without a GPU). The hooks, all marked
+// ANVIL_CUDA_EMULATION: the emulator's header instead of the CUDA headers,
+// ANVIL_DYNAMIC_SHARED (the `extern __shared__` array) in each kernel,
+// mma16816's inline PTX, and launchOnDefaultStream's `<<<...>>>`. The CUDA
+// build compiles the same kernels as without them.
+//
 //===----------------------------------------------------------------------===//
 
 #include "anvil/runtime/Cuda.h"
 
+#ifdef ANVIL_CUDA_EMULATION
+#include "CudaEmulation.h"
+#else
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -108,13 +121,29 @@ __device__ __forceinline__ uint32_t pack2(__nv_bfloat16 lo, __nv_bfloat16 hi) {
 /// c (16x8, f32) += a (16x16, bf16) b (16x8, bf16) on the tensor cores.
 __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4],
                                          const uint32_t (&b)[2]) {
+#ifdef ANVIL_CUDA_EMULATION
+  anvil::cuda_emulation::mmaM16N8K16Bf16(c, a, b);
+#else
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
                "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
                "{%0, %1, %2, %3};\n"
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
                  "r"(b[1]));
+#endif
 }
+
+/// Declares `name` (unsigned char[] or *): the CTA's dynamic shared memory,
+/// the launch's bytes, 16-byte aligned. A macro, not a function returning
+/// the pointer: nvcc then addresses the tiles as it did before the hook
+/// (a returned pointer changes the kernels' PTX and registers).
+#ifdef ANVIL_CUDA_EMULATION
+#define ANVIL_DYNAMIC_SHARED(name)                                             \
+  unsigned char *name = anvil::cuda_emulation::dynamicSharedMemory()
+#else
+#define ANVIL_DYNAMIC_SHARED(name)                                             \
+  extern __shared__ __align__(16) unsigned char name[]
+#endif
 
 /// The warp's C (16 x 8 NT) += A (16 x K) B (K x 8 NT), all operands in
 /// shared memory. A is row-major (row r at a + r lda). B is stored as its
@@ -247,7 +276,7 @@ __global__ void __launch_bounds__(kThreads) attentionForward(Params p) {
   using Tiles = ForwardTiles<DP, BF16>;
   using E = Elem<BF16>;
   constexpr int BK = Tiles::cols, ld = Tiles::ld, ldP = Tiles::ldP;
-  extern __shared__ __align__(16) unsigned char smem[];
+  ANVIL_DYNAMIC_SHARED(smem);
   E *qs = reinterpret_cast<E *>(smem); // (kRows, ld)
   E *ks = qs + kRows * ld;             // (BK, ld)
   E *vs = ks + BK * ld;                // (BK, ld)
@@ -403,7 +432,7 @@ __global__ void __launch_bounds__(kThreads) attentionKeyGrad(Params p) {
   using Tiles = KeyGradTiles<DP, BF16>;
   using E = Elem<BF16>;
   constexpr int BQ = Tiles::cols, ld = Tiles::ld, ldS = Tiles::ldS;
-  extern __shared__ __align__(16) unsigned char smem[];
+  ANVIL_DYNAMIC_SHARED(smem);
   E *ks = reinterpret_cast<E *>(smem); // (kRows, ld)
   E *vs = ks + kRows * ld;             // (kRows, ld)
   E *qs = vs + kRows * ld;             // (BQ, ld)
@@ -512,7 +541,7 @@ __global__ void __launch_bounds__(kThreads) attentionQueryGrad(Params p) {
   using Tiles = QueryGradTiles<DP, BF16>;
   using E = Elem<BF16>;
   constexpr int BK = Tiles::cols, ld = Tiles::ld, ldS = Tiles::ldS;
-  extern __shared__ __align__(16) unsigned char smem[];
+  ANVIL_DYNAMIC_SHARED(smem);
   E *qs = reinterpret_cast<E *>(smem); // (kRows, ld)
   E *dos = qs + kRows * ld;            // (kRows, ld)
   E *ks = dos + kRows * ld;            // (BK, ld)
@@ -654,6 +683,9 @@ void validate(const Call &c, int64_t batch, int64_t heads, int64_t kvHeads,
     failShape(c, "more than " + std::to_string(maxBlocks * kRows) +
                      " queries or keys, or more than 2^31 - 1 heads in all, "
                      "are not supported");
+  // The gradient's delta kernel: 8 rows a CTA on a 1-D grid (gridDim.x).
+  if ((batch * heads * queries + 7) / 8 > INT_MAX)
+    failShape(c, "more than 2^34 query rows in all are not supported");
 }
 
 /// Aborts with the report of a failed CUDA runtime call.
@@ -677,6 +709,18 @@ int sharedMemoryLimit(const Call &c) {
   return bytes;
 }
 
+/// kernel<<<grid, threads, smem>>>(args...) on the legacy default stream
+/// (emulated: run on the CPU before it returns).
+template <typename Kernel, typename... Args>
+void launchOnDefaultStream(Kernel kernel, dim3 grid, dim3 threads, size_t smem,
+                           Args... args) {
+#ifdef ANVIL_CUDA_EMULATION
+  anvil::cuda_emulation::launch(kernel, grid, threads, smem, args...);
+#else
+  kernel<<<grid, threads, smem, 0>>>(args...);
+#endif
+}
+
 /// Launches `kernel` (named `name`) on the legacy default stream with
 /// kThreads threads per CTA and `smem` bytes of dynamic shared memory.
 template <typename Kernel, typename... Args>
@@ -695,7 +739,7 @@ void launch(Kernel kernel, const std::string &name, dim3 grid, size_t smem,
                                static_cast<int>(smem)),
           "cudaFuncSetAttribute", c, name);
   }
-  kernel<<<grid, kThreads, smem, 0>>>(args...);
+  launchOnDefaultStream(kernel, grid, kThreads, smem, args...);
   check(cudaGetLastError(), "the launch", c, name);
 }
 
@@ -830,8 +874,9 @@ extern "C" void anvil_rt_cuda_attention_grad_f32(
     check(cudaMallocAsync(reinterpret_cast<void **>(&delta),
                           static_cast<size_t>(rows) * sizeof(float), nullptr),
           "cudaMallocAsync", c);
-    attentionDelta<<<static_cast<unsigned>((rows + 7) / 8), 256, 0, nullptr>>>(
-        out, dOut, delta, rows, static_cast<int>(valueDim));
+    launchOnDefaultStream(attentionDelta, static_cast<unsigned>((rows + 7) / 8),
+                          256, 0, out, dOut, delta, rows,
+                          static_cast<int>(valueDim));
     check(cudaGetLastError(), "the launch", c, "attentionDelta");
   }
   Params p{};

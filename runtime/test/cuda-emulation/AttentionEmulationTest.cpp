@@ -1,0 +1,425 @@
+//===- AttentionEmulationTest.cpp - Attention.cu's kernels, run on the CPU ===//
+//
+// anvil_rt_cuda_attention_f32 and _grad_f32 (Attention.cu: its kernels,
+// tiling, grids and shared-memory sizes, unchanged) run by the emulator of
+// CudaEmulation.h and checked against the CPU's anvil_rt_attention_f32 and
+// _grad_f32 with CudaTest.cpp's tolerances: no GPU needed. The shapes are
+// CudaTest.cpp's and a few more: causal and not, grouped query heads, fewer
+// queries than keys, none, tails of every tile, the tile widths 16, 32, 64
+// and 128 and padded dims; each in f32 and with bf16 products. Then proof
+// that the checks catch what they are for: faults the emulator injects (a
+// CTA left out, a barrier ignored) fail them, and the emulator's own checks
+// (deadlocks, diverged warps, out-of-bounds accesses, launch limits)
+// report.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaEmulation.h"
+
+#include "anvil/runtime/Cuda.h"
+#include "anvil/runtime/RuntimeABI.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace emu = anvil::cuda_emulation;
+
+namespace {
+
+//===- Attention against the CPU ------------------------------------------===//
+
+/// One attention problem.
+struct AttentionCase {
+  const char *name; // a test name: letters and digits
+  int64_t batch, heads, kvHeads, queries, keys, dim, valueDim;
+  bool causal;
+};
+
+/// Emulated device memory (emu::allocate: it ends at an inaccessible page).
+class DeviceBuffer {
+public:
+  explicit DeviceBuffer(const std::vector<float> &x)
+      : data_(static_cast<float *>(
+            emu::allocate(std::max<size_t>(x.size(), 1) * sizeof(float)))) {
+    std::copy(x.begin(), x.end(), data_);
+  }
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  ~DeviceBuffer() { emu::release(data_); }
+  float *get() const { return data_; }
+
+private:
+  float *data_;
+};
+
+/// The largest |got - want| and the largest |want|; a value of `got` that
+/// is not finite (a NaN left where nothing was written) is an infinite
+/// error.
+struct Deviation {
+  double error = 0, magnitude = 0;
+  size_t at = 0;
+  double relative() const { return magnitude > 0 ? error / magnitude : error; }
+};
+
+Deviation deviation(const float *got, const std::vector<float> &want) {
+  Deviation d;
+  for (size_t i = 0; i < want.size(); ++i) {
+    double e = std::isfinite(got[i])
+                   ? std::abs(static_cast<double>(got[i]) - want[i])
+                   : INFINITY;
+    if (e > d.error) {
+      d.error = e;
+      d.at = i;
+    }
+    d.magnitude = std::max(d.magnitude, std::abs(static_cast<double>(want[i])));
+  }
+  return d;
+}
+
+/// Deviations of the emulated device's out, lse, dq, dk, dv from the CPU's.
+struct Deviations {
+  Deviation out, lse, dq, dk, dv;
+};
+
+/// Runs `c` through anvil_rt_cuda_attention_f32 and its gradient (emulated)
+/// and through the CPU's on the same pseudo-random inputs in [-1, 1], scale
+/// 1/sqrt(dim). The device outputs start as NaN (they must be overwritten
+/// everywhere); the device gradient starts from the CPU's out and lse.
+Deviations runAttention(const AttentionCase &c, bool bf16) {
+  std::mt19937 rng(1234);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  auto random = [&](int64_t n) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float &v : x)
+      v = dist(rng);
+    return x;
+  };
+  const int64_t rows = c.batch * c.heads * c.queries;
+  const int64_t kvRows = c.batch * c.kvHeads * c.keys;
+  std::vector<float> q = random(rows * c.dim), k = random(kvRows * c.dim),
+                     v = random(kvRows * c.valueDim),
+                     dOut = random(rows * c.valueDim);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.dim));
+
+  std::vector<float> out(rows * c.valueDim), lse(rows), dq(q.size()),
+      dk(k.size()), dv(v.size());
+  anvil_rt_attention_f32(q.data(), k.data(), v.data(), out.data(), lse.data(),
+                         c.batch, c.heads, c.kvHeads, c.queries, c.keys, c.dim,
+                         c.valueDim, scale, c.causal, bf16);
+  anvil_rt_attention_grad_f32(q.data(), k.data(), v.data(), out.data(),
+                              lse.data(), dOut.data(), dq.data(), dk.data(),
+                              dv.data(), c.batch, c.heads, c.kvHeads, c.queries,
+                              c.keys, c.dim, c.valueDim, scale, c.causal, bf16);
+
+  auto nans = [](size_t n) { return std::vector<float>(n, NAN); };
+  DeviceBuffer gq(q), gk(k), gv(v), gdOut(dOut), gOut(nans(out.size())),
+      gLse(nans(lse.size())), hostOut(out), hostLse(lse), gdq(nans(dq.size())),
+      gdk(nans(dk.size())), gdv(nans(dv.size()));
+  anvil_rt_cuda_attention_f32(
+      gq.get(), gk.get(), gv.get(), gOut.get(), gLse.get(), c.batch, c.heads,
+      c.kvHeads, c.queries, c.keys, c.dim, c.valueDim, scale, c.causal, bf16);
+  anvil_rt_cuda_attention_grad_f32(
+      gq.get(), gk.get(), gv.get(), hostOut.get(), hostLse.get(), gdOut.get(),
+      gdq.get(), gdk.get(), gdv.get(), c.batch, c.heads, c.kvHeads, c.queries,
+      c.keys, c.dim, c.valueDim, scale, c.causal, bf16);
+  return {deviation(gOut.get(), out), deviation(gLse.get(), lse),
+          deviation(gdq.get(), dq), deviation(gdk.get(), dk),
+          deviation(gdv.get(), dv)};
+}
+
+/// Whether every deviation is within `forward` (out, lse) or `gradient`
+/// (dq, dk, dv) times max |CPU| plus `floor`; with `expect`, a failure of
+/// the test for each one that is not.
+bool withinTolerance(const Deviations &d, double forward, double gradient,
+                     double floor, bool expect) {
+  struct {
+    const char *name;
+    const Deviation &d;
+    double tolerance;
+  } checks[] = {{"out", d.out, forward},
+                {"lse", d.lse, forward},
+                {"dq", d.dq, gradient},
+                {"dk", d.dk, gradient},
+                {"dv", d.dv, gradient}};
+  bool all = true;
+  for (const auto &check : checks) {
+    bool ok = check.d.error <= check.tolerance * check.d.magnitude + floor;
+    all &= ok;
+    if (expect) {
+      EXPECT_TRUE(ok) << check.name << ": max |device - CPU| " << check.d.error
+                      << " at flat index " << check.d.at << ", max |CPU| "
+                      << check.d.magnitude;
+    }
+  }
+  return all;
+}
+
+// CudaTest.cpp's: f32 FMAs in another order than the CPU's (online softmax,
+// tiles); with bf16, the GPU rounds the unnormalized probabilities where the
+// CPU rounds the normalized ones, and reads delta = dOut . out (out rounded)
+// where the CPU sums dp p: a few bf16 ulps, accumulated over the rows.
+constexpr double kF32Forward = 1e-5, kF32Gradient = 2e-5, kF32Floor = 1e-6;
+constexpr double kBf16Forward = 2e-2, kBf16Gradient = 5e-2, kBf16Floor = 1e-3;
+
+/// Batch, heads, kv heads, queries, keys, dim, value dim, causal. 70, 37,
+/// 100, 33, 50 are no multiples of 16 or 64; dims 16, 24 (-> 32), 16 with
+/// value dim 32, 64 and 128 pick each tile width (and unpadded and padded
+/// loads); dim 128 also the smaller f32 tiles and over 48 KB of shared
+/// memory (within sm_86's 99 KB: Options::sharedMemoryOptin). Then the cases
+/// of CudaTest.cpp, which the GPU runs.
+const AttentionCase kCases[] = {
+    {"GroupedHeadsCausalDim16", 1, 4, 2, 70, 70, 16, 16, true},
+    {"FewerQueriesCausalDim64", 1, 2, 1, 37, 100, 64, 64, true},
+    {"NotCausalDim64", 1, 2, 2, 65, 80, 64, 64, false},
+    {"OneQueryCausal", 2, 2, 1, 1, 70, 32, 32, true},
+    {"Dim16ValueDim32", 1, 2, 2, 20, 33, 16, 32, false},
+    {"Dim24Causal", 1, 2, 1, 50, 50, 24, 24, true},
+    {"Dim128Causal", 1, 1, 1, 70, 70, 128, 128, true},
+    {"NoQueries", 1, 2, 1, 0, 70, 16, 16, false}, // dk = dv = 0
+    // CudaTest.cpp's cases
+    {"GroupedHeads", 2, 4, 2, 100, 100, 32, 32, true},
+    {"LlamaTiny", 4, 4, 2, 32, 32, 16, 16, true},
+    {"GptTiny", 4, 4, 4, 32, 32, 16, 16, false},
+    {"Gpt2Head", 1, 2, 2, 257, 257, 64, 64, false},
+    {"Gpt2HeadCausal", 1, 2, 2, 257, 257, 64, 64, true},
+    {"Queries64Keys192", 2, 3, 1, 64, 192, 64, 64, true},
+    {"Dim128", 1, 2, 1, 130, 130, 128, 128, true},
+    {"Dim100", 1, 2, 2, 33, 81, 100, 100, false},
+    {"Dim40ValueDim24", 2, 2, 2, 37, 50, 40, 24, false},
+};
+
+class AttentionEmulation
+    : public ::testing::TestWithParam<std::tuple<AttentionCase, bool>> {};
+
+TEST_P(AttentionEmulation, MatchesTheCPU) {
+  const auto &[c, bf16] = GetParam();
+  Deviations d = runAttention(c, bf16);
+  std::printf("[ attention] %s (%s): max |device - CPU| / max |CPU|: out "
+              "%.3g, lse %.3g, dq %.3g, dk %.3g, dv %.3g\n",
+              c.name, bf16 ? "bf16" : "f32", d.out.relative(), d.lse.relative(),
+              d.dq.relative(), d.dk.relative(), d.dv.relative());
+  if (bf16)
+    withinTolerance(d, kBf16Forward, kBf16Gradient, kBf16Floor, true);
+  else
+    withinTolerance(d, kF32Forward, kF32Gradient, kF32Floor, true);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, AttentionEmulation,
+    ::testing::Combine(::testing::ValuesIn(kCases), ::testing::Bool()),
+    [](const ::testing::TestParamInfo<AttentionEmulation::ParamType> &info) {
+      return std::string(std::get<0>(info.param).name) +
+             (std::get<1>(info.param) ? "Bf16" : "F32");
+    });
+
+//===- The checks catch faults --------------------------------------------===//
+
+/// Injects `fault` into every launch while it lives.
+class InjectedFault {
+public:
+  explicit InjectedFault(emu::Fault fault) { emu::options().fault = fault; }
+  InjectedFault(const InjectedFault &) = delete;
+  InjectedFault &operator=(const InjectedFault &) = delete;
+  ~InjectedFault() { emu::options().fault = emu::Fault::None; }
+};
+
+const AttentionCase kFaultCase = {"Faults", 1, 2, 1, 70, 70, 16, 16, true};
+
+TEST(AttentionEmulationFaults, UnwrittenOutputsAreCaught) {
+  // Without each launch's last CTA, its rows stay NaN: an infinite error.
+  for (bool bf16 : {false, true}) {
+    InjectedFault fault(emu::Fault::SkipLastBlock);
+    Deviations d = runAttention(kFaultCase, bf16);
+    for (const Deviation &x : {d.out, d.lse, d.dq, d.dk, d.dv})
+      EXPECT_TRUE(std::isinf(x.error)) << (bf16 ? "bf16" : "f32");
+  }
+}
+
+TEST(AttentionEmulationFaults, MissingSyncthreadsIsCaught) {
+  // Threads read tiles that others have not loaded yet: NaN (the shared
+  // memory's fill) or stale values.
+  for (bool bf16 : {false, true}) {
+    InjectedFault fault(emu::Fault::IgnoreSyncthreads);
+    Deviations d = runAttention(kFaultCase, bf16);
+    EXPECT_FALSE(withinTolerance(d, kBf16Forward, kBf16Gradient, kBf16Floor,
+                                 /*expect=*/false))
+        << (bf16 ? "bf16" : "f32");
+  }
+}
+
+TEST(AttentionEmulationFaults, MissingSyncwarpIsCaughtWithF32Products) {
+  // With f32 products a lane reads the whole row of P (dS) that its quad's
+  // other lanes wrote. (The bf16 A fragments read exactly what the lane
+  // wrote itself, the C fragment's elements: no __syncwarp is needed there.)
+  InjectedFault fault(emu::Fault::IgnoreSyncwarp);
+  Deviations d = runAttention(kFaultCase, /*bf16=*/false);
+  EXPECT_FALSE(withinTolerance(d, kF32Forward, kF32Gradient, kF32Floor,
+                               /*expect=*/false));
+}
+
+//===- The emulator's own checks ------------------------------------------===//
+
+__global__ void shuffleKernel(float *out, int laneMask) {
+  out[threadIdx.x] =
+      __shfl_xor_sync(0xffffffffu, static_cast<float>(threadIdx.x), laneMask);
+}
+
+TEST(CudaEmulation, ShuffleXorExchangesLanes) {
+  std::vector<float> out(64, NAN);
+  for (int laneMask : {1, 2, 16}) {
+    emu::launch(shuffleKernel, dim3(1), dim3(64), 0, out.data(), laneMask);
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    for (int i = 0; i < 64; ++i)
+      EXPECT_EQ(out[i], static_cast<float>(i ^ laneMask)) << i;
+  }
+}
+
+/// One warp: d (16 x 8) = a (16 x 16, bf16) b (16 x 8, bf16) + c, the
+/// fragments loaded per the PTX ISA's tables.
+__global__ void mmaKernel(const __nv_bfloat16 *a, const __nv_bfloat16 *b,
+                          const float *c, float *d) {
+  const int lane = threadIdx.x, g = lane / 4, t = lane % 4;
+  auto pair = [](__nv_bfloat16 lo, __nv_bfloat16 hi) {
+    return uint32_t{__bfloat16_as_ushort(lo)} |
+           uint32_t{__bfloat16_as_ushort(hi)} << 16;
+  };
+  uint32_t af[4], bf[2];
+  for (int r = 0; r < 4; ++r) {
+    int row = g + 8 * (r % 2), col = 2 * t + 8 * (r / 2);
+    af[r] = pair(a[row * 16 + col], a[row * 16 + col + 1]);
+  }
+  for (int r = 0; r < 2; ++r) {
+    int row = 2 * t + 8 * r;
+    bf[r] = pair(b[row * 8 + g], b[(row + 1) * 8 + g]);
+  }
+  float acc[4];
+  for (int e = 0; e < 4; ++e)
+    acc[e] = c[(g + 8 * (e / 2)) * 8 + 2 * t + e % 2];
+  emu::mmaM16N8K16Bf16(acc, af, bf);
+  for (int e = 0; e < 4; ++e)
+    d[(g + 8 * (e / 2)) * 8 + 2 * t + e % 2] = acc[e];
+}
+
+TEST(CudaEmulation, MmaComputesTheProduct) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> small(-8, 8);
+  // Small integers: every sum is exact, whatever the order.
+  std::vector<__nv_bfloat16> a(16 * 16), b(16 * 8);
+  std::vector<float> c(16 * 8), d(16 * 8, NAN);
+  for (auto &x : a)
+    x = __float2bfloat16_rn(static_cast<float>(small(rng)));
+  for (auto &x : b)
+    x = __float2bfloat16_rn(static_cast<float>(small(rng)));
+  for (float &x : c)
+    x = static_cast<float>(small(rng));
+  emu::launch(mmaKernel, dim3(1), dim3(32), 0, a.data(), b.data(), c.data(),
+              d.data());
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 8; ++j) {
+      float want = c[i * 8 + j];
+      for (int k = 0; k < 16; ++k)
+        want +=
+            __bfloat162float(a[i * 16 + k]) * __bfloat162float(b[k * 8 + j]);
+      EXPECT_EQ(d[i * 8 + j], want) << i << ", " << j;
+    }
+}
+
+/// Thread 0 writes shared memory that thread blockDim.x - 1 reads, without
+/// a barrier in between.
+__global__ void raceKernel(float *seen) {
+  float *shared = reinterpret_cast<float *>(emu::dynamicSharedMemory());
+  if (threadIdx.x == 0)
+    shared[0] = 1.0f;
+  if (threadIdx.x == blockDim.x - 1)
+    seen[blockIdx.x] = shared[0];
+}
+
+TEST(CudaEmulation, AMissingBarrierShowsInOneOfTwoBlocks) {
+  // Even blocks run their threads in increasing order, odd ones in
+  // decreasing order: the read comes after the write only in the former.
+  std::vector<float> seen(2, 0.0f);
+  emu::launch(raceKernel, dim3(2), dim3(128), sizeof(float), seen.data());
+  EXPECT_EQ(seen[0], 1.0f);
+  EXPECT_TRUE(std::isnan(seen[1]));
+}
+
+__global__ void fillKernel(float *out) {
+  out[blockIdx.x * blockDim.x + threadIdx.x] = 1.0f;
+}
+
+TEST(CudaEmulation, LaunchErrorsAreCudas) {
+  std::vector<float> out(2048);
+  emu::launch(fillKernel, dim3(1), dim3(2048), 0, out.data());
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  emu::launch(fillKernel, dim3(1, 65536), dim3(32), 0, out.data());
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  // Over 48 KB of dynamic shared memory needs the kernel's attribute, up to
+  // the device's opt-in limit.
+  emu::launch(fillKernel, dim3(1), dim3(32), 60 * 1024, out.data());
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaFuncSetAttribute(fillKernel,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 emu::options().sharedMemoryOptin + 1),
+            cudaErrorInvalidValue);
+  ASSERT_EQ(cudaFuncSetAttribute(fillKernel,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 60 * 1024),
+            cudaSuccess);
+  emu::launch(fillKernel, dim3(2), dim3(32), 60 * 1024, out.data());
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(std::count(out.begin(), out.begin() + 64, 1.0f), 64);
+  EXPECT_EQ(out[64], 0.0f);
+}
+
+__global__ void exitBeforeBarrierKernel() {
+  if (threadIdx.x < 64)
+    return;
+  __syncthreads();
+}
+
+__global__ void divergedWarpKernel() {
+  if (threadIdx.x < 16)
+    __syncwarp();
+  else
+    __shfl_xor_sync(0xffffffffu, 1.0f, 1);
+}
+
+__global__ void sharedOverrunKernel(int bytes) {
+  if (blockIdx.x == 1 && threadIdx.x == 5)
+    emu::dynamicSharedMemory()[bytes] = 0;
+}
+
+__global__ void globalOverrunKernel(float *x, int n) {
+  if (threadIdx.x == 3)
+    x[n + 3] = 0.0f;
+}
+
+TEST(CudaEmulationDeathTest, ReportsDeadlocksDivergenceAndOverruns) {
+  ::testing::GTEST_FLAG(death_test_style) = "threadsafe";
+  EXPECT_DEATH(emu::launch(exitBeforeBarrierKernel, dim3(1), dim3(128), 0),
+               "deadlock in block \\(0, 0, 0\\): threads 0-63 exited, "
+               "64-127 at __syncthreads");
+  EXPECT_DEATH(emu::launch(divergedWarpKernel, dim3(1), dim3(32), 0),
+               "warp 0 of block \\(0, 0, 0\\) diverged: thread 16 arrives at "
+               "__shfl_xor_sync while others wait at __syncwarp");
+  EXPECT_EXIT(emu::launch(sharedOverrunKernel, dim3(2), dim3(32), 100, 112),
+              ::testing::KilledBySignal(SIGSEGV),
+              "segmentation fault at address 0x[0-9a-f]+ in block \\(1, 0, "
+              "0\\), thread \\(5, 0, 0\\)");
+  EXPECT_EXIT(
+      {
+        auto *x = static_cast<float *>(emu::allocate(10 * sizeof(float)));
+        emu::launch(globalOverrunKernel, dim3(1), dim3(32), 0, x, 10);
+      },
+      ::testing::KilledBySignal(SIGSEGV),
+      "segmentation fault .* thread \\(3, 0, 0\\)");
+}
+
+} // namespace
