@@ -367,6 +367,140 @@ void mergeUnfusedCopies(Operation *root) {
         }
 }
 
+/// Whether `op` is elementwise over static loops: all loops parallel,
+/// every output written through the identity and never read.
+bool isElementwiseWrite(linalg::GenericOp op) {
+  if (!op.hasPureTensorSemantics() ||
+      op.getNumParallelLoops() != op.getNumLoops() ||
+      llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic))
+    return false;
+  for (OpOperand &init : op.getDpsInitsMutable())
+    if (!op.getMatchingIndexingMap(&init).isIdentity() ||
+        !op.getMatchingBlockArgument(&init).use_empty())
+      return false;
+  return true;
+}
+
+/// An elementwise producer whose results the function returns (updated
+/// state, which is written anyway) and one generic also reads, merged into
+/// that generic as more results: the optimizer's m and v updates and the
+/// parameter update that reads them become one kernel, which writes m, v
+/// and the parameter and reads none of them back. Needs: the producer's
+/// results used only by the consumer (once, through the identity) and by
+/// the block's terminator; both elementwise over the same loops, the
+/// consumer after the producer. Returns whether anything merged.
+bool mergeReturnedProducers(Operation *root) {
+  SmallVector<std::pair<linalg::GenericOp, linalg::GenericOp>> pairs;
+  root->walk([&](linalg::GenericOp producer) {
+    if (!isElementwiseWrite(producer))
+      return;
+    linalg::GenericOp consumer;
+    bool returned = false;
+    for (OpOperand &use : producer->getUses()) {
+      Operation *user = use.getOwner();
+      if (user->hasTrait<OpTrait::IsTerminator>()) {
+        returned = true;
+        continue;
+      }
+      auto generic = dyn_cast<linalg::GenericOp>(user);
+      if (!generic || (consumer && consumer != generic) ||
+          !generic.isDpsInput(&use) ||
+          !generic.getMatchingIndexingMap(&use).isIdentity())
+        return;
+      if (consumer) // read twice
+        return;
+      consumer = generic;
+    }
+    if (!returned || !consumer ||
+        consumer->getBlock() != producer->getBlock() ||
+        !producer->isBeforeInBlock(consumer) || !isElementwiseWrite(consumer) ||
+        consumer.getStaticLoopRanges() != producer.getStaticLoopRanges())
+      return;
+    pairs.emplace_back(producer, consumer);
+  });
+  // One merge a consumer a round (its op is replaced).
+  DenseSet<Operation *> touched;
+  IRRewriter rewriter(root->getContext());
+  bool merged = false;
+  for (auto [producer, consumer] : pairs) {
+    if (!touched.insert(producer).second || !touched.insert(consumer).second)
+      continue;
+    rewriter.setInsertionPoint(consumer);
+    SmallVector<Value> inputs(producer.getDpsInputs());
+    SmallVector<AffineMap> maps;
+    for (OpOperand *in : producer.getDpsInputOperands())
+      maps.push_back(producer.getMatchingIndexingMap(in));
+    SmallVector<OpOperand *> consumerInputs;
+    for (OpOperand *in : consumer.getDpsInputOperands()) {
+      if (in->get().getDefiningOp() == producer)
+        continue;
+      consumerInputs.push_back(in);
+      inputs.push_back(in->get());
+      maps.push_back(consumer.getMatchingIndexingMap(in));
+    }
+    SmallVector<Value> inits(producer.getDpsInits());
+    llvm::append_range(inits, consumer.getDpsInits());
+    for (Value init : inits)
+      maps.push_back(rewriter.getMultiDimIdentityMap(producer.getNumLoops()));
+    SmallVector<Type> types(producer->getResultTypes());
+    llvm::append_range(types, consumer->getResultTypes());
+    auto fused = linalg::GenericOp::create(rewriter, consumer.getLoc(), types,
+                                           inputs, inits, maps,
+                                           consumer.getIteratorTypesArray());
+    // Arguments: the producer's inputs, the consumer's other inputs, the
+    // producer's outputs, the consumer's outputs.
+    SmallVector<Type> argTypes;
+    SmallVector<Location> argLocs;
+    for (Value v : llvm::concat<Value>(inputs, inits)) {
+      argTypes.push_back(getElementTypeOrSelf(v.getType()));
+      argLocs.push_back(v.getLoc());
+    }
+    Block *body =
+        rewriter.createBlock(&fused.getRegion(), {}, argTypes, argLocs);
+    unsigned nIn = producer.getNumDpsInputs();
+    unsigned nOtherIn = consumerInputs.size();
+    unsigned nProducerOut = producer.getNumDpsInits();
+    IRMapping map;
+    Block *producerBody = producer.getBody();
+    for (unsigned i = 0; i < nIn; ++i)
+      map.map(producerBody->getArgument(i), body->getArgument(i));
+    for (unsigned i = 0; i < nProducerOut; ++i)
+      map.map(producerBody->getArgument(nIn + i),
+              body->getArgument(nIn + nOtherIn + i));
+    for (Operation &op : producerBody->without_terminator())
+      rewriter.clone(op, map);
+    SmallVector<Value> yields = llvm::map_to_vector(
+        cast<linalg::YieldOp>(producerBody->getTerminator()).getOperands(),
+        [&](Value v) { return map.lookupOrDefault(v); });
+    Block *consumerBody = consumer.getBody();
+    IRMapping consumerMap;
+    unsigned next = nIn;
+    for (OpOperand *in : consumer.getDpsInputOperands()) {
+      BlockArgument arg = consumer.getMatchingBlockArgument(in);
+      if (auto result = dyn_cast<OpResult>(in->get());
+          result && result.getOwner() == producer)
+        consumerMap.map(arg, yields[result.getResultNumber()]);
+      else
+        consumerMap.map(arg, body->getArgument(next++));
+    }
+    for (OpOperand &init : consumer.getDpsInitsMutable())
+      consumerMap.map(consumer.getMatchingBlockArgument(&init),
+                      body->getArgument(nIn + nOtherIn + nProducerOut +
+                                        init.getOperandNumber() -
+                                        consumer.getNumDpsInputs()));
+    for (Operation &op : consumerBody->without_terminator())
+      rewriter.clone(op, consumerMap);
+    for (Value v :
+         cast<linalg::YieldOp>(consumerBody->getTerminator()).getOperands())
+      yields.push_back(consumerMap.lookupOrDefault(v));
+    linalg::YieldOp::create(rewriter, consumer.getLoc(), yields);
+    rewriter.replaceOp(producer, fused->getResults().take_front(nProducerOut));
+    rewriter.replaceOp(consumer, fused->getResults().drop_front(nProducerOut));
+    merged = true;
+  }
+  return merged;
+}
+
 struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
   using AnvilFusePassBase::AnvilFusePassBase;
   void runOnOperation() override {
@@ -400,6 +534,18 @@ struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
     }
     if (recomputeCheap)
       mergeUnfusedCopies(getOperation());
+    // Updated state and the update that reads it, one generic (a few
+    // rounds: each merge can make the merged generic another's consumer),
+    // then canonicalized (an input both read, such as the gradient, once).
+    bool mergedState = false;
+    for (int round = 0; round < 8; ++round) {
+      if (!mergeReturnedProducers(getOperation()))
+        break;
+      mergedState = true;
+    }
+    if (mergedState &&
+        failed(applyPatternsGreedily(getOperation(), frozen, config)))
+      return signalPassFailure();
     // The casts are whole once their scaling and broadcasts have fused;
     // merged with their amaxes, the tensors' producers fuse into them.
     if (!mergeAmax)

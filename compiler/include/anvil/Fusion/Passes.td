@@ -62,6 +62,15 @@ def AnvilFusePass : Pass<"anvil-fuse", "mlir::ModuleOp"> {
     row maximum. A producer whose reader is copied in the same round waits
     for the next (up to 8 rounds); copies that do not fuse after all merge
     back into one. The values are the same; the tensor is not written.
+
+    Always, after the above: an elementwise producer whose results the
+    function returns (updated training state, written anyway) and which
+    exactly one other generic reads, through the identity and over the
+    same loops, becomes more results of that generic (a few rounds, so
+    chains merge): AdamW's m and v updates and the parameter update that
+    reads them are one kernel, which reads the parameter, m, v and the
+    gradient once and writes the three, where three kernels read m and v
+    back.
   }];
   let options = [
     Option<"mergeAmax", "merge-amax", "bool", /*default=*/"false",
