@@ -30,6 +30,10 @@ foreach(_lib anvil_mpi anvil_cuda)
 endforeach()
 install(TARGETS ${_anvil_runtime_libs}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT anvil)
+if(ANVIL_CUDA_KERNEL_REPORTS)
+  install(FILES ${ANVIL_CUDA_KERNEL_REPORTS}
+    DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT anvil)
+endif()
 install(TARGETS anvil-run anvil-inspect anvil-make-shard
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT anvil)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/

@@ -39,6 +39,7 @@
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
@@ -47,17 +48,21 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Demangle/Demangle.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <set>
 
 using namespace llvm;
 using namespace anvil::frontend;
@@ -604,9 +609,52 @@ int64_t countDispatches(mlir::func::FuncOp fn) {
   return n;
 }
 
+/// The CUDA runtime's own kernels that `module`'s library calls launch, as
+/// named in their ptxas report: the flash-attention kernels of the head
+/// widths (padded to 16, 32, 64 or 128) and precisions its calls pass.
+std::set<std::string> libraryKernelsCalled(mlir::ModuleOp module) {
+  std::set<std::string> names;
+  module.walk([&](mlir::func::CallOp call) {
+    StringRef callee = call.getCallee();
+    bool forward = callee == "anvil_rt_cuda_attention_f32";
+    if (!forward && callee != "anvil_rt_cuda_attention_grad_f32")
+      return;
+    // The buffers, then batch, heads, kvHeads, queries, keys, dim,
+    // valueDim, scale, causal, bf16 (RuntimeABI.h).
+    unsigned dims = forward ? 10 : 14;
+    auto constant = [&](unsigned i) -> int64_t {
+      mlir::IntegerAttr value;
+      if (i < call.getNumOperands() &&
+          mlir::matchPattern(call.getOperand(i), mlir::m_Constant(&value)))
+        return value.getInt();
+      return -1;
+    };
+    int64_t width = std::max(constant(dims), constant(dims + 1));
+    int64_t bf16 = constant(dims + 4);
+    if (width < 1 || bf16 < 0)
+      return;
+    std::string tile = std::to_string(width <= 16   ? 16
+                                      : width <= 32 ? 32
+                                      : width <= 64 ? 64
+                                                    : 128) +
+                       (bf16 ? ", true>(" : ", false>(");
+    if (forward) {
+      names.insert("attentionForward<" + tile);
+    } else {
+      names.insert("attentionDelta(");
+      names.insert("attentionKeyGrad<" + tile);
+      names.insert("attentionQueryGrad<" + tile);
+    }
+  });
+  return names;
+}
+
 /// Assembles the kernels of `module` (at the kernels stage) for --cuda-arch
-/// and writes what ptxas reports to --kernel-report.
-LogicalResult writeKernelReport(mlir::ModuleOp module) {
+/// and writes what ptxas reports to --kernel-report, with the runtime's own
+/// kernels the module's library calls launch (from the report the runtime's
+/// build made next to its libraries in `runtimeLibDir`).
+LogicalResult writeKernelReport(mlir::ModuleOp module,
+                                StringRef runtimeLibDir) {
   mlir::anvil::cuda::CUDATarget cudaTarget;
   cudaTarget.chip = cudaArch;
   cudaTarget.features = mlir::anvil::cuda::defaultPTXFeatures(cudaArch);
@@ -642,6 +690,39 @@ LogicalResult writeKernelReport(mlir::ModuleOp module) {
                       {"single_thread_kernels", oneThread},
                       {"vectorized_kernels", vectorized},
                       {"per_kernel", std::move(rows)}};
+  std::set<std::string> called = libraryKernelsCalled(module);
+  if (!called.empty()) {
+    SmallString<256> path(runtimeLibDir);
+    llvm::sys::path::append(path, "anvil_cuda_kernels." + cudaArch + ".txt");
+    auto log = llvm::MemoryBuffer::getFile(path);
+    json::Array library;
+    int64_t librarySpilling = 0;
+    if (log) {
+      std::vector<mlir::anvil::cuda::KernelResources> all;
+      mlir::anvil::cuda::parsePtxasLog((*log)->getBuffer(), "runtime", all);
+      for (const mlir::anvil::cuda::KernelResources &k : all) {
+        std::string name = llvm::demangle(k.kernel);
+        if (!llvm::any_of(called, [&](const std::string &prefix) {
+              return StringRef(name).contains("::" + prefix);
+            }))
+          continue;
+        library.push_back(json::Object{{"kernel", name},
+                                       {"registers", k.registers},
+                                       {"stack_frame_bytes", k.stackFrameBytes},
+                                       {"spill_store_bytes", k.spillStoreBytes},
+                                       {"spill_load_bytes", k.spillLoadBytes}});
+        librarySpilling += k.spillStoreBytes + k.spillLoadBytes > 0;
+      }
+    } else {
+      report["library_report_missing"] =
+          "no " + std::string(path) +
+          ": the runtime's kernels are built for sm_80 and sm_90 (PTX for "
+          "newer GPUs, compiled when they load)";
+    }
+    report["library_kernels"] = static_cast<int64_t>(library.size());
+    report["library_kernels_with_spills"] = librarySpilling;
+    report["per_library_kernel"] = std::move(library);
+  }
   std::string message;
   auto file = mlir::openOutputFile(kernelReport, &message);
   if (!file)
@@ -1143,8 +1224,9 @@ int main(int argc, char **argv) {
         if (failed(lower(Stage::Kernels)))
           return mlir::failure();
         // The report reads the kernels as this stage leaves them.
-        return kernelReport.empty() ? mlir::success()
-                                    : writeKernelReport(module);
+        return kernelReport.empty()
+                   ? mlir::success()
+                   : writeKernelReport(module, defaultRuntimeDir(argv[0]));
       })))
     return 1;
   if (failed(runStage(Stage::LLVM, [&] { return lower(Stage::LLVM); })))

@@ -30,11 +30,8 @@
 using namespace mlir;
 using namespace mlir::anvil::cuda;
 
-namespace {
-
-/// Adds the entry functions that ptxas -v reported in `log` to `out`.
-void parsePtxasReport(StringRef log, StringRef module,
-                      std::vector<KernelResources> &out) {
+void mlir::anvil::cuda::parsePtxasLog(StringRef log, StringRef module,
+                                      std::vector<KernelResources> &out) {
   llvm::Regex entry("Compiling entry function '([^']+)'");
   llvm::Regex frame("([0-9]+) bytes stack frame, ([0-9]+) bytes spill "
                     "stores, ([0-9]+) bytes spill loads");
@@ -63,6 +60,8 @@ void parsePtxasReport(StringRef log, StringRef module,
     }
   }
 }
+
+namespace {
 
 /// Writes `text` to a new temporary file with `suffix`.
 FailureOr<std::string> writeTemporary(StringRef text, StringRef suffix) {
@@ -145,7 +144,7 @@ mlir::anvil::cuda::assembleKernels(ModuleOp module, const CUDATarget &target) {
                    << (text.empty() ? StringRef(message) : text.trim()),
                failure();
       size_t first = kernels.size();
-      parsePtxasReport(text, binaryOp.getName(), kernels);
+      parsePtxasLog(text, binaryOp.getName(), kernels);
       // The module's vector accesses of global memory (one kernel a module).
       auto count = [&](StringRef what) {
         int64_t n = 0;

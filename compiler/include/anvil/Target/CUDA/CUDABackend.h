@@ -119,6 +119,11 @@ struct KernelResources {
   int64_t threadsPerBlock = 0;
 };
 
+/// Adds the entry functions a `ptxas -v` log reports (registers, stack,
+/// spills, shared memory) to `out`, each with `module`.
+void parsePtxasLog(StringRef log, StringRef module,
+                   std::vector<KernelResources> &out);
+
 /// Compiles the gpu.module kernels of `module` (at the `kernels` stage; it
 /// is left unchanged) to PTX for `target` and assembles each with the
 /// toolkit's `ptxas -v`. Fails, with the diagnostics on `module`, when a

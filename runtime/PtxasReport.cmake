@@ -1,0 +1,19 @@
+#===- runtime/PtxasReport.cmake - what ptxas says of the runtime's kernels -===#
+#
+#   cmake -DNVCC=... -DINCLUDE=... -DSOURCE=... -DARCH=90 -DCUBIN=... \
+#         -DREPORT=... -P PtxasReport.cmake
+#
+# Compiles SOURCE for sm_ARCH with the build's optimization flags and writes
+# ptxas -v's report of every kernel (registers, stack, spills) to REPORT.
+#
+#===----------------------------------------------------------------------===#
+
+execute_process(
+  COMMAND ${NVCC} -I${INCLUDE} -O3 -DNDEBUG -std=c++17 -arch=sm_${ARCH}
+          -cubin -Xptxas -v ${SOURCE} -o ${CUBIN}
+  OUTPUT_FILE ${REPORT} ERROR_FILE ${REPORT}
+  RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  file(READ ${REPORT} log)
+  message(FATAL_ERROR "nvcc -Xptxas -v of ${SOURCE} for sm_${ARCH} failed:\n${log}")
+endif()
