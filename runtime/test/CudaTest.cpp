@@ -9,6 +9,7 @@
 #include "anvil/runtime/Dist.h"
 #include "anvil/runtime/RuntimeABI.h"
 
+#include "AttentionCheck.h"
 #include "NumericReference.h"
 
 #include <gtest/gtest.h>
@@ -23,6 +24,7 @@
 #include <vector>
 
 using namespace anvil::rt;
+namespace check = anvil::test;
 using anvil::test::decodeFp8;
 using anvil::test::fromBF16;
 using anvil::test::toBF16;
@@ -401,37 +403,6 @@ TEST(CudaGemmF8, AccumulatesStridedBatchesInTheTNForm) {
   }
 }
 
-/// One attention problem for the fused kernels (Attention.cu).
-struct AttentionCase {
-  const char *what;
-  int64_t batch, heads, kvHeads, queries, keys, dim, valueDim;
-  bool causal;
-};
-
-/// The largest |got - want| and the largest |want|; a value of `got` that
-/// is not finite (a NaN left where nothing was written) is an infinite
-/// error.
-struct Deviation {
-  double error = 0, magnitude = 0;
-  size_t at = 0;
-  double relative() const { return magnitude > 0 ? error / magnitude : error; }
-};
-
-Deviation deviation(const float *got, const std::vector<float> &want) {
-  Deviation d;
-  for (size_t i = 0; i < want.size(); ++i) {
-    double e = std::isfinite(got[i])
-                   ? std::abs(static_cast<double>(got[i]) - want[i])
-                   : INFINITY;
-    if (e > d.error) {
-      d.error = e;
-      d.at = i;
-    }
-    d.magnitude = std::max(d.magnitude, std::abs(static_cast<double>(want[i])));
-  }
-  return d;
-}
-
 /// A managed copy of `x` for the device calls (deviceNaNs: `n` NaNs).
 float *deviceCopy(const std::vector<float> &x) {
   auto *d = static_cast<float *>(anvil_rt_cuda_alloc(
@@ -441,118 +412,62 @@ float *deviceCopy(const std::vector<float> &x) {
 }
 float *deviceNaNs(size_t n) { return deviceCopy(std::vector<float>(n, NAN)); }
 
-/// Runs `c` through anvil_rt_cuda_attention_f32 and its gradient and
-/// through the CPU's (anvil_rt_attention_f32, _grad_f32) on the same
-/// pseudo-random inputs in [-1, 1], scale 1/sqrt(dim), and checks each
-/// device output against the CPU's: max |device - CPU| <= `forward` (out,
-/// lse) or `gradient` (dq, dk, dv) times max |CPU| plus `floor`. The device
-/// outputs start as NaN (they must be overwritten everywhere); both
-/// gradients start from the CPU's out and lse. Prints the errors.
-void checkAttention(const AttentionCase &c, bool bf16, double forward,
-                    double gradient, double floor) {
-  SCOPED_TRACE(std::string(c.what) + (bf16 ? ", bf16" : ", f32") +
-               (c.causal ? ", causal" : ", not causal"));
-  std::mt19937 rng(1234);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  auto random = [&](int64_t n) {
-    std::vector<float> x(static_cast<size_t>(n));
-    for (float &v : x)
-      v = dist(rng);
-    return x;
-  };
-  const int64_t rows = c.batch * c.heads * c.queries;
-  const int64_t kvRows = c.batch * c.kvHeads * c.keys;
-  std::vector<float> q = random(rows * c.dim), k = random(kvRows * c.dim),
-                     v = random(kvRows * c.valueDim),
-                     dOut = random(rows * c.valueDim);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.dim));
-
-  std::vector<float> out(rows * c.valueDim), lse(rows), dq(q.size()),
-      dk(k.size()), dv(v.size());
-  anvil_rt_attention_f32(q.data(), k.data(), v.data(), out.data(), lse.data(),
-                         c.batch, c.heads, c.kvHeads, c.queries, c.keys, c.dim,
-                         c.valueDim, scale, c.causal, bf16);
-  anvil_rt_attention_grad_f32(q.data(), k.data(), v.data(), out.data(),
-                              lse.data(), dOut.data(), dq.data(), dk.data(),
-                              dv.data(), c.batch, c.heads, c.kvHeads, c.queries,
-                              c.keys, c.dim, c.valueDim, scale, c.causal, bf16);
-
-  float *gq = deviceCopy(q), *gk = deviceCopy(k), *gv = deviceCopy(v),
-        *gdOut = deviceCopy(dOut), *gOut = deviceNaNs(out.size()),
-        *gLse = deviceNaNs(lse.size());
+/// Runs `c` through anvil_rt_cuda_attention_f32 and its gradient and checks
+/// each device output against the CPU's (AttentionCheck.h) within
+/// `tolerance`. The device outputs start as NaN (they must be overwritten
+/// everywhere); the device gradient starts from the CPU's out and lse.
+/// Prints the errors.
+void checkAttention(const check::AttentionCase &c, bool bf16,
+                    const check::AttentionTolerance &tolerance) {
+  SCOPED_TRACE(std::string(c.name) + (bf16 ? ", bf16" : ", f32"));
+  check::AttentionReference r = check::referenceAttention(c, bf16);
+  float *gq = deviceCopy(r.q), *gk = deviceCopy(r.k), *gv = deviceCopy(r.v),
+        *gdOut = deviceCopy(r.dOut), *gOut = deviceNaNs(r.out.size()),
+        *gLse = deviceNaNs(r.lse.size());
   anvil_rt_cuda_attention_f32(gq, gk, gv, gOut, gLse, c.batch, c.heads,
                               c.kvHeads, c.queries, c.keys, c.dim, c.valueDim,
-                              scale, c.causal, bf16);
+                              r.scale, c.causal, bf16);
   ASSERT_TRUE(cuda::synchronizeDefaultStream("attention").isOk());
-  Deviation dOutDev = deviation(gOut, out), dLseDev = deviation(gLse, lse);
+  check::AttentionDeviations d;
+  d.out = check::deviation(gOut, r.out);
+  d.lse = check::deviation(gLse, r.lse);
 
-  float *hostOut = deviceCopy(out), *hostLse = deviceCopy(lse);
-  float *gdq = deviceNaNs(dq.size()), *gdk = deviceNaNs(dk.size()),
-        *gdv = deviceNaNs(dv.size());
+  float *hostOut = deviceCopy(r.out), *hostLse = deviceCopy(r.lse);
+  float *gdq = deviceNaNs(r.dq.size()), *gdk = deviceNaNs(r.dk.size()),
+        *gdv = deviceNaNs(r.dv.size());
   anvil_rt_cuda_attention_grad_f32(
       gq, gk, gv, hostOut, hostLse, gdOut, gdq, gdk, gdv, c.batch, c.heads,
-      c.kvHeads, c.queries, c.keys, c.dim, c.valueDim, scale, c.causal, bf16);
+      c.kvHeads, c.queries, c.keys, c.dim, c.valueDim, r.scale, c.causal, bf16);
   ASSERT_TRUE(cuda::synchronizeDefaultStream("attention gradient").isOk());
-  Deviation dqDev = deviation(gdq, dq), dkDev = deviation(gdk, dk),
-            dvDev = deviation(gdv, dv);
+  d.dq = check::deviation(gdq, r.dq);
+  d.dk = check::deviation(gdk, r.dk);
+  d.dv = check::deviation(gdv, r.dv);
 
-  std::printf("[ attention] %s (%s, %s): max |device - CPU| / max |CPU|: "
-              "out %.3g, lse %.3g, dq %.3g, dk %.3g, dv %.3g\n",
-              c.what, bf16 ? "bf16" : "f32", c.causal ? "causal" : "not causal",
-              dOutDev.relative(), dLseDev.relative(), dqDev.relative(),
-              dkDev.relative(), dvDev.relative());
-  struct {
-    const char *name;
-    const Deviation &d;
-    double tolerance;
-  } checks[] = {{"out", dOutDev, forward},
-                {"lse", dLseDev, forward},
-                {"dq", dqDev, gradient},
-                {"dk", dkDev, gradient},
-                {"dv", dvDev, gradient}};
-  for (const auto &check : checks)
-    EXPECT_LE(check.d.error, check.tolerance * check.d.magnitude + floor)
-        << check.name << ": max |device - CPU| " << check.d.error
-        << " at flat index " << check.d.at << ", max |CPU| "
-        << check.d.magnitude;
+  std::printf("[ attention] %s (%s): max |device - CPU| / max |CPU|: out "
+              "%.3g, lse %.3g, dq %.3g, dk %.3g, dv %.3g\n",
+              c.name, bf16 ? "bf16" : "f32", d.out.relative(), d.lse.relative(),
+              d.dq.relative(), d.dk.relative(), d.dv.relative());
+  for (const auto &n : d.named(tolerance))
+    EXPECT_TRUE(n.deviation.within(n.tolerance, tolerance.floor))
+        << n.name << ": max |device - CPU| " << n.deviation.error
+        << " at flat index " << n.deviation.at << ", max |CPU| "
+        << n.deviation.magnitude;
 
   for (float *p :
        {gq, gk, gv, gdOut, gOut, gLse, hostOut, hostLse, gdq, gdk, gdv})
     anvil_rt_cuda_free(p);
 }
 
-/// Batch, heads, kv heads, queries, keys, dim, value dim, causal: tails
-/// of every tile (100, 257, 37 are no multiples of 16 or 64), grouped
-/// query heads, fewer queries than keys, the real tiny configs (gpt-tiny,
-/// llama-tiny: dim 16), dims padded to the next tile width (40 -> 64,
-/// value dim 24 -> 64, 100 -> 128) and each tile width's own kernels.
-const AttentionCase kAttentionCases[] = {
-    {"grouped heads", 2, 4, 2, 100, 100, 32, 32, true},
-    {"llama-tiny", 4, 4, 2, 32, 32, 16, 16, true},
-    {"gpt-tiny", 4, 4, 4, 32, 32, 16, 16, false},
-    {"GPT-2 head", 1, 2, 2, 257, 257, 64, 64, false},
-    {"GPT-2 head", 1, 2, 2, 257, 257, 64, 64, true},
-    {"64 queries, 192 keys", 2, 3, 1, 64, 192, 64, 64, true},
-    {"dim 128", 1, 2, 1, 130, 130, 128, 128, true},
-    {"dim 100", 1, 2, 2, 33, 81, 100, 100, false},
-    {"dim 40, value dim 24", 2, 2, 2, 37, 50, 40, 24, false},
-};
-
 TEST(CudaAttention, F32MatchesTheHost) {
   SKIP_WITHOUT_GPU();
-  // f32 FMAs in another order than the CPU's (online softmax, tiles).
-  for (const AttentionCase &c : kAttentionCases)
-    checkAttention(c, /*bf16=*/false, 1e-5, 2e-5, 1e-6);
+  for (const check::AttentionCase &c : check::kAttentionCases)
+    checkAttention(c, /*bf16=*/false, check::kF32Tolerance);
 }
 
 TEST(CudaAttention, Bf16MatchesTheHost) {
   SKIP_WITHOUT_GPU();
-  // The operands are the same bf16 values, but the GPU rounds the
-  // unnormalized probabilities where the CPU rounds the normalized ones,
-  // and reads delta = dOut . out (out rounded) where the CPU sums dp p:
-  // differences of a few bf16 ulps, accumulated over the rows.
-  for (const AttentionCase &c : kAttentionCases)
-    checkAttention(c, /*bf16=*/true, 2e-2, 5e-2, 1e-3);
+  for (const check::AttentionCase &c : check::kAttentionCases)
+    checkAttention(c, /*bf16=*/true, check::kBf16Tolerance);
 }
 
 TEST(CudaAttentionDeathTest, RejectsUnsupportedShapesWithTheCallAndShape) {

@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionCheck.h"
 #include "CudaEmulation.h"
 
 #include "anvil/runtime/Cuda.h"
@@ -29,18 +30,12 @@
 #include <tuple>
 #include <vector>
 
+namespace check = anvil::test;
 namespace emu = anvil::cuda_emulation;
 
 namespace {
 
 //===- Attention against the CPU ------------------------------------------===//
-
-/// One attention problem.
-struct AttentionCase {
-  const char *name; // a test name: letters and digits
-  int64_t batch, heads, kvHeads, queries, keys, dim, valueDim;
-  bool causal;
-};
 
 /// Emulated device memory (emu::allocate: it ends at an inaccessible page).
 class DeviceBuffer {
@@ -59,161 +54,76 @@ private:
   float *data_;
 };
 
-/// The largest |got - want| and the largest |want|; a value of `got` that
-/// is not finite (a NaN left where nothing was written) is an infinite
-/// error.
-struct Deviation {
-  double error = 0, magnitude = 0;
-  size_t at = 0;
-  double relative() const { return magnitude > 0 ? error / magnitude : error; }
-};
-
-Deviation deviation(const float *got, const std::vector<float> &want) {
-  Deviation d;
-  for (size_t i = 0; i < want.size(); ++i) {
-    double e = std::isfinite(got[i])
-                   ? std::abs(static_cast<double>(got[i]) - want[i])
-                   : INFINITY;
-    if (e > d.error) {
-      d.error = e;
-      d.at = i;
-    }
-    d.magnitude = std::max(d.magnitude, std::abs(static_cast<double>(want[i])));
-  }
-  return d;
-}
-
-/// Deviations of the emulated device's out, lse, dq, dk, dv from the CPU's.
-struct Deviations {
-  Deviation out, lse, dq, dk, dv;
-};
-
 /// Runs `c` through anvil_rt_cuda_attention_f32 and its gradient (emulated)
-/// and through the CPU's on the same pseudo-random inputs in [-1, 1], scale
-/// 1/sqrt(dim). The device outputs start as NaN (they must be overwritten
-/// everywhere); the device gradient starts from the CPU's out and lse.
-Deviations runAttention(const AttentionCase &c, bool bf16) {
-  std::mt19937 rng(1234);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  auto random = [&](int64_t n) {
-    std::vector<float> x(static_cast<size_t>(n));
-    for (float &v : x)
-      v = dist(rng);
-    return x;
-  };
-  const int64_t rows = c.batch * c.heads * c.queries;
-  const int64_t kvRows = c.batch * c.kvHeads * c.keys;
-  std::vector<float> q = random(rows * c.dim), k = random(kvRows * c.dim),
-                     v = random(kvRows * c.valueDim),
-                     dOut = random(rows * c.valueDim);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.dim));
-
-  std::vector<float> out(rows * c.valueDim), lse(rows), dq(q.size()),
-      dk(k.size()), dv(v.size());
-  anvil_rt_attention_f32(q.data(), k.data(), v.data(), out.data(), lse.data(),
-                         c.batch, c.heads, c.kvHeads, c.queries, c.keys, c.dim,
-                         c.valueDim, scale, c.causal, bf16);
-  anvil_rt_attention_grad_f32(q.data(), k.data(), v.data(), out.data(),
-                              lse.data(), dOut.data(), dq.data(), dk.data(),
-                              dv.data(), c.batch, c.heads, c.kvHeads, c.queries,
-                              c.keys, c.dim, c.valueDim, scale, c.causal, bf16);
-
+/// and compares with the CPU's (AttentionCheck.h). The device outputs start
+/// as NaN (they must be overwritten everywhere); the device gradient starts
+/// from the CPU's out and lse.
+check::AttentionDeviations runAttention(const check::AttentionCase &c,
+                                        bool bf16) {
+  check::AttentionReference r = check::referenceAttention(c, bf16);
   auto nans = [](size_t n) { return std::vector<float>(n, NAN); };
-  DeviceBuffer gq(q), gk(k), gv(v), gdOut(dOut), gOut(nans(out.size())),
-      gLse(nans(lse.size())), hostOut(out), hostLse(lse), gdq(nans(dq.size())),
-      gdk(nans(dk.size())), gdv(nans(dv.size()));
+  DeviceBuffer gq(r.q), gk(r.k), gv(r.v), gdOut(r.dOut),
+      gOut(nans(r.out.size())), gLse(nans(r.lse.size())), hostOut(r.out),
+      hostLse(r.lse), gdq(nans(r.dq.size())), gdk(nans(r.dk.size())),
+      gdv(nans(r.dv.size()));
   anvil_rt_cuda_attention_f32(
       gq.get(), gk.get(), gv.get(), gOut.get(), gLse.get(), c.batch, c.heads,
-      c.kvHeads, c.queries, c.keys, c.dim, c.valueDim, scale, c.causal, bf16);
+      c.kvHeads, c.queries, c.keys, c.dim, c.valueDim, r.scale, c.causal, bf16);
   anvil_rt_cuda_attention_grad_f32(
       gq.get(), gk.get(), gv.get(), hostOut.get(), hostLse.get(), gdOut.get(),
       gdq.get(), gdk.get(), gdv.get(), c.batch, c.heads, c.kvHeads, c.queries,
-      c.keys, c.dim, c.valueDim, scale, c.causal, bf16);
-  return {deviation(gOut.get(), out), deviation(gLse.get(), lse),
-          deviation(gdq.get(), dq), deviation(gdk.get(), dk),
-          deviation(gdv.get(), dv)};
+      c.keys, c.dim, c.valueDim, r.scale, c.causal, bf16);
+  return {check::deviation(gOut.get(), r.out),
+          check::deviation(gLse.get(), r.lse),
+          check::deviation(gdq.get(), r.dq), check::deviation(gdk.get(), r.dk),
+          check::deviation(gdv.get(), r.dv)};
 }
-
-/// Whether every deviation is within `forward` (out, lse) or `gradient`
-/// (dq, dk, dv) times max |CPU| plus `floor`; with `expect`, a failure of
-/// the test for each one that is not.
-bool withinTolerance(const Deviations &d, double forward, double gradient,
-                     double floor, bool expect) {
-  struct {
-    const char *name;
-    const Deviation &d;
-    double tolerance;
-  } checks[] = {{"out", d.out, forward},
-                {"lse", d.lse, forward},
-                {"dq", d.dq, gradient},
-                {"dk", d.dk, gradient},
-                {"dv", d.dv, gradient}};
-  bool all = true;
-  for (const auto &check : checks) {
-    bool ok = check.d.error <= check.tolerance * check.d.magnitude + floor;
-    all &= ok;
-    if (expect) {
-      EXPECT_TRUE(ok) << check.name << ": max |device - CPU| " << check.d.error
-                      << " at flat index " << check.d.at << ", max |CPU| "
-                      << check.d.magnitude;
-    }
-  }
-  return all;
-}
-
-// CudaTest.cpp's: f32 FMAs in another order than the CPU's (online softmax,
-// tiles); with bf16, the GPU rounds the unnormalized probabilities where the
-// CPU rounds the normalized ones, and reads delta = dOut . out (out rounded)
-// where the CPU sums dp p: a few bf16 ulps, accumulated over the rows.
-constexpr double kF32Forward = 1e-5, kF32Gradient = 2e-5, kF32Floor = 1e-6;
-constexpr double kBf16Forward = 2e-2, kBf16Gradient = 5e-2, kBf16Floor = 1e-3;
 
 /// Batch, heads, kv heads, queries, keys, dim, value dim, causal. 70, 37,
 /// 100, 33, 50 are no multiples of 16 or 64; dims 16, 24 (-> 32), 16 with
 /// value dim 32, 64 and 128 pick each tile width (and unpadded and padded
 /// loads); dim 128 also the smaller f32 tiles and over 48 KB of shared
 /// memory (within sm_86's 99 KB: Options::sharedMemoryOptin). Then the cases
-/// of CudaTest.cpp, which the GPU runs.
-const AttentionCase kCases[] = {
-    {"GroupedHeadsCausalDim16", 1, 4, 2, 70, 70, 16, 16, true},
-    {"FewerQueriesCausalDim64", 1, 2, 1, 37, 100, 64, 64, true},
-    {"NotCausalDim64", 1, 2, 2, 65, 80, 64, 64, false},
-    {"OneQueryCausal", 2, 2, 1, 1, 70, 32, 32, true},
-    {"Dim16ValueDim32", 1, 2, 2, 20, 33, 16, 32, false},
-    {"Dim24Causal", 1, 2, 1, 50, 50, 24, 24, true},
-    {"Dim128Causal", 1, 1, 1, 70, 70, 128, 128, true},
-    {"NoQueries", 1, 2, 1, 0, 70, 16, 16, false}, // dk = dv = 0
-    // CudaTest.cpp's cases
-    {"GroupedHeads", 2, 4, 2, 100, 100, 32, 32, true},
-    {"LlamaTiny", 4, 4, 2, 32, 32, 16, 16, true},
-    {"GptTiny", 4, 4, 4, 32, 32, 16, 16, false},
-    {"Gpt2Head", 1, 2, 2, 257, 257, 64, 64, false},
-    {"Gpt2HeadCausal", 1, 2, 2, 257, 257, 64, 64, true},
-    {"Queries64Keys192", 2, 3, 1, 64, 192, 64, 64, true},
-    {"Dim128", 1, 2, 1, 130, 130, 128, 128, true},
-    {"Dim100", 1, 2, 2, 33, 81, 100, 100, false},
-    {"Dim40ValueDim24", 2, 2, 2, 37, 50, 40, 24, false},
-};
+/// the GPU runs (AttentionCheck.h).
+std::vector<check::AttentionCase> cases() {
+  std::vector<check::AttentionCase> all = {
+      {"GroupedHeadsCausalDim16", 1, 4, 2, 70, 70, 16, 16, true},
+      {"FewerQueriesCausalDim64", 1, 2, 1, 37, 100, 64, 64, true},
+      {"NotCausalDim64", 1, 2, 2, 65, 80, 64, 64, false},
+      {"OneQueryCausal", 2, 2, 1, 1, 70, 32, 32, true},
+      {"Dim16ValueDim32", 1, 2, 2, 20, 33, 16, 32, false},
+      {"Dim24Causal", 1, 2, 1, 50, 50, 24, 24, true},
+      {"Dim128Causal", 1, 1, 1, 70, 70, 128, 128, true},
+      {"NoQueries", 1, 2, 1, 0, 70, 16, 16, false}, // dk = dv = 0
+  };
+  all.insert(all.end(), std::begin(check::kAttentionCases),
+             std::end(check::kAttentionCases));
+  return all;
+}
 
 class AttentionEmulation
-    : public ::testing::TestWithParam<std::tuple<AttentionCase, bool>> {};
+    : public ::testing::TestWithParam<std::tuple<check::AttentionCase, bool>> {
+};
 
 TEST_P(AttentionEmulation, MatchesTheCPU) {
   const auto &[c, bf16] = GetParam();
-  Deviations d = runAttention(c, bf16);
+  check::AttentionDeviations d = runAttention(c, bf16);
   std::printf("[ attention] %s (%s): max |device - CPU| / max |CPU|: out "
               "%.3g, lse %.3g, dq %.3g, dk %.3g, dv %.3g\n",
               c.name, bf16 ? "bf16" : "f32", d.out.relative(), d.lse.relative(),
               d.dq.relative(), d.dk.relative(), d.dv.relative());
-  if (bf16)
-    withinTolerance(d, kBf16Forward, kBf16Gradient, kBf16Floor, true);
-  else
-    withinTolerance(d, kF32Forward, kF32Gradient, kF32Floor, true);
+  const check::AttentionTolerance &tolerance =
+      bf16 ? check::kBf16Tolerance : check::kF32Tolerance;
+  for (const auto &n : d.named(tolerance))
+    EXPECT_TRUE(n.deviation.within(n.tolerance, tolerance.floor))
+        << n.name << ": max |device - CPU| " << n.deviation.error
+        << " at flat index " << n.deviation.at << ", max |CPU| "
+        << n.deviation.magnitude;
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, AttentionEmulation,
-    ::testing::Combine(::testing::ValuesIn(kCases), ::testing::Bool()),
+    ::testing::Combine(::testing::ValuesIn(cases()), ::testing::Bool()),
     [](const ::testing::TestParamInfo<AttentionEmulation::ParamType> &info) {
       return std::string(std::get<0>(info.param).name) +
              (std::get<1>(info.param) ? "Bf16" : "F32");
@@ -230,14 +140,15 @@ public:
   ~InjectedFault() { emu::options().fault = emu::Fault::None; }
 };
 
-const AttentionCase kFaultCase = {"Faults", 1, 2, 1, 70, 70, 16, 16, true};
+const check::AttentionCase kFaultCase = {"Faults", 1,  2,  1,   70,
+                                         70,       16, 16, true};
 
 TEST(AttentionEmulationFaults, UnwrittenOutputsAreCaught) {
   // Without each launch's last CTA, its rows stay NaN: an infinite error.
   for (bool bf16 : {false, true}) {
     InjectedFault fault(emu::Fault::SkipLastBlock);
-    Deviations d = runAttention(kFaultCase, bf16);
-    for (const Deviation &x : {d.out, d.lse, d.dq, d.dk, d.dv})
+    check::AttentionDeviations d = runAttention(kFaultCase, bf16);
+    for (const check::Deviation &x : {d.out, d.lse, d.dq, d.dk, d.dv})
       EXPECT_TRUE(std::isinf(x.error)) << (bf16 ? "bf16" : "f32");
   }
 }
@@ -247,10 +158,8 @@ TEST(AttentionEmulationFaults, MissingSyncthreadsIsCaught) {
   // memory's fill) or stale values.
   for (bool bf16 : {false, true}) {
     InjectedFault fault(emu::Fault::IgnoreSyncthreads);
-    Deviations d = runAttention(kFaultCase, bf16);
-    EXPECT_FALSE(withinTolerance(d, kBf16Forward, kBf16Gradient, kBf16Floor,
-                                 /*expect=*/false))
-        << (bf16 ? "bf16" : "f32");
+    check::AttentionDeviations d = runAttention(kFaultCase, bf16);
+    EXPECT_FALSE(d.within(check::kBf16Tolerance)) << (bf16 ? "bf16" : "f32");
   }
 }
 
@@ -259,9 +168,8 @@ TEST(AttentionEmulationFaults, MissingSyncwarpIsCaughtWithF32Products) {
   // other lanes wrote. (The bf16 A fragments read exactly what the lane
   // wrote itself, the C fragment's elements: no __syncwarp is needed there.)
   InjectedFault fault(emu::Fault::IgnoreSyncwarp);
-  Deviations d = runAttention(kFaultCase, /*bf16=*/false);
-  EXPECT_FALSE(withinTolerance(d, kF32Forward, kF32Gradient, kF32Floor,
-                               /*expect=*/false));
+  check::AttentionDeviations d = runAttention(kFaultCase, /*bf16=*/false);
+  EXPECT_FALSE(d.within(check::kF32Tolerance));
 }
 
 //===- The emulator's own checks ------------------------------------------===//

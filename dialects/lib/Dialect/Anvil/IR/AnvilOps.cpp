@@ -883,42 +883,44 @@ double FlashAttentionGradOp::getScaleOrDefault() {
   return scaleOrDefault(getScale(), getQuery());
 }
 
+/// The operands of the flash attention ops, checked, and the forward op's
+/// result types: the output (B, Hq, Tq, Dv) and the log-sum-exp
+/// (B, Hq, Tq).
+template <typename OpTy, typename Adaptor>
+static FailureOr<std::pair<RankedTensorType, RankedTensorType>>
+flashAttentionTypes(const Fail<OpTy> &fail, Adaptor adaptor) {
+  RankedTensorType q = tensorType(adaptor.getQuery());
+  RankedTensorType k = tensorType(adaptor.getKey());
+  RankedTensorType v = tensorType(adaptor.getValue());
+  if (failed(checkAttentionOperands(fail, q, k, v, adaptor.getCausal(),
+                                    adaptor.getScaleAttr())))
+    return failure();
+  if (!q.getElementType().isF32() && !q.getElementType().isF64())
+    return fail("element type ", q.getElementType(), " must be f32 or f64");
+  int64_t b = q.getDimSize(0), h = q.getDimSize(1), t = q.getDimSize(2);
+  return std::pair(q.clone({b, h, t, v.getDimSize(3)}), q.clone({b, h, t}));
+}
+
 LogicalResult
 FlashAttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                    Adaptor adaptor,
                                    SmallVectorImpl<Type> &inferred) {
-  Fail<FlashAttentionOp> fail{loc};
-  RankedTensorType q = tensorType(adaptor.getQuery());
-  RankedTensorType k = tensorType(adaptor.getKey());
-  RankedTensorType v = tensorType(adaptor.getValue());
-  if (failed(checkAttentionOperands(fail, q, k, v, adaptor.getCausal(),
-                                    adaptor.getScaleAttr())))
+  auto types = flashAttentionTypes(Fail<FlashAttentionOp>{loc}, adaptor);
+  if (failed(types))
     return failure();
-  if (!q.getElementType().isF32() && !q.getElementType().isF64())
-    return fail("element type ", q.getElementType(), " must be f32 or f64");
-  inferred.push_back(q.clone(
-      {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2), v.getDimSize(3)}));
-  inferred.push_back(
-      q.clone({q.getDimSize(0), q.getDimSize(1), q.getDimSize(2)}));
+  inferred.append({types->first, types->second});
   return success();
 }
 
 LogicalResult FlashAttentionGradOp::inferReturnTypes(
-    MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferred) {
   Fail<FlashAttentionGradOp> fail{loc};
-  RankedTensorType q = tensorType(adaptor.getQuery());
-  RankedTensorType k = tensorType(adaptor.getKey());
-  RankedTensorType v = tensorType(adaptor.getValue());
-  if (failed(checkAttentionOperands(fail, q, k, v, adaptor.getCausal(),
-                                    adaptor.getScaleAttr())))
+  auto types = flashAttentionTypes(fail, adaptor);
+  if (failed(types))
     return failure();
-  if (!q.getElementType().isF32() && !q.getElementType().isF64())
-    return fail("element type ", q.getElementType(), " must be f32 or f64");
   // The forward op's results and the gradient of its result.
-  auto out = q.clone(
-      {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2), v.getDimSize(3)});
-  auto lse = q.clone({q.getDimSize(0), q.getDimSize(1), q.getDimSize(2)});
+  auto [out, lse] = *types;
   for (auto [name, value, expected] :
        {std::tuple<StringRef, Value, RankedTensorType>{
             "result", adaptor.getResult(), out},
@@ -926,7 +928,8 @@ LogicalResult FlashAttentionGradOp::inferReturnTypes(
         {"result_grad", adaptor.getResultGrad(), out}})
     if (tensorType(value) != expected)
       return fail(name, " ", tensorType(value), " must be ", expected);
-  inferred.append({q, k, v});
+  inferred.append({tensorType(adaptor.getQuery()), tensorType(adaptor.getKey()),
+                   tensorType(adaptor.getValue())});
   return success();
 }
 
