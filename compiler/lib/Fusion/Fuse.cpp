@@ -40,9 +40,28 @@ bool movesDataOnly(linalg::GenericOp op) {
   return op.getBody()->without_terminator().empty();
 }
 
+/// True when `op` broadcasts scalars (rank-0 inputs) and computes nothing:
+/// a consumer reads the scalar itself instead of a tensor of copies.
+bool broadcastsScalars(linalg::GenericOp op) {
+  return movesDataOnly(op) &&
+         llvm::all_of(op.getDpsInputOperands(), [&](OpOperand *in) {
+           return op.getMatchingIndexingMap(in).getNumResults() == 0;
+         });
+}
+
 bool shouldFuse(OpOperand *fused) {
   Operation *producer = fused->get().getDefiningOp();
-  if (!producer || !producer->hasOneUse())
+  if (!producer)
+    return false;
+  // A broadcast of scalars goes into every consumer (the learning rate and
+  // bias corrections each optimizer update reads; CSE shares one among
+  // the parameters of a shape): nothing is recomputed, and the tensor of
+  // copies is never written.
+  if (auto generic = dyn_cast<linalg::GenericOp>(producer);
+      generic && broadcastsScalars(generic) &&
+      isa<linalg::LinalgOp>(fused->getOwner()))
+    return true;
+  if (!producer->hasOneUse())
     return false;
   auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
   if (!consumer)
@@ -399,6 +418,10 @@ bool mergeReturnedProducers(Operation *root) {
     for (OpOperand &use : producer->getUses()) {
       Operation *user = use.getOwner();
       if (user->hasTrait<OpTrait::IsTerminator>()) {
+        // The block's own terminator (one in a region between the two
+        // would see the merged op only after it).
+        if (user->getBlock() != producer->getBlock())
+          return;
         returned = true;
         continue;
       }

@@ -598,12 +598,15 @@ std::string defaultRuntimeDir(const char *argv0) {
 }
 
 /// Number of dispatch regions of `fn` after fusion: each remaining linalg
-/// op (and each scatter loop) is one kernel launch per step.
+/// op (and each scatter loop) is one kernel launch (or GEMM call) per step,
+/// and so is each fused attention op (a call of the runtime's kernels).
 int64_t countDispatches(mlir::func::FuncOp fn) {
   int64_t n = 0;
   fn.walk([&](mlir::Operation *op) {
-    if (isa<mlir::linalg::LinalgOp>(op) &&
-        !op->getParentOfType<mlir::linalg::LinalgOp>())
+    if ((isa<mlir::linalg::LinalgOp>(op) &&
+         !op->getParentOfType<mlir::linalg::LinalgOp>()) ||
+        isa<mlir::anvil::FlashAttentionOp, mlir::anvil::FlashAttentionGradOp>(
+            op))
       ++n;
   });
   return n;

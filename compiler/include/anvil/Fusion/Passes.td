@@ -63,14 +63,21 @@ def AnvilFusePass : Pass<"anvil-fuse", "mlir::ModuleOp"> {
     for the next (up to 8 rounds); copies that do not fuse after all merge
     back into one. The values are the same; the tensor is not written.
 
-    Always, after the above: an elementwise producer whose results the
-    function returns (updated training state, written anyway) and which
+    Always, after recompute-cheap and before merge-amax: an elementwise
+    producer whose results the function returns (updated training state,
+    written anyway; the return in the producer's own block) and which
     exactly one other generic reads, through the identity and over the
     same loops, becomes more results of that generic (a few rounds, so
     chains merge): AdamW's m and v updates and the parameter update that
-    reads them are one kernel, which reads the parameter, m, v and the
-    gradient once and writes the three, where three kernels read m and v
-    back.
+    reads them are one kernel, which reads the parameter, m, v, the
+    gradient and three scalars once and writes the three, where three
+    kernels read m and v back.
+
+    A second exception to rule 1: a generic that only broadcasts scalars
+    (rank-0 inputs: the learning rate, an optimizer's bias corrections,
+    which CSE shares among the updates of every parameter of a shape) is
+    fused into every consumer, which then reads the scalar instead of a
+    tensor of its copies.
   }];
   let options = [
     Option<"mergeAmax", "merge-amax", "bool", /*default=*/"false",
