@@ -695,20 +695,29 @@ LogicalResult writeKernelReport(mlir::ModuleOp module,
                       {"per_kernel", std::move(rows)}};
   std::set<std::string> called = libraryKernelsCalled(module);
   if (!called.empty()) {
+    // The report of the machine code this chip runs (sm_80's on sm_86 and
+    // sm_89, sm_90's on sm_90a).
+    std::string machine = mlir::anvil::cuda::runtimeKernelChip(cudaArch);
     SmallString<256> path(runtimeLibDir);
-    llvm::sys::path::append(path, "anvil_cuda_kernels." + cudaArch + ".txt");
-    auto log = llvm::MemoryBuffer::getFile(path);
+    llvm::sys::path::append(path, "anvil_cuda_kernels." + machine + ".txt");
+    auto log = machine.empty()
+                   ? llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>>(
+                         std::make_error_code(std::errc::invalid_argument))
+                   : llvm::MemoryBuffer::getFile(path);
     json::Array library;
     int64_t librarySpilling = 0;
+    std::set<std::string> found;
     if (log) {
       std::vector<mlir::anvil::cuda::KernelResources> all;
       mlir::anvil::cuda::parsePtxasLog((*log)->getBuffer(), "runtime", all);
       for (const mlir::anvil::cuda::KernelResources &k : all) {
         std::string name = llvm::demangle(k.kernel);
-        if (!llvm::any_of(called, [&](const std::string &prefix) {
-              return StringRef(name).contains("::" + prefix);
-            }))
+        auto match = llvm::find_if(called, [&](const std::string &prefix) {
+          return StringRef(name).contains("::" + prefix);
+        });
+        if (match == called.end())
           continue;
+        found.insert(*match);
         library.push_back(json::Object{{"kernel", name},
                                        {"registers", k.registers},
                                        {"stack_frame_bytes", k.stackFrameBytes},
@@ -716,11 +725,23 @@ LogicalResult writeKernelReport(mlir::ModuleOp module,
                                        {"spill_load_bytes", k.spillLoadBytes}});
         librarySpilling += k.spillStoreBytes + k.spillLoadBytes > 0;
       }
+      // Called but not reported: a runtime built from other sources.
+      json::Array absent;
+      for (const std::string &kernel : called)
+        if (!found.count(kernel))
+          absent.push_back(kernel.substr(0, kernel.size() - 1));
+      if (!absent.empty())
+        report["library_kernels_not_in_report"] = std::move(absent);
     } else {
       report["library_report_missing"] =
-          "no " + std::string(path) +
-          ": the runtime's kernels are built for sm_80 and sm_90 (PTX for "
-          "newer GPUs, compiled when they load)";
+          machine.empty()
+              ? "the runtime's kernels have no machine code for " +
+                    std::string(cudaArch) +
+                    " (built for sm_80 and sm_90; newer GPUs compile their "
+                    "compute_90 PTX when the library loads): no ptxas report"
+              : "no " + std::string(path) +
+                    ": the runtime was built without CUDA, or installed "
+                    "without its kernels' report";
     }
     report["library_kernels"] = static_cast<int64_t>(library.size());
     report["library_kernels_with_spills"] = librarySpilling;

@@ -79,6 +79,11 @@ bool mlir::anvil::cuda::hasFusedAttention(StringRef chip) {
   return smOf(chip) >= 80;
 }
 
+std::string mlir::anvil::cuda::runtimeKernelChip(StringRef chip) {
+  unsigned sm = smOf(chip);
+  return sm >= 80 && sm < 90 ? "sm_80" : sm >= 90 && sm < 100 ? "sm_90" : "";
+}
+
 void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
                                           std::optional<Stage> after,
                                           const CUDAPipelineOptions &options) {

@@ -28,6 +28,9 @@ for row in rows:
     if row["spill_store_bytes"] or row["spill_load_bytes"]:
         errors.append(f"{row['kernel']}: spills: {row}")
 library = report.get("per_library_kernel", [])
+if report.get("library_kernels_not_in_report"):
+    errors.append("runtime kernels the program calls are not in the runtime's "
+                  f"report: {report['library_kernels_not_in_report']}")
 for row in library:
     if row["registers"] <= 0:
         errors.append(f"{row['kernel']}: no registers: {row}")

@@ -55,6 +55,12 @@ bool hasFP8GEMMs(StringRef chip);
 /// newer.
 bool hasFusedAttention(StringRef chip);
 
+/// The machine code of the CUDA runtime's own kernels that `chip` runs:
+/// "sm_80" for sm_80 to sm_89 (binary compatible within a major version),
+/// "sm_90" for sm_90 and sm_90a, "" for newer chips (which compile the
+/// compute_90 PTX when the library loads) and older ones (none).
+std::string runtimeKernelChip(StringRef chip);
+
 /// Choices of the pipeline.
 struct CUDAPipelineOptions {
   bool fuse = true;        ///< Run anvil-fuse.
