@@ -159,6 +159,9 @@ struct Options {
   /// cudaDevAttrMaxSharedMemoryPerBlockOptin, bytes: sm_86's and sm_89's.
   int sharedMemoryOptin = 99 * 1024;
   Fault fault = Fault::None;
+  /// Run a launch's CTAs last first: a kernel whose CTAs write each other's
+  /// outputs (a race on a GPU) gives other results in the two orders.
+  bool reverseGrid = false;
 };
 
 inline Options &options() {
@@ -619,9 +622,10 @@ inline void run(dim3 grid, dim3 threads, size_t sharedBytes,
   for (uint64_t i = 0; i < blocks; ++i) {
     if (options().fault == Fault::SkipLastBlock && i + 1 == blocks)
       continue;
-    blockIdx = {static_cast<unsigned>(i % grid.x),
-                static_cast<unsigned>(i / grid.x % grid.y),
-                static_cast<unsigned>(i / (uint64_t{grid.x} * grid.y))};
+    const uint64_t n = options().reverseGrid ? blocks - 1 - i : i;
+    blockIdx = {static_cast<unsigned>(n % grid.x),
+                static_cast<unsigned>(n / grid.x % grid.y),
+                static_cast<unsigned>(n / (uint64_t{grid.x} * grid.y))};
     std::memset(b.shared, 0xFF, sharedBytes);
     for (int t = 0; t < b.threads; ++t)
       start(b.fibers[t], stacks.get(static_cast<size_t>(t)));
