@@ -171,38 +171,22 @@ for name in gpt2 gpt2-bf16; do
   ANVIL_PROFILE=1 "$exe" --steps 4 --seed 1 > "$out/$name.profile.txt" 2>&1 ||
     note "profile of $name failed: $(tail -1 "$out/$name.profile.txt")"
 done
-if [ -f "$out/gpt2.json" ] && [ -f "$out/gpt2-bf16.json" ]; then
-  python3 - "$out/gpt2.json" "$out/gpt2-bf16.json" <<'PY' | tee -a "$summary"
+# ratio WHAT NUMERATOR DENOMINATOR [SUFFIX]: a line of the summary with
+# NUMERATOR.json's tokens/s over DENOMINATOR.json's, when both were measured.
+ratio() {
+  local what=$1 num="$out/$2.json" den="$out/$3.json" suffix=${4:-}
+  [ -f "$num" ] && [ -f "$den" ] || return 0
+  python3 - "$num" "$den" "$what" "$suffix" <<'PY' | tee -a "$summary"
 import json, sys
-f32, bf16 = (json.load(open(p)) for p in sys.argv[1:3])
-print(f"ratio: Anvil bf16 / Anvil f32 tokens/s = "
-      f"{bf16['tokens_per_s'] / f32['tokens_per_s']:.3f}")
+num, den = (json.load(open(p)) for p in sys.argv[1:3])
+print(f"ratio: {sys.argv[3]} tokens/s = "
+      f"{num['tokens_per_s'] / den['tokens_per_s']:.3f}{sys.argv[4]}")
 PY
-fi
-if [ -f "$out/gpt2-bf16.json" ] && [ -f "$out/gpt2-bf16-decomposed.json" ]; then
-  python3 - "$out/gpt2-bf16.json" "$out/gpt2-bf16-decomposed.json" <<'PY' | tee -a "$summary"
-import json, sys
-fused, decomposed = (json.load(open(p)) for p in sys.argv[1:3])
-print(f"ratio: Anvil bf16 fused attention / decomposed tokens/s = "
-      f"{fused['tokens_per_s'] / decomposed['tokens_per_s']:.3f}")
-PY
-fi
-if [ -f "$out/gpt2-bf16.json" ] && [ -f "$out/gpt2-bf16-async.json" ]; then
-  python3 - "$out/gpt2-bf16.json" "$out/gpt2-bf16-async.json" <<'PY' | tee -a "$summary"
-import json, sys
-sync, asyn = (json.load(open(p)) for p in sys.argv[1:3])
-print(f"ratio: Anvil bf16 asynchronous / synchronized launches tokens/s = "
-      f"{asyn['tokens_per_s'] / sync['tokens_per_s']:.3f}")
-PY
-fi
-if [ -f "$out/gpt2-350m-bf16.json" ] && [ -f "$out/gpt2-350m-fp8.json" ]; then
-  python3 - "$out/gpt2-350m-bf16.json" "$out/gpt2-350m-fp8.json" <<'PY' | tee -a "$summary"
-import json, sys
-bf16, fp8 = (json.load(open(p)) for p in sys.argv[1:3])
-print(f"ratio: Anvil GPT-2 350M fp8 / bf16 tokens/s = "
-      f"{fp8['tokens_per_s'] / bf16['tokens_per_s']:.3f} (target 1.25)")
-PY
-fi
+}
+ratio "Anvil bf16 / Anvil f32" gpt2-bf16 gpt2
+ratio "Anvil bf16 fused attention / decomposed" gpt2-bf16 gpt2-bf16-decomposed
+ratio "Anvil bf16 asynchronous / synchronized launches" gpt2-bf16-async gpt2-bf16
+ratio "Anvil GPT-2 350M fp8 / bf16" gpt2-350m-fp8 gpt2-350m-bf16 " (target 1.25)"
 
 # 5: PyTorch, when it is there.
 if python3 -c "import torch, sys; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then
