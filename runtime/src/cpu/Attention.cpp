@@ -45,8 +45,9 @@ struct Shape {
   int64_t visibleKeys(int64_t i) const {
     return causal ? std::min(keys, i + keys - queries + 1) : keys;
   }
-  float operand(float x) const { return bf16 ? roundBF16(x) : x; }
-  float product(float x) const { return bf16 ? roundBF16(x) : x; }
+  /// A product's operand or result as the product sees it: rounded to
+  /// bf16 with `bf16`.
+  float rounded(float x) const { return bf16 ? roundBF16(x) : x; }
 };
 
 /// Copies `n` values of `x`, rounded as a product's operand.
@@ -54,7 +55,7 @@ void operands(const Shape &s, const float *x, int64_t n,
               std::vector<float> &out) {
   out.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
-    out[i] = s.operand(x[i]);
+    out[i] = s.rounded(x[i]);
 }
 
 /// The scores of query row `qi` (dim values, already rounded) against the
@@ -66,7 +67,7 @@ void scores(const Shape &s, const float *qi, const float *kh, int64_t visible,
     const float *kj = kh + j * s.dim;
     for (int64_t d = 0; d < s.dim; ++d)
       dot += qi[d] * kj[d];
-    out[j] = s.product(dot) * s.scale;
+    out[j] = s.rounded(dot) * s.scale;
   }
 }
 
@@ -101,23 +102,25 @@ void forwardChunk(void *ctx, int64_t lo, int64_t hi) {
         }
         std::fill(acc.begin(), acc.end(), 0.0f);
         for (int64_t j = 0; j < visible; ++j) {
-          float p = s.operand(row[j] / sum);
+          float p = s.rounded(row[j] / sum);
           const float *vj = vh.data() + j * s.valueDim;
           for (int64_t d = 0; d < s.valueDim; ++d)
             acc[d] += p * vj[d];
         }
         float *o = f.out + (head * s.queries + i) * s.valueDim;
         for (int64_t d = 0; d < s.valueDim; ++d)
-          o[d] = s.product(acc[d]);
+          o[d] = s.rounded(acc[d]);
         f.lse[head * s.queries + i] = max + std::log(sum);
       }
     }
   }
 }
 
+/// (The CPU sums dp p for each row; the forward's out, which a GPU reads
+/// for the same sum, is not needed here.)
 struct Backward {
   Shape s;
-  const float *q, *k, *v, *out, *lse, *dOut;
+  const float *q, *k, *v, *lse, *dOut;
   float *dq, *dk, *dv;
 };
 
@@ -154,17 +157,17 @@ void backwardChunk(void *ctx, int64_t lo, int64_t hi) {
           const float *vj = vh.data() + j * vdim;
           for (int64_t d = 0; d < vdim; ++d)
             dot += gi[d] * vj[d];
-          dp[j] = s.product(dot);
+          dp[j] = s.rounded(dot);
           rowDot += dp[j] * p[j];
         }
         std::fill(dqRow.begin(), dqRow.end(), 0.0f);
         for (int64_t j = 0; j < visible; ++j) {
           // dv_j += p_ij g_i; ds_ij scaled, as an operand of dq and dk.
-          float pj = s.operand(p[j]);
+          float pj = s.rounded(p[j]);
           float *dvj = dvHead.data() + j * vdim;
           for (int64_t d = 0; d < vdim; ++d)
             dvj[d] += pj * gi[d];
-          float ds = s.operand(p[j] * (dp[j] - rowDot) * s.scale);
+          float ds = s.rounded(p[j] * (dp[j] - rowDot) * s.scale);
           const float *kj = kh.data() + j * dim;
           float *dkj = dkHead.data() + j * dim;
           for (int64_t d = 0; d < dim; ++d) {
@@ -174,12 +177,12 @@ void backwardChunk(void *ctx, int64_t lo, int64_t hi) {
         }
         float *dq = g.dq + (head * s.queries + i) * dim;
         for (int64_t d = 0; d < dim; ++d)
-          dq[d] = s.product(dqRow[d]);
+          dq[d] = s.rounded(dqRow[d]);
       }
       for (int64_t x = 0; x < keys * dim; ++x)
-        dk[x] += s.product(dkHead[x]);
+        dk[x] += s.rounded(dkHead[x]);
       for (int64_t x = 0; x < keys * vdim; ++x)
-        dv[x] += s.product(dvHead[x]);
+        dv[x] += s.rounded(dvHead[x]);
     }
   }
 }
@@ -193,32 +196,20 @@ extern "C" void anvil_rt_attention_f32(const float *q, const float *k,
                                        int64_t keys, int64_t dim,
                                        int64_t valueDim, float scale,
                                        int32_t causal, int32_t bf16) {
-  Forward f{{batch, heads, kvHeads, queries, keys, dim, valueDim, scale,
-             causal != 0, bf16 != 0},
-            q,
-            k,
-            v,
-            out,
-            lse};
+  Shape s{batch, heads,    kvHeads, queries,     keys,
+          dim,   valueDim, scale,   causal != 0, bf16 != 0};
+  Forward f{s, q, k, v, out, lse};
   anvil_rt_parallel_for(batch * kvHeads, forwardChunk, &f);
 }
 
 extern "C" void anvil_rt_attention_grad_f32(
-    const float *q, const float *k, const float *v, const float *out,
+    const float *q, const float *k, const float *v, const float * /*out*/,
     const float *lse, const float *dOut, float *dq, float *dk, float *dv,
     int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
     int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
     int32_t bf16) {
-  Backward g{{batch, heads, kvHeads, queries, keys, dim, valueDim, scale,
-              causal != 0, bf16 != 0},
-             q,
-             k,
-             v,
-             out,
-             lse,
-             dOut,
-             dq,
-             dk,
-             dv};
+  Shape s{batch, heads,    kvHeads, queries,     keys,
+          dim,   valueDim, scale,   causal != 0, bf16 != 0};
+  Backward g{s, q, k, v, lse, dOut, dq, dk, dv};
   anvil_rt_parallel_for(batch * kvHeads, backwardChunk, &g);
 }
