@@ -3,19 +3,25 @@
 // What the GPU test (CudaTest.cpp) and the emulated one
 // (cuda-emulation/AttentionEmulationTest.cpp) of Attention.cu's kernels
 // share: the shapes both run, pseudo-random inputs with the CPU reference's
-// results (anvil_rt_attention_f32, _grad_f32), the deviation of a device
-// result from them and the tolerances.
+// results (anvil_rt_attention_f32, _grad_f32), the placements of the
+// tensors in device memory (contiguous, or (B, T, H, D) with gaps between
+// rows), a run of the device entry points (anvil_rt_cuda_attention_f32,
+// _grad_f32: the GPU's or the emulated ones) on them, the deviation of a
+// device result from the CPU's and the tolerances.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef ANVIL_RUNTIME_TEST_ATTENTIONCHECK_H
 #define ANVIL_RUNTIME_TEST_ATTENTIONCHECK_H
 
+#include "anvil/runtime/Cuda.h"
 #include "anvil/runtime/RuntimeABI.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -57,8 +63,109 @@ struct AttentionTolerance {
 inline constexpr AttentionTolerance kF32Tolerance = {1e-5, 2e-5, 1e-6};
 inline constexpr AttentionTolerance kBf16Tolerance = {2e-2, 5e-2, 1e-3};
 
+/// How a problem's 4-D tensors lie in memory (RuntimeABI.h's
+/// anvil_rt_attention_layout).
+enum class Placement {
+  Contiguous,    ///< (B, H, T, D), row-major
+  Bshd,          ///< (B, T, H, D), 4 floats between rows, 8 before the first
+  BshdUnaligned, ///< (B, T, H, D), 3 floats between rows, 1 before the first
+};
+inline constexpr Placement kPlacements[] = {
+    Placement::Contiguous, Placement::Bshd, Placement::BshdUnaligned};
+inline const char *placementName(Placement p) {
+  return p == Placement::Contiguous ? "Contiguous"
+         : p == Placement::Bshd     ? "Bshd"
+                                    : "BshdUnaligned";
+}
+
+/// A (batch, heads, rows, width) tensor placed: its layout and the floats
+/// its buffer spans.
+struct Placed {
+  anvil_rt_attention_layout layout;
+  int64_t batch, heads, rows, width;
+  size_t size;
+
+  int64_t index(int64_t b, int64_t h, int64_t t, int64_t d) const {
+    return layout.offset + b * layout.batch + h * layout.head + t * layout.row +
+           d;
+  }
+  /// Calls fn(contiguous index, placed index) for every element.
+  template <typename Fn> void forEach(Fn fn) const {
+    int64_t i = 0;
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t t = 0; t < rows; ++t)
+          for (int64_t d = 0; d < width; ++d)
+            fn(i++, index(b, h, t, d));
+  }
+};
+
+inline Placed place(Placement p, int64_t batch, int64_t heads, int64_t rows,
+                    int64_t width) {
+  if (p == Placement::Contiguous)
+    return {{0, heads * rows * width, rows * width, width},
+            batch,
+            heads,
+            rows,
+            width,
+            static_cast<size_t>(batch * heads * rows * width)};
+  int64_t gap = p == Placement::Bshd ? 4 : 3, offset = gap == 4 ? 8 : 1;
+  int64_t row = heads * width + gap;
+  return {{offset, rows * row, width, row},
+          batch,
+          heads,
+          rows,
+          width,
+          static_cast<size_t>(offset + batch * rows * row)};
+}
+
+/// q, k, v, out, dOut, dq, dk, dv of `c` placed by `p` (RuntimeABI.h's
+/// order for the gradient; the forward's q, k, v, out are the first four).
+inline std::array<Placed, 8> placeAll(const AttentionCase &c, Placement p) {
+  Placed q = place(p, c.batch, c.heads, c.queries, c.dim);
+  Placed k = place(p, c.batch, c.kvHeads, c.keys, c.dim);
+  Placed v = place(p, c.batch, c.kvHeads, c.keys, c.valueDim);
+  Placed out = place(p, c.batch, c.heads, c.queries, c.valueDim);
+  return {q, k, v, out, out, q, k, v};
+}
+
+inline std::array<anvil_rt_attention_layout, 8>
+layoutsOf(const AttentionCase &c, Placement p) {
+  std::array<anvil_rt_attention_layout, 8> layouts;
+  std::array<Placed, 8> placed = placeAll(c, p);
+  for (size_t i = 0; i < 8; ++i)
+    layouts[i] = placed[i].layout;
+  return layouts;
+}
+
+/// A buffer holding contiguous `x` where `p` places it, `fill` elsewhere.
+inline std::vector<float> scatter(const Placed &p, const std::vector<float> &x,
+                                  float fill) {
+  std::vector<float> buffer(std::max<size_t>(p.size, 1), fill);
+  p.forEach([&](int64_t i, int64_t at) { buffer[at] = x[i]; });
+  return buffer;
+}
+
+/// The placed tensor of `buffer`, contiguous.
+inline std::vector<float> gather(const Placed &p, const float *buffer) {
+  std::vector<float> x(
+      static_cast<size_t>(p.batch * p.heads * p.rows * p.width));
+  p.forEach([&](int64_t i, int64_t at) { x[i] = buffer[at]; });
+  return x;
+}
+
+/// Floats of `buffer` outside the placed tensor that are no longer `fill`.
+inline size_t changedOutside(const Placed &p, const float *buffer, float fill) {
+  std::vector<bool> inside(p.size, false);
+  p.forEach([&](int64_t, int64_t at) { inside[at] = true; });
+  size_t changed = 0;
+  for (size_t i = 0; i < p.size; ++i)
+    changed += !inside[i] && buffer[i] != fill;
+  return changed;
+}
+
 /// A problem's inputs (pseudo-random in [-1, 1], seed 1234; scale
-/// 1/sqrt(dim)) and the CPU's results.
+/// 1/sqrt(dim)) and the CPU's results, all contiguous.
 struct AttentionReference {
   std::vector<float> q, k, v, dOut;
   float scale = 1;
@@ -88,13 +195,16 @@ inline AttentionReference referenceAttention(const AttentionCase &c,
   r.dq.resize(r.q.size());
   r.dk.resize(r.k.size());
   r.dv.resize(r.v.size());
+  auto layouts = layoutsOf(c, Placement::Contiguous);
   anvil_rt_attention_f32(r.q.data(), r.k.data(), r.v.data(), r.out.data(),
                          r.lse.data(), c.batch, c.heads, c.kvHeads, c.queries,
-                         c.keys, c.dim, c.valueDim, r.scale, c.causal, bf16);
-  anvil_rt_attention_grad_f32(
-      r.q.data(), r.k.data(), r.v.data(), r.out.data(), r.lse.data(),
-      r.dOut.data(), r.dq.data(), r.dk.data(), r.dv.data(), c.batch, c.heads,
-      c.kvHeads, c.queries, c.keys, c.dim, c.valueDim, r.scale, c.causal, bf16);
+                         c.keys, c.dim, c.valueDim, r.scale, c.causal, bf16,
+                         layouts.data());
+  anvil_rt_attention_grad_f32(r.q.data(), r.k.data(), r.v.data(), r.out.data(),
+                              r.lse.data(), r.dOut.data(), r.dq.data(),
+                              r.dk.data(), r.dv.data(), c.batch, c.heads,
+                              c.kvHeads, c.queries, c.keys, c.dim, c.valueDim,
+                              r.scale, c.causal, bf16, layouts.data());
   return r;
 }
 
@@ -110,7 +220,8 @@ struct Deviation {
   }
 };
 
-inline Deviation deviation(const float *got, const std::vector<float> &want) {
+inline Deviation deviation(const std::vector<float> &got,
+                           const std::vector<float> &want) {
   Deviation d;
   for (size_t i = 0; i < want.size(); ++i) {
     double e = std::isfinite(got[i])
@@ -148,7 +259,68 @@ struct AttentionDeviations {
         return false;
     return true;
   }
+  /// Floats the device wrote outside out, dq, dk and dv (in the gaps of
+  /// their placements).
+  size_t writtenOutside = 0;
 };
+
+/// Memory the device entry points read and write: the GPU's (managed) or
+/// the emulator's.
+struct DeviceMemory {
+  std::function<float *(const std::vector<float> &)> copy;
+  std::function<void(float *)> release;
+  std::function<void(const char *)> synchronize;
+};
+
+/// Runs `c` through anvil_rt_cuda_attention_f32 and its gradient with every
+/// 4-D tensor placed by `placement` and compares with the CPU's contiguous
+/// results. Inputs' gaps hold NaN (a read of one spoils a result); each
+/// output starts as NaN (it must be overwritten everywhere) with a sentinel
+/// in its gaps (which must stay). The gradient starts from the CPU's out
+/// and lse.
+inline AttentionDeviations runOnDevice(const AttentionCase &c, bool bf16,
+                                       Placement placement,
+                                       const DeviceMemory &memory) {
+  AttentionReference r = referenceAttention(c, bf16);
+  std::array<Placed, 8> at = placeAll(c, placement);
+  auto layouts = layoutsOf(c, placement);
+  const float sentinel = 12345.0f;
+  auto nans = [](size_t n) { return std::vector<float>(n, NAN); };
+  auto input = [&](const Placed &p, const std::vector<float> &x) {
+    return memory.copy(scatter(p, x, NAN));
+  };
+  auto output = [&](const Placed &p, size_t n) {
+    return memory.copy(scatter(p, nans(n), sentinel));
+  };
+  float *q = input(at[0], r.q), *k = input(at[1], r.k), *v = input(at[2], r.v),
+        *out = output(at[3], r.out.size()),
+        *lse = memory.copy(nans(r.lse.size()));
+  anvil_rt_cuda_attention_f32(q, k, v, out, lse, c.batch, c.heads, c.kvHeads,
+                              c.queries, c.keys, c.dim, c.valueDim, r.scale,
+                              c.causal, bf16, layouts.data());
+  memory.synchronize("attention");
+  AttentionDeviations d;
+  d.out = deviation(gather(at[3], out), r.out);
+  d.lse = deviation(std::vector<float>(lse, lse + r.lse.size()), r.lse);
+  d.writtenOutside += changedOutside(at[3], out, sentinel);
+
+  float *hostOut = input(at[3], r.out), *hostLse = memory.copy(r.lse),
+        *dOut = input(at[4], r.dOut), *dq = output(at[5], r.dq.size()),
+        *dk = output(at[6], r.dk.size()), *dv = output(at[7], r.dv.size());
+  anvil_rt_cuda_attention_grad_f32(q, k, v, hostOut, hostLse, dOut, dq, dk, dv,
+                                   c.batch, c.heads, c.kvHeads, c.queries,
+                                   c.keys, c.dim, c.valueDim, r.scale, c.causal,
+                                   bf16, layouts.data());
+  memory.synchronize("attention gradient");
+  d.dq = deviation(gather(at[5], dq), r.dq);
+  d.dk = deviation(gather(at[6], dk), r.dk);
+  d.dv = deviation(gather(at[7], dv), r.dv);
+  for (auto [p, x] : {std::pair{at[5], dq}, {at[6], dk}, {at[7], dv}})
+    d.writtenOutside += changedOutside(p, x, sentinel);
+  for (float *x : {q, k, v, out, lse, hostOut, hostLse, dOut, dq, dk, dv})
+    memory.release(x);
+  return d;
+}
 
 } // namespace anvil::test
 

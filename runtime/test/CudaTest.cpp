@@ -403,71 +403,53 @@ TEST(CudaGemmF8, AccumulatesStridedBatchesInTheTNForm) {
   }
 }
 
-/// A managed copy of `x` for the device calls (deviceNaNs: `n` NaNs).
-float *deviceCopy(const std::vector<float> &x) {
-  auto *d = static_cast<float *>(anvil_rt_cuda_alloc(
-      static_cast<int64_t>(std::max<size_t>(x.size(), 1) * sizeof(float))));
-  std::copy(x.begin(), x.end(), d);
-  return d;
-}
-float *deviceNaNs(size_t n) { return deviceCopy(std::vector<float>(n, NAN)); }
-
-/// Runs `c` through anvil_rt_cuda_attention_f32 and its gradient and checks
-/// each device output against the CPU's (AttentionCheck.h) within
-/// `tolerance`. The device outputs start as NaN (they must be overwritten
-/// everywhere); the device gradient starts from the CPU's out and lse.
-/// Prints the errors.
+/// Runs `c` through anvil_rt_cuda_attention_f32 and its gradient with its
+/// tensors placed by `placement`, in managed memory (AttentionCheck.h's
+/// runOnDevice), and checks each device output against the CPU's within
+/// `tolerance` and that nothing was written between the rows. Prints the
+/// errors.
 void checkAttention(const check::AttentionCase &c, bool bf16,
+                    check::Placement placement,
                     const check::AttentionTolerance &tolerance) {
-  SCOPED_TRACE(std::string(c.name) + (bf16 ? ", bf16" : ", f32"));
-  check::AttentionReference r = check::referenceAttention(c, bf16);
-  float *gq = deviceCopy(r.q), *gk = deviceCopy(r.k), *gv = deviceCopy(r.v),
-        *gdOut = deviceCopy(r.dOut), *gOut = deviceNaNs(r.out.size()),
-        *gLse = deviceNaNs(r.lse.size());
-  anvil_rt_cuda_attention_f32(gq, gk, gv, gOut, gLse, c.batch, c.heads,
-                              c.kvHeads, c.queries, c.keys, c.dim, c.valueDim,
-                              r.scale, c.causal, bf16);
-  ASSERT_TRUE(cuda::synchronizeDefaultStream("attention").isOk());
-  check::AttentionDeviations d;
-  d.out = check::deviation(gOut, r.out);
-  d.lse = check::deviation(gLse, r.lse);
-
-  float *hostOut = deviceCopy(r.out), *hostLse = deviceCopy(r.lse);
-  float *gdq = deviceNaNs(r.dq.size()), *gdk = deviceNaNs(r.dk.size()),
-        *gdv = deviceNaNs(r.dv.size());
-  anvil_rt_cuda_attention_grad_f32(
-      gq, gk, gv, hostOut, hostLse, gdOut, gdq, gdk, gdv, c.batch, c.heads,
-      c.kvHeads, c.queries, c.keys, c.dim, c.valueDim, r.scale, c.causal, bf16);
-  ASSERT_TRUE(cuda::synchronizeDefaultStream("attention gradient").isOk());
-  d.dq = check::deviation(gdq, r.dq);
-  d.dk = check::deviation(gdk, r.dk);
-  d.dv = check::deviation(gdv, r.dv);
-
-  std::printf("[ attention] %s (%s): max |device - CPU| / max |CPU|: out "
+  SCOPED_TRACE(std::string(c.name) + (bf16 ? ", bf16, " : ", f32, ") +
+               check::placementName(placement));
+  check::DeviceMemory memory;
+  memory.copy = [](const std::vector<float> &x) {
+    auto *d = static_cast<float *>(anvil_rt_cuda_alloc(
+        static_cast<int64_t>(std::max<size_t>(x.size(), 1) * sizeof(float))));
+    std::copy(x.begin(), x.end(), d);
+    return d;
+  };
+  memory.release = [](float *x) { anvil_rt_cuda_free(x); };
+  memory.synchronize = [](const char *what) {
+    ASSERT_TRUE(cuda::synchronizeDefaultStream(what).isOk()) << what;
+  };
+  check::AttentionDeviations d = check::runOnDevice(c, bf16, placement, memory);
+  std::printf("[ attention] %s (%s, %s): max |device - CPU| / max |CPU|: out "
               "%.3g, lse %.3g, dq %.3g, dk %.3g, dv %.3g\n",
-              c.name, bf16 ? "bf16" : "f32", d.out.relative(), d.lse.relative(),
-              d.dq.relative(), d.dk.relative(), d.dv.relative());
+              c.name, bf16 ? "bf16" : "f32", check::placementName(placement),
+              d.out.relative(), d.lse.relative(), d.dq.relative(),
+              d.dk.relative(), d.dv.relative());
   for (const auto &n : d.named(tolerance))
     EXPECT_TRUE(n.deviation.within(n.tolerance, tolerance.floor))
         << n.name << ": max |device - CPU| " << n.deviation.error
         << " at flat index " << n.deviation.at << ", max |CPU| "
         << n.deviation.magnitude;
-
-  for (float *p :
-       {gq, gk, gv, gdOut, gOut, gLse, hostOut, hostLse, gdq, gdk, gdv})
-    anvil_rt_cuda_free(p);
+  EXPECT_EQ(d.writtenOutside, 0u) << "floats written between the rows";
 }
 
 TEST(CudaAttention, F32MatchesTheHost) {
   SKIP_WITHOUT_GPU();
   for (const check::AttentionCase &c : check::kAttentionCases)
-    checkAttention(c, /*bf16=*/false, check::kF32Tolerance);
+    for (check::Placement placement : check::kPlacements)
+      checkAttention(c, /*bf16=*/false, placement, check::kF32Tolerance);
 }
 
 TEST(CudaAttention, Bf16MatchesTheHost) {
   SKIP_WITHOUT_GPU();
   for (const check::AttentionCase &c : check::kAttentionCases)
-    checkAttention(c, /*bf16=*/true, check::kBf16Tolerance);
+    for (check::Placement placement : check::kPlacements)
+      checkAttention(c, /*bf16=*/true, placement, check::kBf16Tolerance);
 }
 
 TEST(CudaAttentionDeathTest, RejectsUnsupportedShapesWithTheCallAndShape) {
@@ -475,19 +457,19 @@ TEST(CudaAttentionDeathTest, RejectsUnsupportedShapesWithTheCallAndShape) {
   ::testing::GTEST_FLAG(death_test_style) = "threadsafe";
   EXPECT_DEATH(anvil_rt_cuda_attention_f32(nullptr, nullptr, nullptr, nullptr,
                                            nullptr, 1, 2, 2, 8, 8, 256, 256,
-                                           1.0f, 0, 1),
+                                           1.0f, 0, 1, nullptr),
                "anvil_rt_cuda_attention_f32: dim and value dim from 1 to 128 "
                "are supported \\(batch 1, heads 2, kv heads 2, queries 8, "
                "keys 8, dim 256, value dim 256, not causal, bf16 products\\)");
-  EXPECT_DEATH(anvil_rt_cuda_attention_grad_f32(nullptr, nullptr, nullptr,
-                                                nullptr, nullptr, nullptr,
-                                                nullptr, nullptr, nullptr, 1, 3,
-                                                2, 8, 8, 64, 64, 1.0f, 1, 0),
+  EXPECT_DEATH(anvil_rt_cuda_attention_grad_f32(
+                   nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                   nullptr, nullptr, nullptr, 1, 3, 2, 8, 8, 64, 64, 1.0f, 1, 0,
+                   nullptr),
                "anvil_rt_cuda_attention_grad_f32: heads must be a positive "
                "multiple of kv heads \\(batch 1, heads 3, kv heads 2");
   EXPECT_DEATH(anvil_rt_cuda_attention_f32(nullptr, nullptr, nullptr, nullptr,
                                            nullptr, 1, 2, 2, 9, 8, 64, 64, 1.0f,
-                                           1, 0),
+                                           1, 0, nullptr),
                "causal attention needs at least as many keys as queries");
 }
 

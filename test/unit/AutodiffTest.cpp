@@ -295,6 +295,14 @@ std::vector<Case> cases() {
            ": (tensor<1x2x4x3xf64>, tensor<1x2x4x3xf64>, "
            "tensor<1x2x4x3xf64>) -> (tensor<1x2x4x3xf64>, tensor<1x2x4xf64>)",
            "tensor<1x2x4x3xf64>"},
+      // The same in the (B, T, H, D) layout.
+      Case{"flash_attention (bshd, causal, grouped-query, cross)",
+           {f("q", "tensor<2x3x4x2xf64>"), f("k", "tensor<2x5x2x2xf64>"),
+            f("v", "tensor<2x5x2x3xf64>")},
+           "%y, %lse = anvil.flash_attention %q, %k, %v {bshd, causal} : "
+           "(tensor<2x3x4x2xf64>, tensor<2x5x2x2xf64>, tensor<2x5x2x3xf64>) "
+           "-> (tensor<2x3x4x3xf64>, tensor<2x4x3xf64>)",
+           "tensor<2x3x4x3xf64>"},
       Case{"conv (1-D, padded)",
            {f("x", "tensor<2x2x7xf64>"), f("k", "tensor<3x2x3xf64>")},
            "%y = anvil.conv %x, %k stride [1] pad_low [1] pad_high [2] "

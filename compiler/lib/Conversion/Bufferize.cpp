@@ -24,9 +24,11 @@
 // 6. The fused attention ops write new buffers through the runtime:
 //    `anvil.flash_attention` calls anvil_rt_attention_f32,
 //    `anvil.flash_attention_grad` anvil_rt_attention_grad_f32 (or the
-//    device's functions the pass options name), each buffer of identity
-//    layout (copied first when strided) passed as a memref<f32> view of
-//    its first element, a pointer once lowered.
+//    device's functions the pass options name), each buffer passed as a
+//    memref<f32> view of its allocation's base, a pointer once lowered,
+//    and the offsets and strides of the 4-D ones in a constant global
+//    (strided views pass as they are; a buffer without static strides or
+//    a contiguous innermost dimension is copied first).
 //
 //===----------------------------------------------------------------------===//
 
@@ -246,16 +248,74 @@ struct AxisIndexBufferization
   }
 };
 
+/// The layout (RuntimeABI.h's anvil_rt_attention_layout: offset, batch,
+/// head and row strides, in elements) of a 4-D attention buffer, or
+/// nothing when its strides are not static or its dim is not contiguous.
+/// `bshd`: its dimensions are (B, T, H, D), else (B, H, T, D).
+std::optional<std::array<int64_t, 4>> attentionLayout(MemRefType type,
+                                                      bool bshd) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)) ||
+      ShapedType::isDynamic(offset) ||
+      llvm::any_of(strides, ShapedType::isDynamic) || strides[3] != 1)
+    return std::nullopt;
+  return bshd ? std::array<int64_t, 4>{offset, strides[0], strides[2],
+                                       strides[1]}
+              : std::array<int64_t, 4>{offset, strides[0], strides[1],
+                                       strides[2]};
+}
+
+/// A private constant i64 global of `values` in `module` (one per distinct
+/// array), read through memref.get_global.
+Value constantI64Array(RewriterBase &rewriter, Location loc, ModuleOp module,
+                       ArrayRef<int64_t> values) {
+  auto type = MemRefType::get({static_cast<int64_t>(values.size())},
+                              rewriter.getI64Type());
+  auto init = DenseIntElementsAttr::get(
+      RankedTensorType::get(type.getShape(), type.getElementType()), values);
+  constexpr StringLiteral prefix = "__anvil_attention_layouts_";
+  memref::GlobalOp global;
+  int64_t count = 0;
+  for (auto candidate : module.getOps<memref::GlobalOp>()) {
+    if (!candidate.getSymName().starts_with(prefix))
+      continue;
+    ++count;
+    if (candidate.getType() == type && candidate.getInitialValueAttr() == init)
+      global = candidate;
+  }
+  if (!global) {
+    std::string name;
+    do
+      name = (prefix + Twine(count++)).str();
+    while (module.lookupSymbol(name));
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(module.getBody());
+    global = memref::GlobalOp::create(rewriter, loc, name,
+                                      rewriter.getStringAttr("private"), type,
+                                      init, /*constant=*/true,
+                                      /*alignment=*/IntegerAttr());
+  }
+  return memref::GetGlobalOp::create(rewriter, loc, type, global.getSymName());
+}
+
 /// anvil.flash_attention and its gradient: new buffers for the results,
 /// written by one runtime call on the operands' buffers:
 ///   (q, k, v, [out, lse, dOut,] results..., batch, heads, kvHeads,
-///    queries, keys, dim, valueDim, f32 scale, i32 causal, i32 bf16)
-/// Each buffer is made identity-layout (copied first when strided or
-/// offset) and passed as a memref<f32> view of its first element (one
-/// declaration for every shape), which the host's bare-pointer calling
-/// convention passes as the pointer RuntimeABI.h declares; as views that
-/// the call uses, the buffers stay live (anvil-plan-memory) until it
-/// returns.
+///    queries, keys, dim, valueDim, f32 scale, i32 causal, i32 bf16,
+///    layouts)
+/// `layouts` (a constant global, memref<Nxi64>) holds the offset and
+/// strides of each 4-D buffer in argument order (q, k, v, out[, dOut, dq,
+/// dk, dv]) as RuntimeABI.h's anvil_rt_attention_layout, so strided views
+/// (the (B, T, H, D) slices of a projection with `bshd`) are passed as
+/// they are. A buffer whose strides are not static, or whose innermost
+/// dimension is not contiguous, is copied first; so is a strided lse
+/// (contiguous in the ABI). Each buffer is passed as a memref<f32> view of
+/// its allocation's base (one declaration for every shape), which the
+/// host's bare-pointer calling convention passes as the pointer
+/// RuntimeABI.h declares; as views that the call uses, the buffers stay
+/// live (anvil-plan-memory) until it returns. New results have identity
+/// layout.
 template <typename OpTy>
 struct AttentionBufferization
     : NewBufferModel<AttentionBufferization<OpTy>, OpTy> {
@@ -266,29 +326,40 @@ struct AttentionBufferization
     if (failed(requireF32(op, attention.getQuery().getType())))
       return failure();
     Location loc = op->getLoc();
-    // Every buffer as a memref<f32> at its first element, so that one
+    bool bshd = attention.getBshd();
+    // Every buffer as a memref<f32> at its allocation's base, so that one
     // declaration serves every shape.
     auto scalar = MemRefType::get({}, rewriter.getF32Type());
-    auto first = [&](Value buffer) -> Value {
-      return memref::ReinterpretCastOp::create(
-          rewriter, loc, scalar, buffer, /*offset=*/0,
-          /*sizes=*/ArrayRef<int64_t>{}, /*strides=*/ArrayRef<int64_t>{});
-    };
     SmallVector<Value> args;
+    SmallVector<int64_t> layouts;
+    auto pass = [&](Value buffer) {
+      auto type = cast<MemRefType>(buffer.getType());
+      std::optional<std::array<int64_t, 4>> layout;
+      if (type.getRank() == 4)
+        layout = attentionLayout(type, bshd);
+      if ((type.getRank() == 4 && !layout) ||
+          (type.getRank() != 4 && !type.getLayout().isIdentity())) {
+        Value plain = memref::AllocOp::create(
+            rewriter, loc,
+            MemRefType::get(type.getShape(), type.getElementType()));
+        linalg::CopyOp::create(rewriter, loc, buffer, plain);
+        buffer = plain;
+        type = cast<MemRefType>(plain.getType());
+        if (type.getRank() == 4)
+          layout = attentionLayout(type, bshd);
+      }
+      if (layout)
+        layouts.append(layout->begin(), layout->end());
+      args.push_back(memref::ReinterpretCastOp::create(
+          rewriter, loc, scalar, buffer, /*offset=*/0,
+          /*sizes=*/ArrayRef<int64_t>{}, /*strides=*/ArrayRef<int64_t>{}));
+    };
     for (Value operand : op->getOperands()) {
       FailureOr<Value> buffer =
           bufferization::getBuffer(rewriter, operand, options, state);
       if (failed(buffer))
         return failure();
-      auto type = cast<MemRefType>(buffer->getType());
-      Value plain = *buffer;
-      if (!type.getLayout().isIdentity()) {
-        plain = memref::AllocOp::create(
-            rewriter, loc,
-            MemRefType::get(type.getShape(), type.getElementType()));
-        linalg::CopyOp::create(rewriter, loc, *buffer, plain);
-      }
-      args.push_back(first(plain));
+      pass(*buffer);
     }
     SmallVector<Value> results;
     for (Value result : op->getResults()) {
@@ -296,14 +367,20 @@ struct AttentionBufferization
       results.push_back(memref::AllocOp::create(
           rewriter, loc,
           MemRefType::get(type.getShape(), type.getElementType())));
-      args.push_back(first(results.back()));
+      pass(results.back());
     }
-    auto q = cast<RankedTensorType>(attention.getQuery().getType());
-    auto k = cast<RankedTensorType>(attention.getKey().getType());
-    auto v = cast<RankedTensorType>(attention.getValue().getType());
-    for (int64_t size :
-         {q.getDimSize(0), q.getDimSize(1), k.getDimSize(1), q.getDimSize(2),
-          k.getDimSize(2), q.getDimSize(3), v.getDimSize(3)})
+    // The sizes in (B, H, T, D) terms.
+    auto dims = [&](Value v) {
+      SmallVector<int64_t> shape(
+          cast<RankedTensorType>(v.getType()).getShape());
+      if (bshd)
+        std::swap(shape[1], shape[2]);
+      return shape;
+    };
+    SmallVector<int64_t> q = dims(attention.getQuery()),
+                         k = dims(attention.getKey()),
+                         v = dims(attention.getValue());
+    for (int64_t size : {q[0], q[1], k[1], q[2], k[2], q[3], v[3]})
       args.push_back(arith::ConstantIntOp::create(rewriter, loc,
                                                   rewriter.getI64Type(), size));
     args.push_back(
@@ -313,10 +390,11 @@ struct AttentionBufferization
     for (bool flag : {attention.getCausal(), attention.getBf16Gemms()})
       args.push_back(arith::ConstantIntOp::create(
           rewriter, loc, rewriter.getI32Type(), flag ? 1 : 0));
+    auto module = op->getParentOfType<ModuleOp>();
+    args.push_back(constantI64Array(rewriter, loc, module, layouts));
     StringLiteral callee = std::is_same_v<OpTy, anvil::FlashAttentionOp>
                                ? kAttention
                                : kAttentionGrad;
-    auto module = op->getParentOfType<ModuleOp>();
     if (!module.lookupSymbol(callee)) {
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(module.getBody());

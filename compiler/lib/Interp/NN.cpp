@@ -120,6 +120,48 @@ struct AttentionRows {
   }
 };
 
+/// `b` (rank 4) with dimensions 1 and 2 swapped: (B, T, H, D) <-> (B, H,
+/// T, D).
+Buffer swapHeadsAndSequence(const Buffer &b) {
+  std::vector<int64_t> shape = b.shape;
+  std::swap(shape[1], shape[2]);
+  Buffer swapped(shape, b.elementType);
+  forEachIndex(b.shape, [&](ArrayRef<int64_t> i) {
+    swapped.at({i[0], i[2], i[1], i[3]}) = b.at(i);
+  });
+  return swapped;
+}
+
+/// Evaluates a flash attention op with `evaluate`, written for the (B, H,
+/// T, D) layout; with `bshd`, its operands and results at `inputs` and
+/// `outputs` (the 4-D ones) are swapped into that layout and back.
+LogicalResult
+inHeadsMajorLayout(bool bshd, ArrayRef<const Buffer *> in,
+                   std::vector<Buffer> &out, ArrayRef<size_t> inputs,
+                   ArrayRef<size_t> outputs,
+                   llvm::function_ref<LogicalResult(ArrayRef<const Buffer *>,
+                                                    std::vector<Buffer> &)>
+                       evaluate) {
+  if (!bshd)
+    return evaluate(in, out);
+  std::vector<Buffer> swappedIn;
+  swappedIn.reserve(inputs.size());
+  SmallVector<const Buffer *> operands(in.begin(), in.end());
+  for (size_t i : inputs) {
+    swappedIn.push_back(swapHeadsAndSequence(*in[i]));
+    operands[i] = &swappedIn.back();
+  }
+  std::vector<Buffer> results = out;
+  for (size_t i : outputs)
+    results[i] = swapHeadsAndSequence(out[i]);
+  if (failed(evaluate(operands, results)))
+    return failure();
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = llvm::is_contained(outputs, i) ? swapHeadsAndSequence(results[i])
+                                            : std::move(results[i]);
+  return success();
+}
+
 template <typename OpTy>
 AttentionRows attentionRows(OpTy op, const Buffer &q, const Buffer &k) {
   return AttentionRows{q,
@@ -301,66 +343,75 @@ void registerNNEvaluators(EvaluatorTable &t) {
   // The fused forms: the same attention without a mask, and each row's
   // log-sum-exp of its scaled, masked scores; the gradient recomputes the
   // probabilities from it (as the fused kernels do), all in f64.
+  // With `bshd` they run on their operands swapped into (B, H, T, D).
   t.add<ad::FlashAttentionOp>([](ad::FlashAttentionOp op,
-                                 ArrayRef<const Buffer *> in,
-                                 std::vector<Buffer> &out) {
-    const Buffer &q = *in[0], &k = *in[1], &v = *in[2];
-    AttentionRows rows = attentionRows(op, q, k);
-    int64_t dv = v.shape[3];
-    std::vector<double> p(rows.tk);
-    for (int64_t n = 0; n < q.shape[0]; ++n)
-      for (int64_t h = 0; h < rows.hq; ++h)
-        for (int64_t i = 0; i < rows.tq; ++i) {
-          rows.scores(n, h, i, p);
-          double max = *std::max_element(p.begin(), p.end()), sum = 0.0;
-          for (double &x : p)
-            sum += (x = std::exp(x - max));
-          int64_t kh = h / (rows.hq / rows.hkv);
-          for (int64_t e = 0; e < dv; ++e) {
-            double acc = 0.0;
-            for (int64_t j = 0; j < rows.tk; ++j)
-              acc += p[j] / sum * v.at({n, kh, j, e});
-            out[0].at({n, h, i, e}) = acc;
-          }
-          out[1].at({n, h, i}) = max + std::log(sum);
-        }
-    return success();
+                                 ArrayRef<const Buffer *> operands,
+                                 std::vector<Buffer> &results) {
+    return inHeadsMajorLayout(
+        op.getBshd(), operands, results, {0, 1, 2}, {0},
+        [&](ArrayRef<const Buffer *> in, std::vector<Buffer> &out) {
+          const Buffer &q = *in[0], &k = *in[1], &v = *in[2];
+          AttentionRows rows = attentionRows(op, q, k);
+          int64_t dv = v.shape[3];
+          std::vector<double> p(rows.tk);
+          for (int64_t n = 0; n < q.shape[0]; ++n)
+            for (int64_t h = 0; h < rows.hq; ++h)
+              for (int64_t i = 0; i < rows.tq; ++i) {
+                rows.scores(n, h, i, p);
+                double max = *std::max_element(p.begin(), p.end()), sum = 0.0;
+                for (double &x : p)
+                  sum += (x = std::exp(x - max));
+                int64_t kh = h / (rows.hq / rows.hkv);
+                for (int64_t e = 0; e < dv; ++e) {
+                  double acc = 0.0;
+                  for (int64_t j = 0; j < rows.tk; ++j)
+                    acc += p[j] / sum * v.at({n, kh, j, e});
+                  out[0].at({n, h, i, e}) = acc;
+                }
+                out[1].at({n, h, i}) = max + std::log(sum);
+              }
+          return success();
+        });
   });
   t.add<ad::FlashAttentionGradOp>([](ad::FlashAttentionGradOp op,
-                                     ArrayRef<const Buffer *> in,
-                                     std::vector<Buffer> &out) {
-    const Buffer &q = *in[0], &k = *in[1], &v = *in[2], &lse = *in[4],
-                 &g = *in[5];
-    AttentionRows rows = attentionRows(op, q, k);
-    int64_t dv = v.shape[3], d = rows.d;
-    for (Buffer &b : out)
-      std::fill(b.data.begin(), b.data.end(), 0.0);
-    std::vector<double> p(rows.tk), dp(rows.tk);
-    for (int64_t n = 0; n < q.shape[0]; ++n)
-      for (int64_t h = 0; h < rows.hq; ++h) {
-        int64_t kh = h / (rows.hq / rows.hkv);
-        for (int64_t i = 0; i < rows.tq; ++i) {
-          double rowLse = lse.at({n, h, i});
-          rows.scores(n, h, i, p, &rowLse);
-          double rowDot = 0.0;
-          for (int64_t j = 0; j < rows.tk; ++j) {
-            dp[j] = 0.0;
-            for (int64_t e = 0; e < dv; ++e)
-              dp[j] += g.at({n, h, i, e}) * v.at({n, kh, j, e});
-            rowDot += dp[j] * p[j];
-          }
-          for (int64_t j = 0; j < rows.tk; ++j) {
-            double ds = p[j] * (dp[j] - rowDot) * rows.scale;
-            for (int64_t e = 0; e < dv; ++e)
-              out[2].at({n, kh, j, e}) += p[j] * g.at({n, h, i, e});
-            for (int64_t e = 0; e < d; ++e) {
-              out[0].at({n, h, i, e}) += ds * k.at({n, kh, j, e});
-              out[1].at({n, kh, j, e}) += ds * q.at({n, h, i, e});
+                                     ArrayRef<const Buffer *> operands,
+                                     std::vector<Buffer> &results) {
+    return inHeadsMajorLayout(
+        op.getBshd(), operands, results, {0, 1, 2, 3, 5}, {0, 1, 2},
+        [&](ArrayRef<const Buffer *> in, std::vector<Buffer> &out) {
+          const Buffer &q = *in[0], &k = *in[1], &v = *in[2], &lse = *in[4],
+                       &g = *in[5];
+          AttentionRows rows = attentionRows(op, q, k);
+          int64_t dv = v.shape[3], d = rows.d;
+          for (Buffer &b : out)
+            std::fill(b.data.begin(), b.data.end(), 0.0);
+          std::vector<double> p(rows.tk), dp(rows.tk);
+          for (int64_t n = 0; n < q.shape[0]; ++n)
+            for (int64_t h = 0; h < rows.hq; ++h) {
+              int64_t kh = h / (rows.hq / rows.hkv);
+              for (int64_t i = 0; i < rows.tq; ++i) {
+                double rowLse = lse.at({n, h, i});
+                rows.scores(n, h, i, p, &rowLse);
+                double rowDot = 0.0;
+                for (int64_t j = 0; j < rows.tk; ++j) {
+                  dp[j] = 0.0;
+                  for (int64_t e = 0; e < dv; ++e)
+                    dp[j] += g.at({n, h, i, e}) * v.at({n, kh, j, e});
+                  rowDot += dp[j] * p[j];
+                }
+                for (int64_t j = 0; j < rows.tk; ++j) {
+                  double ds = p[j] * (dp[j] - rowDot) * rows.scale;
+                  for (int64_t e = 0; e < dv; ++e)
+                    out[2].at({n, kh, j, e}) += p[j] * g.at({n, h, i, e});
+                  for (int64_t e = 0; e < d; ++e) {
+                    out[0].at({n, h, i, e}) += ds * k.at({n, kh, j, e});
+                    out[1].at({n, kh, j, e}) += ds * q.at({n, h, i, e});
+                  }
+                }
+              }
             }
-          }
-        }
-      }
-    return success();
+          return success();
+        });
   });
 
   // y[n, co, o...] = bias[co] + sum over ci in co's group and taps k of

@@ -6,6 +6,13 @@
 // so that autodiff builds the fused gradient (the op's VJP) instead of the
 // decomposed one, which stores the probabilities.
 //
+// With `fold-transposes`, an op whose operands are transposes of (B, T, H,
+// D) tensors and whose result is transposed back (a transformer's
+// attention between its projections) takes the (B, T, H, D) tensors
+// directly (`bshd`) when that removes more transposes than it adds; its
+// gradient is then laid out so too, and neither pass of the step moves the
+// heads.
+//
 //===----------------------------------------------------------------------===//
 
 #include "anvil/Transforms/Passes.h"
@@ -24,6 +31,43 @@ using namespace mlir;
 using namespace mlir::anvil;
 
 namespace {
+
+/// The permutation that swaps (B, H, T, D) and (B, T, H, D); its own
+/// inverse.
+constexpr int64_t kSwap[] = {0, 2, 1, 3};
+
+/// `op` if it is a transpose by kSwap.
+TransposeOp swapOf(Operation *op) {
+  auto transpose = dyn_cast_or_null<TransposeOp>(op);
+  if (transpose && transpose.getPermutation() == ArrayRef<int64_t>(kSwap))
+    return transpose;
+  return nullptr;
+}
+
+/// Transposes removed minus transposes added if `op` took its operands and
+/// gave its result in (B, T, H, D): an operand that is a transpose used by
+/// `op` alone is removed, any other operand needs one; a result transposed
+/// by all of its users removes theirs, any other needs one.
+int64_t bshdSavings(AttentionOp op) {
+  int64_t saved = 0;
+  for (Value operand : {op.getQuery(), op.getKey(), op.getValue()}) {
+    TransposeOp t = swapOf(operand.getDefiningOp());
+    saved += t && t->hasOneUse() ? 1 : t ? 0 : -1;
+  }
+  bool transposedBack =
+      !op->use_empty() && llvm::all_of(op->getUsers(), [](Operation *user) {
+        return static_cast<bool>(swapOf(user));
+      });
+  return saved + (transposedBack ? 1 : -1);
+}
+
+/// `value` in the other layout: the transpose's operand when it is one,
+/// else a new transpose.
+Value swapped(OpBuilder &b, Value value) {
+  if (TransposeOp t = swapOf(value.getDefiningOp()))
+    return t.getOperand();
+  return TransposeOp::create(b, value.getLoc(), value, kSwap);
+}
 
 struct AnvilFlashAttentionPass
     : mlir::anvil::impl::AnvilFlashAttentionPassBase<AnvilFlashAttentionPass> {
@@ -47,11 +91,34 @@ struct AnvilFlashAttentionPass
     });
     for (AttentionOp op : chosen) {
       OpBuilder b(op);
+      if (!foldTransposes || bshdSavings(op) <= 0) {
+        auto fused = FlashAttentionOp::create(
+            b, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(),
+            op.getCausal(), op.getScaleAttr(), op.getBf16Gemms(),
+            /*bshd=*/false);
+        op.getResult().replaceAllUsesWith(fused.getResult());
+        op.erase();
+        continue;
+      }
+      SmallVector<Operation *> dead;
+      for (Value operand : {op.getQuery(), op.getKey(), op.getValue()})
+        if (TransposeOp t = swapOf(operand.getDefiningOp()))
+          dead.push_back(t);
       auto fused = FlashAttentionOp::create(
-          b, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(),
-          op.getCausal(), op.getScaleAttr(), op.getBf16Gemms());
-      op.getResult().replaceAllUsesWith(fused.getResult());
+          b, op.getLoc(), swapped(b, op.getQuery()), swapped(b, op.getKey()),
+          swapped(b, op.getValue()), op.getCausal(), op.getScaleAttr(),
+          op.getBf16Gemms(), /*bshd=*/true);
+      for (Operation *user : llvm::make_early_inc_range(op->getUsers()))
+        if (TransposeOp t = swapOf(user)) {
+          t.getResult().replaceAllUsesWith(fused.getResult());
+          t.erase();
+        }
+      if (!op->use_empty())
+        op.getResult().replaceAllUsesWith(swapped(b, fused.getResult()));
       op.erase();
+      for (Operation *t : dead)
+        if (t->use_empty())
+          t->erase();
     }
   }
 };

@@ -7,7 +7,8 @@
 // accumulate in f32 in key (or query) order; with `bf16`, their operands
 // and results are rounded to bf16 (round to nearest even), the softmax is
 // f32. Work is split over (batch, key/value head) pairs, so the query heads
-// of a group add their dk and dv on one thread in a fixed order.
+// of a group add their dk and dv on one thread in a fixed order. Every 4-D
+// tensor is read and written where its anvil_rt_attention_layout places it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,12 +51,28 @@ struct Shape {
   float rounded(float x) const { return bf16 ? roundBF16(x) : x; }
 };
 
-/// Copies `n` values of `x`, rounded as a product's operand.
-void operands(const Shape &s, const float *x, int64_t n,
-              std::vector<float> &out) {
-  out.resize(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = s.rounded(x[i]);
+/// One of the 4-D tensors where its layout places it.
+template <typename T> struct Strided {
+  T *data;
+  int64_t batch, head, row;
+  Strided(T *base, const anvil_rt_attention_layout &l)
+      : data(base + l.offset), batch(l.batch), head(l.head), row(l.row) {}
+  /// Row t of head h of batch b.
+  T *at(int64_t b, int64_t h, int64_t t) const {
+    return data + b * batch + h * head + t * row;
+  }
+};
+
+/// Rows [0, n) of head (b, h) of `x`, `width` values each, contiguous and
+/// rounded as a product's operands.
+void operands(const Shape &s, const Strided<const float> &x, int64_t b,
+              int64_t h, int64_t n, int64_t width, std::vector<float> &out) {
+  out.resize(static_cast<size_t>(n * width));
+  for (int64_t t = 0; t < n; ++t) {
+    const float *row = x.at(b, h, t);
+    for (int64_t d = 0; d < width; ++d)
+      out[t * width + d] = s.rounded(row[d]);
+  }
 }
 
 /// The scores of query row `qi` (dim values, already rounded) against the
@@ -73,8 +90,9 @@ void scores(const Shape &s, const float *qi, const float *kh, int64_t visible,
 
 struct Forward {
   Shape s;
-  const float *q, *k, *v;
-  float *out, *lse;
+  Strided<const float> q, k, v;
+  Strided<float> out;
+  float *lse;
 };
 
 void forwardChunk(void *ctx, int64_t lo, int64_t hi) {
@@ -84,13 +102,15 @@ void forwardChunk(void *ctx, int64_t lo, int64_t hi) {
   acc.resize(static_cast<size_t>(s.valueDim));
   for (int64_t pair = lo; pair < hi; ++pair) {
     int64_t b = pair / s.kvHeads, kvh = pair % s.kvHeads;
-    operands(s, f.k + pair * s.keys * s.dim, s.keys * s.dim, kh);
-    operands(s, f.v + pair * s.keys * s.valueDim, s.keys * s.valueDim, vh);
+    operands(s, f.k, b, kvh, s.keys, s.dim, kh);
+    operands(s, f.v, b, kvh, s.keys, s.valueDim, vh);
     for (int64_t h = kvh * s.group(); h < (kvh + 1) * s.group(); ++h) {
       int64_t head = b * s.heads + h;
       for (int64_t i = 0; i < s.queries; ++i) {
         int64_t visible = s.visibleKeys(i);
-        operands(s, f.q + (head * s.queries + i) * s.dim, s.dim, qi);
+        qi.resize(static_cast<size_t>(s.dim));
+        for (int64_t d = 0; d < s.dim; ++d)
+          qi[d] = s.rounded(f.q.at(b, h, i)[d]);
         scores(s, qi.data(), kh.data(), visible, row.data());
         float max = -std::numeric_limits<float>::infinity();
         for (int64_t j = 0; j < visible; ++j)
@@ -107,7 +127,7 @@ void forwardChunk(void *ctx, int64_t lo, int64_t hi) {
           for (int64_t d = 0; d < s.valueDim; ++d)
             acc[d] += p * vj[d];
         }
-        float *o = f.out + (head * s.queries + i) * s.valueDim;
+        float *o = f.out.at(b, h, i);
         for (int64_t d = 0; d < s.valueDim; ++d)
           o[d] = s.rounded(acc[d]);
         f.lse[head * s.queries + i] = max + std::log(sum);
@@ -120,8 +140,9 @@ void forwardChunk(void *ctx, int64_t lo, int64_t hi) {
 /// for the same sum, is not needed here.)
 struct Backward {
   Shape s;
-  const float *q, *k, *v, *lse, *dOut;
-  float *dq, *dk, *dv;
+  Strided<const float> q, k, v, dOut;
+  Strided<float> dq, dk, dv;
+  const float *lse;
 };
 
 void backwardChunk(void *ctx, int64_t lo, int64_t hi) {
@@ -131,18 +152,18 @@ void backwardChunk(void *ctx, int64_t lo, int64_t hi) {
   std::vector<float> kh, vh, qh, gh, p(static_cast<size_t>(keys)),
       dp(static_cast<size_t>(keys)), dqRow(static_cast<size_t>(dim)),
       dkHead(static_cast<size_t>(keys * dim)),
-      dvHead(static_cast<size_t>(keys * vdim));
+      dvHead(static_cast<size_t>(keys * vdim)),
+      dk(static_cast<size_t>(keys * dim)), dv(static_cast<size_t>(keys * vdim));
   for (int64_t pair = lo; pair < hi; ++pair) {
     int64_t b = pair / s.kvHeads, kvh = pair % s.kvHeads;
-    operands(s, g.k + pair * keys * dim, keys * dim, kh);
-    operands(s, g.v + pair * keys * vdim, keys * vdim, vh);
-    float *dk = g.dk + pair * keys * dim, *dv = g.dv + pair * keys * vdim;
-    std::fill(dk, dk + keys * dim, 0.0f);
-    std::fill(dv, dv + keys * vdim, 0.0f);
+    operands(s, g.k, b, kvh, keys, dim, kh);
+    operands(s, g.v, b, kvh, keys, vdim, vh);
+    std::fill(dk.begin(), dk.end(), 0.0f);
+    std::fill(dv.begin(), dv.end(), 0.0f);
     for (int64_t h = kvh * s.group(); h < (kvh + 1) * s.group(); ++h) {
       int64_t head = b * s.heads + h;
-      operands(s, g.q + head * s.queries * dim, s.queries * dim, qh);
-      operands(s, g.dOut + head * s.queries * vdim, s.queries * vdim, gh);
+      operands(s, g.q, b, h, s.queries, dim, qh);
+      operands(s, g.dOut, b, h, s.queries, vdim, gh);
       std::fill(dkHead.begin(), dkHead.end(), 0.0f);
       std::fill(dvHead.begin(), dvHead.end(), 0.0f);
       for (int64_t i = 0; i < s.queries; ++i) {
@@ -175,7 +196,7 @@ void backwardChunk(void *ctx, int64_t lo, int64_t hi) {
             dkj[d] += ds * qi[d];
           }
         }
-        float *dq = g.dq + (head * s.queries + i) * dim;
+        float *dq = g.dq.at(b, h, i);
         for (int64_t d = 0; d < dim; ++d)
           dq[d] = s.rounded(dqRow[d]);
       }
@@ -184,21 +205,23 @@ void backwardChunk(void *ctx, int64_t lo, int64_t hi) {
       for (int64_t x = 0; x < keys * vdim; ++x)
         dv[x] += s.rounded(dvHead[x]);
     }
+    for (int64_t j = 0; j < keys; ++j) {
+      std::copy_n(dk.data() + j * dim, dim, g.dk.at(b, kvh, j));
+      std::copy_n(dv.data() + j * vdim, vdim, g.dv.at(b, kvh, j));
+    }
   }
 }
 
 } // namespace
 
-extern "C" void anvil_rt_attention_f32(const float *q, const float *k,
-                                       const float *v, float *out, float *lse,
-                                       int64_t batch, int64_t heads,
-                                       int64_t kvHeads, int64_t queries,
-                                       int64_t keys, int64_t dim,
-                                       int64_t valueDim, float scale,
-                                       int32_t causal, int32_t bf16) {
+extern "C" void anvil_rt_attention_f32(
+    const float *q, const float *k, const float *v, float *out, float *lse,
+    int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
+    int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
+    int32_t bf16, const anvil_rt_attention_layout *l) {
   Shape s{batch, heads,    kvHeads, queries,     keys,
           dim,   valueDim, scale,   causal != 0, bf16 != 0};
-  Forward f{s, q, k, v, out, lse};
+  Forward f{s, {q, l[0]}, {k, l[1]}, {v, l[2]}, {out, l[3]}, lse};
   anvil_rt_parallel_for(batch * kvHeads, forwardChunk, &f);
 }
 
@@ -207,9 +230,10 @@ extern "C" void anvil_rt_attention_grad_f32(
     const float *lse, const float *dOut, float *dq, float *dk, float *dv,
     int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
     int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
-    int32_t bf16) {
+    int32_t bf16, const anvil_rt_attention_layout *l) {
   Shape s{batch, heads,    kvHeads, queries,     keys,
           dim,   valueDim, scale,   causal != 0, bf16 != 0};
-  Backward g{s, q, k, v, lse, dOut, dq, dk, dv};
+  Backward g{s,          {q, l[0]},  {k, l[1]},  {v, l[2]}, {dOut, l[4]},
+             {dq, l[5]}, {dk, l[6]}, {dv, l[7]}, lse};
   anvil_rt_parallel_for(batch * kvHeads, backwardChunk, &g);
 }

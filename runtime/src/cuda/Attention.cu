@@ -32,6 +32,11 @@
 // unnormalized ones (the CPU rounds normalized ones), and delta is dOut .
 // out (the CPU sums dP P): both differ from the CPU within bf16 rounding.
 //
+// Every 4-D tensor is read and written where its anvil_rt_attention_layout
+// places it (Strided): a tile's rows are gathered row by row, each row's
+// values contiguous (4 floats per load where the rows are 16-byte
+// aligned), so (B, T, H, D) slices of a projection need no transpose.
+//
 // Any dim and valueDim up to 128 run: the tiles are zero-padded to the
 // next of 16, 32, 64, 128 (padding adds nothing to the products). Like the
 // cuBLAS calls of Gemm.cpp, each call runs on the legacy default stream and
@@ -75,14 +80,49 @@ constexpr int kThreads = 32 * kWarps;
 /// Rows a CTA owns: 16 per warp, one m16 MMA tile.
 constexpr int kRows = 16 * kWarps;
 
+/// A 4-D tensor where its layout (RuntimeABI.h) places it, the offset
+/// folded into `data`. Every element lies within 2^31 - 1 of `data`
+/// (checked on the host): the strides and the index arithmetic are 32-bit,
+/// which keeps the kernels' 64-bit values (registers) to the pointers.
+template <typename T> struct Strided {
+  T *data = nullptr;
+  int batch = 0, head = 0, row = 0;
+  /// Row t of head h of batch b.
+  __device__ __forceinline__ T *at(int b, int h, int t) const {
+    return data + (b * batch + h * head + t * row);
+  }
+};
+
 /// Everything a kernel reads; what a kernel does not use is null.
 struct Params {
-  const float *q, *k, *v, *lse, *dOut, *delta;
-  float *outW, *lseW, *dq, *dk, *dv;
+  Strided<const float> q, k, v, out, dOut;
+  Strided<float> outW, dq, dk, dv;
+  const float *lse, *delta; // (batch, heads, queries), contiguous
+  float *lseW;
   int heads, kvHeads, queries, keys, dim, valueDim;
   float scale;
   int causal;
 };
+
+/// The kernels, for minBlocksPerSM.
+enum class Kernel { Forward, KeyGrad, QueryGrad };
+
+/// `__launch_bounds__`' minimum CTAs per SM of a kernel instantiation. 0
+/// leaves the register count to ptxas, which aims at an occupancy and, for
+/// two small instantiations, spills a few bytes to reach it (sm_90: dQ at
+/// dim 16 with bf16 products, 96 registers; sm_80: the forward at dim 32
+/// with bf16, 96); 4 CTAs (at most 128 registers) keeps everything in
+/// registers there. test/Target/CUDA/kernels.test checks that no kernel a
+/// step uses spills, from the ptxas report the build writes.
+template <Kernel K, int DP, bool BF16> constexpr int minBlocksPerSM() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  return K == Kernel::QueryGrad && DP == 16 && BF16 ? 4 : 0;
+#elif defined(__CUDA_ARCH__)
+  return K == Kernel::Forward && DP == 32 && BF16 ? 4 : 0;
+#else
+  return 0;
+#endif
+}
 
 //===- Elements and fragments ---------------------------------------------===//
 
@@ -209,20 +249,21 @@ __device__ __forceinline__ void warpGemm(float (&c)[NT][4], const Elem<BF16> *a,
 }
 
 /// Shared-memory tile dst (rows x DP, row r at dst + r ld) = rows
-/// [0, validRows) of the row-major matrix src with `cols` columns, zero in
-/// the rows and columns beyond; rounded to bf16 with bf16 products. All
-/// threads of the CTA take part.
+/// [0, validRows) of the matrix whose row r has `cols` values at src + r
+/// srcRow, zero in the rows and columns beyond; rounded to bf16 with bf16
+/// products. All threads of the CTA take part.
 template <int DP, bool BF16>
 __device__ void loadTile(Elem<BF16> *dst, int ld, int rows, const float *src,
-                         int validRows, int cols) {
-  if (cols == DP && reinterpret_cast<uintptr_t>(src) % 16 == 0) {
+                         int srcRow, int validRows, int cols) {
+  if (cols == DP && reinterpret_cast<uintptr_t>(src) % 16 == 0 &&
+      srcRow % 4 == 0) {
     // Unpadded rows, every one 16-byte aligned: 4 floats per load.
     constexpr int quads = DP / 4;
     for (int i = threadIdx.x; i < rows * quads; i += kThreads) {
       int r = i / quads, c = i % quads * 4;
-      float4 x = r < validRows ? *reinterpret_cast<const float4 *>(
-                                     src + static_cast<int64_t>(r) * DP + c)
-                               : float4{0.0f, 0.0f, 0.0f, 0.0f};
+      float4 x = r < validRows
+                     ? *reinterpret_cast<const float4 *>(src + r * srcRow + c)
+                     : float4{0.0f, 0.0f, 0.0f, 0.0f};
       Elem<BF16> *d = dst + r * ld + c;
       d[0] = toElem<BF16>(x.x);
       d[1] = toElem<BF16>(x.y);
@@ -233,9 +274,7 @@ __device__ void loadTile(Elem<BF16> *dst, int ld, int rows, const float *src,
   }
   for (int i = threadIdx.x; i < rows * DP; i += kThreads) {
     int r = i / DP, c = i % DP;
-    float x = r < validRows && c < cols
-                  ? src[static_cast<int64_t>(r) * cols + c]
-                  : 0.0f;
+    float x = r < validRows && c < cols ? src[r * srcRow + c] : 0.0f;
     dst[r * ld + c] = toElem<BF16>(x);
   }
 }
@@ -272,7 +311,9 @@ template <int DP, bool BF16> struct ForwardTiles {
 /// grid (batch * heads, query blocks, last block first); out and lse of
 /// 64 queries of one head.
 template <int DP, bool BF16>
-__global__ void __launch_bounds__(kThreads) attentionForward(Params p) {
+__global__ void __launch_bounds__(kThreads,
+                                  (minBlocksPerSM<Kernel::Forward, DP, BF16>()))
+    attentionForward(Params p) {
   using Tiles = ForwardTiles<DP, BF16>;
   using E = Elem<BF16>;
   constexpr int BK = Tiles::cols, ld = Tiles::ld, ldP = Tiles::ldP;
@@ -290,10 +331,8 @@ __global__ void __launch_bounds__(kThreads) attentionForward(Params p) {
   const int q0 = (gridDim.y - 1 - blockIdx.y) * kRows;
   // Causal: key j is visible to query i iff j <= i + shift.
   const int shift = tk - tq;
-  const int64_t kvRow0 = (static_cast<int64_t>(b) * p.kvHeads + kvh) * tk;
 
-  loadTile<DP, BF16>(qs, ld, kRows,
-                     p.q + (static_cast<int64_t>(bh) * tq + q0) * p.dim,
+  loadTile<DP, BF16>(qs, ld, kRows, p.q.at(b, h, q0), p.q.row,
                      min(kRows, tq - q0), p.dim);
 
   // This lane's two rows (queries) of the warp's 16.
@@ -308,9 +347,9 @@ __global__ void __launch_bounds__(kThreads) attentionForward(Params p) {
   E *pw = ps + 16 * warp * ldP;
   for (int k0 = 0; k0 < kEnd; k0 += BK) {
     __syncthreads(); // every warp is done with the previous K, V (and Q)
-    loadTile<DP, BF16>(ks, ld, BK, p.k + (kvRow0 + k0) * p.dim,
+    loadTile<DP, BF16>(ks, ld, BK, p.k.at(b, kvh, k0), p.k.row,
                        min(BK, tk - k0), p.dim);
-    loadTile<DP, BF16>(vs, ld, BK, p.v + (kvRow0 + k0) * p.valueDim,
+    loadTile<DP, BF16>(vs, ld, BK, p.v.at(b, kvh, k0), p.v.row,
                        min(BK, tk - k0), p.valueDim);
     __syncthreads();
 
@@ -374,7 +413,7 @@ __global__ void __launch_bounds__(kThreads) attentionForward(Params p) {
       continue;
     float l = half ? lB : lA, m = half ? mB : mA;
     int64_t at = static_cast<int64_t>(bh) * tq + row;
-    float *out = p.outW + at * p.valueDim;
+    float *out = p.outW.at(b, h, row);
 #pragma unroll
     for (int j = 0; j < DP / 8; ++j)
 #pragma unroll
@@ -392,18 +431,20 @@ __global__ void __launch_bounds__(kThreads) attentionForward(Params p) {
 
 //===- Backward -----------------------------------------------------------===//
 
-/// delta_i = dOut_i . out_i for each of `rows` rows; one warp per row,
-/// 8 rows per CTA.
+/// delta_i = dOut_i . out_i for each of the `rows` (batch, head, query)
+/// rows, written contiguously; one warp per row, 8 rows per CTA.
 __global__ void __launch_bounds__(256)
-    attentionDelta(const float *out, const float *dOut, float *delta,
-                   int64_t rows, int valueDim) {
+    attentionDelta(Params p, float *delta, int64_t rows) {
   int64_t row = static_cast<int64_t>(blockIdx.x) * 8 + threadIdx.x / 32;
   int lane = threadIdx.x % 32;
   if (row >= rows)
     return; // the whole warp: rows are per warp
-  const float *o = out + row * valueDim, *d = dOut + row * valueDim;
+  int64_t bh = row / p.queries;
+  int b = static_cast<int>(bh / p.heads), h = static_cast<int>(bh % p.heads),
+      t = static_cast<int>(row % p.queries);
+  const float *o = p.out.at(b, h, t), *d = p.dOut.at(b, h, t);
   float sum = 0.0f;
-  for (int c = lane; c < valueDim; c += 32)
+  for (int c = lane; c < p.valueDim; c += 32)
     sum = fmaf(o[c], d[c], sum);
   for (int offset = 16; offset > 0; offset /= 2)
     sum += __shfl_xor_sync(0xffffffffu, sum, offset);
@@ -428,7 +469,9 @@ template <int DP, bool BF16> struct KeyGradTiles {
 /// grid (batch * kvHeads, key blocks); dK and dV of 64 keys of one
 /// key/value head, summed over the query heads of its group.
 template <int DP, bool BF16>
-__global__ void __launch_bounds__(kThreads) attentionKeyGrad(Params p) {
+__global__ void __launch_bounds__(kThreads,
+                                  (minBlocksPerSM<Kernel::KeyGrad, DP, BF16>()))
+    attentionKeyGrad(Params p) {
   using Tiles = KeyGradTiles<DP, BF16>;
   using E = Elem<BF16>;
   constexpr int BQ = Tiles::cols, ld = Tiles::ld, ldS = Tiles::ldS;
@@ -448,11 +491,10 @@ __global__ void __launch_bounds__(kThreads) attentionKeyGrad(Params p) {
   const int group = p.heads / p.kvHeads;
   const int tq = p.queries, tk = p.keys, shift = tk - tq;
   const int k0 = blockIdx.y * kRows;
-  const int64_t kvRow0 = static_cast<int64_t>(bkv) * tk + k0;
 
-  loadTile<DP, BF16>(ks, ld, kRows, p.k + kvRow0 * p.dim, min(kRows, tk - k0),
-                     p.dim);
-  loadTile<DP, BF16>(vs, ld, kRows, p.v + kvRow0 * p.valueDim,
+  loadTile<DP, BF16>(ks, ld, kRows, p.k.at(b, kvh, k0), p.k.row,
+                     min(kRows, tk - k0), p.dim);
+  loadTile<DP, BF16>(vs, ld, kRows, p.v.at(b, kvh, k0), p.v.row,
                      min(kRows, tk - k0), p.valueDim);
 
   // This lane's two rows (keys) of the warp's 16.
@@ -463,13 +505,14 @@ __global__ void __launch_bounds__(kThreads) attentionKeyGrad(Params p) {
   float dk[DP / 8][4] = {}, dv[DP / 8][4] = {}; // (16, DP) each
   E *ptw = pts + 16 * warp * ldS, *dstw = dsts + 16 * warp * ldS;
   for (int r = 0; r < group; ++r) {
-    const int64_t bh = static_cast<int64_t>(b) * p.heads + kvh * group + r;
+    const int h = kvh * group + r;
+    const int64_t bh = static_cast<int64_t>(b) * p.heads + h;
     for (int q0 = qStart; q0 < tq; q0 += BQ) {
       __syncthreads(); // every warp is done with the previous Q, dO
-      const int64_t row0 = bh * tq + q0;
-      loadTile<DP, BF16>(qs, ld, BQ, p.q + row0 * p.dim, min(BQ, tq - q0),
-                         p.dim);
-      loadTile<DP, BF16>(dos, ld, BQ, p.dOut + row0 * p.valueDim,
+      const int64_t row0 = bh * tq + q0; // of lse and delta
+      loadTile<DP, BF16>(qs, ld, BQ, p.q.at(b, h, q0), p.q.row,
+                         min(BQ, tq - q0), p.dim);
+      loadTile<DP, BF16>(dos, ld, BQ, p.dOut.at(b, h, q0), p.dOut.row,
                          min(BQ, tq - q0), p.valueDim);
       for (int i = threadIdx.x; i < BQ; i += kThreads) {
         bool valid = q0 + i < tq;
@@ -508,8 +551,7 @@ __global__ void __launch_bounds__(kThreads) attentionKeyGrad(Params p) {
     int key = half ? keyB : keyA;
     if (key >= tk)
       continue;
-    int64_t at = static_cast<int64_t>(bkv) * tk + key;
-    float *dkRow = p.dk + at * p.dim, *dvRow = p.dv + at * p.valueDim;
+    float *dkRow = p.dk.at(b, kvh, key), *dvRow = p.dv.at(b, kvh, key);
 #pragma unroll
     for (int j = 0; j < DP / 8; ++j)
 #pragma unroll
@@ -537,7 +579,9 @@ template <int DP, bool BF16> struct QueryGradTiles {
 /// grid (batch * heads, query blocks, last block first); dQ of 64 queries
 /// of one head.
 template <int DP, bool BF16>
-__global__ void __launch_bounds__(kThreads) attentionQueryGrad(Params p) {
+__global__ void
+__launch_bounds__(kThreads, (minBlocksPerSM<Kernel::QueryGrad, DP, BF16>()))
+    attentionQueryGrad(Params p) {
   using Tiles = QueryGradTiles<DP, BF16>;
   using E = Elem<BF16>;
   constexpr int BK = Tiles::cols, ld = Tiles::ld, ldS = Tiles::ldS;
@@ -554,12 +598,11 @@ __global__ void __launch_bounds__(kThreads) attentionQueryGrad(Params p) {
   const int kvh = h / (p.heads / p.kvHeads);
   const int tq = p.queries, tk = p.keys, shift = tk - tq;
   const int q0 = (gridDim.y - 1 - blockIdx.y) * kRows;
-  const int64_t row0 = static_cast<int64_t>(bh) * tq + q0;
-  const int64_t kvRow0 = (static_cast<int64_t>(b) * p.kvHeads + kvh) * tk;
+  const int64_t row0 = static_cast<int64_t>(bh) * tq + q0; // of lse, delta
 
-  loadTile<DP, BF16>(qs, ld, kRows, p.q + row0 * p.dim, min(kRows, tq - q0),
-                     p.dim);
-  loadTile<DP, BF16>(dos, ld, kRows, p.dOut + row0 * p.valueDim,
+  loadTile<DP, BF16>(qs, ld, kRows, p.q.at(b, h, q0), p.q.row,
+                     min(kRows, tq - q0), p.dim);
+  loadTile<DP, BF16>(dos, ld, kRows, p.dOut.at(b, h, q0), p.dOut.row,
                      min(kRows, tq - q0), p.valueDim);
 
   // This lane's two rows (queries) of the warp's 16.
@@ -576,9 +619,9 @@ __global__ void __launch_bounds__(kThreads) attentionQueryGrad(Params p) {
   E *dsw = dss + 16 * warp * ldS;
   for (int k0 = 0; k0 < kEnd; k0 += BK) {
     __syncthreads(); // every warp is done with the previous K, V
-    loadTile<DP, BF16>(ks, ld, BK, p.k + (kvRow0 + k0) * p.dim,
+    loadTile<DP, BF16>(ks, ld, BK, p.k.at(b, kvh, k0), p.k.row,
                        min(BK, tk - k0), p.dim);
-    loadTile<DP, BF16>(vs, ld, BK, p.v + (kvRow0 + k0) * p.valueDim,
+    loadTile<DP, BF16>(vs, ld, BK, p.v.at(b, kvh, k0), p.v.row,
                        min(BK, tk - k0), p.valueDim);
     __syncthreads();
 
@@ -611,7 +654,7 @@ __global__ void __launch_bounds__(kThreads) attentionQueryGrad(Params p) {
     int row = half ? rowB : rowA;
     if (row >= tq)
       continue;
-    float *dqRow = p.dq + (row0 + row - q0) * p.dim;
+    float *dqRow = p.dq.at(b, h, row);
 #pragma unroll
     for (int j = 0; j < DP / 8; ++j)
 #pragma unroll
@@ -686,6 +729,31 @@ void validate(const Call &c, int64_t batch, int64_t heads, int64_t kvHeads,
   // The gradient's delta kernel: 8 rows a CTA on a 1-D grid (gridDim.x).
   if ((batch * heads * queries + 7) / 8 > INT_MAX)
     failShape(c, "more than 2^34 query rows in all are not supported");
+}
+
+/// `base` placed by `l` as a (batch, heads, rows, width) tensor, checked:
+/// non-negative offset and strides, every element within 2^31 - 1 of the
+/// offset (Strided's 32-bit arithmetic).
+template <typename T>
+Strided<T> placed(const Call &c, const char *name, T *base,
+                  const anvil_rt_attention_layout &l, int64_t batch,
+                  int64_t heads, int64_t rows, int64_t width) {
+  if (l.offset < 0 || l.batch < 0 || l.head < 0 || l.row < 0)
+    failShape(c, std::string(name) + "'s layout has a negative offset or "
+                                     "stride");
+  int64_t last = width - 1;
+  for (auto [extent, stride] :
+       {std::pair{batch, l.batch}, {heads, l.head}, {rows, l.row}})
+    if (extent > 0)
+      last += (extent - 1) * stride; // extent <= 2^31, stride < 2^63
+  if (last > INT_MAX || last < 0)
+    failShape(c, std::string(name) + " spans more than 2^31 elements");
+  Strided<T> t;
+  t.data = base + l.offset;
+  t.batch = static_cast<int>(l.batch);
+  t.head = static_cast<int>(l.head);
+  t.row = static_cast<int>(l.row);
+  return t;
 }
 
 /// Aborts with the report of a failed CUDA runtime call.
@@ -826,23 +894,24 @@ int64_t paddedDim(int64_t dim, int64_t valueDim) {
 
 } // namespace
 
-extern "C" void
-anvil_rt_cuda_attention_f32(const float *q, const float *k, const float *v,
-                            float *out, float *lse, int64_t batch,
-                            int64_t heads, int64_t kvHeads, int64_t queries,
-                            int64_t keys, int64_t dim, int64_t valueDim,
-                            float scale, int32_t causal, int32_t bf16) {
+extern "C" void anvil_rt_cuda_attention_f32(
+    const float *q, const float *k, const float *v, float *out, float *lse,
+    int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
+    int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
+    int32_t bf16, const anvil_rt_attention_layout *layouts) {
   Call c = describe("anvil_rt_cuda_attention_f32", "forward", batch, heads,
                     kvHeads, queries, keys, dim, valueDim, causal, bf16);
   validate(c, batch, heads, kvHeads, queries, keys, dim, valueDim, causal);
+  if (!layouts)
+    failShape(c, "no layouts");
   initialize(c);
   if (batch == 0 || queries == 0)
     return;
   Params p{};
-  p.q = q;
-  p.k = k;
-  p.v = v;
-  p.outW = out;
+  p.q = placed(c, "q", q, layouts[0], batch, heads, queries, dim);
+  p.k = placed(c, "k", k, layouts[1], batch, kvHeads, keys, dim);
+  p.v = placed(c, "v", v, layouts[2], batch, kvHeads, keys, valueDim);
+  p.outW = placed(c, "out", out, layouts[3], batch, heads, queries, valueDim);
   p.lseW = lse;
   p.heads = static_cast<int>(heads);
   p.kvHeads = static_cast<int>(kvHeads);
@@ -861,34 +930,25 @@ extern "C" void anvil_rt_cuda_attention_grad_f32(
     const float *lse, const float *dOut, float *dq, float *dk, float *dv,
     int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
     int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
-    int32_t bf16) {
+    int32_t bf16, const anvil_rt_attention_layout *layouts) {
   Call c = describe("anvil_rt_cuda_attention_grad_f32", "backward", batch,
                     heads, kvHeads, queries, keys, dim, valueDim, causal, bf16);
   validate(c, batch, heads, kvHeads, queries, keys, dim, valueDim, causal);
+  if (!layouts)
+    failShape(c, "no layouts");
   initialize(c);
   if (batch == 0 || keys == 0)
     return; // no keys: no queries either (validate), nothing to write
-  int64_t rows = batch * heads * queries;
-  float *delta = nullptr; // (batch, heads, queries)
-  if (rows > 0) {
-    check(cudaMallocAsync(reinterpret_cast<void **>(&delta),
-                          static_cast<size_t>(rows) * sizeof(float), nullptr),
-          "cudaMallocAsync", c);
-    launchOnDefaultStream(attentionDelta, static_cast<unsigned>((rows + 7) / 8),
-                          256, 0, out, dOut, delta, rows,
-                          static_cast<int>(valueDim));
-    check(cudaGetLastError(), "the launch", c, "attentionDelta");
-  }
   Params p{};
-  p.q = q;
-  p.k = k;
-  p.v = v;
+  p.q = placed(c, "q", q, layouts[0], batch, heads, queries, dim);
+  p.k = placed(c, "k", k, layouts[1], batch, kvHeads, keys, dim);
+  p.v = placed(c, "v", v, layouts[2], batch, kvHeads, keys, valueDim);
+  p.out = placed(c, "out", out, layouts[3], batch, heads, queries, valueDim);
+  p.dOut = placed(c, "dOut", dOut, layouts[4], batch, heads, queries, valueDim);
+  p.dq = placed(c, "dq", dq, layouts[5], batch, heads, queries, dim);
+  p.dk = placed(c, "dk", dk, layouts[6], batch, kvHeads, keys, dim);
+  p.dv = placed(c, "dv", dv, layouts[7], batch, kvHeads, keys, valueDim);
   p.lse = lse;
-  p.dOut = dOut;
-  p.delta = delta;
-  p.dq = dq;
-  p.dk = dk;
-  p.dv = dv;
   p.heads = static_cast<int>(heads);
   p.kvHeads = static_cast<int>(kvHeads);
   p.queries = static_cast<int>(queries);
@@ -897,6 +957,17 @@ extern "C" void anvil_rt_cuda_attention_grad_f32(
   p.valueDim = static_cast<int>(valueDim);
   p.scale = scale;
   p.causal = causal != 0;
+  int64_t rows = batch * heads * queries;
+  float *delta = nullptr; // (batch, heads, queries)
+  if (rows > 0) {
+    check(cudaMallocAsync(reinterpret_cast<void **>(&delta),
+                          static_cast<size_t>(rows) * sizeof(float), nullptr),
+          "cudaMallocAsync", c);
+    launchOnDefaultStream(attentionDelta, static_cast<unsigned>((rows + 7) / 8),
+                          256, 0, p, delta, rows);
+    check(cudaGetLastError(), "the launch", c, "attentionDelta");
+  }
+  p.delta = delta;
   pickBackward(paddedDim(dim, valueDim), bf16 != 0)(p, batch, c);
   if (delta)
     check(cudaFreeAsync(delta, nullptr), "cudaFreeAsync", c);

@@ -37,46 +37,22 @@ namespace {
 
 //===- Attention against the CPU ------------------------------------------===//
 
-/// Emulated device memory (emu::allocate: it ends at an inaccessible page).
-class DeviceBuffer {
-public:
-  explicit DeviceBuffer(const std::vector<float> &x)
-      : data_(static_cast<float *>(
-            emu::allocate(std::max<size_t>(x.size(), 1) * sizeof(float)))) {
-    std::copy(x.begin(), x.end(), data_);
-  }
-  DeviceBuffer(const DeviceBuffer &) = delete;
-  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
-  ~DeviceBuffer() { emu::release(data_); }
-  float *get() const { return data_; }
-
-private:
-  float *data_;
-};
-
-/// Runs `c` through anvil_rt_cuda_attention_f32 and its gradient (emulated)
-/// and compares with the CPU's (AttentionCheck.h). The device outputs start
-/// as NaN (they must be overwritten everywhere); the device gradient starts
-/// from the CPU's out and lse.
-check::AttentionDeviations runAttention(const check::AttentionCase &c,
-                                        bool bf16) {
-  check::AttentionReference r = check::referenceAttention(c, bf16);
-  auto nans = [](size_t n) { return std::vector<float>(n, NAN); };
-  DeviceBuffer gq(r.q), gk(r.k), gv(r.v), gdOut(r.dOut),
-      gOut(nans(r.out.size())), gLse(nans(r.lse.size())), hostOut(r.out),
-      hostLse(r.lse), gdq(nans(r.dq.size())), gdk(nans(r.dk.size())),
-      gdv(nans(r.dv.size()));
-  anvil_rt_cuda_attention_f32(
-      gq.get(), gk.get(), gv.get(), gOut.get(), gLse.get(), c.batch, c.heads,
-      c.kvHeads, c.queries, c.keys, c.dim, c.valueDim, r.scale, c.causal, bf16);
-  anvil_rt_cuda_attention_grad_f32(
-      gq.get(), gk.get(), gv.get(), hostOut.get(), hostLse.get(), gdOut.get(),
-      gdq.get(), gdk.get(), gdv.get(), c.batch, c.heads, c.kvHeads, c.queries,
-      c.keys, c.dim, c.valueDim, r.scale, c.causal, bf16);
-  return {check::deviation(gOut.get(), r.out),
-          check::deviation(gLse.get(), r.lse),
-          check::deviation(gdq.get(), r.dq), check::deviation(gdk.get(), r.dk),
-          check::deviation(gdv.get(), r.dv)};
+/// Runs `c` through the emulated anvil_rt_cuda_attention_f32 and its
+/// gradient with its tensors placed by `placement` (AttentionCheck.h), in
+/// emulated device memory (emu::allocate: it ends at an inaccessible page).
+check::AttentionDeviations
+runAttention(const check::AttentionCase &c, bool bf16,
+             check::Placement placement = check::Placement::Contiguous) {
+  check::DeviceMemory memory;
+  memory.copy = [](const std::vector<float> &x) {
+    auto *d = static_cast<float *>(
+        emu::allocate(std::max<size_t>(x.size(), 1) * sizeof(float)));
+    std::copy(x.begin(), x.end(), d);
+    return d;
+  };
+  memory.release = [](float *x) { emu::release(x); };
+  memory.synchronize = [](const char *) {}; // launches run as they are made
+  return check::runOnDevice(c, bf16, placement, memory);
 }
 
 /// Batch, heads, kv heads, queries, keys, dim, value dim, causal. 70, 37,
@@ -102,16 +78,18 @@ std::vector<check::AttentionCase> cases() {
 }
 
 class AttentionEmulation
-    : public ::testing::TestWithParam<std::tuple<check::AttentionCase, bool>> {
-};
+    : public ::testing::TestWithParam<
+          std::tuple<check::AttentionCase, bool, check::Placement>> {};
 
 TEST_P(AttentionEmulation, MatchesTheCPU) {
-  const auto &[c, bf16] = GetParam();
-  check::AttentionDeviations d = runAttention(c, bf16);
-  std::printf("[ attention] %s (%s): max |device - CPU| / max |CPU|: out "
+  const auto &[c, bf16, placement] = GetParam();
+  check::AttentionDeviations d = runAttention(c, bf16, placement);
+  std::printf("[ attention] %s (%s, %s): max |device - CPU| / max |CPU|: out "
               "%.3g, lse %.3g, dq %.3g, dk %.3g, dv %.3g\n",
-              c.name, bf16 ? "bf16" : "f32", d.out.relative(), d.lse.relative(),
-              d.dq.relative(), d.dk.relative(), d.dv.relative());
+              c.name, bf16 ? "bf16" : "f32", check::placementName(placement),
+              d.out.relative(), d.lse.relative(), d.dq.relative(),
+              d.dk.relative(), d.dv.relative());
+  EXPECT_EQ(d.writtenOutside, 0u) << "floats written between the rows";
   const check::AttentionTolerance &tolerance =
       bf16 ? check::kBf16Tolerance : check::kF32Tolerance;
   for (const auto &n : d.named(tolerance))
@@ -122,7 +100,7 @@ TEST_P(AttentionEmulation, MatchesTheCPU) {
   // The CTAs last first: each output is written by one CTA, so the results
   // are the same (a CTA writing into another's rows would differ).
   emu::options().reverseGrid = true;
-  check::AttentionDeviations reversed = runAttention(c, bf16);
+  check::AttentionDeviations reversed = runAttention(c, bf16, placement);
   emu::options().reverseGrid = false;
   auto forward = d.named(tolerance), backward = reversed.named(tolerance);
   for (size_t i = 0; i < forward.size(); ++i)
@@ -132,11 +110,53 @@ TEST_P(AttentionEmulation, MatchesTheCPU) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, AttentionEmulation,
-    ::testing::Combine(::testing::ValuesIn(cases()), ::testing::Bool()),
+    ::testing::Combine(::testing::ValuesIn(cases()), ::testing::Bool(),
+                       ::testing::ValuesIn(check::kPlacements)),
     [](const ::testing::TestParamInfo<AttentionEmulation::ParamType> &info) {
       return std::string(std::get<0>(info.param).name) +
-             (std::get<1>(info.param) ? "Bf16" : "F32");
+             (std::get<1>(info.param) ? "Bf16" : "F32") +
+             check::placementName(std::get<2>(info.param));
     });
+
+/// The CPU's reference reads and writes the placed tensors: the same
+/// arithmetic in the same order, so the same bits as contiguous.
+TEST(AttentionLayouts, TheCpuGivesTheSameBitsInEveryPlacement) {
+  for (const check::AttentionCase &c : check::kAttentionCases)
+    for (bool bf16 : {false, true}) {
+      check::AttentionReference r = check::referenceAttention(c, bf16);
+      for (check::Placement placement : check::kPlacements) {
+        SCOPED_TRACE(std::string(c.name) + (bf16 ? " bf16 " : " f32 ") +
+                     check::placementName(placement));
+        auto at = check::placeAll(c, placement);
+        auto layouts = check::layoutsOf(c, placement);
+        // Inputs' gaps NaN, outputs all -1 (the gaps must stay so).
+        std::vector<float> q = check::scatter(at[0], r.q, NAN),
+                           k = check::scatter(at[1], r.k, NAN),
+                           v = check::scatter(at[2], r.v, NAN),
+                           dOut = check::scatter(at[4], r.dOut, NAN),
+                           out(at[3].size, -1.0f), dq(at[5].size, -1.0f),
+                           dk(at[6].size, -1.0f), dv(at[7].size, -1.0f),
+                           lse(r.lse.size());
+        anvil_rt_attention_f32(q.data(), k.data(), v.data(), out.data(),
+                               lse.data(), c.batch, c.heads, c.kvHeads,
+                               c.queries, c.keys, c.dim, c.valueDim, r.scale,
+                               c.causal, bf16, layouts.data());
+        anvil_rt_attention_grad_f32(
+            q.data(), k.data(), v.data(), out.data(), lse.data(), dOut.data(),
+            dq.data(), dk.data(), dv.data(), c.batch, c.heads, c.kvHeads,
+            c.queries, c.keys, c.dim, c.valueDim, r.scale, c.causal, bf16,
+            layouts.data());
+        EXPECT_EQ(check::gather(at[3], out.data()), r.out);
+        EXPECT_EQ(lse, r.lse);
+        EXPECT_EQ(check::gather(at[5], dq.data()), r.dq);
+        EXPECT_EQ(check::gather(at[6], dk.data()), r.dk);
+        EXPECT_EQ(check::gather(at[7], dv.data()), r.dv);
+        for (auto [p, x] :
+             {std::pair{at[3], &out}, {at[5], &dq}, {at[6], &dk}, {at[7], &dv}})
+          EXPECT_EQ(check::changedOutside(p, x->data(), -1.0f), 0u);
+      }
+    }
+}
 
 //===- The checks catch faults --------------------------------------------===//
 

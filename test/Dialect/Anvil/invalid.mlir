@@ -1211,6 +1211,36 @@ func.func @flash_attention_causal(%q: tensor<1x2x8x4xf32>, %k: tensor<1x2x4x4xf3
 
 // -----
 
+func.func @flash_attention_bshd_rank(%q: tensor<2x8x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{query 'tensor<2x8x4xf32>' must have rank 4: (B, T, H, D) (bshd)}}
+  %o, %lse = anvil.flash_attention %q, %q, %q {bshd} : (tensor<2x8x4xf32>, tensor<2x8x4xf32>, tensor<2x8x4xf32>) -> (tensor<2x8x4xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+
+// (B, T, H, D): 8 queries, 3 query heads; the key has 2 heads (3 is no
+// multiple of 2).
+func.func @flash_attention_bshd_heads(%q: tensor<1x8x3x4xf32>, %k: tensor<1x8x2x4xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{query heads 3 must be a multiple of key/value heads 2}}
+  %o, %lse = anvil.flash_attention %q, %k, %k {bshd} : (tensor<1x8x3x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) -> (tensor<1x8x3x4xf32>, tensor<1x3x8xf32>)
+  return
+}
+
+// -----
+
+// The gradient's result must be laid out as the forward's: (B, T, H, D).
+func.func @flash_attention_grad_bshd_result(%q: tensor<1x8x2x4xf32>, %o: tensor<1x2x8x4xf32>, %lse: tensor<1x2x8xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{result 'tensor<1x2x8x4xf32>' must be 'tensor<1x8x2x4xf32>'}}
+  %dq, %dk, %dv = anvil.flash_attention_grad %q, %q, %q, %o, %lse, %o {bshd} : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8xf32>, tensor<1x2x8x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>)
+  return
+}
+
+// -----
+
 func.func @flash_attention_grad_lse(%q: tensor<1x2x8x4xf32>, %lse: tensor<1x2x4xf32>) {
   // expected-error@+2 {{failed to infer returned types}}
   // expected-error@+1 {{lse 'tensor<1x2x4xf32>' must be 'tensor<1x2x8xf32>'}}

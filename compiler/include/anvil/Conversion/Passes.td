@@ -111,7 +111,12 @@ def AnvilBufferizePass : Pass<"anvil-bufferize", "mlir::ModuleOp"> {
     `anvil.flash_attention` and `anvil.flash_attention_grad` write new
     buffers through a runtime call each (`attention`, `attention-grad`:
     the CPU's reference functions by default, a device's with its
-    backend), their operands made contiguous first.
+    backend). Their 4-D buffers are passed where they lie, strided views
+    included (the `(B, T, H, D)` slices of a projection under `bshd`),
+    with each one's offset and strides in a constant global
+    (`__anvil_attention_layouts_N`, RuntimeABI.h's
+    `anvil_rt_attention_layout`); one without static strides or with a
+    strided innermost dimension is copied first.
 
     Input:
     ```mlir

@@ -125,16 +125,36 @@ def AnvilFlashAttentionPass : Pass<"anvil-flash-attention", "mlir::ModuleOp"> {
     `anvil-partition`: the fused ops have no sharding rule (a
     tensor-parallel program's attention is already per rank by then).
 
+    With `fold-transposes` (the default), an op whose operands are
+    transposes (`[0, 2, 1, 3]`) of `(B, T, H, D)` tensors and whose result
+    is transposed back, as a transformer's projections give them, takes
+    and gives those tensors directly (`bshd`) when that removes more
+    transposes than it adds (an operand transposed for other users too
+    removes none; an operand or result without one needs one); its
+    gradient is built in that layout too, so neither pass of the step
+    moves the heads.
+
     ```mlir
     %o = anvil.attention %q, %k, %v {causal} : (...) -> tensor<8x12x1024x64xf32>
     // becomes
     %o, %lse = anvil.flash_attention %q, %k, %v {causal}
         : (...) -> (tensor<8x12x1024x64xf32>, tensor<8x12x1024xf32>)
+
+    %q = anvil.transpose %x, [0, 2, 1, 3] : tensor<8x1024x12x64xf32> -> tensor<8x12x1024x64xf32>
+    ...
+    %a = anvil.attention %q, %k, %v {causal} : (...) -> tensor<8x12x1024x64xf32>
+    %y = anvil.transpose %a, [0, 2, 1, 3] : tensor<8x12x1024x64xf32> -> tensor<8x1024x12x64xf32>
+    // becomes
+    %y, %lse = anvil.flash_attention %x, ... {bshd, causal}
+        : (...) -> (tensor<8x1024x12x64xf32>, tensor<8x12x1024xf32>)
     ```
   }];
   let options = [
     Option<"maxHeadDim", "max-head-dim", "int64_t", /*default=*/"128",
            "The widest query/key and value heads fused (0: any)">,
+    Option<"foldTransposes", "fold-transposes", "bool", /*default=*/"true",
+           "Take (B, T, H, D) operands (bshd) where that removes "
+           "transposes">,
   ];
   let dependentDialects = ["mlir::anvil::AnvilDialect"];
 }

@@ -20,6 +20,7 @@
 #ifndef ANVIL_RUNTIME_CUDA_H
 #define ANVIL_RUNTIME_CUDA_H
 
+#include "anvil/runtime/RuntimeABI.h"
 #include "anvil/runtime/Status.h"
 
 #include <cstdint>
@@ -154,7 +155,8 @@ void anvil_rt_cuda_attention_f32(const float *q, const float *k, const float *v,
                                  int64_t heads, int64_t kvHeads,
                                  int64_t queries, int64_t keys, int64_t dim,
                                  int64_t valueDim, float scale, int32_t causal,
-                                 int32_t bf16);
+                                 int32_t bf16,
+                                 const anvil_rt_attention_layout *layouts);
 
 /// anvil_rt_attention_grad_f32's contract (RuntimeABI.h) on device
 /// pointers: dq, dk and dv overwritten from out and lse of
@@ -168,7 +170,7 @@ void anvil_rt_cuda_attention_grad_f32(
     const float *lse, const float *dOut, float *dq, float *dk, float *dv,
     int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
     int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
-    int32_t bf16);
+    int32_t bf16, const anvil_rt_attention_layout *layouts);
 
 /// An FP8 GEMM on cuBLASLt (sm_89 and newer), FP32 accumulation, all
 /// operands device pointers: row-major D (m x n, f32, overwritten) =

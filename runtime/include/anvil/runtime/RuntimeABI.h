@@ -52,10 +52,23 @@ void anvil_rt_gemm_bf16(int32_t transA, int32_t transB, int64_t m, int64_t n,
                         int64_t strideB, float *c, int64_t ldc, int64_t strideC,
                         int64_t batch, int32_t accumulate);
 
+/// Where one of attention's 4-D f32 tensors lies: element (b, h, t, d)
+/// (batch, head, sequence position, head dimension) at data[offset +
+/// b batch + h head + t row + d], in elements; each head's row of `dim`
+/// values is contiguous. A contiguous (B, H, T, D) tensor is {0, H T D,
+/// T D, D}; a contiguous (B, T, H, D) one {0, T H D, D, H D}; a query slice
+/// of a (B, T, 3 H D) projection {0, 3 T H D, D, 3 H D}. Generated code
+/// passes an array of them (four int64 values each, one per tensor, in
+/// argument order) from a constant global.
+typedef struct {
+  int64_t offset, batch, head, row;
+} anvil_rt_attention_layout;
+
 /// Fused scaled-dot-product attention (`anvil.flash_attention`), f32
-/// buffers, contiguous and row-major: q (batch, heads, queries, dim), k
-/// (batch, kvHeads, keys, dim), v (batch, kvHeads, keys, valueDim), out
-/// (batch, heads, queries, valueDim), lse (batch, heads, queries). Query
+/// buffers: q (batch, heads, queries, dim), k (batch, kvHeads, keys, dim),
+/// v (batch, kvHeads, keys, valueDim) and out (batch, heads, queries,
+/// valueDim) where `layouts[0..3]` place them; lse (batch, heads, queries)
+/// contiguous. Query
 /// head h reads key/value head h / (heads / kvHeads). For each row i:
 ///   s_j = (q_i . k_j) * scale, -inf where `causal` hides key j (j > i +
 ///   keys - queries; keys >= queries), p = softmax(s),
@@ -63,18 +76,21 @@ void anvil_rt_gemm_bf16(int32_t transA, int32_t transB, int64_t m, int64_t n,
 ///   log-sum-exp, which the gradient reads instead of the probabilities).
 /// With `bf16`, each product (q k^T, p v) reads operands rounded to bf16,
 /// accumulates in f32 and is rounded to bf16 (anvil.matmul's contract for
-/// bf16, as `bf16_gemms` on anvil.attention says). out and lse are
-/// overwritten. The CPU computes each row in order; a GPU may reassociate
-/// (online softmax) within the rounding of its format.
+/// bf16, as `bf16_gemms` on anvil.attention says). out's elements and
+/// lse are overwritten. The CPU computes each row in order; a GPU may
+/// reassociate (online softmax) within the rounding of its format.
 void anvil_rt_attention_f32(const float *q, const float *k, const float *v,
                             float *out, float *lse, int64_t batch,
                             int64_t heads, int64_t kvHeads, int64_t queries,
                             int64_t keys, int64_t dim, int64_t valueDim,
-                            float scale, int32_t causal, int32_t bf16);
+                            float scale, int32_t causal, int32_t bf16,
+                            const anvil_rt_attention_layout *layouts);
 
 /// The gradient of anvil_rt_attention_f32 (`anvil.flash_attention_grad`):
 /// from its inputs, its out and lse and dOut (out's shape), overwrites dq,
-/// dk and dv (q's, k's and v's shapes). With p_ij = exp(s_ij - lse_i):
+/// dk and dv (q's, k's and v's shapes; only their elements: what lies
+/// between them in a strided layout is left alone), `layouts[0..7]`
+/// placing q, k, v, out, dOut, dq, dk, dv. With p_ij = exp(s_ij - lse_i):
 ///   dv = p^T dOut, dp = dOut v^T, ds_ij = p_ij (dp_ij - sum_j dp_ij p_ij)
 ///   (the sum equals dOut_i . out_i), dq = ds k * scale,
 ///   dk = ds^T q * scale,
@@ -86,7 +102,8 @@ void anvil_rt_attention_grad_f32(const float *q, const float *k, const float *v,
                                  float *dv, int64_t batch, int64_t heads,
                                  int64_t kvHeads, int64_t queries, int64_t keys,
                                  int64_t dim, int64_t valueDim, float scale,
-                                 int32_t causal, int32_t bf16);
+                                 int32_t causal, int32_t bf16,
+                                 const anvil_rt_attention_layout *layouts);
 
 /// Initializes the training state of a module: every buffer of the
 /// manifest `manifestJson` that has an initializer is filled, for run seed

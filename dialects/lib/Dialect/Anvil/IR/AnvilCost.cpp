@@ -154,17 +154,19 @@ int64_t RopeOp::getFlops() { return 3 * numel(getOperand()); }
 /// pairs * (qk * D + pv * Dv) for `qk` products of D-wide rows and `pv` of
 /// Dv-wide ones. The softmax, scale and mask are not counted (as in the
 /// FlashAttention papers). Causal attention counts only the visible pairs.
+/// `bshd`: the operands are (B, T, H, D) rather than (B, H, T, D).
 static int64_t attentionFlops(Value query, Value key, Value value, bool causal,
-                              int64_t qk, int64_t pv) {
+                              int64_t qk, int64_t pv, bool bshd = false) {
   ArrayRef<int64_t> q = shapeOf(query), v = shapeOf(value);
-  int64_t tq = q[2], tk = shapeOf(key)[2];
+  int64_t heads = q[bshd ? 2 : 1], tq = q[bshd ? 1 : 2],
+          tk = shapeOf(key)[bshd ? 1 : 2];
   int64_t pairs = tq * tk;
   if (causal) {
     pairs = 0;
     for (int64_t i = 0; i < tq; ++i)
       pairs += std::clamp<int64_t>(i + tk - tq + 1, 0, tk);
   }
-  return 2 * q[0] * q[1] * pairs * (qk * q[3] + pv * v[3]);
+  return 2 * q[0] * heads * pairs * (qk * q[3] + pv * v[3]);
 }
 
 // Q K^T and P V.
@@ -173,13 +175,15 @@ int64_t AttentionOp::getFlops() {
 }
 
 int64_t FlashAttentionOp::getFlops() {
-  return attentionFlops(getQuery(), getKey(), getValue(), getCausal(), 1, 1);
+  return attentionFlops(getQuery(), getKey(), getValue(), getCausal(), 1, 1,
+                        getBshd());
 }
 
 // The scores again, dQ = dS K and dK = dS^T Q over D; dP = dO V^T and
 // dV = P^T dO over Dv.
 int64_t FlashAttentionGradOp::getFlops() {
-  return attentionFlops(getQuery(), getKey(), getValue(), getCausal(), 3, 2);
+  return attentionFlops(getQuery(), getKey(), getValue(), getCausal(), 3, 2,
+                        getBshd());
 }
 
 int64_t ConvOp::getFlops() {

@@ -883,22 +883,42 @@ double FlashAttentionGradOp::getScaleOrDefault() {
   return scaleOrDefault(getScale(), getQuery());
 }
 
+/// `t` with dimensions 1 and 2 swapped: (B, T, H, D) <-> (B, H, T, D).
+static RankedTensorType swapHeadsAndSequence(RankedTensorType t) {
+  SmallVector<int64_t> shape(t.getShape());
+  std::swap(shape[1], shape[2]);
+  return t.clone(shape);
+}
+
 /// The operands of the flash attention ops, checked, and the forward op's
-/// result types: the output (B, Hq, Tq, Dv) and the log-sum-exp
-/// (B, Hq, Tq).
+/// result types: the output (B, Hq, Tq, Dv), or (B, Tq, Hq, Dv) with
+/// `bshd`, and the log-sum-exp (B, Hq, Tq).
 template <typename OpTy, typename Adaptor>
 static FailureOr<std::pair<RankedTensorType, RankedTensorType>>
 flashAttentionTypes(const Fail<OpTy> &fail, Adaptor adaptor) {
   RankedTensorType q = tensorType(adaptor.getQuery());
   RankedTensorType k = tensorType(adaptor.getKey());
   RankedTensorType v = tensorType(adaptor.getValue());
+  bool bshd = adaptor.getBshd();
+  if (bshd) {
+    // Checked in the (B, H, T, D) layout the checks are written for.
+    for (auto [name, t] :
+         {std::pair<StringRef, RankedTensorType *>{"query", &q},
+          {"key", &k},
+          {"value", &v}}) {
+      if (t->getRank() != 4)
+        return fail(name, " ", *t, " must have rank 4: (B, T, H, D) (bshd)");
+      *t = swapHeadsAndSequence(*t);
+    }
+  }
   if (failed(checkAttentionOperands(fail, q, k, v, adaptor.getCausal(),
                                     adaptor.getScaleAttr())))
     return failure();
   if (!q.getElementType().isF32() && !q.getElementType().isF64())
     return fail("element type ", q.getElementType(), " must be f32 or f64");
   int64_t b = q.getDimSize(0), h = q.getDimSize(1), t = q.getDimSize(2);
-  return std::pair(q.clone({b, h, t, v.getDimSize(3)}), q.clone({b, h, t}));
+  RankedTensorType out = q.clone({b, h, t, v.getDimSize(3)});
+  return std::pair(bshd ? swapHeadsAndSequence(out) : out, q.clone({b, h, t}));
 }
 
 LogicalResult

@@ -899,15 +899,25 @@ def Anvil_FlashAttentionOp : Anvil_CostedOp<"flash_attention",
     The element type is f32 (the backends' fused kernels) or f64 (the
     interpreter).
 
+    `bshd` lays the query, key, value and result out as `(B, T, H, D)`
+    (batch, sequence, heads, head dimension) instead of `(B, H, T, D)`:
+    the layout a projection writes, so that no transpose is needed before
+    or after the op (`anvil-flash-attention` chooses it when that removes
+    transposes). `lse` is `(B, Hq, Tq)` in both layouts.
+
     ```mlir
     %o, %lse = anvil.flash_attention %q, %k, %v {causal}
         : (tensor<8x12x1024x64xf32>, tensor<8x12x1024x64xf32>, tensor<8x12x1024x64xf32>)
         -> (tensor<8x12x1024x64xf32>, tensor<8x12x1024xf32>)
+    %o2, %lse2 = anvil.flash_attention %q2, %k2, %v2 {bshd, causal}
+        : (tensor<8x1024x12x64xf32>, tensor<8x1024x12x64xf32>, tensor<8x1024x12x64xf32>)
+        -> (tensor<8x1024x12x64xf32>, tensor<8x12x1024xf32>)
     ```
   }];
   let arguments = (ins Anvil_FloatTensor:$query, Anvil_FloatTensor:$key,
                        Anvil_FloatTensor:$value, UnitAttr:$causal,
-                       OptionalAttr<F64Attr>:$scale, UnitAttr:$bf16_gemms);
+                       OptionalAttr<F64Attr>:$scale, UnitAttr:$bf16_gemms,
+                       UnitAttr:$bshd);
   let results = (outs Anvil_FloatTensor:$result, Anvil_FloatTensor:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value attr-dict `:` functional-type(operands, results)
@@ -929,7 +939,8 @@ def Anvil_FlashAttentionGradOp : Anvil_CostedOp<"flash_attention_grad",
     `dQ = dS K scale`, `dK = dS^T Q scale`; under grouped-query attention
     `dK` and `dV` sum over the query heads that share a key/value head.
     `bf16_gemms` runs the five products on bf16 operands as the forward
-    op does. Attributes must be the forward op's.
+    op does. Attributes must be the forward op's; with `bshd`, the
+    gradients are laid out as their operands, `(B, T, H, D)`.
 
     ```mlir
     %dq, %dk, %dv = anvil.flash_attention_grad %q, %k, %v, %o, %lse, %do {causal}
@@ -942,7 +953,7 @@ def Anvil_FlashAttentionGradOp : Anvil_CostedOp<"flash_attention_grad",
                        Anvil_FloatTensor:$value, Anvil_FloatTensor:$result,
                        Anvil_FloatTensor:$lse, Anvil_FloatTensor:$result_grad,
                        UnitAttr:$causal, OptionalAttr<F64Attr>:$scale,
-                       UnitAttr:$bf16_gemms);
+                       UnitAttr:$bf16_gemms, UnitAttr:$bshd);
   let results = (outs Anvil_FloatTensor:$query_grad,
                       Anvil_FloatTensor:$key_grad,
                       Anvil_FloatTensor:$value_grad);
