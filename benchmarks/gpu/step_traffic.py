@@ -9,7 +9,8 @@ backend's). For every call of a dispatch (`<fn>__dispatch_<n>`) in FUNCTION
 a kernel that reads two tensors and writes one counts all three, a
 broadcast operand counts at its own size. It is not a measurement (a GPU
 run is): it counts launches and bytes a change removes or adds, the same
-way before and after. GEMM calls are not counted.
+way before and after. Library calls (GEMMs, attention) are counted, by
+name, but not their bytes.
 """
 import re
 import sys
@@ -40,8 +41,12 @@ def main():
     end = text.find("\n  }\n", start)
     calls = re.findall(r"call @(\w+__dispatch_\d+)\(", text[start:end])
     total = sum(sizes.get(c, 0) for c in calls)
+    library = re.findall(r"call @(anvil_rt_\w+)\(", text[start:end])
+    counts = ", ".join(f"{library.count(name)} {name}"
+                       for name in sorted(set(library)))
     print(f"step_traffic: @{function}: {len(calls)} dispatch calls, "
-          f"{total / 1e9:.1f} GB of their buffers")
+          f"{total / 1e9:.1f} GB of their buffers; library calls: "
+          f"{counts or 'none'}")
 
 
 if __name__ == "__main__":
