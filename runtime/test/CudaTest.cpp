@@ -471,6 +471,10 @@ TEST(CudaAttentionDeathTest, RejectsUnsupportedShapesWithTheCallAndShape) {
                                            nullptr, 1, 2, 2, 9, 8, 64, 64, 1.0f,
                                            1, 0, nullptr),
                "causal attention needs at least as many keys as queries");
+  EXPECT_DEATH(anvil_rt_cuda_attention_f32(nullptr, nullptr, nullptr, nullptr,
+                                           nullptr, 1, 2, 2, 8, 8, 64, 64, 1.0f,
+                                           1, 0, nullptr),
+               "anvil_rt_cuda_attention_f32: no layouts");
 }
 
 } // namespace

@@ -103,3 +103,34 @@ func.func @other_permutation(%x: tensor<2x4x16x8xf32>, %y: tensor<2x4x16x8xf32>,
   %o = anvil.attention %q, %k, %v : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
   return %o : tensor<2x4x8x16xf32>
 }
+
+// -----
+
+// One transpose as q, k and v (after CSE, say): it goes once, with the
+// result's.
+// CHECK-LABEL: func.func @one_transpose_three_operands
+// CHECK-NOT: anvil.transpose
+// CHECK: %[[O:.+]], %{{.+}} = anvil.flash_attention %arg0, %arg0, %arg0 {bshd}
+// CHECK-NOT: anvil.transpose
+// CHECK: return %[[O]]
+func.func @one_transpose_three_operands(%x: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  %t = anvil.transpose %x, [0, 2, 1, 3] : tensor<2x8x4x16xf32> -> tensor<2x4x8x16xf32>
+  %o = anvil.attention %t, %t, %t : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  %r = anvil.transpose %o, [0, 2, 1, 3] : tensor<2x4x8x16xf32> -> tensor<2x8x4x16xf32>
+  return %r : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// One transpose as q and k, v plain, the result transposed back: the
+// transpose goes (+1), v needs one (-1), the result's goes (+1).
+// CHECK-LABEL: func.func @one_transpose_two_operands
+// CHECK: %[[V:.+]] = anvil.transpose %arg1, [0, 2, 1, 3]
+// CHECK: %[[O:.+]], %{{.+}} = anvil.flash_attention %arg0, %arg0, %[[V]] {bshd}
+// CHECK: return %[[O]]
+func.func @one_transpose_two_operands(%x: tensor<2x8x4x16xf32>, %v: tensor<2x4x8x16xf32>) -> tensor<2x8x4x16xf32> {
+  %t = anvil.transpose %x, [0, 2, 1, 3] : tensor<2x8x4x16xf32> -> tensor<2x4x8x16xf32>
+  %o = anvil.attention %t, %t, %v : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  %r = anvil.transpose %o, [0, 2, 1, 3] : tensor<2x4x8x16xf32> -> tensor<2x8x4x16xf32>
+  return %r : tensor<2x8x4x16xf32>
+}

@@ -299,6 +299,10 @@ Value constantI64Array(RewriterBase &rewriter, Location loc, ModuleOp module,
   return memref::GetGlobalOp::create(rewriter, loc, type, global.getSymName());
 }
 
+/// Whether `op` is a flash_attention_grad with its gradients packed.
+bool isPacked(anvil::FlashAttentionOp) { return false; }
+bool isPacked(anvil::FlashAttentionGradOp op) { return op.getPackedGrads(); }
+
 /// anvil.flash_attention and its gradient: new buffers for the results,
 /// written by one runtime call on the operands' buffers:
 ///   (q, k, v, [out, lse, dOut,] results..., batch, heads, kvHeads,
@@ -308,7 +312,9 @@ Value constantI64Array(RewriterBase &rewriter, Location loc, ModuleOp module,
 /// strides of each 4-D buffer in argument order (q, k, v, out[, dOut, dq,
 /// dk, dv]) as RuntimeABI.h's anvil_rt_attention_layout, so strided views
 /// (the (B, T, H, D) slices of a projection with `bshd`) are passed as
-/// they are. A buffer whose strides are not static, or whose innermost
+/// they are; a gradient with `packed_grads` passes its one result three
+/// times, dq, dk and dv at their columns. A buffer whose strides are not
+/// static, or whose innermost
 /// dimension is not contiguous, is copied first; so is a strided lse
 /// (contiguous in the ABI). Each buffer is passed as a memref<f32> view of
 /// its allocation's base (one declaration for every shape), which the
@@ -367,7 +373,25 @@ struct AttentionBufferization
       results.push_back(memref::AllocOp::create(
           rewriter, loc,
           MemRefType::get(type.getShape(), type.getElementType())));
-      pass(results.back());
+    }
+    if (isPacked(attention)) {
+      // dq, dk, dv side by side in each (B, T) row of the one result.
+      int64_t row = cast<MemRefType>(results[0].getType()).getDimSize(2);
+      int64_t tokens =
+          cast<RankedTensorType>(attention.getQuery().getType()).getDimSize(1);
+      int64_t column = 0;
+      for (Value operand :
+           {attention.getQuery(), attention.getKey(), attention.getValue()}) {
+        auto type = cast<RankedTensorType>(operand.getType()); // (B, T, H, D)
+        args.push_back(memref::ReinterpretCastOp::create(
+            rewriter, loc, scalar, results[0], /*offset=*/0,
+            /*sizes=*/ArrayRef<int64_t>{}, /*strides=*/ArrayRef<int64_t>{}));
+        layouts.append({column, tokens * row, type.getDimSize(3), row});
+        column += type.getDimSize(2) * type.getDimSize(3);
+      }
+    } else {
+      for (Value result : results)
+        pass(result);
     }
     // The sizes in (B, H, T, D) terms.
     auto dims = [&](Value v) {

@@ -373,10 +373,17 @@ void registerNNEvaluators(EvaluatorTable &t) {
           return success();
         });
   });
+  // With `packed_grads` the three (B, T, H, D) gradients are computed
+  // apart, then laid side by side in each (B, T) row of the one result.
   t.add<ad::FlashAttentionGradOp>([](ad::FlashAttentionGradOp op,
                                      ArrayRef<const Buffer *> operands,
-                                     std::vector<Buffer> &results) {
-    return inHeadsMajorLayout(
+                                     std::vector<Buffer> &packedOrNot) {
+    std::vector<Buffer> separate;
+    if (op.getPackedGrads())
+      for (size_t i = 0; i < 3; ++i)
+        separate.emplace_back(operands[i]->shape, operands[i]->elementType);
+    std::vector<Buffer> &results = op.getPackedGrads() ? separate : packedOrNot;
+    LogicalResult computed = inHeadsMajorLayout(
         op.getBshd(), operands, results, {0, 1, 2, 3, 5}, {0, 1, 2},
         [&](ArrayRef<const Buffer *> in, std::vector<Buffer> &out) {
           const Buffer &q = *in[0], &k = *in[1], &v = *in[2], &lse = *in[4],
@@ -412,6 +419,18 @@ void registerNNEvaluators(EvaluatorTable &t) {
             }
           return success();
         });
+    if (failed(computed) || !op.getPackedGrads())
+      return computed;
+    Buffer &packed = packedOrNot[0];
+    int64_t row = packed.shape[2], column = 0;
+    for (const Buffer &g : separate) {
+      int64_t width = g.shape[2] * g.shape[3];
+      for (int64_t bt = 0; bt < g.shape[0] * g.shape[1]; ++bt)
+        std::copy_n(g.data.begin() + bt * width, width,
+                    packed.data.begin() + bt * row + column);
+      column += width;
+    }
+    return success();
   });
 
   // y[n, co, o...] = bias[co] + sum over ci in co's group and taps k of

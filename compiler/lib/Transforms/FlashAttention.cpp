@@ -21,6 +21,7 @@
 #include "anvil/Dialect/Anvil/IR/AnvilOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir::anvil {
 #define GEN_PASS_DEF_ANVILFLASHATTENTIONPASS
@@ -44,21 +45,35 @@ TransposeOp swapOf(Operation *op) {
   return nullptr;
 }
 
+/// The transposes among `op`'s q, k and v, each once.
+llvm::SmallSetVector<Operation *, 3> operandTransposes(AttentionOp op) {
+  llvm::SmallSetVector<Operation *, 3> transposes;
+  for (Value operand : {op.getQuery(), op.getKey(), op.getValue()})
+    if (TransposeOp t = swapOf(operand.getDefiningOp()))
+      transposes.insert(t);
+  return transposes;
+}
+
 /// Transposes removed minus transposes added if `op` took its operands and
-/// gave its result in (B, T, H, D): an operand that is a transpose used by
-/// `op` alone is removed, any other operand needs one; a result transposed
-/// by all of its users removes theirs, any other needs one.
+/// gave its result in (B, T, H, D): a transpose among its operands that
+/// only `op` uses is removed, an operand without one needs one; a result
+/// transposed by all of its users removes theirs, one with another user
+/// needs one.
 int64_t bshdSavings(AttentionOp op) {
   int64_t saved = 0;
-  for (Value operand : {op.getQuery(), op.getKey(), op.getValue()}) {
-    TransposeOp t = swapOf(operand.getDefiningOp());
-    saved += t && t->hasOneUse() ? 1 : t ? 0 : -1;
-  }
-  bool transposedBack =
-      !op->use_empty() && llvm::all_of(op->getUsers(), [](Operation *user) {
-        return static_cast<bool>(swapOf(user));
-      });
-  return saved + (transposedBack ? 1 : -1);
+  for (Operation *t : operandTransposes(op))
+    saved += llvm::all_of(t->getUsers(),
+                          [&](Operation *user) { return user == op; });
+  for (Value operand : {op.getQuery(), op.getKey(), op.getValue()})
+    saved -= !swapOf(operand.getDefiningOp());
+  if (!op->use_empty())
+    saved += llvm::all_of(op->getUsers(),
+                          [](Operation *user) {
+                            return static_cast<bool>(swapOf(user));
+                          })
+                 ? 1
+                 : -1;
+  return saved;
 }
 
 /// `value` in the other layout: the transpose's operand when it is one,
@@ -100,10 +115,7 @@ struct AnvilFlashAttentionPass
         op.erase();
         continue;
       }
-      SmallVector<Operation *> dead;
-      for (Value operand : {op.getQuery(), op.getKey(), op.getValue()})
-        if (TransposeOp t = swapOf(operand.getDefiningOp()))
-          dead.push_back(t);
+      llvm::SmallSetVector<Operation *, 3> dead = operandTransposes(op);
       auto fused = FlashAttentionOp::create(
           b, op.getLoc(), swapped(b, op.getQuery()), swapped(b, op.getKey()),
           swapped(b, op.getValue()), op.getCausal(), op.getScaleAttr(),

@@ -731,26 +731,62 @@ void validate(const Call &c, int64_t batch, int64_t heads, int64_t kvHeads,
     failShape(c, "more than 2^34 query rows in all are not supported");
 }
 
-/// `base` placed by `l` as a (batch, heads, rows, width) tensor, checked:
-/// non-negative offset and strides, every element within 2^31 - 1 of the
-/// offset (Strided's 32-bit arithmetic).
+/// The bound on the element indices a launch computes in 32 bits (hook:
+/// the emulator lowers it to test the batch chunks below).
+int64_t indexLimit() {
+#ifdef ANVIL_CUDA_EMULATION
+  return anvil::cuda_emulation::options().attentionIndexLimit;
+#else
+  return INT_MAX;
+#endif
+}
+
+/// A 4-D tensor argument: its name, start, layout and (heads, rows, width)
+/// of each batch element.
+struct TensorArg {
+  const char *name;
+  const anvil_rt_attention_layout &layout;
+  int64_t heads, rows, width;
+};
+
+/// The most batch elements one launch may take: with that many, every
+/// tensor's elements lie within indexLimit() of its first (Strided's 32-bit
+/// arithmetic); larger batches run in several launches. Fails on a negative
+/// offset or stride, or a batch element of a tensor spanning more.
+int64_t batchChunk(const Call &c, std::initializer_list<TensorArg> tensors,
+                   int64_t batch) {
+  const int64_t limit = indexLimit();
+  int64_t chunk = std::max<int64_t>(batch, 1);
+  for (const TensorArg &t : tensors) {
+    const anvil_rt_attention_layout &l = t.layout;
+    if (l.offset < 0 || l.batch < 0 || l.head < 0 || l.row < 0)
+      failShape(c, std::string(t.name) +
+                       "'s layout has a negative offset or stride");
+    // The last element of one batch element.
+    int64_t last = t.width - 1, term = 0;
+    bool overflow = false;
+    for (auto [extent, stride] : {std::pair{t.heads, l.head}, {t.rows, l.row}})
+      if (extent > 1)
+        overflow |= __builtin_mul_overflow(extent - 1, stride, &term) ||
+                    __builtin_add_overflow(last, term, &last);
+    if (overflow || last > limit)
+      failShape(c, std::string(t.name) +
+                       ": one batch element spans more than " +
+                       std::to_string(limit) + " elements");
+    if (l.batch > 0)
+      chunk = std::min(chunk, (limit - last) / l.batch + 1);
+  }
+  return chunk;
+}
+
+/// Batch elements [b0, b0 + chunk) of `base` placed by `l` (the batch
+/// stride fits 32 bits when chunk > 1: batchChunk).
 template <typename T>
-Strided<T> placed(const Call &c, const char *name, T *base,
-                  const anvil_rt_attention_layout &l, int64_t batch,
-                  int64_t heads, int64_t rows, int64_t width) {
-  if (l.offset < 0 || l.batch < 0 || l.head < 0 || l.row < 0)
-    failShape(c, std::string(name) + "'s layout has a negative offset or "
-                                     "stride");
-  int64_t last = width - 1;
-  for (auto [extent, stride] :
-       {std::pair{batch, l.batch}, {heads, l.head}, {rows, l.row}})
-    if (extent > 0)
-      last += (extent - 1) * stride; // extent <= 2^31, stride < 2^63
-  if (last > INT_MAX || last < 0)
-    failShape(c, std::string(name) + " spans more than 2^31 elements");
+Strided<T> chunkOf(T *base, const anvil_rt_attention_layout &l, int64_t b0,
+                   int64_t chunk) {
   Strided<T> t;
-  t.data = base + l.offset;
-  t.batch = static_cast<int>(l.batch);
+  t.data = base + l.offset + b0 * l.batch;
+  t.batch = chunk > 1 ? static_cast<int>(l.batch) : 0;
   t.head = static_cast<int>(l.head);
   t.row = static_cast<int>(l.row);
   return t;
@@ -907,12 +943,14 @@ extern "C" void anvil_rt_cuda_attention_f32(
   initialize(c);
   if (batch == 0 || queries == 0)
     return;
+  const anvil_rt_attention_layout *l = layouts;
+  int64_t chunk = batchChunk(c,
+                             {{"q", l[0], heads, queries, dim},
+                              {"k", l[1], kvHeads, keys, dim},
+                              {"v", l[2], kvHeads, keys, valueDim},
+                              {"out", l[3], heads, queries, valueDim}},
+                             batch);
   Params p{};
-  p.q = placed(c, "q", q, layouts[0], batch, heads, queries, dim);
-  p.k = placed(c, "k", k, layouts[1], batch, kvHeads, keys, dim);
-  p.v = placed(c, "v", v, layouts[2], batch, kvHeads, keys, valueDim);
-  p.outW = placed(c, "out", out, layouts[3], batch, heads, queries, valueDim);
-  p.lseW = lse;
   p.heads = static_cast<int>(heads);
   p.kvHeads = static_cast<int>(kvHeads);
   p.queries = static_cast<int>(queries);
@@ -921,7 +959,15 @@ extern "C" void anvil_rt_cuda_attention_f32(
   p.valueDim = static_cast<int>(valueDim);
   p.scale = scale;
   p.causal = causal != 0;
-  pickForward(paddedDim(dim, valueDim), bf16 != 0)(p, batch, c);
+  Runner run = pickForward(paddedDim(dim, valueDim), bf16 != 0);
+  for (int64_t b0 = 0; b0 < batch; b0 += chunk) {
+    p.q = chunkOf(q, l[0], b0, chunk);
+    p.k = chunkOf(k, l[1], b0, chunk);
+    p.v = chunkOf(v, l[2], b0, chunk);
+    p.outW = chunkOf(out, l[3], b0, chunk);
+    p.lseW = lse + b0 * heads * queries;
+    run(p, std::min(chunk, batch - b0), c);
+  }
   finish(c);
 }
 
@@ -939,16 +985,18 @@ extern "C" void anvil_rt_cuda_attention_grad_f32(
   initialize(c);
   if (batch == 0 || keys == 0)
     return; // no keys: no queries either (validate), nothing to write
+  const anvil_rt_attention_layout *l = layouts;
+  int64_t chunk = batchChunk(c,
+                             {{"q", l[0], heads, queries, dim},
+                              {"k", l[1], kvHeads, keys, dim},
+                              {"v", l[2], kvHeads, keys, valueDim},
+                              {"out", l[3], heads, queries, valueDim},
+                              {"dOut", l[4], heads, queries, valueDim},
+                              {"dq", l[5], heads, queries, dim},
+                              {"dk", l[6], kvHeads, keys, dim},
+                              {"dv", l[7], kvHeads, keys, valueDim}},
+                             batch);
   Params p{};
-  p.q = placed(c, "q", q, layouts[0], batch, heads, queries, dim);
-  p.k = placed(c, "k", k, layouts[1], batch, kvHeads, keys, dim);
-  p.v = placed(c, "v", v, layouts[2], batch, kvHeads, keys, valueDim);
-  p.out = placed(c, "out", out, layouts[3], batch, heads, queries, valueDim);
-  p.dOut = placed(c, "dOut", dOut, layouts[4], batch, heads, queries, valueDim);
-  p.dq = placed(c, "dq", dq, layouts[5], batch, heads, queries, dim);
-  p.dk = placed(c, "dk", dk, layouts[6], batch, kvHeads, keys, dim);
-  p.dv = placed(c, "dv", dv, layouts[7], batch, kvHeads, keys, valueDim);
-  p.lse = lse;
   p.heads = static_cast<int>(heads);
   p.kvHeads = static_cast<int>(kvHeads);
   p.queries = static_cast<int>(queries);
@@ -959,16 +1007,32 @@ extern "C" void anvil_rt_cuda_attention_grad_f32(
   p.causal = causal != 0;
   int64_t rows = batch * heads * queries;
   float *delta = nullptr; // (batch, heads, queries)
-  if (rows > 0) {
+  if (rows > 0)
     check(cudaMallocAsync(reinterpret_cast<void **>(&delta),
                           static_cast<size_t>(rows) * sizeof(float), nullptr),
           "cudaMallocAsync", c);
-    launchOnDefaultStream(attentionDelta, static_cast<unsigned>((rows + 7) / 8),
-                          256, 0, p, delta, rows);
-    check(cudaGetLastError(), "the launch", c, "attentionDelta");
+  Runner run = pickBackward(paddedDim(dim, valueDim), bf16 != 0);
+  for (int64_t b0 = 0; b0 < batch; b0 += chunk) {
+    int64_t n = std::min(chunk, batch - b0), first = b0 * heads * queries;
+    p.q = chunkOf(q, l[0], b0, chunk);
+    p.k = chunkOf(k, l[1], b0, chunk);
+    p.v = chunkOf(v, l[2], b0, chunk);
+    p.out = chunkOf(out, l[3], b0, chunk);
+    p.dOut = chunkOf(dOut, l[4], b0, chunk);
+    p.dq = chunkOf(dq, l[5], b0, chunk);
+    p.dk = chunkOf(dk, l[6], b0, chunk);
+    p.dv = chunkOf(dv, l[7], b0, chunk);
+    p.lse = lse + first;
+    float *chunkDelta = delta ? delta + first : nullptr;
+    p.delta = chunkDelta;
+    if (int64_t chunkRows = n * heads * queries; chunkRows > 0) {
+      launchOnDefaultStream(attentionDelta,
+                            static_cast<unsigned>((chunkRows + 7) / 8), 256, 0,
+                            p, chunkDelta, chunkRows);
+      check(cudaGetLastError(), "the launch", c, "attentionDelta");
+    }
+    run(p, n, c);
   }
-  p.delta = delta;
-  pickBackward(paddedDim(dim, valueDim), bf16 != 0)(p, batch, c);
   if (delta)
     check(cudaFreeAsync(delta, nullptr), "cudaFreeAsync", c);
   finish(c);

@@ -23,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -117,6 +118,51 @@ INSTANTIATE_TEST_SUITE_P(
              (std::get<1>(info.param) ? "Bf16" : "F32") +
              check::placementName(std::get<2>(info.param));
     });
+
+/// Batches whose tensors span more than 2^31 elements run in several
+/// launches of a few batch elements each (the kernels index in 32 bits):
+/// with the bound lowered to a little over one batch element's span, each
+/// launch takes one, and every result is the same as in one launch.
+TEST(AttentionEmulation, LargeBatchesRunInChunksWithTheSameResults) {
+  const check::AttentionCase c = {"Chunks", 3, 2, 1, 40, 40, 16, 16, true};
+  for (bool bf16 : {false, true})
+    for (check::Placement placement : check::kPlacements) {
+      SCOPED_TRACE(std::string(bf16 ? "bf16 " : "f32 ") +
+                   check::placementName(placement));
+      check::AttentionDeviations whole = runAttention(c, bf16, placement);
+      // The largest batch element: q's or out's, heads x queries x 16 plus
+      // the gaps between rows.
+      int64_t span = 0;
+      for (const check::Placed &p : check::placeAll(c, placement))
+        span = std::max(span, p.index(0, p.heads - 1, p.rows - 1, 0) + p.width -
+                                  p.layout.offset);
+      emu::options().attentionIndexLimit = span;
+      check::AttentionDeviations chunked = runAttention(c, bf16, placement);
+      emu::options().attentionIndexLimit = INT_MAX;
+      auto a = whole.named(check::kBf16Tolerance),
+           b = chunked.named(check::kBf16Tolerance);
+      for (size_t i = 0; i < a.size(); ++i) {
+        EXPECT_EQ(a[i].deviation.error, b[i].deviation.error) << a[i].name;
+        EXPECT_EQ(a[i].deviation.magnitude, b[i].deviation.magnitude)
+            << a[i].name;
+      }
+      EXPECT_TRUE(
+          chunked.within(bf16 ? check::kBf16Tolerance : check::kF32Tolerance));
+      EXPECT_EQ(chunked.writtenOutside, 0u);
+    }
+}
+
+TEST(AttentionEmulationDeathTest, ABatchElementBeyondTheIndexBoundFails) {
+  ::testing::GTEST_FLAG(death_test_style) = "threadsafe";
+  const check::AttentionCase c = {"TooLarge", 2, 2, 1, 40, 40, 16, 16, true};
+  EXPECT_DEATH(
+      {
+        emu::options().attentionIndexLimit = 1000; // q: 2 x 40 x 16 = 1280
+        runAttention(c, false);
+      },
+      "anvil_rt_cuda_attention_f32: q: one batch element spans more than "
+      "1000 elements \\(batch 2, heads 2");
+}
 
 /// The CPU's reference reads and writes the placed tensors: the same
 /// arithmetic in the same order, so the same bits as contiguous.

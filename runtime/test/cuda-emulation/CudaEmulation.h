@@ -162,6 +162,9 @@ struct Options {
   /// Run a launch's CTAs last first: a kernel whose CTAs write each other's
   /// outputs (a race on a GPU) gives other results in the two orders.
   bool reverseGrid = false;
+  /// Attention.cu's bound on a launch's 32-bit element indices (INT_MAX on
+  /// a GPU): lowered, the host side splits the batch over more launches.
+  int64_t attentionIndexLimit = 2147483647;
 };
 
 inline Options &options() {

@@ -1224,7 +1224,7 @@ func.func @flash_attention_bshd_rank(%q: tensor<2x8x4xf32>) {
 // multiple of 2).
 func.func @flash_attention_bshd_heads(%q: tensor<1x8x3x4xf32>, %k: tensor<1x8x2x4xf32>) {
   // expected-error@+2 {{failed to infer returned types}}
-  // expected-error@+1 {{query heads 3 must be a multiple of key/value heads 2}}
+  // expected-error@+1 {{query heads 3 must be a multiple of key/value heads 2 (bshd operands, as (B, H, T, D))}}
   %o, %lse = anvil.flash_attention %q, %k, %k {bshd} : (tensor<1x8x3x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) -> (tensor<1x8x3x4xf32>, tensor<1x3x8xf32>)
   return
 }
@@ -1236,6 +1236,24 @@ func.func @flash_attention_grad_bshd_result(%q: tensor<1x8x2x4xf32>, %o: tensor<
   // expected-error@+2 {{failed to infer returned types}}
   // expected-error@+1 {{result 'tensor<1x2x8x4xf32>' must be 'tensor<1x8x2x4xf32>'}}
   %dq, %dk, %dv = anvil.flash_attention_grad %q, %q, %q, %o, %lse, %o {bshd} : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8xf32>, tensor<1x2x8x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_packed_bhsd(%q: tensor<1x2x8x4xf32>, %lse: tensor<1x2x8xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{packed_grads needs bshd: the gradients side by side in each (B, T) row}}
+  %dqkv = anvil.flash_attention_grad %q, %q, %q, %q, %lse, %q {packed_grads} : (tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x8x24xf32>
+  return
+}
+
+// -----
+
+func.func @flash_attention_grad_packed_cross(%q: tensor<1x8x2x4xf32>, %k: tensor<1x5x2x4xf32>, %lse: tensor<1x2x8xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{packed_grads needs as many keys as queries (5 keys, 8 queries)}}
+  %dqkv = anvil.flash_attention_grad %q, %k, %k, %q, %lse, %q {bshd, packed_grads} : (tensor<1x8x2x4xf32>, tensor<1x5x2x4xf32>, tensor<1x5x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x2x8xf32>, tensor<1x8x2x4xf32>) -> tensor<1x8x24xf32>
   return
 }
 

@@ -148,8 +148,11 @@ void anvil_rt_cuda_gemm_bf16(int32_t transA, int32_t transB, int64_t m,
 /// products read bf16 operands on the tensor cores (f32 accumulation);
 /// otherwise they are f32 FMAs (no TF32). dim and valueDim up to 128 (the
 /// tiles are padded to 16, 32, 64 or 128); anything else fails, naming the
-/// call and the shape. Returns when out and lse are complete (queued,
-/// asynchronous launches).
+/// call and the shape. `layouts` is host memory. The kernels index each
+/// tensor in 32 bits: a batch whose tensors span more than 2^31 elements
+/// runs in several launches of fewer batch elements (one batch element of
+/// a tensor spanning more fails). Returns when out and lse are complete
+/// (queued, asynchronous launches).
 void anvil_rt_cuda_attention_f32(const float *q, const float *k, const float *v,
                                  float *out, float *lse, int64_t batch,
                                  int64_t heads, int64_t kvHeads,

@@ -59,7 +59,10 @@ void anvil_rt_gemm_bf16(int32_t transA, int32_t transB, int64_t m, int64_t n,
 /// T D, D}; a contiguous (B, T, H, D) one {0, T H D, D, H D}; a query slice
 /// of a (B, T, 3 H D) projection {0, 3 T H D, D, 3 H D}. Generated code
 /// passes an array of them (four int64 values each, one per tensor, in
-/// argument order) from a constant global.
+/// argument order) from a constant global, in host memory. Offsets and
+/// strides are non-negative; the elements of an output overlap neither
+/// each other's nor another tensor's (outputs may share a buffer, each in
+/// its own columns: a packed gradient).
 typedef struct {
   int64_t offset, batch, head, row;
 } anvil_rt_attention_layout;

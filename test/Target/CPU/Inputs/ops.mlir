@@ -177,9 +177,10 @@ func.func @flash_attention_bf16(%q: tensor<1x2x70x64xf32>, %k: tensor<1x2x70x64x
 // picks between a transformer's projections): contiguous operands, causal
 // grouped-query attention; then q, k and v as column slices of one packed
 // (B, T, 3 H D) projection, which reach the runtime as strided views (row
-// stride 3 H D, offsets 0, H D, 2 H D).
+// stride 3 H D, offsets 0, H D, 2 H D), with the gradients packed the same
+// way (`packed_grads`: written into their columns of one (B, T, 3 H D)).
 // tolerance: f32-composite
-func.func @flash_attention_bshd(%q: tensor<2x37x4x16xf32>, %k: tensor<2x45x2x16xf32>, %v: tensor<2x45x2x16xf32>, %g: tensor<2x37x4x16xf32>, %qkv: tensor<2x40x192xf32>, %g2: tensor<2x40x4x16xf32>) -> (tensor<2x37x4x16xf32>, tensor<2x4x37xf32>, tensor<2x37x4x16xf32>, tensor<2x45x2x16xf32>, tensor<2x45x2x16xf32>, tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>) {
+func.func @flash_attention_bshd(%q: tensor<2x37x4x16xf32>, %k: tensor<2x45x2x16xf32>, %v: tensor<2x45x2x16xf32>, %g: tensor<2x37x4x16xf32>, %qkv: tensor<2x40x192xf32>, %g2: tensor<2x40x4x16xf32>) -> (tensor<2x37x4x16xf32>, tensor<2x4x37xf32>, tensor<2x37x4x16xf32>, tensor<2x45x2x16xf32>, tensor<2x45x2x16xf32>, tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>, tensor<2x40x192xf32>) {
   %o, %lse = anvil.flash_attention %q, %k, %v {bshd, causal} : (tensor<2x37x4x16xf32>, tensor<2x45x2x16xf32>, tensor<2x45x2x16xf32>) -> (tensor<2x37x4x16xf32>, tensor<2x4x37xf32>)
   %dq, %dk, %dv = anvil.flash_attention_grad %q, %k, %v, %o, %lse, %g {bshd, causal} : (tensor<2x37x4x16xf32>, tensor<2x45x2x16xf32>, tensor<2x45x2x16xf32>, tensor<2x37x4x16xf32>, tensor<2x4x37xf32>, tensor<2x37x4x16xf32>) -> (tensor<2x37x4x16xf32>, tensor<2x45x2x16xf32>, tensor<2x45x2x16xf32>)
   %qs = anvil.slice %qkv [0:2:1, 0:40:1, 0:64:1] : tensor<2x40x192xf32> -> tensor<2x40x64xf32>
@@ -190,7 +191,8 @@ func.func @flash_attention_bshd(%q: tensor<2x37x4x16xf32>, %k: tensor<2x45x2x16x
   %v2 = anvil.reshape %vs : tensor<2x40x64xf32> -> tensor<2x40x4x16xf32>
   %o2, %lse2 = anvil.flash_attention %q2, %k2, %v2 {bshd, causal} : (tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>) -> (tensor<2x40x4x16xf32>, tensor<2x4x40xf32>)
   %dq2, %dk2, %dv2 = anvil.flash_attention_grad %q2, %k2, %v2, %o2, %lse2, %g2 {bshd, causal} : (tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>, tensor<2x4x40xf32>, tensor<2x40x4x16xf32>) -> (tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>)
-  return %o, %lse, %dq, %dk, %dv, %o2, %dq2, %dk2, %dv2 : tensor<2x37x4x16xf32>, tensor<2x4x37xf32>, tensor<2x37x4x16xf32>, tensor<2x45x2x16xf32>, tensor<2x45x2x16xf32>, tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>
+  %dqkv = anvil.flash_attention_grad %q2, %k2, %v2, %o2, %lse2, %g2 {bshd, causal, packed_grads} : (tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>, tensor<2x4x40xf32>, tensor<2x40x4x16xf32>) -> tensor<2x40x192xf32>
+  return %o, %lse, %dq, %dk, %dv, %o2, %dq2, %dk2, %dv2, %dqkv : tensor<2x37x4x16xf32>, tensor<2x4x37xf32>, tensor<2x37x4x16xf32>, tensor<2x45x2x16xf32>, tensor<2x45x2x16xf32>, tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>, tensor<2x40x192xf32>
 }
 
 // tolerance: f32-composite

@@ -14,6 +14,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MathExtras.h"
@@ -345,6 +346,62 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
   }
   inferred.push_back(in.clone(shape));
   return success();
+}
+
+namespace {
+/// concat(reshape(g#0), reshape(g#1), reshape(g#2)) along dimension 2, of
+/// the three gradients of one bshd anvil.flash_attention_grad, each
+/// reshaped (B, T, H, D) -> (B, T, H D) and used only there (the VJP of a
+/// fused q/k/v projection's split): the op's packed form, whose kernels
+/// write each gradient into its columns of the concatenation.
+struct PackFlashAttentionGrads : OpRewritePattern<ConcatOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConcatOp concat,
+                                PatternRewriter &rewriter) const override {
+    if (concat.getDim() != 2 || concat.getInputs().size() != 3)
+      return failure();
+    FlashAttentionGradOp grad;
+    SmallVector<Operation *> reshapes;
+    for (auto [i, input] : llvm::enumerate(concat.getInputs())) {
+      auto reshape = input.getDefiningOp<ReshapeOp>();
+      if (!reshape || !reshape->hasOneUse())
+        return failure();
+      auto result = dyn_cast<OpResult>(reshape.getOperand());
+      auto op =
+          result ? dyn_cast<FlashAttentionGradOp>(result.getOwner()) : nullptr;
+      if (!op || (grad && op != grad) || result.getResultNumber() != i ||
+          !result.hasOneUse())
+        return failure();
+      grad = op;
+      ArrayRef<int64_t> from =
+                            cast<RankedTensorType>(result.getType()).getShape(),
+                        to = cast<RankedTensorType>(input.getType()).getShape();
+      if (to.size() != 3 || to[0] != from[0] || to[1] != from[1])
+        return failure(); // (B, T, H, D) -> (B, T, H D)
+      reshapes.push_back(reshape);
+    }
+    if (!grad.getBshd() || grad.getPackedGrads() ||
+        grad.getQuery().getType().getDimSize(1) !=
+            grad.getKey().getType().getDimSize(1))
+      return failure();
+    rewriter.setInsertionPoint(grad);
+    auto packed = FlashAttentionGradOp::create(
+        rewriter, grad.getLoc(), grad.getQuery(), grad.getKey(),
+        grad.getValue(), grad.getResult(), grad.getLse(), grad.getResultGrad(),
+        grad.getCausal(), grad.getScaleAttr(), grad.getBf16Gemms(),
+        /*bshd=*/true, /*packed_grads=*/true);
+    rewriter.replaceOp(concat, packed->getResult(0));
+    for (Operation *reshape : reshapes)
+      rewriter.eraseOp(reshape);
+    rewriter.eraseOp(grad);
+    return success();
+  }
+};
+} // namespace
+
+void ConcatOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                           MLIRContext *context) {
+  results.add<PackFlashAttentionGrads>(context);
 }
 
 LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
@@ -796,9 +853,9 @@ LogicalResult RopeOp::inferReturnTypes(MLIRContext *,
 /// The checks anvil.attention and the flash attention ops share: query,
 /// key and value of one element type and of compatible (B, H, T, D)
 /// shapes, grouped heads, causal alignment and the scale.
-template <typename OpTy>
+template <typename FailFn>
 static LogicalResult
-checkAttentionOperands(const Fail<OpTy> &fail, RankedTensorType q,
+checkAttentionOperands(const FailFn &fail, RankedTensorType q,
                        RankedTensorType k, RankedTensorType v, bool causal,
                        FloatAttr scale) {
   for (auto [name, t] : {std::pair<StringRef, RankedTensorType>{"query", q},
@@ -911,7 +968,12 @@ flashAttentionTypes(const Fail<OpTy> &fail, Adaptor adaptor) {
       *t = swapHeadsAndSequence(*t);
     }
   }
-  if (failed(checkAttentionOperands(fail, q, k, v, adaptor.getCausal(),
+  // With bshd the messages name the operands as checked, (B, H, T, D).
+  auto failChecked = [&](auto &&...args) {
+    return bshd ? fail(args..., " (bshd operands, as (B, H, T, D))")
+                : fail(args...);
+  };
+  if (failed(checkAttentionOperands(failChecked, q, k, v, adaptor.getCausal(),
                                     adaptor.getScaleAttr())))
     return failure();
   if (!q.getElementType().isF32() && !q.getElementType().isF64())
@@ -948,8 +1010,25 @@ LogicalResult FlashAttentionGradOp::inferReturnTypes(
         {"result_grad", adaptor.getResultGrad(), out}})
     if (tensorType(value) != expected)
       return fail(name, " ", tensorType(value), " must be ", expected);
-  inferred.append({tensorType(adaptor.getQuery()), tensorType(adaptor.getKey()),
-                   tensorType(adaptor.getValue())});
+  RankedTensorType q = tensorType(adaptor.getQuery()),
+                   k = tensorType(adaptor.getKey()),
+                   v = tensorType(adaptor.getValue());
+  if (!adaptor.getPackedGrads()) {
+    inferred.append({q, k, v});
+    return success();
+  }
+  // (B, T, H, D) each: one (B, T, Hq D + Hkv D + Hkv Dv).
+  if (!adaptor.getBshd())
+    return fail("packed_grads needs bshd: the gradients side by side in "
+                "each (B, T) row");
+  if (q.getDimSize(1) != k.getDimSize(1))
+    return fail("packed_grads needs as many keys as queries (", k.getDimSize(1),
+                " keys, ", q.getDimSize(1), " queries)");
+  auto width = [](RankedTensorType t) {
+    return t.getDimSize(2) * t.getDimSize(3);
+  };
+  inferred.push_back(q.clone(
+      {q.getDimSize(0), q.getDimSize(1), width(q) + width(k) + width(v)}));
   return success();
 }
 

@@ -825,7 +825,7 @@ LogicalResult FlashAttentionOp::buildVJP(OpBuilder &builder,
   auto grad = FlashAttentionGradOp::create(
       builder, getLoc(), getQuery(), getKey(), getValue(), getResult(),
       getLse(), gradOrZero(e, *this, grads, 0), getCausal(), getScaleAttr(),
-      getBf16Gemms(), getBshd());
+      getBf16Gemms(), getBshd(), /*packed_grads=*/false);
   out.append(grad->result_begin(), grad->result_end());
   return success();
 }

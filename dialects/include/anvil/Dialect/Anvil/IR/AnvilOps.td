@@ -327,6 +327,7 @@ def Anvil_ConcatOp : Anvil_CostedOp<"concat", [Anvil_VJP, InferTypeOpAdaptor]> {
   }];
   let arguments = (ins Variadic<Anvil_Tensor>:$inputs, I64Attr:$dim);
   let results = (outs Anvil_Tensor:$result);
+  let hasCanonicalizer = 1;
   let assemblyFormat = [{
     $inputs `dim` `=` $dim attr-dict `:` functional-type($inputs, $result)
   }];
@@ -942,6 +943,14 @@ def Anvil_FlashAttentionGradOp : Anvil_CostedOp<"flash_attention_grad",
     op does. Attributes must be the forward op's; with `bshd`, the
     gradients are laid out as their operands, `(B, T, H, D)`.
 
+    `packed_grads` (with `bshd`, as many keys as queries) gives the three
+    gradients as one result `(B, T, Hq D + Hkv D + Hkv Dv)`: dQ, dK and dV
+    side by side in each row, as a fused q/k/v projection's output
+    gradient is laid out. The canonicalizer makes it of an
+    `anvil.concat` of the three gradients reshaped to `(B, T, H D)`, in
+    order along dimension 2 (the VJP of that projection's split), so the
+    kernels write into the concatenation and nothing copies them there.
+
     ```mlir
     %dq, %dk, %dv = anvil.flash_attention_grad %q, %k, %v, %o, %lse, %do {causal}
         : (tensor<8x12x1024x64xf32>, tensor<8x12x1024x64xf32>, tensor<8x12x1024x64xf32>,
@@ -953,10 +962,11 @@ def Anvil_FlashAttentionGradOp : Anvil_CostedOp<"flash_attention_grad",
                        Anvil_FloatTensor:$value, Anvil_FloatTensor:$result,
                        Anvil_FloatTensor:$lse, Anvil_FloatTensor:$result_grad,
                        UnitAttr:$causal, OptionalAttr<F64Attr>:$scale,
-                       UnitAttr:$bf16_gemms, UnitAttr:$bshd);
-  let results = (outs Anvil_FloatTensor:$query_grad,
-                      Anvil_FloatTensor:$key_grad,
-                      Anvil_FloatTensor:$value_grad);
+                       UnitAttr:$bf16_gemms, UnitAttr:$bshd,
+                       UnitAttr:$packed_grads);
+  // The query's, key's and value's gradients, or with `packed_grads` the
+  // three in one tensor.
+  let results = (outs Variadic<Anvil_FloatTensor>:$grads);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $result `,` $lse `,` $result_grad attr-dict
     `:` functional-type(operands, results)
