@@ -234,6 +234,47 @@ TEST(CudaDevice, Bf16GemmMatchesTheHost) {
   checkGemm<uint16_t>(anvil_rt_cuda_gemm_bf16, 1e-4f);
 }
 
+TEST(CudaDevice, Bf16RoundedGemmMatchesTheHost) {
+  SKIP_WITHOUT_GPU();
+  // C written in bf16: each value the f32 product rounded to nearest even,
+  // as the CPU's anvil_rt_gemm_bf16_rounded writes it. The two f32 sums
+  // differ in order, so a value may round to the neighbouring bf16: within
+  // one bf16 ulp (2^-8 relative) of the host's.
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  const int64_t m = 37, n = 53, k = 29, batch = 3;
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) {
+      int64_t lda = ta ? m : k, ldb = tb ? k : n, ldc = n;
+      std::vector<uint16_t> a(batch * m * k), b(batch * k * n),
+          host(batch * m * n);
+      for (uint16_t &x : a)
+        x = toBF16(dist(rng));
+      for (uint16_t &x : b)
+        x = toBF16(dist(rng));
+      auto *da = static_cast<uint16_t *>(anvil_rt_cuda_alloc(a.size() * 2));
+      auto *db = static_cast<uint16_t *>(anvil_rt_cuda_alloc(b.size() * 2));
+      auto *dc = static_cast<uint16_t *>(anvil_rt_cuda_alloc(host.size() * 2));
+      std::copy(a.begin(), a.end(), da);
+      std::copy(b.begin(), b.end(), db);
+      std::fill(dc, dc + host.size(), uint16_t{0x7FC0}); // NaN: overwritten
+      anvil_rt_cuda_gemm_bf16_rounded(ta, tb, m, n, k, da, lda, m * k, db, ldb,
+                                      k * n, dc, ldc, m * n, batch);
+      ASSERT_TRUE(cuda::synchronizeDefaultStream("bf16 GEMM").isOk());
+      anvil_rt_gemm_bf16_rounded(ta, tb, m, n, k, a.data(), lda, m * k,
+                                 b.data(), ldb, k * n, host.data(), ldc, m * n,
+                                 batch);
+      for (size_t i = 0; i < host.size(); ++i) {
+        float want = fromBF16(host[i]), got = fromBF16(dc[i]);
+        ASSERT_LE(std::abs(got - want), std::abs(want) / 256 + 1e-30f)
+            << "transA " << ta << " transB " << tb << " at " << i;
+      }
+      anvil_rt_cuda_free(da);
+      anvil_rt_cuda_free(db);
+      anvil_rt_cuda_free(dc);
+    }
+}
+
 TEST(CudaDeviceDeathTest, ALaunchErrorNamesTheKernelAndTheStep) {
   SKIP_WITHOUT_GPU();
   // A child process of its own: CUDA does not survive fork.

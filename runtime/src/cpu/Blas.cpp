@@ -115,6 +115,31 @@ extern "C" void anvil_rt_gemm_f8(int32_t transA, int32_t transB, int64_t m,
                  accumulate);
 }
 
+extern "C" void anvil_rt_gemm_bf16_rounded(int32_t transA, int32_t transB,
+                                           int64_t m, int64_t n, int64_t k,
+                                           const uint16_t *a, int64_t lda,
+                                           int64_t strideA, const uint16_t *b,
+                                           int64_t ldb, int64_t strideB,
+                                           uint16_t *c, int64_t ldc,
+                                           int64_t strideC, int64_t batch) {
+  // The f32 product, then each value rounded to nearest even (NaN stays a
+  // quiet NaN), as arith.truncf rounds it.
+  thread_local std::vector<float> wide;
+  wide.resize(static_cast<size_t>(batch * m * n));
+  anvil_rt_gemm_bf16(transA, transB, m, n, k, a, lda, strideA, b, ldb, strideB,
+                     wide.data(), n, m * n, batch, /*accumulate=*/0);
+  for (int64_t i = 0; i < batch; ++i)
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t j = 0; j < n; ++j) {
+        uint32_t bits;
+        std::memcpy(&bits, &wide[(i * m + r) * n + j], sizeof bits);
+        bits = std::isnan(wide[(i * m + r) * n + j])
+                   ? (bits | 0x00400000u)
+                   : bits + 0x7FFFu + ((bits >> 16) & 1u);
+        c[i * strideC + r * ldc + j] = static_cast<uint16_t>(bits >> 16);
+      }
+}
+
 extern "C" void anvil_rt_gemm_bf16(int32_t transA, int32_t transB, int64_t m,
                                    int64_t n, int64_t k, const uint16_t *a,
                                    int64_t lda, int64_t strideA,

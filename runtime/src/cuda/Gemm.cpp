@@ -112,3 +112,21 @@ extern "C" void anvil_rt_cuda_gemm_bf16(int32_t transA, int32_t transB,
   finish(s, "cublasGemmStridedBatchedEx_64", "bf16 GEMM", start, m, n, k,
          batch);
 }
+
+extern "C" void
+anvil_rt_cuda_gemm_bf16_rounded(int32_t transA, int32_t transB, int64_t m,
+                                int64_t n, int64_t k, const uint16_t *a,
+                                int64_t lda, int64_t strideA, const uint16_t *b,
+                                int64_t ldb, int64_t strideB, uint16_t *c,
+                                int64_t ldc, int64_t strideC, int64_t batch) {
+  // bf16 operands on the tensor cores, f32 accumulation, C written in bf16.
+  const float one = 1.0f, zero = 0.0f;
+  auto start = std::chrono::steady_clock::now();
+  cublasStatus_t s = cublasGemmStridedBatchedEx_64(
+      handle(), transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+      transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &one, b, CUDA_R_16BF, ldb,
+      strideB, a, CUDA_R_16BF, lda, strideA, &zero, c, CUDA_R_16BF, ldc,
+      strideC, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  finish(s, "cublasGemmStridedBatchedEx_64", "bf16 GEMM, bf16 result", start, m,
+         n, k, batch);
+}

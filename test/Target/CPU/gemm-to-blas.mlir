@@ -127,3 +127,78 @@ func.func @reads_its_output(%b: memref<16x16xf32>, %c: memref<16x16xf32>) {
   linalg.matmul ins(%c, %b : memref<16x16xf32>, memref<16x16xf32>) outs(%c : memref<16x16xf32>)
   return
 }
+
+// -----
+
+// Tests that a bf16 product overwriting a buffer of its own (zero-filled
+// first), whose readers only round it to bf16 (a bf16 anvil.matmul's result:
+// here a reshaped view of it, read by a bias add and by a plain cast),
+// becomes anvil_rt_gemm_bf16_rounded into a bf16 buffer (no accumulate
+// argument: it always overwrites), the views rebuilt on it and the readers'
+// truncations gone; the f32 buffer goes.
+// CHECK-LABEL: func.func @rounded
+// CHECK-NOT: memref<8x6xf32>
+// CHECK: %[[C:.+]] = memref.alloc() {alignment = 64 : i64} : memref<8x6xbf16>
+// CHECK: %[[V:.+]] = memref.expand_shape %[[C]] {{\[\[}}0, 1], [2]] output_shape [2, 4, 6] : memref<8x6xbf16> into memref<2x4x6xbf16>
+// CHECK: memref.extract_aligned_pointer_as_index %[[C]]
+// CHECK: call @anvil_rt_gemm_bf16_rounded({{.+}}) : (i32, i32, i64, i64, i64, !llvm.ptr, i64, i64, !llvm.ptr, i64, i64, !llvm.ptr, i64, i64, i64) -> ()
+// CHECK-NOT: linalg.fill
+// CHECK: linalg.generic {{.+}} ins(%[[V]], %{{.+}} : memref<2x4x6xbf16>, memref<6xf32>)
+// CHECK-NEXT: ^bb0(%[[IN:.+]]: bf16, %{{.+}}: f32, %{{.+}}: f32):
+// CHECK-NEXT: %[[X:.+]] = arith.extf %[[IN]] : bf16 to f32
+// CHECK-NEXT: arith.addf %[[X]]
+// CHECK: linalg.generic {{.+}} ins(%[[V]] : memref<2x4x6xbf16>)
+// CHECK-NEXT: ^bb0(%[[IN2:.+]]: bf16, %{{.+}}: bf16):
+// CHECK-NEXT: linalg.yield %[[IN2]] : bf16
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#bias = affine_map<(d0, d1, d2) -> (d2)>
+func.func @rounded(%a: memref<8x5xbf16>, %w: memref<5x6xbf16>, %bias: memref<6xf32>,
+                   %y: memref<2x4x6xf32>, %z: memref<2x4x6xbf16>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() {alignment = 64 : i64} : memref<8x6xf32>
+  %v = memref.expand_shape %c [[0, 1], [2]] output_shape [2, 4, 6] : memref<8x6xf32> into memref<2x4x6xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x6xf32>)
+  linalg.matmul ins(%a, %w : memref<8x5xbf16>, memref<5x6xbf16>) outs(%c : memref<8x6xf32>)
+  linalg.generic {indexing_maps = [#id3, #bias, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%v, %bias : memref<2x4x6xf32>, memref<6xf32>) outs(%y : memref<2x4x6xf32>) {
+  ^bb0(%in: f32, %b: f32, %out: f32):
+    %r = arith.truncf %in : f32 to bf16
+    %x = arith.extf %r : bf16 to f32
+    %s = arith.addf %x, %b : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%v : memref<2x4x6xf32>) outs(%z : memref<2x4x6xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %r = arith.truncf %in : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  return
+}
+
+// -----
+
+// A reader that uses the f32 product itself (here: adds it unrounded), or a
+// product accumulated into C: C stays f32 (anvil_rt_gemm_bf16).
+// CHECK-LABEL: func.func @not_rounded
+// CHECK: call @anvil_rt_gemm_bf16(
+// CHECK: call @anvil_rt_gemm_bf16(
+// CHECK-NOT: anvil_rt_gemm_bf16_rounded
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @not_rounded(%a: memref<8x5xbf16>, %w: memref<5x6xbf16>, %y: memref<8x6xf32>,
+                       %acc: memref<8x6xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() {alignment = 64 : i64} : memref<8x6xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x6xf32>)
+  linalg.matmul ins(%a, %w : memref<8x5xbf16>, memref<5x6xbf16>) outs(%c : memref<8x6xf32>)
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%c : memref<8x6xf32>) outs(%y : memref<8x6xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.truncf %in : f32 to bf16
+    %x = arith.extf %r : bf16 to f32
+    %s = arith.addf %x, %in : f32
+    linalg.yield %s : f32
+  }
+  linalg.matmul ins(%a, %w : memref<8x5xbf16>, memref<5x6xbf16>) outs(%acc : memref<8x6xf32>)
+  return
+}

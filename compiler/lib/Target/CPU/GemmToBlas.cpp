@@ -29,6 +29,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -171,14 +172,93 @@ linalg::FillOp zeroFillOf(Operation *op, Value c) {
   return nullptr;
 }
 
+/// The readers of a GEMM's f32 result C that only round it to bf16: linalg
+/// ops reading C (or a view of it: expand_shape, collapse_shape, subview)
+/// as an input whose every use in the body is an arith.truncf to bf16 (a
+/// bf16 anvil.matmul's result, which is all its readers see). Collects the
+/// views and reader operands; false if anything else uses C.
+bool onlyRoundedReaders(Value c, Operation *gemm, Operation *fill,
+                        SmallVectorImpl<Operation *> &views,
+                        SmallVectorImpl<OpOperand *> &readers) {
+  for (OpOperand &use : c.getUses()) {
+    Operation *user = use.getOwner();
+    if (user == gemm || user == fill)
+      continue;
+    if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp, memref::SubViewOp>(
+            user) &&
+        use.getOperandNumber() == 0) {
+      views.push_back(user);
+      if (!onlyRoundedReaders(user->getResult(0), gemm, fill, views, readers))
+        return false;
+      continue;
+    }
+    auto reader = dyn_cast<linalg::LinalgOp>(user);
+    if (!reader || !reader.hasPureBufferSemantics() || !reader.isDpsInput(&use))
+      return false;
+    BlockArgument arg = reader.getMatchingBlockArgument(&use);
+    if (!llvm::all_of(arg.getUsers(), [](Operation *u) {
+          auto trunc = dyn_cast<arith::TruncFOp>(u);
+          return trunc && trunc.getType().isBF16();
+        }))
+      return false;
+    readers.push_back(&use);
+  }
+  return true;
+}
+
+/// `type` with bf16 elements (same shape, layout, offset and strides in
+/// elements).
+MemRefType asBF16(Type type) {
+  return MemRefType::Builder(cast<MemRefType>(type))
+      .setElementType(BFloat16Type::get(type.getContext()));
+}
+
+/// Moves the rounded readers (onlyRoundedReaders) of the buffer `c`
+/// allocates onto a new bf16 buffer of its shape, its views rebuilt on it,
+/// the readers' truncations gone: the GEMM then writes the rounded product
+/// there itself. Returns what becomes of `gemmC` (c or one of its views).
+Value narrowToBF16(PatternRewriter &rewriter, memref::AllocOp c, Value gemmC,
+                   ArrayRef<Operation *> views, ArrayRef<OpOperand *> readers) {
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(c);
+  auto narrow = memref::AllocOp::create(
+      rewriter, c.getLoc(), asBF16(c.getType()), c.getAlignmentAttr());
+  IRMapping map;
+  map.map(c.getResult(), narrow.getResult());
+  for (Operation *view : views) { // uses before their views' views
+    rewriter.setInsertionPoint(view);
+    Operation *clone = rewriter.clone(*view, map);
+    clone->getResult(0).setType(asBF16(view->getResult(0).getType()));
+    map.map(view->getResult(0), clone->getResult(0));
+  }
+  for (OpOperand *use : readers) {
+    auto reader = cast<linalg::LinalgOp>(use->getOwner());
+    BlockArgument arg = reader.getMatchingBlockArgument(use);
+    rewriter.modifyOpInPlace(reader, [&] {
+      use->set(map.lookup(use->get()));
+      arg.setType(rewriter.getBF16Type());
+    });
+    for (Operation *trunc : llvm::make_early_inc_range(arg.getUsers()))
+      rewriter.replaceOp(trunc, arg);
+  }
+  Value narrowC = map.lookup(gemmC);
+  for (Operation *view : llvm::reverse(views))
+    if (view->use_empty())
+      rewriter.eraseOp(view);
+  return narrowC;
+}
+
 struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
   GemmToBlas(MLIRContext *context, StringRef callee, StringRef calleeF8,
-             StringRef calleeBF16)
+             StringRef calleeBF16, StringRef calleeBF16Rounded)
       : OpInterfaceRewritePattern(context), calleeName(callee.str()),
-        calleeF8Name(calleeF8.str()), calleeBF16Name(calleeBF16.str()) {}
+        calleeF8Name(calleeF8.str()), calleeBF16Name(calleeBF16.str()),
+        calleeBF16RoundedName(calleeBF16Rounded.str()) {}
   std::string calleeName;     ///< anvil_rt_sgemm, or a device's variant.
   std::string calleeF8Name;   ///< anvil_rt_gemm_f8, or a device's variant.
   std::string calleeBF16Name; ///< anvil_rt_gemm_bf16, or a device's.
+  /// anvil_rt_gemm_bf16_rounded, or a device's; empty: C stays f32.
+  std::string calleeBF16RoundedName;
   LogicalResult matchAndRewrite(linalg::LinalgOp op,
                                 PatternRewriter &rewriter) const override {
     if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
@@ -267,6 +347,24 @@ struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
     };
     // (A product that reads C as an operand still needs its zeros.)
     linalg::FillOp zeroFill = a == c || b == c ? nullptr : zeroFillOf(op, c);
+    // A bf16 product that C's readers only round to bf16, into a buffer of
+    // its own: the GEMM writes it rounded, in bf16 (half C's bytes, and
+    // the readers read half).
+    bool rounded = false;
+    SmallVector<Operation *> views;
+    SmallVector<OpOperand *> readers;
+    Value root = c; // the buffer C is, or views by reshapes
+    while (isa_and_nonnull<memref::ExpandShapeOp, memref::CollapseShapeOp>(
+        root.getDefiningOp()))
+      root = root.getDefiningOp()->getOperand(0);
+    if (auto alloc = root.getDefiningOp<memref::AllocOp>();
+        alloc && kind == Operands::BF16 && zeroFill &&
+        !calleeBF16RoundedName.empty() &&
+        alloc.getType().getLayout().isIdentity() &&
+        onlyRoundedReaders(root, op, zeroFill, views, readers)) {
+      c = narrowToBF16(rewriter, alloc, c, views, readers);
+      rounded = true;
+    }
     SmallVector<Value> args = {
         i32(ma->transposed), i32(mb->transposed),  i64(product(mDims)),
         i64(product(nDims)), i64(product(kDims)),  address(a, *ma),
@@ -280,7 +378,10 @@ struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
       args.insert(args.begin() + 6, format(a));
     }
 
+    if (rounded)
+      args.pop_back(); // always overwritten
     StringRef name = kind == Operands::F8     ? calleeF8Name
+                     : rounded                ? calleeBF16RoundedName
                      : kind == Operands::BF16 ? calleeBF16Name
                                               : calleeName;
     auto module = op->getParentOfType<ModuleOp>();
@@ -293,9 +394,16 @@ struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
           rewriter.getFunctionType(ValueRange(args).getTypes(), {}));
       callee.setPrivate();
     }
+    Value wide = root, wideC = op.getDpsInits()[0];
     rewriter.replaceOpWithNewOp<func::CallOp>(op, callee, args);
     if (zeroFill)
       rewriter.eraseOp(zeroFill);
+    if (rounded) // the f32 buffer and the views the GEMM's C went through
+      for (Value v = wideC; v && v.use_empty();) {
+        Operation *def = v.getDefiningOp();
+        v = v == wide ? Value() : def->getOperand(0);
+        rewriter.eraseOp(def);
+      }
     return success();
   }
 };
@@ -305,7 +413,8 @@ struct AnvilCPUGemmToBlasPass
   using Base::Base;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<GemmToBlas>(&getContext(), callee, calleeF8, calleeBF16);
+    patterns.add<GemmToBlas>(&getContext(), callee, calleeF8, calleeBF16,
+                             calleeBF16Rounded);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

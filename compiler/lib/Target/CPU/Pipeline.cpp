@@ -108,15 +108,16 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     outParams.hoistStaticAllocs = true;
     outParams.modifyPublicFunctions = true;
     pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
-    pm.addPass(createAnvilPlanMemoryPass());
-    bufferization::buildBufferDeallocationPipeline(pm);
-    pm.addPass(createConvertBufferizationToMemRefPass());
-    pm.addPass(createCanonicalizerPass());
     AnvilCPUGemmToBlasPassOptions gemm;
     gemm.callee = options.sgemm;
     gemm.calleeF8 = options.gemmF8;
     gemm.calleeBF16 = options.gemmBF16;
+    gemm.calleeBF16Rounded = options.gemmBF16Rounded;
     pm.addPass(createAnvilCPUGemmToBlasPass(gemm));
+    pm.addPass(createAnvilPlanMemoryPass());
+    bufferization::buildBufferDeallocationPipeline(pm);
+    pm.addPass(createConvertBufferizationToMemRefPass());
+    pm.addPass(createCanonicalizerPass());
     pm.addPass(createAnvilOutlineDispatchesPass());
     if (options.threadChunks)
       pm.addPass(createAnvilCPUParallelDispatchesPass());

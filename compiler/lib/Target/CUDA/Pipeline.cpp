@@ -99,6 +99,7 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     // innermost; older chips multiply the dequantized values.
     cpuOptions.gemmF8 = "anvil_rt_cuda_gemm_f8";
     cpuOptions.gemmBF16 = "anvil_rt_cuda_gemm_bf16";
+    cpuOptions.gemmBF16Rounded = "anvil_rt_cuda_gemm_bf16_rounded";
     cpuOptions.attention = "anvil_rt_cuda_attention_f32";
     cpuOptions.attentionGrad = "anvil_rt_cuda_attention_grad_f32";
     cpuOptions.mergeAmax = true;

@@ -142,6 +142,16 @@ void anvil_rt_cuda_gemm_bf16(int32_t transA, int32_t transB, int64_t m,
                              int64_t ldc, int64_t strideC, int64_t batch,
                              int32_t accumulate);
 
+/// anvil_rt_gemm_bf16_rounded's contract (RuntimeABI.h) on device
+/// pointers: cuBLAS on the tensor cores, f32 accumulation, C written in
+/// bf16 (the f32 result rounded to nearest even).
+void anvil_rt_cuda_gemm_bf16_rounded(int32_t transA, int32_t transB, int64_t m,
+                                     int64_t n, int64_t k, const uint16_t *a,
+                                     int64_t lda, int64_t strideA,
+                                     const uint16_t *b, int64_t ldb,
+                                     int64_t strideB, uint16_t *c, int64_t ldc,
+                                     int64_t strideC, int64_t batch);
+
 /// anvil_rt_attention_f32's contract (RuntimeABI.h) on device pointers,
 /// through Anvil's fused flash-attention kernels (runtime/src/cuda/
 /// Attention.cu): no (queries x keys) matrix is stored. With `bf16` the

@@ -67,6 +67,16 @@ typedef struct {
   int64_t offset, batch, head, row;
 } anvil_rt_attention_layout;
 
+/// anvil_rt_gemm_bf16's product rounded to bf16 (to nearest even) into a
+/// bf16 C (raw 16-bit patterns), overwritten: a bf16 anvil.matmul's
+/// result, which the GEMM writes rounded instead of leaving f32 for its
+/// readers to round.
+void anvil_rt_gemm_bf16_rounded(int32_t transA, int32_t transB, int64_t m,
+                                int64_t n, int64_t k, const uint16_t *a,
+                                int64_t lda, int64_t strideA, const uint16_t *b,
+                                int64_t ldb, int64_t strideB, uint16_t *c,
+                                int64_t ldc, int64_t strideC, int64_t batch);
+
 /// Fused scaled-dot-product attention (`anvil.flash_attention`), f32
 /// buffers: q (batch, heads, queries, dim), k (batch, kvHeads, keys, dim),
 /// v (batch, kvHeads, keys, valueDim) and out (batch, heads, queries,

@@ -56,6 +56,9 @@ struct CPUPipelineOptions {
   std::string gemmF8 = "anvil_rt_gemm_f8";
   /// The runtime function bf16 GEMMs call (callee-bf16).
   std::string gemmBF16 = "anvil_rt_gemm_bf16";
+  /// The runtime function a bf16 GEMM whose readers only round its result
+  /// calls, writing it rounded in bf16 (callee-bf16-rounded).
+  std::string gemmBF16Rounded = "anvil_rt_gemm_bf16_rounded";
   /// The runtime functions fused attention and its gradient call
   /// (anvil-bufferize attention, attention-grad).
   std::string attention = "anvil_rt_attention_f32";

@@ -29,7 +29,14 @@ def AnvilCPUGemmToBlasPass : Pass<"anvil-cpu-gemm-to-blas", "mlir::ModuleOp"> {
     operand's format (0 for E4M3, 1 for E5M2) after its pointer. One of two
     bf16 buffers into f32, as a bf16 `anvil.matmul` lowers (its product is
     rounded to bf16 afterwards), calls `anvil_rt_gemm_bf16` with the
-    sgemm's arguments.
+    sgemm's arguments. When that product overwrites a buffer of its own
+    (a zero fill before it) whose readers only round it to bf16 (each
+    reads it, or an expand_shape, collapse_shape or subview of it, as an
+    input that its body only truncates to bf16: what a bf16
+    `anvil.matmul`'s result is), C becomes a bf16 buffer that
+    `anvil_rt_gemm_bf16_rounded` writes rounded (to nearest even), and the
+    readers read it without their truncations: the same values, half the
+    bytes written and read.
 
     Input:
     ```mlir
@@ -58,6 +65,13 @@ def AnvilCPUGemmToBlasPass : Pass<"anvil-cpu-gemm-to-blas", "mlir::ModuleOp"> {
            "The runtime function bf16 GEMMs call: anvil_rt_gemm_bf16 "
            "(widened to f32, OpenBLAS) on the CPU, anvil_rt_cuda_gemm_bf16 "
            "(cuBLAS, tensor cores) for --target=cuda">,
+    Option<"calleeBF16Rounded", "callee-bf16-rounded", "std::string",
+           /*default=*/"\"anvil_rt_gemm_bf16_rounded\"",
+           "The runtime function a bf16 GEMM whose readers only round its "
+           "result to bf16 calls, writing a bf16 C: "
+           "anvil_rt_gemm_bf16_rounded on the CPU, "
+           "anvil_rt_cuda_gemm_bf16_rounded for --target=cuda; empty: the "
+           "result stays f32">,
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::func::FuncDialect",
