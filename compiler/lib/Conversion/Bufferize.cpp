@@ -110,7 +110,7 @@ LogicalResult requireF32(Operation *op, Type type) {
     return success();
   return op->emitError("anvil-bufferize: '")
          << op->getName() << "' of " << element
-         << " is not supported on the CPU yet (f32 only)";
+         << " is not supported by the runtime's functions yet (f32 only)";
 }
 
 /// anvil.all_reduce on buffers: reads and writes its operand in place.
