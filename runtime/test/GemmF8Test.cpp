@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -161,6 +163,86 @@ TEST(GemmBF16, TakesSgemmLayouts) {
   checkLayouts<uint16_t>([&](bool) { return toBF16(dist(rng)); },
                          [](uint16_t h, bool) { return fromBF16(h); },
                          anvil_rt_gemm_bf16);
+}
+
+/// The f32 value `x` rounded to bf16 bits, to nearest even, subnormals
+/// kept: what anvil_rt_gemm_bf16_rounded must write (computed in double).
+uint16_t roundedBits(float x) {
+  if (std::isnan(x))
+    return 0x7FC0;
+  if (std::isinf(x) || x == 0.0f)
+    return static_cast<uint16_t>(std::bit_cast<uint32_t>(x) >> 16);
+  int e = std::max(std::ilogb(x), -126); // subnormals: the fixed quantum
+  double step = std::ldexp(1.0, e - 7);
+  double r = std::nearbyint(static_cast<double>(x) / step) * step; // even
+  return static_cast<uint16_t>(std::bit_cast<uint32_t>(static_cast<float>(r)) >>
+                               16);
+}
+
+TEST(GemmBF16Rounded, RoundsToNearestEvenKeepingSubnormals) {
+  // 1 x 1 x 1 products: the f32 product rounded once to bf16.
+  auto rounded = [](float a, float b) {
+    uint16_t ha = toBF16(a), hb = toBF16(b), c = 0xFFFF;
+    anvil_rt_gemm_bf16_rounded(0, 0, 1, 1, 1, &ha, 1, 0, &hb, 1, 0, &c, 1, 0,
+                               1);
+    return c;
+  };
+  // (1 + 2^-7)^2 = 1 + 2^-6 + 2^-14: below halfway, down to 1 + 2^-6.
+  float x = 1.0f + std::ldexp(1.0f, -7);
+  EXPECT_EQ(fromBF16(rounded(x, x)), 1.0f + std::ldexp(1.0f, -6));
+  // Exact ties go to the even neighbour: 1.5 (1 + 2^-7) = 1.1000001|1 in
+  // binary rounds up to 1.1000010; 1.5 (1 + 3 2^-7) = 1.1000100|1 down to
+  // 1.1000100.
+  EXPECT_EQ(fromBF16(rounded(1.5f, x)), 1.5f + std::ldexp(1.0f, -6));
+  EXPECT_EQ(fromBF16(rounded(1.5f, 1.0f + std::ldexp(3.0f, -7))),
+            1.5f + std::ldexp(1.0f, -5));
+  // Subnormal products (2^-130 is a bf16 subnormal): kept, not flushed.
+  float tiny = std::ldexp(1.0f, -70), tinier = std::ldexp(3.0f, -62);
+  EXPECT_EQ(rounded(tiny, tinier), roundedBits(tiny * tinier));
+  EXPECT_NE(rounded(tiny, tinier), 0);
+  EXPECT_EQ(fromBF16(rounded(tiny, tinier)), std::ldexp(3.0f, -132));
+  // Overflow past the largest finite bf16 rounds to infinity.
+  float big = std::ldexp(255.0f, 120);
+  EXPECT_EQ(rounded(big, 1.0f + std::ldexp(1.0f, -7)), 0x7F80);
+  EXPECT_TRUE(std::isnan(fromBF16(rounded(NAN, 1.0f))));
+}
+
+TEST(GemmBF16Rounded, MatchesTheRoundedF32ProductInEveryLayout) {
+  // Against anvil_rt_gemm_bf16's f32 C, rounded: transposes, a shared B,
+  // batches, and a C with wider rows and batch strides whose gaps stay.
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> dist(-2, 2);
+  const int64_t m = 7, n = 5, k = 9, batch = 2, ldc = n + 3,
+                strideC = m * ldc + 4;
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (bool shared : {false, true}) {
+        int64_t lda = ta ? m : k, ldb = tb ? k : n;
+        std::vector<uint16_t> a(batch * m * k), b((shared ? 1 : batch) * k * n);
+        for (uint16_t &v : a)
+          v = toBF16(dist(rng));
+        for (uint16_t &v : b)
+          v = toBF16(dist(rng));
+        int64_t strideB = shared ? 0 : k * n;
+        std::vector<float> wide(batch * m * n);
+        anvil_rt_gemm_bf16(ta, tb, m, n, k, a.data(), lda, m * k, b.data(), ldb,
+                           strideB, wide.data(), n, m * n, batch, 0);
+        std::vector<uint16_t> c(batch * strideC, 0xABCD);
+        anvil_rt_gemm_bf16_rounded(ta, tb, m, n, k, a.data(), lda, m * k,
+                                   b.data(), ldb, strideB, c.data(), ldc,
+                                   strideC, batch);
+        for (int64_t i = 0; i < batch; ++i)
+          for (int64_t r = 0; r < m; ++r)
+            for (int64_t j = 0; j < ldc; ++j) {
+              uint16_t got = c[i * strideC + r * ldc + j];
+              if (j < n)
+                EXPECT_EQ(got, roundedBits(wide[(i * m + r) * n + j]))
+                    << ta << tb << shared << " at " << i << "," << r << ","
+                    << j;
+              else
+                EXPECT_EQ(got, 0xABCD) << "a gap was written";
+            }
+      }
 }
 
 } // namespace

@@ -20,6 +20,7 @@
 #include "anvil/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -223,9 +224,12 @@ struct ExpandExtF : OpRewritePattern<arith::ExtFOp> {
 
 struct AnvilExpandF8CastsPass
     : mlir::anvil::impl::AnvilExpandF8CastsPassBase<AnvilExpandF8CastsPass> {
+  using Base::Base;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<ExpandTruncF, ExpandExtF>(&getContext());
+    if (bf16)
+      arith::populateExpandBFloat16Patterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -40,7 +40,10 @@ int64_t byteSize(MemRefType t) {
   return t.getNumElements() * ((bits + 7) / 8);
 }
 
-/// The last body op using `root` or an alias of it; -1 if it escapes.
+/// The last body op using `root` or an alias of it; -1 if it escapes. An
+/// address taken of it (memref.extract_aligned_pointer_as_index) and every
+/// value computed from that (the pointer a library call is passed: GEMMs)
+/// count as uses too.
 int64_t lastUse(Value root, Block &body,
                 const DenseMap<Operation *, int64_t> &position) {
   int64_t last = position.lookup(root.getDefiningOp());
@@ -48,6 +51,7 @@ int64_t lastUse(Value root, Block &body,
   DenseSet<Value> seen = {root};
   while (!worklist.empty()) {
     Value v = worklist.pop_back_val();
+    bool address = !isa<BaseMemRefType>(v.getType());
     for (OpOperand &use : v.getUses()) {
       Operation *user = use.getOwner();
       if (isa<func::ReturnOp>(user))
@@ -56,6 +60,12 @@ int64_t lastUse(Value root, Block &body,
       if (!top)
         return -1;
       last = std::max(last, position.lookup(top));
+      if (address || isa<memref::ExtractAlignedPointerAsIndexOp>(user)) {
+        for (Value r : user->getResults())
+          if (seen.insert(r).second)
+            worklist.push_back(r);
+        continue;
+      }
       // Views and ops that return memrefs may alias their operand, and so
       // may the results of every op enclosing a nested use (a value
       // yielded out of a loop or a branch).

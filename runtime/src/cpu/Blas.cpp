@@ -12,6 +12,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -122,22 +123,35 @@ extern "C" void anvil_rt_gemm_bf16_rounded(int32_t transA, int32_t transB,
                                            int64_t ldb, int64_t strideB,
                                            uint16_t *c, int64_t ldc,
                                            int64_t strideC, int64_t batch) {
-  // The f32 product, then each value rounded to nearest even (NaN stays a
-  // quiet NaN), as arith.truncf rounds it.
-  thread_local std::vector<float> wide;
-  wide.resize(static_cast<size_t>(batch * m * n));
-  anvil_rt_gemm_bf16(transA, transB, m, n, k, a, lda, strideA, b, ldb, strideB,
-                     wide.data(), n, m * n, batch, /*accumulate=*/0);
+  // The f32 product a panel of rows at a time (at most 4M floats of
+  // scratch), each value then rounded to nearest even, subnormals kept, NaN
+  // a quiet NaN: as the generated code's truncf rounds
+  // (anvil-expand-f8-casts{bf16}).
+  thread_local std::vector<float> wideA, wideB, panel;
+  widenBF16(a, transA ? k : m, transA ? m : k, lda, strideA, batch, wideA);
+  widenBF16(b, transB ? n : k, transB ? k : n, ldb, strideB, batch, wideB);
+  const int64_t rows = std::clamp<int64_t>(
+      (int64_t{1} << 22) / std::max<int64_t>(n, 1), 1, std::max<int64_t>(m, 1));
+  panel.resize(static_cast<size_t>(rows * n));
   for (int64_t i = 0; i < batch; ++i)
-    for (int64_t r = 0; r < m; ++r)
-      for (int64_t j = 0; j < n; ++j) {
-        uint32_t bits;
-        std::memcpy(&bits, &wide[(i * m + r) * n + j], sizeof bits);
-        bits = std::isnan(wide[(i * m + r) * n + j])
-                   ? (bits | 0x00400000u)
-                   : bits + 0x7FFFu + ((bits >> 16) & 1u);
-        c[i * strideC + r * ldc + j] = static_cast<uint16_t>(bits >> 16);
-      }
+    for (int64_t r0 = 0; r0 < m; r0 += rows) {
+      int64_t h = std::min(rows, m - r0);
+      // Rows r0.. of A: row r0 of (m, k), or column r0 of (k, m).
+      const float *a0 = wideA.data() + i * strideA + (transA ? r0 : r0 * lda);
+      anvil_rt_sgemm(transA, transB, h, n, k, a0, lda, 0,
+                     wideB.data() + i * strideB, ldb, 0, panel.data(), n, 0, 1,
+                     /*accumulate=*/0);
+      for (int64_t r = 0; r < h; ++r)
+        for (int64_t j = 0; j < n; ++j) {
+          float x = panel[r * n + j];
+          uint32_t bits;
+          std::memcpy(&bits, &x, sizeof bits);
+          bits = std::isnan(x) ? (bits | 0x00400000u)
+                               : bits + 0x7FFFu + ((bits >> 16) & 1u);
+          c[i * strideC + (r0 + r) * ldc + j] =
+              static_cast<uint16_t>(bits >> 16);
+        }
+    }
 }
 
 extern "C" void anvil_rt_gemm_bf16(int32_t transA, int32_t transB, int64_t m,

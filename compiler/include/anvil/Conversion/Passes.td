@@ -244,7 +244,20 @@ def AnvilExpandF8CastsPass : Pass<"anvil-expand-f8-casts"> {
     `anvil.cast`'s saturation (to the largest finite value) is the
     lowering's clamp before the truncf (`anvil-convert-to-linalg`). Both
     backends run this pass: the CPU's host code and the CUDA kernels.
+
+    With `bf16` (the CPU's host code), truncf from f32 to bf16 becomes
+    integer code too (upstream's expansion: round to nearest even,
+    subnormals kept, NaN stays NaN), and so does extf back: LLVM would
+    otherwise lower it to whatever the host has (a bf16 convert instruction
+    that flushes subnormals to zero where AVX512-BF16 exists), so the CPU
+    rounds as the runtime's functions (`anvil_rt_gemm_bf16_rounded`) and
+    the GPU's `cvt.rn.bf16.f32` do, on every host.
   }];
+  let options = [
+    Option<"bf16", "bf16", "bool", /*default=*/"false",
+           "Also expand truncf f32 -> bf16 and extf bf16 -> f32 into "
+           "integer code">,
+  ];
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 

@@ -18,7 +18,12 @@
 //    of two 8-bit float operands widened to f32 (anvil.matmul_f8's) calls
 //    anvil_rt_gemm_f8 instead, with each operand's format after its
 //    pointer; one of two bf16 operands widened to f32 (a bf16
-//    anvil.matmul's) calls anvil_rt_gemm_bf16.
+//    anvil.matmul's) calls anvil_rt_gemm_bf16. When that product overwrites
+//    a buffer of its own whose readers only round it to bf16 (each reads
+//    it, or a reshape or subview of it, as an input its body only
+//    truncates to bf16: a bf16 anvil.matmul's result), the buffer becomes
+//    bf16, its views and readers move onto it without their truncations,
+//    and anvil_rt_gemm_bf16_rounded writes the rounded product.
 //
 //===----------------------------------------------------------------------===//
 
@@ -182,8 +187,9 @@ bool onlyRoundedReaders(Value c, Operation *gemm, Operation *fill,
                         SmallVectorImpl<OpOperand *> &readers) {
   for (OpOperand &use : c.getUses()) {
     Operation *user = use.getOwner();
-    if (user == gemm || user == fill)
-      continue;
+    if ((user == gemm && cast<linalg::LinalgOp>(gemm).isDpsInit(&use)) ||
+        user == fill)
+      continue; // the product's own write, and the zeros it replaces
     if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp, memref::SubViewOp>(
             user) &&
         use.getOperandNumber() == 0) {
@@ -198,7 +204,11 @@ bool onlyRoundedReaders(Value c, Operation *gemm, Operation *fill,
     BlockArgument arg = reader.getMatchingBlockArgument(&use);
     if (!llvm::all_of(arg.getUsers(), [](Operation *u) {
           auto trunc = dyn_cast<arith::TruncFOp>(u);
-          return trunc && trunc.getType().isBF16();
+          // (Round to nearest even: the GEMM's rounding.)
+          return trunc && trunc.getType().isBF16() &&
+                 (!trunc.getRoundingmodeAttr() ||
+                  *trunc.getRoundingmode() ==
+                      arith::RoundingMode::to_nearest_even);
         }))
       return false;
     readers.push_back(&use);

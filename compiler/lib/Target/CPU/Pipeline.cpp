@@ -133,8 +133,11 @@ void mlir::anvil::cpu::buildHostToLLVMPipeline(OpPassManager &pm, bool finish) {
   pm.addPass(createConvertLinalgToLoopsPass());
   // LLVM has no 8-bit floats: their conversions become integer code (after
   // the named ops became loops: a linalg.matmul of 8-bit operands widens
-  // them in a body whose form it checks).
-  pm.addPass(createAnvilExpandF8CastsPass());
+  // them in a body whose form it checks); so do bf16's, so that every host
+  // rounds them alike (subnormals kept, as on the GPU).
+  AnvilExpandF8CastsPassOptions casts;
+  casts.bf16 = true;
+  pm.addPass(createAnvilExpandF8CastsPass(casts));
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(math::createMathExpandOpsPass());

@@ -390,6 +390,8 @@ struct PackFlashAttentionGrads : OpRewritePattern<ConcatOp> {
         grad.getValue(), grad.getResult(), grad.getLse(), grad.getResultGrad(),
         grad.getCausal(), grad.getScaleAttr(), grad.getBf16Gemms(),
         /*bshd=*/true, /*packed_grads=*/true);
+    for (NamedAttribute attr : grad->getDiscardableAttrs())
+      packed->setDiscardableAttr(attr.getName(), attr.getValue());
     rewriter.replaceOp(concat, packed->getResult(0));
     for (Operation *reshape : reshapes)
       rewriter.eraseOp(reshape);
