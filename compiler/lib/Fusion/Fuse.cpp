@@ -292,15 +292,18 @@ constexpr StringLiteral kCopyOf = "anvil.recompute_copy_of";
 /// never written: the rounding of a bf16 GEMM's product (`extf(truncf(x))`
 /// of the f32 C, read by a softmax's maximum and its subtraction), the
 /// one-hot of a cross-entropy's labels (a compare of two broadcasts), a
-/// subtraction of the row maximum. Cheap: all loops parallel, one result,
-/// its init unread, at most 6 arith ops, 2 to 4 users, each a fusable
-/// use, no input transposed; and recomputing reads no more than
-/// materializing moves: with N users, reading its full-size
-/// (permutation-mapped) inputs N times costs (N - 1) B_in <= (N + 1) B_out
-/// more than writing it once and reading it N times (B: bits per point;
-/// broadcast inputs count 0). A producer one of whose readers is copied in
-/// the same round waits for the next (its readers, and so its count, are
-/// about to change). Returns whether any producer was copied.
+/// subtraction of the row maximum, a tanh-GELU's gradient read by a cast
+/// and a bias gradient's sum. Cheap: all loops parallel, one result, its
+/// init unread, arith and math ops only, 2 to 4 users, each a fusable use,
+/// no input transposed; recomputing reads no more than materializing
+/// moves: with N users, reading its full-size (permutation-mapped) inputs
+/// N times costs (N - 1) B_in <= (N + 1) B_out more than writing it once
+/// and reading it N times (B: bits per point; broadcast inputs count 0);
+/// and its work (an arith op 1, a math function 8) is at most 6, or the
+/// copies' (N - 1) x work is at most the bits a point saves. A producer one of
+/// whose readers is copied in the same round waits for the next (its readers,
+/// and so its count, are about to change). Returns whether any producer was
+/// copied.
 bool duplicateCheapProducers(Operation *root, int64_t &groups) {
   SmallVector<linalg::GenericOp> candidates;
   root->walk([&](linalg::GenericOp op) {
@@ -308,17 +311,20 @@ bool duplicateCheapProducers(Operation *root, int64_t &groups) {
         op.getNumParallelLoops() != op.getNumLoops() ||
         !op.getBlock()->getArguments().back().use_empty())
       return;
-    unsigned ops = 0;
+    // Its work per point: an arith op 1, a math function (tanh, exp, ...) 8.
+    int64_t work = 0;
     for (Operation &bodyOp : op.getBlock()->without_terminator()) {
-      ++ops;
-      if (!isa<arith::ArithDialect>(bodyOp.getDialect()) &&
-          !isa<linalg::IndexOp>(bodyOp))
+      if (isa<arith::ArithDialect>(bodyOp.getDialect()) ||
+          isa<linalg::IndexOp>(bodyOp))
+        work += 1;
+      else if (isa<math::MathDialect>(bodyOp.getDialect()))
+        work += 8;
+      else
         return;
     }
     Value result = op->getResult(0);
     unsigned users = std::distance(result.use_begin(), result.use_end());
-    if (ops > 6 || users < 2 || users > 4 ||
-        !llvm::all_of(result.getUses(), fusableUse))
+    if (users < 2 || users > 4 || !llvm::all_of(result.getUses(), fusableUse))
       return;
     auto bits = [](Value v) {
       Type t = getElementTypeOrSelf(v.getType());
@@ -335,7 +341,13 @@ bool duplicateCheapProducers(Operation *root, int64_t &groups) {
       if (map.isPermutation())
         in += bits(input->get());
     }
-    if ((users - 1) * in > (users + 1) * bits(result))
+    // Bits a point saves: written once and read by each user, against its
+    // inputs read once more by each extra user.
+    int64_t saved = (users + 1) * bits(result) - (users - 1) * in;
+    // The work the extra copies do, against what the bytes saved buy: up
+    // to 6 ops outright, more while each extra op saves at least a bit
+    // (a GPU does tens of f32 ops in the time it moves a byte).
+    if (saved < 0 || (work > 6 && (users - 1) * work > saved))
       return;
     candidates.push_back(op);
   });

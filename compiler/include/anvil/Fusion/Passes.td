@@ -51,15 +51,19 @@ def AnvilFusePass : Pass<"anvil-fuse", "mlir::ModuleOp"> {
     take its dispatch off the threads).
 
     With `recompute-cheap` (the CUDA backend's), the one exception to
-    rule 1: an elementwise producer of 2 to 4 consumers that is cheap (at
-    most 6 arith ops, its init unread) and that every consumer reads once
-    per point (a permutation map, perhaps through one reshape) is copied
-    for each consumer and fused into it, when reading its full-size inputs
-    once per consumer moves no more bytes than writing it and reading it
-    back would ((N - 1) B_in <= (N + 1) B_out per point, broadcast inputs
-    counted 0): the bf16 rounding of a GEMM's product read by a softmax's
-    maximum and subtraction, a cross-entropy's one-hot, a subtraction of a
-    row maximum. A producer whose reader is copied in the same round waits
+    rule 1: an elementwise producer of 2 to 4 consumers (arith and math
+    ops, its init unread) that every consumer reads once per point (a
+    permutation map, perhaps through one reshape) is copied for each
+    consumer and fused into it, when reading its full-size inputs once per
+    consumer moves no more bytes than writing it and reading it back would
+    ((N - 1) B_in <= (N + 1) B_out per point, broadcast inputs counted 0)
+    and its work is cheap: at most 6 (an arith op counts 1, a math
+    function 8), or the copies' extra work, (N - 1) x its work, at most the
+    bits a point saves, (N + 1) B_out - (N - 1) B_in (a GPU does tens of
+    f32 operations in the time it moves a byte). The bf16 rounding of a
+    GEMM's product read by a softmax's maximum and subtraction, a
+    cross-entropy's one-hot, a subtraction of a row maximum, a tanh-GELU's
+    gradient read by its cast to bf16 and its bias gradient's sum. A producer whose reader is copied in the same round waits
     for the next (up to 8 rounds); copies that do not fuse after all merge
     back into one. The values are the same; the tensor is not written.
 
