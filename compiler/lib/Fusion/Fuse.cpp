@@ -294,7 +294,7 @@ constexpr StringLiteral kCopyOf = "anvil.recompute_copy_of";
 /// one-hot of a cross-entropy's labels (a compare of two broadcasts), a
 /// subtraction of the row maximum, a tanh-GELU's gradient read by a cast
 /// and a bias gradient's sum. Cheap: all loops parallel, one result, its
-/// init unread, arith and math ops only, 2 to 4 users, each a fusable use,
+/// init unread, arith and math ops only, 2 to 8 users, each a fusable use,
 /// no input transposed; recomputing reads no more than materializing
 /// moves: with N users, reading its full-size (permutation-mapped) inputs
 /// N times costs (N - 1) B_in <= (N + 1) B_out more than writing it once
@@ -324,7 +324,7 @@ bool duplicateCheapProducers(Operation *root, int64_t &groups) {
     }
     Value result = op->getResult(0);
     unsigned users = std::distance(result.use_begin(), result.use_end());
-    if (users < 2 || users > 4 || !llvm::all_of(result.getUses(), fusableUse))
+    if (users < 2 || users > 8 || !llvm::all_of(result.getUses(), fusableUse))
       return;
     auto bits = [](Value v) {
       Type t = getElementTypeOrSelf(v.getType());

@@ -51,7 +51,7 @@ def AnvilFusePass : Pass<"anvil-fuse", "mlir::ModuleOp"> {
     take its dispatch off the threads).
 
     With `recompute-cheap` (the CUDA backend's), the one exception to
-    rule 1: an elementwise producer of 2 to 4 consumers (arith and math
+    rule 1: an elementwise producer of 2 to 8 consumers (arith and math
     ops, its init unread) that every consumer reads once per point (a
     permutation map, perhaps through one reshape) is copied for each
     consumer and fused into it, when reading its full-size inputs once per
