@@ -1,5 +1,6 @@
 // RUN: anvil-opt %s --split-input-file --anvil-fuse=recompute-cheap=1 | FileCheck %s
 // RUN: anvil-opt %s --split-input-file --anvil-fuse | FileCheck %s --check-prefix=OFF
+// RUN: anvil-opt %s --split-input-file --anvil-fuse=recompute-cheap=1 | FileCheck %s --check-prefix=EXP
 
 // Tests anvil-fuse's recompute-cheap: a cheap elementwise producer of
 // several consumers is computed inside each of them instead of written.
@@ -60,11 +61,17 @@ func.func @rounding(%x: tensor<8x512xf32>) -> tensor<8x512xf32> {
 // of two full-size inputs read by 4 consumers (recomputing reads 3 x 8
 // bytes more a point than writing 4 bytes and reading them back would
 // save). With two consumers, the sum is copied into each (@two_users). The
-// exponential, read by two consumers, is computed in each (@math below).
+// exponential, read by two consumers, is copied into each (its work, 8, is
+// below the 64 bits a point saves).
 #id = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-LABEL: func.func @left_alone
 // CHECK-COUNT-8: linalg.generic
 // CHECK-NOT: linalg.generic
+// EXP-LABEL: func.func @left_alone
+// EXP: math.exp
+// EXP-NEXT: arith.mulf
+// EXP: math.exp
+// EXP-NEXT: arith.subf
 func.func @left_alone(%x: tensor<64x64xf32>, %y: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) {
   %e = tensor.empty() : tensor<64x64xf32>
   %exp = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
@@ -166,10 +173,11 @@ func.func @two_users(%x: tensor<64x64xf32>, %y: tensor<64x64xf32>) -> (tensor<64
 // computed in both. Four math functions (32) of one f32 read by 4
 // consumers would save 64 bits a point for 3 x 32 of work: written once.
 // CHECK-LABEL: func.func @math
-// CHECK: linalg.generic {{.+}} iterator_types = ["parallel", "parallel"]
+// CHECK-NOT: -> tensor<64x32xf32>
+// CHECK: linalg.generic {{.+}} iterator_types = ["parallel", "parallel"]} ins(%arg1, %arg0, %arg2 : tensor<64x32xbf16>, tensor<64x32xbf16>, tensor<32xf32>)
 // CHECK: math.tanh
 // CHECK: arith.truncf
-// CHECK: linalg.generic {{.+}} iterator_types = ["reduction", "parallel"]
+// CHECK: linalg.generic {{.+}} iterator_types = ["reduction", "parallel"]} ins(%arg1, %arg0, %arg2 : tensor<64x32xbf16>, tensor<64x32xbf16>, tensor<32xf32>)
 // CHECK: math.tanh
 // CHECK-NOT: linalg.generic
 // CHECK: return
@@ -326,6 +334,169 @@ func.func @six_users(%x: tensor<64x32xbf16>) -> (tensor<64x32xf32>, tensor<64x32
     linalg.yield %v : f32
   } -> tensor<64x32xf32>
   return %r0, %r1, %r2, %r3, %r4, %r5 : tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>
+}
+
+// -----
+
+// The bounds: a widening read by 8 readers is copied into each, one read by
+// 9 is written once; a remainder (a loop per point in libm) is never
+// copied, even for 2 readers that would save bytes.
+// CHECK-LABEL: func.func @eight_users
+// CHECK-COUNT-8: linalg.generic {{.+}} ins(%arg0 : tensor<64x32xbf16>)
+// CHECK-NOT: linalg.generic
+// CHECK-LABEL: func.func @nine_users
+// CHECK-COUNT-10: linalg.generic
+// CHECK-NOT: linalg.generic
+// CHECK-LABEL: func.func @remainder
+// CHECK-COUNT-3: linalg.generic
+// CHECK-NOT: linalg.generic
+#id4 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @eight_users(%x: tensor<64x32xbf16>) -> (tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>) {
+  %e = tensor.empty() : tensor<64x32xf32>
+  %w = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<64x32xbf16>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%a: bf16, %o: f32):
+    %v = arith.extf %a : bf16 to f32
+    linalg.yield %v : f32
+  } -> tensor<64x32xf32>
+  %r0 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.negf %a : f32
+    linalg.yield %v : f32
+  } -> tensor<64x32xf32>
+  %r1 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.mulf %a, %a : f32
+    linalg.yield %v : f32
+  } -> tensor<64x32xf32>
+  %r2 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.negf %a : f32
+    linalg.yield %v : f32
+  } -> tensor<64x32xf32>
+  %r3 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.mulf %a, %a : f32
+    linalg.yield %v : f32
+  } -> tensor<64x32xf32>
+  %r4 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.negf %a : f32
+    linalg.yield %v : f32
+  } -> tensor<64x32xf32>
+  %r5 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.mulf %a, %a : f32
+    linalg.yield %v : f32
+  } -> tensor<64x32xf32>
+  %r6 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.negf %a : f32
+    linalg.yield %v : f32
+  } -> tensor<64x32xf32>
+  %r7 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.mulf %a, %a : f32
+    linalg.yield %v : f32
+  } -> tensor<64x32xf32>
+  return %r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7 : tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>
+}
+
+func.func @nine_users(%x: tensor<64x32xbf16>) -> (tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>) {
+  %e = tensor.empty() : tensor<64x32xf32>
+  %w = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<64x32xbf16>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%a: bf16, %o: f32):
+    %v = arith.extf %a : bf16 to f32
+    linalg.yield %v : f32
+  } -> tensor<64x32xf32>
+  %r0 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.negf %a : f32
+    linalg.yield %v : f32
+  } -> tensor<64x32xf32>
+  %r1 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.mulf %a, %a : f32
+    linalg.yield %v : f32
+  } -> tensor<64x32xf32>
+  %r2 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.negf %a : f32
+    linalg.yield %v : f32
+  } -> tensor<64x32xf32>
+  %r3 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.mulf %a, %a : f32
+    linalg.yield %v : f32
+  } -> tensor<64x32xf32>
+  %r4 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.negf %a : f32
+    linalg.yield %v : f32
+  } -> tensor<64x32xf32>
+  %r5 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.mulf %a, %a : f32
+    linalg.yield %v : f32
+  } -> tensor<64x32xf32>
+  %r6 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.negf %a : f32
+    linalg.yield %v : f32
+  } -> tensor<64x32xf32>
+  %r7 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.mulf %a, %a : f32
+    linalg.yield %v : f32
+  } -> tensor<64x32xf32>
+  %r8 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.negf %a : f32
+    linalg.yield %v : f32
+  } -> tensor<64x32xf32>
+  return %r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8 : tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>
+}
+
+func.func @remainder(%x: tensor<64x32xf32>) -> (tensor<64x32xf32>, tensor<64x32xf32>) {
+  %e = tensor.empty() : tensor<64x32xf32>
+  %w = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %c = arith.constant 3.0 : f32
+    %v = arith.remf %a, %c : f32
+    linalg.yield %v : f32
+  } -> tensor<64x32xf32>
+  %r0 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.negf %a : f32
+    linalg.yield %v : f32
+  } -> tensor<64x32xf32>
+  %r1 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.mulf %a, %a : f32
+    linalg.yield %v : f32
+  } -> tensor<64x32xf32>
+  return %r0, %r1 : tensor<64x32xf32>, tensor<64x32xf32>
 }
 
 // -----

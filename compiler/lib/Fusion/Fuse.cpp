@@ -287,6 +287,34 @@ Operation *readerOf(OpOperand &use) {
 /// fused: copies that were not end up merged again.
 constexpr StringLiteral kCopyOf = "anvil.recompute_copy_of";
 
+/// What an op of a producer's body costs a point, in simple instructions:
+/// an arith op or a rounding, sign or classification function 1, a
+/// division, transcendental or root (exp, log, tanh, erf, sqrt, ...) 8;
+/// nothing for
+/// divisions and remainders (floating-point remainders loop; integer ones
+/// are slow), powers and the like, which are not copied.
+std::optional<int64_t> workOf(Operation &op) {
+  if (isa<arith::RemFOp, arith::DivSIOp, arith::DivUIOp, arith::RemSIOp,
+          arith::RemUIOp, arith::CeilDivSIOp, arith::CeilDivUIOp,
+          arith::FloorDivSIOp>(op))
+    return std::nullopt;
+  if (isa<arith::DivFOp>(op))
+    return 8; // an IEEE division: a reciprocal and its refinement
+  if (isa<arith::ArithDialect>(op.getDialect()) || isa<linalg::IndexOp>(op))
+    return 1;
+  if (isa<math::AbsFOp, math::AbsIOp, math::CeilOp, math::FloorOp,
+          math::RoundOp, math::RoundEvenOp, math::TruncOp, math::CopySignOp,
+          math::FmaOp, math::IsNaNOp, math::IsInfOp, math::IsFiniteOp,
+          math::IsNormalOp>(op))
+    return 1;
+  if (isa<math::ExpOp, math::Exp2Op, math::ExpM1Op, math::LogOp, math::Log2Op,
+          math::Log10Op, math::Log1pOp, math::TanhOp, math::SinOp, math::CosOp,
+          math::TanOp, math::AtanOp, math::ErfOp, math::SqrtOp, math::RsqrtOp,
+          math::CbrtOp>(op))
+    return 8;
+  return std::nullopt;
+}
+
 /// Gives each user of a cheap elementwise producer a copy of its own, so
 /// that elementwise fusion computes it inside every consumer and it is
 /// never written: the rounding of a bf16 GEMM's product (`extf(truncf(x))`
@@ -311,19 +339,19 @@ bool duplicateCheapProducers(Operation *root, int64_t &groups) {
         op.getNumParallelLoops() != op.getNumLoops() ||
         !op.getBlock()->getArguments().back().use_empty())
       return;
-    // Its work per point: an arith op 1, a math function (tanh, exp, ...) 8.
+    // Its work per point (workOf); a body with an op of unbounded or
+    // unknown cost is not copied, nor one of more than 64.
     int64_t work = 0;
     for (Operation &bodyOp : op.getBlock()->without_terminator()) {
-      if (isa<arith::ArithDialect>(bodyOp.getDialect()) ||
-          isa<linalg::IndexOp>(bodyOp))
-        work += 1;
-      else if (isa<math::MathDialect>(bodyOp.getDialect()))
-        work += 8;
-      else
+      std::optional<int64_t> cost = workOf(bodyOp);
+      if (!cost)
         return;
+      work += *cost;
     }
+    if (work > 64)
+      return;
     Value result = op->getResult(0);
-    unsigned users = std::distance(result.use_begin(), result.use_end());
+    int64_t users = std::distance(result.use_begin(), result.use_end());
     if (users < 2 || users > 8 || !llvm::all_of(result.getUses(), fusableUse))
       return;
     auto bits = [](Value v) {
@@ -346,7 +374,8 @@ bool duplicateCheapProducers(Operation *root, int64_t &groups) {
     int64_t saved = (users + 1) * bits(result) - (users - 1) * in;
     // The work the extra copies do, against what the bytes saved buy: up
     // to 6 ops outright, more while each extra op saves at least a bit
-    // (a GPU does tens of f32 ops in the time it moves a byte).
+    // (an H200 issues about 7 f32 instructions in the time it moves a
+    // byte: a bit each).
     if (saved < 0 || (work > 6 && (users - 1) * work > saved))
       return;
     candidates.push_back(op);

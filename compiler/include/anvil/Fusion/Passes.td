@@ -51,21 +51,26 @@ def AnvilFusePass : Pass<"anvil-fuse", "mlir::ModuleOp"> {
     take its dispatch off the threads).
 
     With `recompute-cheap` (the CUDA backend's), the one exception to
-    rule 1: an elementwise producer of 2 to 8 consumers (arith and math
-    ops, its init unread) that every consumer reads once per point (a
+    rule 1: an elementwise producer of 2 to 8 readers (arith and math
+    ops, its init unread) that every reader reads once per point (a
     permutation map, perhaps through one reshape) is copied for each
-    consumer and fused into it, when reading its full-size inputs once per
-    consumer moves no more bytes than writing it and reading it back would
+    reader and fused into it, when reading its full-size inputs once per
+    reader moves no more bytes than writing it and reading it back would
     ((N - 1) B_in <= (N + 1) B_out per point, broadcast inputs counted 0)
-    and its work is cheap: at most 6 (an arith op counts 1, a math
-    function 8), or the copies' extra work, (N - 1) x its work, at most the
-    bits a point saves, (N + 1) B_out - (N - 1) B_in (a GPU does tens of
-    f32 operations in the time it moves a byte). The bf16 rounding of a
-    GEMM's product read by a softmax's maximum and subtraction, a
-    cross-entropy's one-hot, a subtraction of a row maximum, a tanh-GELU's
-    gradient read by its cast to bf16 and its bias gradient's sum. A producer whose reader is copied in the same round waits
-    for the next (up to 8 rounds); copies that do not fuse after all merge
-    back into one. The values are the same; the tensor is not written.
+    and its work is cheap: at most 6, or the copies' extra work,
+    (N - 1) x its work, at most the bits a point saves, (N + 1) B_out -
+    (N - 1) B_in (an H200 issues about 7 f32 instructions in the time it
+    moves a byte), and never more than 64. An arith op counts 1, a
+    division or a transcendental or root (exp, tanh, erf, sqrt, ...) 8;
+    a body with a remainder, an integer division, a power or another op
+    of unknown cost is not copied. The bf16 rounding of a GEMM's product
+    read by a softmax's maximum and subtraction, a cross-entropy's one-hot,
+    a subtraction of a row maximum, a tanh-GELU's gradient read by its
+    cast to bf16 and its bias gradient's sum, the f32 widening of a GEMM's
+    result read 7 times by a layer norm's backward. A producer whose reader
+    is copied in the same round waits for the next (up to 8 rounds); copies
+    that do not fuse after all merge back into one. The values are the
+    same; the tensor is not written.
 
     Always, after recompute-cheap and before merge-amax: an elementwise
     producer whose results the function returns (updated training state,
