@@ -336,6 +336,11 @@ struct AttentionBufferization
     // Every buffer as a memref<f32> at its allocation's base, so that one
     // declaration serves every shape.
     auto scalar = MemRefType::get({}, rewriter.getF32Type());
+    auto base = [&](Value buffer) -> Value {
+      return memref::ReinterpretCastOp::create(
+          rewriter, loc, scalar, buffer, /*offset=*/0,
+          /*sizes=*/ArrayRef<int64_t>{}, /*strides=*/ArrayRef<int64_t>{});
+    };
     SmallVector<Value> args;
     SmallVector<int64_t> layouts;
     auto pass = [&](Value buffer) {
@@ -356,9 +361,7 @@ struct AttentionBufferization
       }
       if (layout)
         layouts.append(layout->begin(), layout->end());
-      args.push_back(memref::ReinterpretCastOp::create(
-          rewriter, loc, scalar, buffer, /*offset=*/0,
-          /*sizes=*/ArrayRef<int64_t>{}, /*strides=*/ArrayRef<int64_t>{}));
+      args.push_back(base(buffer));
     };
     for (Value operand : op->getOperands()) {
       FailureOr<Value> buffer =
@@ -383,9 +386,7 @@ struct AttentionBufferization
       for (Value operand :
            {attention.getQuery(), attention.getKey(), attention.getValue()}) {
         auto type = cast<RankedTensorType>(operand.getType()); // (B, T, H, D)
-        args.push_back(memref::ReinterpretCastOp::create(
-            rewriter, loc, scalar, results[0], /*offset=*/0,
-            /*sizes=*/ArrayRef<int64_t>{}, /*strides=*/ArrayRef<int64_t>{}));
+        args.push_back(base(results[0]));
         layouts.append({column, tokens * row, type.getDimSize(3), row});
         column += type.getDimSize(2) * type.getDimSize(3);
       }

@@ -12,11 +12,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "anvil/runtime/DType.h"
 #include "anvil/runtime/RuntimeABI.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -25,15 +25,7 @@ namespace {
 /// `x` rounded to the nearest bf16 (ties to even) and widened back; NaN
 /// stays NaN.
 float roundBF16(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  if (std::isnan(x))
-    bits = (bits | 0x00400000u) & 0xFFFF0000u;
-  else
-    bits = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
-  float out;
-  std::memcpy(&out, &bits, sizeof out);
-  return out;
+  return anvil::rt::fromBF16Bits(anvil::rt::toBF16Bits(x));
 }
 
 struct Shape {
@@ -63,13 +55,14 @@ template <typename T> struct Strided {
   }
 };
 
-/// Rows [0, n) of head (b, h) of `x`, `width` values each, contiguous and
-/// rounded as a product's operands.
+/// Rows [first, first + n) of head (b, h) of `x`, `width` values each,
+/// contiguous and rounded as a product's operands.
 void operands(const Shape &s, const Strided<const float> &x, int64_t b,
-              int64_t h, int64_t n, int64_t width, std::vector<float> &out) {
+              int64_t h, int64_t first, int64_t n, int64_t width,
+              std::vector<float> &out) {
   out.resize(static_cast<size_t>(n * width));
   for (int64_t t = 0; t < n; ++t) {
-    const float *row = x.at(b, h, t);
+    const float *row = x.at(b, h, first + t);
     for (int64_t d = 0; d < width; ++d)
       out[t * width + d] = s.rounded(row[d]);
   }
@@ -102,15 +95,13 @@ void forwardChunk(void *ctx, int64_t lo, int64_t hi) {
   acc.resize(static_cast<size_t>(s.valueDim));
   for (int64_t pair = lo; pair < hi; ++pair) {
     int64_t b = pair / s.kvHeads, kvh = pair % s.kvHeads;
-    operands(s, f.k, b, kvh, s.keys, s.dim, kh);
-    operands(s, f.v, b, kvh, s.keys, s.valueDim, vh);
+    operands(s, f.k, b, kvh, 0, s.keys, s.dim, kh);
+    operands(s, f.v, b, kvh, 0, s.keys, s.valueDim, vh);
     for (int64_t h = kvh * s.group(); h < (kvh + 1) * s.group(); ++h) {
       int64_t head = b * s.heads + h;
       for (int64_t i = 0; i < s.queries; ++i) {
         int64_t visible = s.visibleKeys(i);
-        qi.resize(static_cast<size_t>(s.dim));
-        for (int64_t d = 0; d < s.dim; ++d)
-          qi[d] = s.rounded(f.q.at(b, h, i)[d]);
+        operands(s, f.q, b, h, i, 1, s.dim, qi);
         scores(s, qi.data(), kh.data(), visible, row.data());
         float max = -std::numeric_limits<float>::infinity();
         for (int64_t j = 0; j < visible; ++j)
@@ -156,14 +147,14 @@ void backwardChunk(void *ctx, int64_t lo, int64_t hi) {
       dk(static_cast<size_t>(keys * dim)), dv(static_cast<size_t>(keys * vdim));
   for (int64_t pair = lo; pair < hi; ++pair) {
     int64_t b = pair / s.kvHeads, kvh = pair % s.kvHeads;
-    operands(s, g.k, b, kvh, keys, dim, kh);
-    operands(s, g.v, b, kvh, keys, vdim, vh);
+    operands(s, g.k, b, kvh, 0, keys, dim, kh);
+    operands(s, g.v, b, kvh, 0, keys, vdim, vh);
     std::fill(dk.begin(), dk.end(), 0.0f);
     std::fill(dv.begin(), dv.end(), 0.0f);
     for (int64_t h = kvh * s.group(); h < (kvh + 1) * s.group(); ++h) {
       int64_t head = b * s.heads + h;
-      operands(s, g.q, b, h, s.queries, dim, qh);
-      operands(s, g.dOut, b, h, s.queries, vdim, gh);
+      operands(s, g.q, b, h, 0, s.queries, dim, qh);
+      operands(s, g.dOut, b, h, 0, s.queries, vdim, gh);
       std::fill(dkHead.begin(), dkHead.end(), 0.0f);
       std::fill(dvHead.begin(), dvHead.end(), 0.0f);
       for (int64_t i = 0; i < s.queries; ++i) {

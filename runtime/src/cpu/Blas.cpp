@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "anvil/runtime/DType.h"
 #include "anvil/runtime/RuntimeABI.h"
 
 #include <cblas.h>
@@ -124,9 +125,8 @@ extern "C" void anvil_rt_gemm_bf16_rounded(int32_t transA, int32_t transB,
                                            uint16_t *c, int64_t ldc,
                                            int64_t strideC, int64_t batch) {
   // The f32 product a panel of rows at a time (at most 4M floats of
-  // scratch), each value then rounded to nearest even, subnormals kept, NaN
-  // a quiet NaN: as the generated code's truncf rounds
-  // (anvil-expand-f8-casts{bf16}).
+  // scratch), each value then rounded (toBF16Bits) as the generated code's
+  // truncf rounds (anvil-expand-f8-casts{bf16}).
   thread_local std::vector<float> wideA, wideB, panel;
   widenBF16(a, transA ? k : m, transA ? m : k, lda, strideA, batch, wideA);
   widenBF16(b, transB ? n : k, transB ? k : n, ldb, strideB, batch, wideB);
@@ -142,15 +142,9 @@ extern "C" void anvil_rt_gemm_bf16_rounded(int32_t transA, int32_t transB,
                      wideB.data() + i * strideB, ldb, 0, panel.data(), n, 0, 1,
                      /*accumulate=*/0);
       for (int64_t r = 0; r < h; ++r)
-        for (int64_t j = 0; j < n; ++j) {
-          float x = panel[r * n + j];
-          uint32_t bits;
-          std::memcpy(&bits, &x, sizeof bits);
-          bits = std::isnan(x) ? (bits | 0x00400000u)
-                               : bits + 0x7FFFu + ((bits >> 16) & 1u);
+        for (int64_t j = 0; j < n; ++j)
           c[i * strideC + (r0 + r) * ldc + j] =
-              static_cast<uint16_t>(bits >> 16);
-        }
+              anvil::rt::toBF16Bits(panel[r * n + j]);
     }
 }
 

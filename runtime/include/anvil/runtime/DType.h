@@ -12,6 +12,8 @@
 
 #include "anvil/runtime/Status.h"
 
+#include <bit>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -53,6 +55,21 @@ Expected<int64_t> numElements(std::span<const int64_t> shape);
 /// Bytes a tensor of `shape` and `type` occupies; an error if that
 /// overflows int64 (sizes from file headers are untrusted).
 Expected<int64_t> numBytes(std::span<const int64_t> shape, DType type);
+
+/// The bits of `x` rounded to bf16: to nearest, ties to even, subnormals
+/// kept, overflow to infinity, NaN a quiet NaN of the same sign (as
+/// arith.truncf and the GPU's cvt.rn.bf16.f32 round).
+inline uint16_t toBF16Bits(float x) {
+  uint32_t bits = std::bit_cast<uint32_t>(x);
+  bits = std::isnan(x) ? (bits | 0x00400000u)
+                       : bits + 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+/// The f32 value of bf16 bits.
+inline float fromBF16Bits(uint16_t bits) {
+  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
+}
 
 } // namespace anvil::rt
 
