@@ -138,6 +138,9 @@ TEST(CudaDevice, LaunchesAKernel) {
   for (int32_t i = 0; i < n; ++i)
     x[i] = static_cast<float>(i);
   launchScale(scale, x, 0.5f, n, (n + 255) / 256, 256);
+  // Queued on the step stream (synchronized only with
+  // ANVIL_CUDA_LAUNCHES=sync): wait before the host reads.
+  ASSERT_TRUE(cuda::synchronizeStepStream("scale").isOk());
   for (int32_t i = 0; i < n; ++i)
     ASSERT_EQ(x[i], 0.5f * static_cast<float>(i)) << "at " << i;
   anvil_rt_cuda_free(x);
@@ -210,6 +213,7 @@ void checkGemm(Call call, float tolerance) {
           std::copy(c.begin(), c.end(), dc);
           call(ta, tb, m, n, k, da, lda, sa, db, ldb, sb, dc, ldc, sc, batch,
                accumulate);
+          ASSERT_TRUE(cuda::synchronizeStepStream("GEMM").isOk());
           referenceGemm(ta, tb, m, n, k, wideA, lda, sa, wideB, ldb, sb, c, ldc,
                         sc, batch, accumulate);
           for (size_t i = 0; i < c.size(); ++i)
@@ -260,7 +264,7 @@ TEST(CudaDevice, Bf16RoundedGemmMatchesTheHost) {
       std::fill(dc, dc + host.size(), uint16_t{0x7FC0}); // NaN: overwritten
       anvil_rt_cuda_gemm_bf16_rounded(ta, tb, m, n, k, da, lda, m * k, db, ldb,
                                       k * n, dc, ldc, m * n, batch);
-      ASSERT_TRUE(cuda::synchronizeDefaultStream("bf16 GEMM").isOk());
+      ASSERT_TRUE(cuda::synchronizeStepStream("bf16 GEMM").isOk());
       anvil_rt_gemm_bf16_rounded(ta, tb, m, n, k, a.data(), lda, m * k,
                                  b.data(), ldb, k * n, host.data(), ldc, m * n,
                                  batch);
@@ -381,6 +385,7 @@ TEST(CudaGemmFp8, MatchesTheHostOnExactProducts) {
     scales[0] = 0.5f;
     scales[4] = 4.0f;
     anvil_rt_cuda_gemm_fp8(m, n, k, a, 0, b, bFormat, d, scales, scales + 4);
+    ASSERT_TRUE(cuda::synchronizeStepStream("FP8 GEMM").isOk());
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         double want = 0, magnitude = 0;
@@ -426,6 +431,7 @@ TEST(CudaGemmF8, AccumulatesStridedBatchesInTheTNForm) {
       c[i] = accumulate ? 1.0f : NAN;
     anvil_rt_cuda_gemm_f8(0, 1, m, n, k, a, 0, ld, strideA, b, 1, ld, strideB,
                           c, n, strideC, batch, accumulate);
+    ASSERT_TRUE(cuda::synchronizeStepStream("FP8 GEMM").isOk());
     for (int64_t t = 0; t < batch; ++t)
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {
@@ -465,7 +471,7 @@ void checkAttention(const check::AttentionCase &c, bool bf16,
   };
   memory.release = [](float *x) { anvil_rt_cuda_free(x); };
   memory.synchronize = [](const char *what) {
-    ASSERT_TRUE(cuda::synchronizeDefaultStream(what).isOk()) << what;
+    ASSERT_TRUE(cuda::synchronizeStepStream(what).isOk()) << what;
   };
   check::AttentionDeviations d = check::runOnDevice(c, bf16, placement, memory);
   std::printf("[ attention] %s (%s, %s): max |device - CPU| / max |CPU|: out "

@@ -305,14 +305,28 @@ FailureOr<ModuleABI> mlir::anvil::buildModuleABI(FunctionOpInterface train,
   return abi;
 }
 
-void mlir::anvil::setPlannedBytes(ModuleABI &abi, int64_t bytes) {
+namespace {
+/// Sets member `key` of the manifest's top level to `value`.
+void setManifestField(ModuleABI &abi, StringRef key, json::Value value) {
   llvm::Expected<json::Value> doc = json::parse(abi.manifest);
   if (!doc) {
     llvm::consumeError(doc.takeError());
     return;
   }
-  (*doc->getAsObject())["planned_bytes"] = bytes;
+  (*doc->getAsObject())[key] = std::move(value);
   abi.manifest.clear();
   llvm::raw_string_ostream os(abi.manifest);
   os << *doc;
+}
+} // namespace
+
+void mlir::anvil::setPlannedBytes(ModuleABI &abi, int64_t bytes) {
+  setManifestField(abi, "planned_bytes", bytes);
+}
+
+void mlir::anvil::setStepGraph(ModuleABI &abi, StringRef blocker) {
+  json::Object graph{{"capturable", blocker.empty()}};
+  if (!blocker.empty())
+    graph["why"] = blocker.str();
+  setManifestField(abi, "step_graph", std::move(graph));
 }

@@ -1247,6 +1247,17 @@ int main(int argc, char **argv) {
   if (failed(runStage(Stage::Kernels, [&] {
         if (failed(lower(Stage::Kernels)))
           return mlir::failure();
+        // Whether the runtime may replay the training step as a CUDA graph
+        // (anvil-cuda-step-graph's verdict).
+        if (train)
+          if (auto step = module.lookupSymbol<mlir::func::FuncOp>(
+                  abi->entries.front().function)) {
+            auto blocker =
+                step->getAttrOfType<mlir::StringAttr>(
+                    mlir::anvil::AnvilDialect::kGraphBlockerAttrName);
+            mlir::anvil::setStepGraph(*abi,
+                                      blocker ? blocker.getValue() : "");
+          }
         // The report reads the kernels as this stage leaves them.
         return kernelReport.empty()
                    ? mlir::success()

@@ -130,6 +130,17 @@ Expected<Manifest> Manifest::parse(std::string_view json) {
       m.mesh.emplace_back(axis, *v);
     }
   }
+  if (const JsonValue *g = doc->get("step_graph")) {
+    const JsonValue *capturable = g->isObject() ? g->get("capturable") : nullptr;
+    if (!capturable || !capturable->isBool())
+      return fail("step_graph.capturable", "expected true or false");
+    m.stepGraphCapturable = capturable->asBool();
+    if (const JsonValue *why = g->get("why")) {
+      if (!why->isString())
+        return fail("step_graph.why", "expected a string");
+      m.stepGraphBlocker = why->asString();
+    }
+  }
   if (const JsonValue *p = doc->get("planned_bytes")) {
     Expected<int64_t> v = p->asInteger();
     if (!v || *v < 0)

@@ -100,6 +100,12 @@ extern "C" __attribute__((weak)) void anvil_rt_begin_step(int64_t) {}
 
 extern "C" __attribute__((weak)) void anvil_rt_device_synchronize(void) {}
 
+extern "C" __attribute__((weak)) void
+anvil_rt_run_step(anvil_rt_step_fn step, void **args, int64_t, void **results,
+                  int64_t, void *workspace, int32_t) {
+  step(args, results, workspace);
+}
+
 extern "C" int64_t anvil_rt_allocated_bytes(void) { return allocated.load(); }
 extern "C" int64_t anvil_rt_peak_bytes(void) { return peak.load(); }
 extern "C" void anvil_rt_reset_peak_bytes(void) { peak = allocated.load(); }

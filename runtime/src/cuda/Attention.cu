@@ -39,9 +39,11 @@
 //
 // Any dim and valueDim up to 128 run: the tiles are zero-padded to the
 // next of 16, 32, 64, 128 (padding adds nothing to the products). Like the
-// cuBLAS calls of Gemm.cpp, each call runs on the legacy default stream and
-// waits for it unless launches are asynchronous; errors abort with the
-// kernel, the call and the shape.
+// cuBLAS calls of Gemm.cpp, each call queues its kernels on the step stream
+// (cuda::stepStream) and waits for them only in "sync" mode (LaunchMode);
+// errors abort with the kernel, the call and the shape. Nothing here
+// allocates or waits otherwise (the scratch comes from the stream-ordered
+// allocator), so a CUDA graph of the step can hold the calls.
 //
 // With ANVIL_CUDA_EMULATION defined, this file is plain C++ against
 // runtime/test/cuda-emulation/CudaEmulation.h, which runs these kernels and
@@ -49,7 +51,7 @@
 // the CPU's reference there, without a GPU). The hooks, all marked
 // ANVIL_CUDA_EMULATION: the emulator's header instead of the CUDA headers,
 // ANVIL_DYNAMIC_SHARED (the `extern __shared__` array) in each kernel,
-// mma16816's inline PTX, and launchOnDefaultStream's `<<<...>>>`. The CUDA
+// mma16816's inline PTX, and launchOnStepStream's `<<<...>>>`. The CUDA
 // build compiles the same kernels as without them.
 //
 //===----------------------------------------------------------------------===//
@@ -70,6 +72,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <string>
 #include <type_traits>
 
@@ -792,15 +796,24 @@ Strided<T> chunkOf(T *base, const anvil_rt_attention_layout &l, int64_t b0,
   return t;
 }
 
-/// Aborts with the report of a failed CUDA runtime call.
+/// Aborts with the report of a failed CUDA runtime call (in a graph
+/// capture, records it: cuda::recordCaptureFailure).
 void check(cudaError_t e, const char *what, const Call &c,
            const std::string &kernel = "") {
   if (e == cudaSuccess)
     return;
-  fail(std::string(what) + " failed: " + cudaGetErrorName(e) + " (" +
-       cudaGetErrorString(e) + "), " +
-       (kernel.empty() ? "" : "for kernel '" + kernel + "' ") + "of " + c.name +
-       " (" + c.shape + ")");
+  std::string message =
+      std::string(what) + " failed: " + cudaGetErrorName(e) + " (" +
+      cudaGetErrorString(e) + "), " +
+      (kernel.empty() ? "" : "for kernel '" + kernel + "' ") + "of " + c.name +
+      " (" + c.shape + ")";
+  if (!anvil::rt::cuda::recordCaptureFailure(message))
+    fail(message);
+}
+
+/// The stream the step's work runs on.
+cudaStream_t stepStream() {
+  return static_cast<cudaStream_t>(anvil::rt::cuda::stepStream());
 }
 
 /// The largest dynamic shared memory a CTA may opt into on this device.
@@ -813,20 +826,38 @@ int sharedMemoryLimit(const Call &c) {
   return bytes;
 }
 
-/// kernel<<<grid, threads, smem>>>(args...) on the legacy default stream
-/// (emulated: run on the CPU before it returns).
+/// kernel<<<grid, threads, smem>>>(args...) on the step stream (emulated:
+/// run on the CPU before it returns).
 template <typename Kernel, typename... Args>
-void launchOnDefaultStream(Kernel kernel, dim3 grid, dim3 threads, size_t smem,
-                           Args... args) {
+void launchOnStepStream(Kernel kernel, dim3 grid, dim3 threads, size_t smem,
+                        Args... args) {
 #ifdef ANVIL_CUDA_EMULATION
   anvil::cuda_emulation::launch(kernel, grid, threads, smem, args...);
 #else
-  kernel<<<grid, threads, smem, 0>>>(args...);
+  kernel<<<grid, threads, smem, stepStream()>>>(args...);
 #endif
 }
 
-/// Launches `kernel` (named `name`) on the legacy default stream with
-/// kThreads threads per CTA and `smem` bytes of dynamic shared memory.
+/// Lets `kernel` use `smem` bytes of dynamic shared memory, once per
+/// kernel and size (the first step's calls, before any graph capture).
+template <typename Kernel>
+void optIntoSharedMemory(Kernel kernel, const std::string &name, size_t smem,
+                         const Call &c) {
+  static std::mutex mutex;
+  static std::map<const void *, size_t> granted;
+  std::lock_guard<std::mutex> lock(mutex);
+  size_t &bytes = granted[reinterpret_cast<const void *>(kernel)];
+  if (bytes >= smem)
+    return;
+  check(cudaFuncSetAttribute(kernel,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(smem)),
+        "cudaFuncSetAttribute", c, name);
+  bytes = smem;
+}
+
+/// Launches `kernel` (named `name`) on the step stream with kThreads
+/// threads per CTA and `smem` bytes of dynamic shared memory.
 template <typename Kernel, typename... Args>
 void launch(Kernel kernel, const std::string &name, dim3 grid, size_t smem,
             const Call &c, Args... args) {
@@ -838,21 +869,18 @@ void launch(Kernel kernel, const std::string &name, dim3 grid, size_t smem,
       fail("kernel '" + name + "' needs " + std::to_string(smem) +
            " bytes of shared memory per block, this device allows " +
            std::to_string(limit) + ", for " + c.name + " (" + c.shape + ")");
-    check(cudaFuncSetAttribute(kernel,
-                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(smem)),
-          "cudaFuncSetAttribute", c, name);
+    optIntoSharedMemory(kernel, name, smem, c);
   }
-  launchOnDefaultStream(kernel, grid, kThreads, smem, args...);
+  launchOnStepStream(kernel, grid, kThreads, smem, args...);
   check(cudaGetLastError(), "the launch", c, name);
 }
 
-/// Waits for the default stream (unless launches are asynchronous) and
-/// adds the call's time to the profile.
+/// Waits for the step stream in "sync" mode and adds the call's time to
+/// the profile.
 void finish(const Call &c) {
-  if (anvil::rt::cuda::asyncLaunches())
-    return; // queued on the default stream; the step's end waits for it
-  check(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize", c);
+  if (anvil::rt::cuda::launchMode() != anvil::rt::cuda::LaunchMode::Sync)
+    return; // queued on the step stream; the step's end waits for it
+  check(cudaStreamSynchronize(stepStream()), "cudaStreamSynchronize", c);
   if (anvil::rt::cuda::profiling())
     anvil::rt::cuda::profileAdd(c.profileName,
                                 std::chrono::duration<double>(
@@ -1009,7 +1037,8 @@ extern "C" void anvil_rt_cuda_attention_grad_f32(
   float *delta = nullptr; // (batch, heads, queries)
   if (rows > 0)
     check(cudaMallocAsync(reinterpret_cast<void **>(&delta),
-                          static_cast<size_t>(rows) * sizeof(float), nullptr),
+                          static_cast<size_t>(rows) * sizeof(float),
+                          stepStream()),
           "cudaMallocAsync", c);
   Runner run = pickBackward(paddedDim(dim, valueDim), bf16 != 0);
   for (int64_t b0 = 0; b0 < batch; b0 += chunk) {
@@ -1026,7 +1055,7 @@ extern "C" void anvil_rt_cuda_attention_grad_f32(
     float *chunkDelta = delta ? delta + first : nullptr;
     p.delta = chunkDelta;
     if (int64_t chunkRows = n * heads * queries; chunkRows > 0) {
-      launchOnDefaultStream(attentionDelta,
+      launchOnStepStream(attentionDelta,
                             static_cast<unsigned>((chunkRows + 7) / 8), 256, 0,
                             p, chunkDelta, chunkRows);
       check(cudaGetLastError(), "the launch", c, "attentionDelta");
@@ -1034,6 +1063,6 @@ extern "C" void anvil_rt_cuda_attention_grad_f32(
     run(p, n, c);
   }
   if (delta)
-    check(cudaFreeAsync(delta, nullptr), "cudaFreeAsync", c);
+    check(cudaFreeAsync(delta, stepStream()), "cudaFreeAsync", c);
   finish(c);
 }

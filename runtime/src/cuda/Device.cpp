@@ -4,7 +4,14 @@
 // through cuGetProcAddress (the versions of the CUDA 12.0 ABI, which every
 // driver since has), so nothing here needs libcuda.so at link time. A
 // process uses one device, its local rank's (0 in a world of one), through
-// its primary context.
+// its primary context, and one stream for the work of its steps: kernels,
+// library calls and copies run in the order the host code issues them.
+//
+// A training step whose host code only queues work on that stream (the
+// compiler says so: anvil_rt_run_step's `capturable`) becomes a CUDA graph:
+// the second call with the same buffers runs under stream capture, and
+// later calls with those buffers launch the instantiated graph instead of
+// the host code (one graph launch instead of a thousand kernel launches).
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,6 +59,14 @@ struct Driver {
   decltype(&::cuMemAlloc) memAlloc = nullptr;
   decltype(&::cuMemsetD8) memsetD8 = nullptr;
   decltype(&::cuMemcpy) memcpy = nullptr;
+  decltype(&::cuMemcpyAsync) memcpyAsync = nullptr;
+  decltype(&::cuStreamBeginCapture) streamBeginCapture = nullptr;
+  decltype(&::cuStreamEndCapture) streamEndCapture = nullptr;
+  decltype(&::cuGraphInstantiateWithFlags) graphInstantiate = nullptr;
+  decltype(&::cuGraphLaunch) graphLaunch = nullptr;
+  decltype(&::cuGraphGetNodes) graphGetNodes = nullptr;
+  decltype(&::cuGraphExecDestroy) graphExecDestroy = nullptr;
+  decltype(&::cuGraphDestroy) graphDestroy = nullptr;
   /// Optional: placement advice for managed memory, the CUmemLocation
   /// forms of CUDA 12.2 drivers and newer (declared here, not from the
   /// headers, whose older versions declare the CUdevice forms); null where
@@ -66,6 +81,13 @@ struct Driver {
   decltype(&::cuGetErrorString) getErrorString = nullptr;
 };
 
+/// A step's graph, for one set of argument, result and workspace
+/// pointers.
+struct StepGraph {
+  int64_t calls = 0;          ///< Calls of the step with these pointers.
+  CUgraphExec exec = nullptr; ///< Instantiated: replayed from now on.
+};
+
 struct State {
   std::once_flag once;
   Status status;
@@ -73,6 +95,18 @@ struct State {
   CUdevice device = 0;
   int ordinal = 0;
   CUcontext context = nullptr;
+  cuda::LaunchMode mode = cuda::LaunchMode::Graph;
+  /// The step stream (stepStream()).
+  CUstream stream = nullptr;
+  /// Whether the step stream is being captured, and the first call that
+  /// failed in the capture (recordCaptureFailure).
+  bool capturing = false;
+  std::string captureFailure;
+  /// The step's graphs by their pointers (the trainer's state alternates
+  /// between two generations: two graphs).
+  std::map<std::vector<void *>, StepGraph> graphs;
+  /// A capture failed: the step runs without graphs from then on.
+  bool graphsFailed = false;
   std::mutex namesLock;
   std::unordered_map<void *, std::string> kernelNames;
   /// The managed allocations of anvil_rt_buffer_alloc (address, bytes),
@@ -140,6 +174,14 @@ Status loadDriver(State &s) {
   get(d.memAlloc, "cuMemAlloc");
   get(d.memsetD8, "cuMemsetD8");
   get(d.memcpy, "cuMemcpy");
+  get(d.memcpyAsync, "cuMemcpyAsync");
+  get(d.streamBeginCapture, "cuStreamBeginCapture");
+  get(d.streamEndCapture, "cuStreamEndCapture");
+  get(d.graphInstantiate, "cuGraphInstantiateWithFlags");
+  get(d.graphLaunch, "cuGraphLaunch");
+  get(d.graphGetNodes, "cuGraphGetNodes");
+  get(d.graphExecDestroy, "cuGraphExecDestroy");
+  get(d.graphDestroy, "cuGraphDestroy");
   get(d.getErrorName, "cuGetErrorName");
   get(d.getErrorString, "cuGetErrorString");
   if (!missing.empty())
@@ -158,7 +200,24 @@ Status loadDriver(State &s) {
   return Status::ok();
 }
 
+/// ANVIL_CUDA_LAUNCHES (LaunchMode); ANVIL_PROFILE=1 times every launch.
+Expected<cuda::LaunchMode> launchModeFromEnvironment() {
+  const char *v = std::getenv("ANVIL_CUDA_LAUNCHES");
+  std::string value = v ? v : "";
+  if (value != "" && value != "graph" && value != "async" && value != "sync")
+    return Status::error(ErrorCode::InvalidArgument,
+                         "CUDA: ANVIL_CUDA_LAUNCHES='" + value +
+                             "': expected graph (the default), async or sync");
+  if (cuda::profiling() || value == "sync")
+    return cuda::LaunchMode::Sync;
+  return value == "async" ? cuda::LaunchMode::Async : cuda::LaunchMode::Graph;
+}
+
 Status startDevice(State &s) {
+  Expected<cuda::LaunchMode> mode = launchModeFromEnvironment();
+  if (!mode)
+    return mode.status();
+  s.mode = *mode;
   if (Status st = loadDriver(s); !st.isOk())
     return st;
   Driver &d = s.driver;
@@ -191,6 +250,12 @@ Status startDevice(State &s) {
         cuda::describeDriverError(r, "cuDevicePrimaryCtxRetain", ""));
   if (CUresult r = d.ctxSetCurrent(s.context); r != CUDA_SUCCESS)
     return unavailable(cuda::describeDriverError(r, "cuCtxSetCurrent", ""));
+  // Non-blocking: nothing on the legacy default stream (prefetches between
+  // steps) waits for it, or it for them.
+  if (CUresult r = d.streamCreate(&s.stream, CU_STREAM_NON_BLOCKING);
+      r != CUDA_SUCCESS)
+    return unavailable(
+        cuda::describeDriverError(r, "cuStreamCreate", "the step stream"));
   return Status::ok();
 }
 
@@ -268,13 +333,36 @@ bool cuda::isDeviceAddressable(const void *ptr) {
          type == CU_MEMORYTYPE_DEVICE;
 }
 
-Status cuda::synchronizeDefaultStream(const char *after) {
+cuda::LaunchMode cuda::launchMode() {
+  (void)initialize();
+  return state().mode;
+}
+
+void *cuda::stepStream() {
+  (void)driverOrAbort("the step stream");
+  return state().stream;
+}
+
+Status cuda::synchronizeStepStream(const char *after) {
   if (Status st = initialize(); !st.isOk())
     return st;
-  if (CUresult r = state().driver.streamSynchronize(nullptr); r != CUDA_SUCCESS)
+  State &s = state();
+  if (recordCaptureFailure(std::string("a wait for the device, after ") +
+                           after))
+    return Status::ok();
+  if (CUresult r = s.driver.streamSynchronize(s.stream); r != CUDA_SUCCESS)
     return Status::error(ErrorCode::IOError,
                          describeDriverError(r, "cuStreamSynchronize", after));
   return Status::ok();
+}
+
+bool cuda::recordCaptureFailure(const std::string &what) {
+  State &s = state();
+  if (!s.capturing)
+    return false;
+  if (s.captureFailure.empty())
+    s.captureFailure = what;
+  return true;
 }
 
 std::string cuda::describeDriverError(int result, const char *call,
@@ -411,14 +499,6 @@ bool cuda::profiling() {
   return on;
 }
 
-bool cuda::asyncLaunches() {
-  static const bool on = [] {
-    const char *v = std::getenv("ANVIL_CUDA_ASYNC");
-    return v && std::string(v) == "1" && !profiling();
-  }();
-  return on;
-}
-
 void cuda::profileAdd(const std::string &name, double seconds) {
   Profile &p = profile();
   std::lock_guard<std::mutex> lock(p.mutex);
@@ -451,26 +531,22 @@ extern "C" void mgpuLaunchKernel(void *function, int64_t gridX, int64_t gridY,
                        "x" + std::to_string(gridZ) + ", block " +
                        std::to_string(blockX) + "x" + std::to_string(blockY) +
                        "x" + std::to_string(blockZ) + ")";
-    if (cuda::asyncLaunches())
-      what += "; launches are asynchronous (ANVIL_CUDA_ASYNC=1): the error "
-              "may be an earlier kernel's, which ANVIL_CUDA_ASYNC=0 names";
+    if (cuda::recordCaptureFailure(
+            cuda::describeDriverError(r, "cuLaunchKernel", what)))
+      return;
+    if (cuda::launchMode() != cuda::LaunchMode::Sync)
+      what += "; launches are asynchronous: the error may be an earlier "
+              "kernel's, which ANVIL_CUDA_LAUNCHES=sync names";
     check(r, "cuLaunchKernel", what);
   }
 }
 
-extern "C" void *mgpuStreamCreate(void) {
-  // Asynchronous: the legacy default stream, which orders the step's
-  // kernels with the cuBLAS, cuBLASLt and NCCL calls between them.
-  if (cuda::asyncLaunches())
-    return nullptr;
-  Driver &d = driverOrAbort("mgpuStreamCreate");
-  CUstream stream = nullptr;
-  check(d.streamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate", "");
-  return stream;
-}
+// Every launch of generated code goes on the step stream, in order with
+// the library calls between them.
+extern "C" void *mgpuStreamCreate(void) { return cuda::stepStream(); }
 
 extern "C" void mgpuStreamSynchronize(void *stream) {
-  if (cuda::asyncLaunches())
+  if (cuda::launchMode() != cuda::LaunchMode::Sync)
     return; // the step's end waits for everything
   Driver &d = driverOrAbort("mgpuStreamSynchronize");
   // An error of a kernel surfaces here: name the last one launched.
@@ -494,11 +570,8 @@ extern "C" void mgpuStreamSynchronize(void *stream) {
   }
 }
 
-extern "C" void mgpuStreamDestroy(void *stream) {
-  if (!stream)
-    return; // the default stream (asynchronous launches)
-  Driver &d = driverOrAbort("mgpuStreamDestroy");
-  check(d.streamDestroy(static_cast<CUstream>(stream)), "cuStreamDestroy", "");
+extern "C" void mgpuStreamDestroy(void *) {
+  // The step stream lives as long as the process.
 }
 
 extern "C" void *anvil_rt_cuda_alloc(int64_t bytes) {
@@ -550,11 +623,15 @@ extern "C" void *anvil_rt_buffer_alloc(uint64_t alignment, uint64_t bytes) {
 }
 
 extern "C" void anvil_rt_device_synchronize(void) {
-  if (cuda::asyncLaunches())
-    check(driverOrAbort("anvil_rt_device_synchronize").ctxSynchronize(),
-          "cuCtxSynchronize",
-          "the kernels and library calls queued before it (asynchronous: "
-          "ANVIL_CUDA_ASYNC=0 names the kernel that failed)");
+  Driver &d = driverOrAbort("anvil_rt_device_synchronize");
+  if (cuda::recordCaptureFailure(
+          "a wait for the device in the step (a collective over the host's "
+          "transport, or a free)"))
+    return;
+  std::string what = "the kernels and library calls queued before it";
+  if (cuda::launchMode() != cuda::LaunchMode::Sync)
+    what += " (ANVIL_CUDA_LAUNCHES=sync names the kernel that failed)";
+  check(d.ctxSynchronize(), "cuCtxSynchronize", what);
 }
 
 extern "C" void anvil_rt_buffer_free(void *ptr) {
@@ -590,19 +667,28 @@ extern "C" void *anvil_rt_workspace_alloc(uint64_t bytes) {
 
 extern "C" void anvil_rt_workspace_free(void *ptr) { anvil_rt_cuda_free(ptr); }
 
-// Unified addressing: cuMemcpy finds where each side lives (device or
-// managed memory). A device-to-device copy may return before it is done,
-// and the next kernel runs on a non-blocking stream: synchronize. The
-// callers copy between distinct buffers (cuMemcpy is not memmove).
+// Unified addressing: cuMemcpyAsync finds where each side lives (device or
+// managed memory); on the step stream, the copy runs after the kernels
+// that wrote `src` and before those that read `dst`. The callers copy
+// between distinct buffers (it is not memmove).
 extern "C" void anvil_rt_device_copy(void *dst, const void *src,
                                      uint64_t bytes) {
   if (bytes == 0 || dst == src)
     return;
   Driver &d = driverOrAbort("anvil_rt_device_copy");
-  check(d.memcpy(reinterpret_cast<CUdeviceptr>(dst),
-                 reinterpret_cast<CUdeviceptr>(src), bytes),
-        "cuMemcpy", std::to_string(bytes) + " bytes between device buffers");
-  check(d.ctxSynchronize(), "cuCtxSynchronize", "a copy between buffers");
+  State &s = state();
+  std::string what = std::to_string(bytes) + " bytes between device buffers";
+  CUresult r = d.memcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
+                             reinterpret_cast<CUdeviceptr>(src), bytes,
+                             s.stream);
+  if (r != CUDA_SUCCESS &&
+      cuda::recordCaptureFailure(
+          cuda::describeDriverError(r, "cuMemcpyAsync", what)))
+    return;
+  check(r, "cuMemcpyAsync", what);
+  if (s.mode == cuda::LaunchMode::Sync)
+    check(d.streamSynchronize(s.stream), "cuStreamSynchronize",
+          "a copy of " + what);
 }
 
 extern "C" void anvil_rt_begin_step(int64_t step) {
@@ -622,6 +708,108 @@ extern "C" void anvil_rt_begin_step(int64_t step) {
   check(s.driver.ctxSynchronize(), "cuCtxSynchronize",
         "the buffers' move to the device");
   s.prefetched = true;
+}
+
+//===- The step as a CUDA graph -------------------------------------------===//
+
+namespace {
+
+/// At most a few sets of pointers get a graph (the trainer's state has two
+/// generations); a caller that keeps changing them runs without.
+constexpr size_t kMaxGraphs = 4;
+
+/// Captures one call of `step` on the step stream into `g`: on success
+/// `g.exec` is the instantiated graph (not launched yet) and the result is
+/// empty; on failure nothing of the call has run, and the result says
+/// why.
+std::string capture(StepGraph &g, anvil_rt_step_fn step, void **args,
+                    void **results, void *workspace) {
+  State &s = state();
+  Driver &d = s.driver;
+  // Thread-local: a call on this thread that a graph cannot hold (a
+  // synchronous allocation or copy, a wait) fails, and invalidates the
+  // capture, instead of running; other threads are not this step's.
+  if (CUresult r = d.streamBeginCapture(s.stream,
+                                        CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+      r != CUDA_SUCCESS)
+    return cuda::describeDriverError(r, "cuStreamBeginCapture", "");
+  s.capturing = true;
+  s.captureFailure.clear();
+  step(args, results, workspace);
+  s.capturing = false;
+  CUgraph graph = nullptr;
+  CUresult r = d.streamEndCapture(s.stream, &graph);
+  std::string why = s.captureFailure;
+  if (why.empty() && r != CUDA_SUCCESS)
+    why = cuda::describeDriverError(r, "cuStreamEndCapture", "");
+  if (why.empty()) {
+    if (CUresult i = d.graphInstantiate(&g.exec, graph, 0); i != CUDA_SUCCESS) {
+      why = cuda::describeDriverError(i, "cuGraphInstantiate", "");
+      g.exec = nullptr;
+    }
+  }
+  size_t nodes = 0;
+  if (graph) {
+    if (why.empty())
+      (void)d.graphGetNodes(graph, nullptr, &nodes);
+    d.graphDestroy(graph); // the instantiated graph keeps what it needs
+  }
+  if (!why.empty())
+    return why;
+  // One line per graph (at most kMaxGraphs).
+  std::fprintf(stderr,
+               "anvil: step %lld captured as a CUDA graph of %zu nodes, "
+               "replayed for its buffers from now on\n",
+               static_cast<long long>(currentStep), nodes);
+  return "";
+}
+
+} // namespace
+
+extern "C" void anvil_rt_run_step(anvil_rt_step_fn step, void **args,
+                                  int64_t numArgs, void **results,
+                                  int64_t numResults, void *workspace,
+                                  int32_t capturable) {
+  Driver &d = driverOrAbort("anvil_rt_run_step");
+  State &s = state();
+  if (!capturable || s.mode != cuda::LaunchMode::Graph || s.graphsFailed) {
+    step(args, results, workspace);
+    return;
+  }
+  std::vector<void *> key(args, args + numArgs);
+  key.insert(key.end(), results, results + numResults);
+  key.push_back(workspace);
+  auto it = s.graphs.find(key);
+  if (it == s.graphs.end()) {
+    if (s.graphs.size() >= kMaxGraphs) {
+      step(args, results, workspace);
+      return;
+    }
+    it = s.graphs.emplace(std::move(key), StepGraph()).first;
+  }
+  StepGraph &g = it->second;
+  // The first call runs as it is: what is made once (cuBLAS's handle and
+  // workspace, kernels' attributes, the allocator's pool) is made outside
+  // the capture.
+  if (!g.exec && g.calls++ == 0) {
+    step(args, results, workspace);
+    return;
+  }
+  if (!g.exec) {
+    std::string why = capture(g, step, args, results, workspace);
+    if (!why.empty()) {
+      s.graphsFailed = true;
+      std::fprintf(stderr,
+                   "anvil: the training step could not be captured as a CUDA "
+                   "graph (%s); it runs without one (ANVIL_CUDA_LAUNCHES=async "
+                   "does so without trying)\n",
+                   why.c_str());
+      step(args, results, workspace); // the capture ran none of it
+      return;
+    }
+  }
+  check(d.graphLaunch(g.exec, s.stream), "cuGraphLaunch",
+        "the training step's CUDA graph");
 }
 
 extern "C" const char *anvil_rt_device_open(void) {

@@ -3,11 +3,10 @@
 // Row-major C (m x n) += op(A) op(B) (beta = 1; `accumulate` 0: C =, beta
 // = 0) is, read column-major, C^T += op(B)^T
 // op(A)^T: cuBLAS multiplies B then A with the transposes as given, n and m
-// swapped. One handle per process, on the default stream, synchronized
-// before returning: the launches of the generated code run on streams of
-// their own that do not wait for the default one. With asynchronous
-// launches (ANVIL_CUDA_ASYNC=1) the kernels run on the default stream too,
-// and a GEMM returns once queued.
+// swapped. One handle per process, on the step stream with the generated
+// code's kernels (cuda::stepStream), with a workspace of its own so that a
+// graph capture of the step needs no allocation; a GEMM returns once
+// queued (synchronized in "sync" mode: LaunchMode).
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +32,10 @@ const char *cublasName(cublasStatus_t status) {
   std::abort();
 }
 
+/// cuBLAS's workspace: NVIDIA's recommendation for Hopper (32 MiB; 4 MiB
+/// suffices before).
+constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+
 /// The process's cuBLAS handle, with the device's primary context current
 /// on the calling thread: the CUDA runtime under cuBLAS then works on the
 /// device the driver side opened (LOCAL_RANK's), not device 0.
@@ -45,13 +48,27 @@ cublasHandle_t handle() {
   std::call_once(once, [] {
     if (cublasStatus_t s = cublasCreate(&h); s != CUBLAS_STATUS_SUCCESS)
       fail(std::string("cublasCreate failed: ") + cublasName(s));
+    if (cublasStatus_t s = cublasSetStream(
+            h, static_cast<cudaStream_t>(anvil::rt::cuda::stepStream()));
+        s != CUBLAS_STATUS_SUCCESS)
+      fail(std::string("cublasSetStream failed: ") + cublasName(s));
+    // After cublasSetStream, which resets the workspace to cuBLAS's pool.
+    void *workspace = nullptr;
+    if (cudaError_t e = cudaMalloc(&workspace, kWorkspaceBytes);
+        e != cudaSuccess)
+      fail(std::string("cudaMalloc failed: ") + cudaGetErrorName(e) +
+           ", for cuBLAS's workspace of " + std::to_string(kWorkspaceBytes) +
+           " bytes");
+    if (cublasStatus_t s = cublasSetWorkspace(h, workspace, kWorkspaceBytes);
+        s != CUBLAS_STATUS_SUCCESS)
+      fail(std::string("cublasSetWorkspace failed: ") + cublasName(s));
   });
   return h;
 }
 
 /// Synchronizes after a GEMM of `what` ("sgemm", "bf16 GEMM") that
-/// returned `s`, failing with `call` and the shape; adds its time to the
-/// profile.
+/// returned `s`, in "sync" mode, failing with `call` and the shape; adds
+/// its time to the profile.
 void finish(cublasStatus_t s, const char *call, const char *what,
             std::chrono::steady_clock::time_point start, int64_t m, int64_t n,
             int64_t k, int64_t batch) {
@@ -60,11 +77,19 @@ void finish(cublasStatus_t s, const char *call, const char *what,
            std::to_string(k) + ") (" + std::to_string(k) + " x " +
            std::to_string(n) + ") " + what;
   };
-  if (s != CUBLAS_STATUS_SUCCESS)
-    fail(std::string(call) + " failed: " + cublasName(s) + ", for " + shape());
-  if (anvil::rt::cuda::asyncLaunches())
-    return; // queued on the default stream; the step's end waits for it
-  if (cudaError_t e = cudaStreamSynchronize(nullptr); e != cudaSuccess)
+  using anvil::rt::cuda::LaunchMode;
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    std::string message =
+        std::string(call) + " failed: " + cublasName(s) + ", for " + shape();
+    if (anvil::rt::cuda::recordCaptureFailure(message))
+      return;
+    fail(message);
+  }
+  if (anvil::rt::cuda::launchMode() != LaunchMode::Sync)
+    return; // queued on the step stream; the step's end waits for it
+  if (cudaError_t e = cudaStreamSynchronize(
+          static_cast<cudaStream_t>(anvil::rt::cuda::stepStream()));
+      e != cudaSuccess)
     fail(std::string("cudaStreamSynchronize failed: ") + cudaGetErrorName(e) +
          " (" + cudaGetErrorString(e) + "), after " + shape());
   if (anvil::rt::cuda::profiling())

@@ -9,10 +9,9 @@
 // anvil_rt_cuda_gemm_f8 (the generated code's FP8 GEMMs) adds the product
 // to C (beta = 1; or overwrites it, beta = 0, with `accumulate` 0), a batch
 // in one strided-batched call, unscaled. One
-// handle and one 32 MiB workspace per process, on the default stream,
-// synchronized before returning (the generated code's launches run on
-// streams of their own; with ANVIL_CUDA_ASYNC=1 on the default stream, and
-// the GEMM returns once queued).
+// handle and one 32 MiB workspace per process; each GEMM is queued on the
+// step stream with the generated code's kernels (cuda::stepStream) and
+// waited for only in "sync" mode (LaunchMode).
 //
 //===----------------------------------------------------------------------===//
 
@@ -101,10 +100,16 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
                      std::to_string(k) + " " + formatName(aFormat) + " by " +
                      std::to_string(n) + " x " + std::to_string(k) + " " +
                      formatName(bFormat) + ")";
+  // False: the call failed in a graph capture (recorded; the caller
+  // returns).
   auto check = [&](cublasStatus_t s, const char *call) {
-    if (s != CUBLAS_STATUS_SUCCESS)
-      fail(std::string(call) + " failed: " + cublasGetStatusName(s) + ", for " +
-           what);
+    if (s == CUBLAS_STATUS_SUCCESS)
+      return true;
+    std::string message = std::string(call) + " failed: " +
+                          cublasGetStatusName(s) + ", for " + what;
+    if (!anvil::rt::cuda::recordCaptureFailure(message))
+      fail(message);
+    return false;
   };
   if (aFormat == 1 && bFormat == 1)
     fail(std::string(caller) + ": cuBLASLt has no E5M2 x E5M2 product, for " +
@@ -237,14 +242,16 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
   }
   const float one = 1.0f;
   auto start = std::chrono::steady_clock::now();
-  check(cublasLtMatmul(h.handle, desc.op, &one, b, desc.a, a, desc.b, &beta, d,
-                       desc.d, d, desc.d, &*cached, h.workspace,
-                       kWorkspaceBytes, nullptr),
-        "cublasLtMatmul");
-  if (anvil::rt::cuda::asyncLaunches())
-    return; // queued on the default stream; the step's end waits for it
-  if (anvil::rt::Status st =
-          anvil::rt::cuda::synchronizeDefaultStream(what.c_str());
+  if (!check(cublasLtMatmul(h.handle, desc.op, &one, b, desc.a, a, desc.b,
+                            &beta, d, desc.d, d, desc.d, &*cached, h.workspace,
+                            kWorkspaceBytes,
+                            static_cast<cudaStream_t>(
+                                anvil::rt::cuda::stepStream())),
+             "cublasLtMatmul"))
+    return;
+  if (anvil::rt::cuda::launchMode() != anvil::rt::cuda::LaunchMode::Sync)
+    return; // queued on the step stream; the step's end waits for it
+  if (anvil::rt::Status st = anvil::rt::cuda::synchronizeStepStream(what.c_str());
       !st.isOk())
     fail(st.message());
   if (anvil::rt::cuda::profiling())

@@ -6,12 +6,13 @@
 // MPI communicator: rank 0 makes the ncclUniqueId, the host communicator
 // broadcasts it, every rank calls ncclCommInitRank on its device.
 //
-// Generated code calls the collectives between launches (each launch is
-// synchronized; with ANVIL_CUDA_ASYNC=1, anvil_rt_device_synchronize waits
-// for the queued ones first), on managed buffers: NCCL runs them on the
-// legacy default stream, which is synchronized before the call returns. Host
-// buffers, and everything that is not an f32 collective, stay with the host
-// communicator.
+// Generated code calls the collectives between launches (the runtime's
+// collective functions wait for the queued work first:
+// anvil_rt_device_synchronize), on managed or device buffers: NCCL runs them
+// on the step stream (cuda::stepStream), which is synchronized before the
+// call returns. Host buffers, and everything that is not an f32
+// collective, stay with the host communicator. A step that calls
+// collectives is not captured as a CUDA graph (the compiler says so).
 //
 //===----------------------------------------------------------------------===//
 
@@ -119,14 +120,14 @@ public:
     if (!cuda::isDeviceAddressable(data))
       return host->allReduce(data, count, op);
     return finish(n.allReduce(data, data, static_cast<size_t>(count),
-                              ncclFloat32, ncclOp(op), comm, nullptr),
+                              ncclFloat32, ncclOp(op), comm, stream()),
                   "ncclAllReduce", count);
   }
   Status allGather(const float *in, int64_t count, float *out) override {
     if (!cuda::isDeviceAddressable(in) || !cuda::isDeviceAddressable(out))
       return host->allGather(in, count, out);
     return finish(n.allGather(in, out, static_cast<size_t>(count), ncclFloat32,
-                              comm, nullptr),
+                              comm, stream()),
                   "ncclAllGather", count);
   }
   Status reduceScatter(const float *in, int64_t count, float *out,
@@ -134,7 +135,7 @@ public:
     if (!cuda::isDeviceAddressable(in) || !cuda::isDeviceAddressable(out))
       return host->reduceScatter(in, count, out, op);
     return finish(n.reduceScatter(in, out, static_cast<size_t>(count),
-                                  ncclFloat32, ncclOp(op), comm, nullptr),
+                                  ncclFloat32, ncclOp(op), comm, stream()),
                   "ncclReduceScatter", count);
   }
   Status broadcast(void *data, int64_t bytes, int root) override {
@@ -161,7 +162,10 @@ private:
     }
     return ncclSum;
   }
-  /// The call's result, then the default stream's completion.
+  static cudaStream_t stream() {
+    return static_cast<cudaStream_t>(cuda::stepStream());
+  }
+  /// The call's result, then the step stream's completion.
   Status finish(ncclResult_t result, const char *call, int64_t count) {
     std::string what = std::string(call) + " of " + std::to_string(count) +
                        " floats on rank " + std::to_string(rank()) + " of " +
@@ -169,7 +173,7 @@ private:
     if (result != ncclSuccess)
       return Status::error(ErrorCode::IOError, "NCCL: " + what + " failed: " +
                                                    n.getErrorString(result));
-    return cuda::synchronizeDefaultStream(what.c_str());
+    return cuda::synchronizeStepStream(what.c_str());
   }
 
   const Nccl &n;

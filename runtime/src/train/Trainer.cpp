@@ -667,6 +667,9 @@ Status Trainer::run() {
               o_.data.empty() && o_.batchDir.empty() ? ", synthetic data" : "");
   if (const char *device = anvil_rt_device_description(); *device)
     std::printf("device: %s\n", device);
+  if (!m_.stepGraphCapturable && !m_.stepGraphBlocker.empty())
+    std::printf("the step runs without a CUDA graph: %s\n",
+                m_.stepGraphBlocker.c_str());
   if (comm_) {
     std::string meshText;
     for (const auto &[axis, n] : mesh_.axes)
@@ -724,7 +727,12 @@ Status Trainer::run() {
     int64_t before = anvil_rt_allocated_bytes();
     auto t0 = std::chrono::steady_clock::now();
     anvil_rt_begin_step(step + 1);
-    anvil_module_train_step(args.data(), results.data(), workspace_.data());
+    // The CUDA device replays a graph of the step where the compiler found
+    // it capturable; the CPU calls it.
+    anvil_rt_run_step(anvil_module_train_step, args.data(),
+                      static_cast<int64_t>(args.size()), results.data(),
+                      static_cast<int64_t>(results.size()), workspace_.data(),
+                      m_.stepGraphCapturable ? 1 : 0);
     anvil_rt_begin_step(-1);
     auto t1 = std::chrono::steady_clock::now();
     measuredPeak_ = std::max(measuredPeak_,

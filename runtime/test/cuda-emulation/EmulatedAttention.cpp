@@ -4,9 +4,10 @@
 // CudaEmulation.h (ANVIL_CUDA_EMULATION, set by the test's CMake target):
 // anvil_rt_cuda_attention_f32 and _grad_f32 here run their kernels on the
 // CPU. Included rather than listed as a source so that the .cu file keeps
-// its CUDA language in anvil_cuda. Also the four functions of the CUDA
-// device (Device.cpp) that Attention.cu's host side calls, for a device
-// that is always there, launches synchronously and keeps no profile.
+// its CUDA language in anvil_cuda. Also the functions of the CUDA device
+// (Device.cpp) that Attention.cu's host side calls, for a device that is
+// always there, launches synchronously (never in a graph capture) and
+// keeps no profile.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,7 +20,9 @@
 namespace anvil::rt::cuda {
 
 Status initialize() { return Status::ok(); }
-bool asyncLaunches() { return false; }
+LaunchMode launchMode() { return LaunchMode::Sync; }
+void *stepStream() { return nullptr; }
+bool recordCaptureFailure(const std::string &) { return false; }
 bool profiling() { return false; }
 void profileAdd(const std::string &, double) {}
 

@@ -47,6 +47,12 @@ FailureOr<ModuleABI> buildModuleABI(FunctionOpInterface train,
 /// allocates once and passes to every step.
 void setPlannedBytes(ModuleABI &abi, int64_t bytes);
 
+/// Sets the manifest's "step_graph" (CUDA executables): {"capturable":
+/// true} when `blocker` is empty, else {"capturable": false, "why":
+/// blocker}: whether the runtime may replay the training step as a CUDA
+/// graph (anvil-cuda-step-graph).
+void setStepGraph(ModuleABI &abi, StringRef blocker);
+
 } // namespace mlir::anvil
 
 #endif // ANVIL_TARGET_MANIFEST_H

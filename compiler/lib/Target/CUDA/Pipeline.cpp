@@ -14,7 +14,8 @@
 //      a 1-D grid; long contiguous row reductions a warp per row),
 //      canonicalize, gpu-launch-sink-index-computations (the
 //      constants into the launches: kernels take only their buffers),
-//      gpu-kernel-outlining.
+//      gpu-kernel-outlining, anvil-cuda-step-graph (which exported
+//      functions a CUDA graph can replay).
 //
 // buildKernelToNVVMPipeline then lowers the kernels: affine and scf to cf,
 // strided memrefs expanded, gpu/math/memref/arith to NVVM and LLVM (math
@@ -119,6 +120,7 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createGpuLaunchSinkIndexComputationsPass());
     pm.addPass(createGpuKernelOutliningPass());
+    pm.addPass(createAnvilCUDAStepGraphPass());
   }
   if (last < Stage::LLVM)
     return;

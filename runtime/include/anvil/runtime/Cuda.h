@@ -65,9 +65,37 @@ std::string kernelName(void *function);
 /// Whether kernels (and NCCL) can address `ptr`: managed or device memory.
 bool isDeviceAddressable(const void *ptr);
 
-/// Waits for the legacy default stream (NCCL's calls here), reporting a
-/// failure as the driver's error for `after`.
-Status synchronizeDefaultStream(const char *after);
+/// How a step's kernels and library calls are launched
+/// (ANVIL_CUDA_LAUNCHES; cuda::initialize rejects any other value).
+/// Every mode queues them, in order, on one stream (stepStream()).
+enum class LaunchMode {
+  /// "graph" (the default): the training step is captured once per set of
+  /// buffers as a CUDA graph and replayed (anvil_rt_run_step), where the
+  /// compiler found it capturable; otherwise as "async".
+  Graph,
+  /// "async": launched one by one, waited for at the step's end.
+  Async,
+  /// "sync" (and whenever ANVIL_PROFILE=1): every launch and library call
+  /// is waited for, so an error names the kernel that failed.
+  Sync,
+};
+LaunchMode launchMode();
+
+/// The stream (a CUstream) every kernel, library call and copy of a step
+/// runs on: one non-blocking stream of the process, which orders them.
+void *stepStream();
+
+/// Waits for the step stream, reporting a failure as the driver's error
+/// for `after` (a kernel's or a library call's failure surfaces here).
+Status synchronizeStepStream(const char *after);
+
+/// While anvil_rt_run_step captures the step stream into a graph, a call
+/// that fails (a library that cannot be captured, a synchronization)
+/// records `what` (the first is reported) and returns true: the caller
+/// then returns as if the call had been queued, and the step runs again
+/// without a graph once the capture ends. Otherwise false: the caller
+/// reports the error as usual.
+bool recordCaptureFailure(const std::string &what);
 
 /// With ANVIL_PROFILE=1 in the environment, the process's wall time in
 /// each kernel and library call (every launch is synchronized, so the time
@@ -76,16 +104,6 @@ Status synchronizeDefaultStream(const char *after);
 /// library call's; profileAdd counts one call of `seconds`.
 bool profiling();
 void profileAdd(const std::string &name, double seconds);
-
-/// With ANVIL_CUDA_ASYNC=1 in the environment (and not profiling): every
-/// kernel and library call of a step goes on the legacy default stream,
-/// in order, and nothing waits for it until the step ends (the trainer's
-/// anvil_rt_begin_step(-1) after each step, a free of a buffer, a copy):
-/// no stream made, synchronized and destroyed per launch. An error of a
-/// kernel then surfaces at the step's end without the kernel's name (run
-/// again without it to find the kernel). Off by default until a GPU run
-/// has measured and checked it.
-bool asyncLaunches();
 
 /// An NCCL communicator over the ranks of `host` (an MPI communicator of
 /// one mesh axis), a collective call of its ranks: they agree that each
@@ -104,8 +122,10 @@ makeNCCLCommunicator(std::unique_ptr<Communicator> &host, bool wanted);
 
 extern "C" {
 // MLIR's launch ABI (gpu-to-llvm): modules are loaded from the embedded
-// cubins by a constructor of the generated code, and each launch runs on a
-// stream of its own that it synchronizes and destroys.
+// cubins by a constructor of the generated code; each launch asks for a
+// stream, launches on it, synchronizes and destroys it. Here the stream is
+// always the step stream, and the synchronization waits only in "sync"
+// mode (LaunchMode).
 void *mgpuModuleLoad(void *data, uint64_t bytes);
 void mgpuModuleUnload(void *module);
 void *mgpuModuleGetFunction(void *module, const char *name);
@@ -124,8 +144,7 @@ void anvil_rt_cuda_free(void *ptr);
 
 /// anvil_rt_sgemm's contract (RuntimeABI.h) on device pointers, through
 /// cuBLAS: for i in [0, batch): C_i += op(A_i) op(B_i), row-major (C_i =
-/// with `accumulate` 0: beta = 0). Returns when the product is complete
-/// (queued on the default stream with asynchronous launches).
+/// with `accumulate` 0: beta = 0). Queues the product on the step stream.
 void anvil_rt_cuda_sgemm(int32_t transA, int32_t transB, int64_t m, int64_t n,
                          int64_t k, const float *a, int64_t lda,
                          int64_t strideA, const float *b, int64_t ldb,
@@ -134,7 +153,7 @@ void anvil_rt_cuda_sgemm(int32_t transA, int32_t transB, int64_t m, int64_t n,
 
 /// anvil_rt_gemm_bf16's contract (RuntimeABI.h) on device pointers,
 /// through cuBLAS's bf16 GEMM (tensor cores, f32 accumulation and C).
-/// Returns when the product is complete (queued, asynchronous launches).
+/// Queues the product on the step stream.
 void anvil_rt_cuda_gemm_bf16(int32_t transA, int32_t transB, int64_t m,
                              int64_t n, int64_t k, const uint16_t *a,
                              int64_t lda, int64_t strideA, const uint16_t *b,
@@ -144,7 +163,8 @@ void anvil_rt_cuda_gemm_bf16(int32_t transA, int32_t transB, int64_t m,
 
 /// anvil_rt_gemm_bf16_rounded's contract (RuntimeABI.h) on device
 /// pointers: cuBLAS on the tensor cores, f32 accumulation, C written in
-/// bf16 (the f32 result rounded to nearest even).
+/// bf16 (the f32 result rounded to nearest even). Queues the product on
+/// the step stream.
 void anvil_rt_cuda_gemm_bf16_rounded(int32_t transA, int32_t transB, int64_t m,
                                      int64_t n, int64_t k, const uint16_t *a,
                                      int64_t lda, int64_t strideA,
@@ -161,8 +181,8 @@ void anvil_rt_cuda_gemm_bf16_rounded(int32_t transA, int32_t transB, int64_t m,
 /// call and the shape. `layouts` is host memory. The kernels index each
 /// tensor in 32 bits: a batch whose tensors span more than 2^31 elements
 /// runs in several launches of fewer batch elements (one batch element of
-/// a tensor spanning more fails). Returns when out and lse are complete
-/// (queued, asynchronous launches).
+/// a tensor spanning more fails). Queues the kernels that write out and lse
+/// on the step stream.
 void anvil_rt_cuda_attention_f32(const float *q, const float *k, const float *v,
                                  float *out, float *lse, int64_t batch,
                                  int64_t heads, int64_t kvHeads,
@@ -176,8 +196,8 @@ void anvil_rt_cuda_attention_f32(const float *q, const float *k, const float *v,
 /// anvil_rt_cuda_attention_f32 (or the CPU's). Each element is written by
 /// one CTA, in a fixed order: the result does not depend on scheduling (no
 /// atomics). Takes (and returns) a (batch, heads, queries) f32 scratch
-/// from the stream-ordered allocator. Returns when the gradients are
-/// complete (queued, asynchronous launches).
+/// from the stream-ordered allocator. Queues the kernels that write the
+/// gradients on the step stream.
 void anvil_rt_cuda_attention_grad_f32(
     const float *q, const float *k, const float *v, const float *out,
     const float *lse, const float *dOut, float *dq, float *dk, float *dv,
@@ -190,8 +210,9 @@ void anvil_rt_cuda_attention_grad_f32(
 /// scaleA[0] scaleB[0] A B^T, A m x k and B n x k row-major (k innermost in
 /// both: a linear layer's [out, in] weight as it is), in E4M3 (format 0)
 /// or E5M2 (1), not both E5M2. k must be a multiple of 16. The scales are
-/// the dequantization factors (1/s of each operand's quantization). Returns
-/// when the product is complete; a failure names the call and the shapes.
+/// the dequantization factors (1/s of each operand's quantization). Queues
+/// the product on the step stream; a failure names the call and the
+/// shapes.
 void anvil_rt_cuda_gemm_fp8(int64_t m, int64_t n, int64_t k, const void *a,
                             int32_t aFormat, const void *b, int32_t bFormat,
                             float *d, const float *scaleA, const float *scaleB);
@@ -200,8 +221,8 @@ void anvil_rt_cuda_gemm_fp8(int64_t m, int64_t n, int64_t k, const void *a,
 /// cuBLASLt: for i in [0, batch): C_i += A_i B_i^T (C_i = with
 /// `accumulate` 0) with both operands K
 /// innermost (transA = 0, transB = 1; anything else fails, naming the
-/// layouts), k and the row strides multiples of 16. Returns when the
-/// product is complete (queued, asynchronous launches).
+/// layouts), k and the row strides multiples of 16. Queues the product
+/// on the step stream.
 void anvil_rt_cuda_gemm_f8(int32_t transA, int32_t transB, int64_t m, int64_t n,
                            int64_t k, const void *a, int32_t aFormat,
                            int64_t lda, int64_t strideA, const void *b,

@@ -37,6 +37,8 @@ public:
   bool isString() const { return kind_ == Kind::String; }
   bool isNumber() const { return kind_ == Kind::Number; }
   bool isNull() const { return kind_ == Kind::Null; }
+  bool isBool() const { return kind_ == Kind::Bool; }
+  bool asBool() const { return kind_ == Kind::Bool && number_ != 0; }
 
   double asNumber() const { return number_; }
   /// The number if it is an integer that fits int64; an error otherwise.

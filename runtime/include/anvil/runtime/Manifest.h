@@ -32,7 +32,10 @@
 // of a tensor-parallel part); see Sharding.
 // "train_step" {"args", "results"} and "eval_step" {"args", "results":
 // [{"shape", "dtype"}...]} give the entry points' arities; a module compiled
-// for evaluation only has "train_step": null. Parse errors name the JSON path:
+// for evaluation only has "train_step": null. CUDA executables say whether
+// their training step can run as a CUDA graph: "step_graph":
+// {"capturable": true}, or {"capturable": false, "why": "..."} (absent: not
+// capturable). Parse errors name the JSON path:
 // "manifest: buffers[3].shape[1]: expected a non-negative integer".
 //
 //===----------------------------------------------------------------------===//
@@ -112,6 +115,10 @@ struct Manifest {
   }
   std::vector<BufferInfo> buffers;
   std::optional<EntryInfo> trainStep; ///< Absent for eval-only modules.
+  /// Whether the training step's host code only queues device work
+  /// (anvil_rt_run_step's `capturable`), and why not.
+  bool stepGraphCapturable = false;
+  std::string stepGraphBlocker;
   EntryInfo evalStep;
   std::vector<TensorSpec> evalResults; ///< Named result<i>.
 

@@ -168,14 +168,29 @@ const char *anvil_rt_device_open(void);
 const char *anvil_rt_device_description(void);
 /// The trainer calls this before each step (the step number), after it
 /// (-1): a device reports errors with the step they happened in, and one
-/// that queues a step's work (CUDA with ANVIL_CUDA_ASYNC=1) waits for it at
-/// -1.
+/// that queues a step's work (CUDA) waits for it at -1.
 void anvil_rt_begin_step(int64_t step);
 /// Waits for the work a device has queued: runtime functions call it before
 /// the host reads or writes buffers in the middle of a step (a collective
-/// over the host's transport). A no-op on the CPU (weak) and for CUDA's
-/// synchronous launches.
+/// over the host's transport). A no-op on the CPU (weak).
 void anvil_rt_device_synchronize(void);
+/// An entry point of generated code (anvil_module_train_step's shape).
+typedef void (*anvil_rt_step_fn)(void **args, void **results,
+                                 void *workspace);
+/// Runs one training step, `step(args, results, workspace)`, as the device
+/// sees fit, between anvil_rt_begin_step(n) and anvil_rt_begin_step(-1).
+/// The CPU (weak) calls it. `capturable`: the compiler found that the
+/// step's host code only queues device work (no host reads or writes of
+/// buffers, no allocations, no collectives; the manifest's "step_graph"),
+/// so that the work depends on nothing but the `numArgs` argument and
+/// `numResults` result pointers and the workspace. The CUDA device then
+/// records the step's work as a CUDA graph, per distinct set of those
+/// pointers, the second time it sees the set (the first call warms up what
+/// is made once, which a graph cannot hold), and replays the graph instead
+/// of calling `step` from then on.
+void anvil_rt_run_step(anvil_rt_step_fn step, void **args, int64_t numArgs,
+                       void **results, int64_t numResults, void *workspace,
+                       int32_t capturable);
 /// Allocation of generated code (whatever the static memory plan did not
 /// place in the workspace): malloc/free that count the bytes outstanding.
 /// These are the names MLIR's memref lowering calls with

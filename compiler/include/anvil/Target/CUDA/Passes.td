@@ -135,4 +135,46 @@ def AnvilCUDAEmulateLaunchesPass
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
 }
 
+def AnvilCUDAStepGraphPass
+    : Pass<"anvil-cuda-step-graph", "mlir::ModuleOp"> {
+  let summary = "Marks the exported functions a CUDA graph can replay";
+  let description = [{
+    Runs on the host side of the `kernels` stage (after
+    `gpu-kernel-outlining`). A CUDA graph replays the kernels and library
+    calls a function queued when it was captured, with the arguments they
+    had then; it does not run the function's host code again. That is
+    correct when the host code does nothing but queue device work whose
+    arguments follow from the function's own arguments: no host reads or
+    writes of buffers (their values could differ at a replay), no
+    allocations or frees (their addresses would), no waits and no calls
+    of the host's own (collectives over MPI).
+
+    Each public function gets `anvil.graph_capturable` when its host code,
+    and that of the functions it calls, consists only of:
+    - operations free of memory effects (index arithmetic, views of
+      buffers, `memref.extract_aligned_pointer_as_index`, constant
+      globals' addresses), and control flow around them;
+    - `gpu.launch_func`;
+    - calls of the CUDA runtime's library functions, which queue work on
+      the step stream and neither wait nor allocate outside the
+      stream-ordered allocator: `anvil_rt_cuda_sgemm`,
+      `anvil_rt_cuda_gemm_bf16`, `anvil_rt_cuda_gemm_bf16_rounded`,
+      `anvil_rt_cuda_gemm_f8`, `anvil_rt_cuda_gemm_fp8`,
+      `anvil_rt_cuda_attention_f32`, `anvil_rt_cuda_attention_grad_f32`.
+
+    Otherwise it gets `anvil.graph_blocker`, a string naming the first
+    operation that prevents it and where it is. The driver copies the
+    training step's verdict into the manifest (`"step_graph"`), and the
+    runtime captures the step (`anvil_rt_run_step`) only when it is
+    capturable.
+
+    Output:
+    ```mlir
+    func.func @train_step(...) attributes {anvil.graph_capturable} {...}
+    func.func @eval(...) attributes {anvil.graph_blocker =
+        "memref.alloc at loc(\"m.mlir\":3:8) allocates memory"} {...}
+    ```
+  }];
+}
+
 #endif // ANVIL_TARGET_CUDA_PASSES_TD

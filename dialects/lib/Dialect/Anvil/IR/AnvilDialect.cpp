@@ -274,6 +274,19 @@ LogicalResult AnvilDialect::verifyOperationAttribute(Operation *op,
              << "' must be \"shard\" or \"anvil\" on a function";
     return success();
   }
+  // Whether a CUDA graph can replay a function (anvil-cuda-step-graph).
+  if (attr.getName() == kGraphCapturableAttrName) {
+    if (!isa<FunctionOpInterface>(op) || !isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << kGraphCapturableAttrName
+                             << "' must be a unit attribute on a function";
+    return success();
+  }
+  if (attr.getName() == kGraphBlockerAttrName) {
+    if (!isa<FunctionOpInterface>(op) || !isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << kGraphBlockerAttrName
+                             << "' must be a string on a function";
+    return success();
+  }
   return op->emitError() << "unknown anvil attribute '"
                          << attr.getName().getValue() << "' on an op";
 }

@@ -70,6 +70,13 @@ def Anvil_Dialect : Dialect {
     /// upstream shard dialect's, or "anvil", anvil's own rules).
     static constexpr ::llvm::StringLiteral kPartitionerAttrName =
         "anvil.partitioner";
+    /// On an exported function of the CUDA backend's host code
+    /// (anvil-cuda-step-graph): a CUDA graph can replay it (unit), or why
+    /// not (a string).
+    static constexpr ::llvm::StringLiteral kGraphCapturableAttrName =
+        "anvil.graph_capturable";
+    static constexpr ::llvm::StringLiteral kGraphBlockerAttrName =
+        "anvil.graph_blocker";
 
   private:
     void registerAttributes();
