@@ -1252,11 +1252,9 @@ int main(int argc, char **argv) {
         if (train)
           if (auto step = module.lookupSymbol<mlir::func::FuncOp>(
                   abi->entries.front().function)) {
-            auto blocker =
-                step->getAttrOfType<mlir::StringAttr>(
-                    mlir::anvil::AnvilDialect::kGraphBlockerAttrName);
-            mlir::anvil::setStepGraph(*abi,
-                                      blocker ? blocker.getValue() : "");
+            auto blocker = step->getAttrOfType<mlir::StringAttr>(
+                mlir::anvil::AnvilDialect::kGraphBlockerAttrName);
+            mlir::anvil::setStepGraph(*abi, blocker ? blocker.getValue() : "");
           }
         // The report reads the kernels as this stage leaves them.
         return kernelReport.empty()

@@ -131,7 +131,8 @@ Expected<Manifest> Manifest::parse(std::string_view json) {
     }
   }
   if (const JsonValue *g = doc->get("step_graph")) {
-    const JsonValue *capturable = g->isObject() ? g->get("capturable") : nullptr;
+    const JsonValue *capturable =
+        g->isObject() ? g->get("capturable") : nullptr;
     if (!capturable || !capturable->isBool())
       return fail("step_graph.capturable", "expected true or false");
     m.stepGraphCapturable = capturable->asBool();

@@ -802,11 +802,10 @@ void check(cudaError_t e, const char *what, const Call &c,
            const std::string &kernel = "") {
   if (e == cudaSuccess)
     return;
-  std::string message =
-      std::string(what) + " failed: " + cudaGetErrorName(e) + " (" +
-      cudaGetErrorString(e) + "), " +
-      (kernel.empty() ? "" : "for kernel '" + kernel + "' ") + "of " + c.name +
-      " (" + c.shape + ")";
+  std::string message = std::string(what) + " failed: " + cudaGetErrorName(e) +
+                        " (" + cudaGetErrorString(e) + "), " +
+                        (kernel.empty() ? "" : "for kernel '" + kernel + "' ") +
+                        "of " + c.name + " (" + c.shape + ")";
   if (!anvil::rt::cuda::recordCaptureFailure(message))
     fail(message);
 }
@@ -1056,8 +1055,8 @@ extern "C" void anvil_rt_cuda_attention_grad_f32(
     p.delta = chunkDelta;
     if (int64_t chunkRows = n * heads * queries; chunkRows > 0) {
       launchOnStepStream(attentionDelta,
-                            static_cast<unsigned>((chunkRows + 7) / 8), 256, 0,
-                            p, chunkDelta, chunkRows);
+                         static_cast<unsigned>((chunkRows + 7) / 8), 256, 0, p,
+                         chunkDelta, chunkRows);
       check(cudaGetLastError(), "the launch", c, "attentionDelta");
     }
     run(p, n, c);

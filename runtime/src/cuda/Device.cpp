@@ -678,12 +678,11 @@ extern "C" void anvil_rt_device_copy(void *dst, const void *src,
   Driver &d = driverOrAbort("anvil_rt_device_copy");
   State &s = state();
   std::string what = std::to_string(bytes) + " bytes between device buffers";
-  CUresult r = d.memcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
-                             reinterpret_cast<CUdeviceptr>(src), bytes,
-                             s.stream);
-  if (r != CUDA_SUCCESS &&
-      cuda::recordCaptureFailure(
-          cuda::describeDriverError(r, "cuMemcpyAsync", what)))
+  CUresult r =
+      d.memcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
+                    reinterpret_cast<CUdeviceptr>(src), bytes, s.stream);
+  if (r != CUDA_SUCCESS && cuda::recordCaptureFailure(cuda::describeDriverError(
+                               r, "cuMemcpyAsync", what)))
     return;
   check(r, "cuMemcpyAsync", what);
   if (s.mode == cuda::LaunchMode::Sync)
@@ -729,8 +728,8 @@ std::string capture(StepGraph &g, anvil_rt_step_fn step, void **args,
   // Thread-local: a call on this thread that a graph cannot hold (a
   // synchronous allocation or copy, a wait) fails, and invalidates the
   // capture, instead of running; other threads are not this step's.
-  if (CUresult r = d.streamBeginCapture(s.stream,
-                                        CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  if (CUresult r =
+          d.streamBeginCapture(s.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
       r != CUDA_SUCCESS)
     return cuda::describeDriverError(r, "cuStreamBeginCapture", "");
   s.capturing = true;

@@ -100,16 +100,18 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
                      std::to_string(k) + " " + formatName(aFormat) + " by " +
                      std::to_string(n) + " x " + std::to_string(k) + " " +
                      formatName(bFormat) + ")";
-  // False: the call failed in a graph capture (recorded; the caller
-  // returns).
+  // A failure in a graph capture is recorded, and sets `failed` (the GEMM
+  // then returns without queuing anything); otherwise it aborts.
+  bool failed = false;
   auto check = [&](cublasStatus_t s, const char *call) {
     if (s == CUBLAS_STATUS_SUCCESS)
-      return true;
-    std::string message = std::string(call) + " failed: " +
-                          cublasGetStatusName(s) + ", for " + what;
+      return;
+    std::string message = std::string(call) +
+                          " failed: " + cublasGetStatusName(s) + ", for " +
+                          what;
     if (!anvil::rt::cuda::recordCaptureFailure(message))
       fail(message);
-    return false;
+    failed = true;
   };
   if (aFormat == 1 && bFormat == 1)
     fail(std::string(caller) + ": cuBLASLt has no E5M2 x E5M2 product, for " +
@@ -227,6 +229,8 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
                                                &bytes, sizeof bytes),
           "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT)");
   }
+  if (failed)
+    return;
   if (!cached) {
     cublasLtMatmulHeuristicResult_t heuristic{};
     int found = 0;
@@ -234,6 +238,8 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
                                          desc.d, desc.d, desc.preference, 1,
                                          &heuristic, &found),
           "cublasLtMatmulAlgoGetHeuristic");
+    if (failed)
+      return;
     if (found == 0)
       fail("cublasLtMatmulAlgoGetHeuristic found no algorithm, for " + what);
     cached = heuristic.algo;
@@ -242,16 +248,17 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
   }
   const float one = 1.0f;
   auto start = std::chrono::steady_clock::now();
-  if (!check(cublasLtMatmul(h.handle, desc.op, &one, b, desc.a, a, desc.b,
-                            &beta, d, desc.d, d, desc.d, &*cached, h.workspace,
-                            kWorkspaceBytes,
-                            static_cast<cudaStream_t>(
-                                anvil::rt::cuda::stepStream())),
-             "cublasLtMatmul"))
+  check(
+      cublasLtMatmul(h.handle, desc.op, &one, b, desc.a, a, desc.b, &beta, d,
+                     desc.d, d, desc.d, &*cached, h.workspace, kWorkspaceBytes,
+                     static_cast<cudaStream_t>(anvil::rt::cuda::stepStream())),
+      "cublasLtMatmul");
+  if (failed)
     return;
   if (anvil::rt::cuda::launchMode() != anvil::rt::cuda::LaunchMode::Sync)
     return; // queued on the step stream; the step's end waits for it
-  if (anvil::rt::Status st = anvil::rt::cuda::synchronizeStepStream(what.c_str());
+  if (anvil::rt::Status st =
+          anvil::rt::cuda::synchronizeStepStream(what.c_str());
       !st.isOk())
     fail(st.message());
   if (anvil::rt::cuda::profiling())

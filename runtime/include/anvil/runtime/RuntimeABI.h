@@ -175,8 +175,7 @@ void anvil_rt_begin_step(int64_t step);
 /// over the host's transport). A no-op on the CPU (weak).
 void anvil_rt_device_synchronize(void);
 /// An entry point of generated code (anvil_module_train_step's shape).
-typedef void (*anvil_rt_step_fn)(void **args, void **results,
-                                 void *workspace);
+typedef void (*anvil_rt_step_fn)(void **args, void **results, void *workspace);
 /// Runs one training step, `step(args, results, workspace)`, as the device
 /// sees fit, between anvil_rt_begin_step(n) and anvil_rt_begin_step(-1).
 /// The CPU (weak) calls it. `capturable`: the compiler found that the

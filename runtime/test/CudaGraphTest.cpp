@@ -1,0 +1,173 @@
+//===- CudaGraphTest.cpp - the step stream and the step's CUDA graphs ----===//
+//
+// anvil_rt_run_step in each launch mode (ANVIL_CUDA_LAUNCHES), on whatever
+// libcuda.so.1 the process finds: a GPU's driver (label gpu; skipped
+// without one), or the mock driver of cuda-mock/MockDriver.cpp (label
+// runtime; ctest runs the tests once per mode), which runs the test's
+// kernel on the host, holds captures to the driver's rules and reports how
+// the work ran (eagerly or as graphs).
+//
+//===----------------------------------------------------------------------===//
+
+#include "anvil/runtime/Cuda.h"
+#include "anvil/runtime/RuntimeABI.h"
+
+#include "ScaleKernel.h"
+
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+using namespace anvil::rt;
+using anvil::test::kScalePtx;
+using anvil::test::launchScale;
+
+namespace {
+
+/// What the mock driver ran so far; nothing on a real driver.
+struct MockCounts {
+  int64_t kernelsRun = 0, graphLaunches = 0, captures = 0;
+};
+std::optional<MockCounts> mockCounts() {
+  void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!driver)
+    return std::nullopt;
+  auto counts = reinterpret_cast<void (*)(int64_t *, int64_t *, int64_t *)>(
+      dlsym(driver, "anvilMockCounts"));
+  dlclose(driver);
+  if (!counts)
+    return std::nullopt;
+  MockCounts c;
+  counts(&c.kernelsRun, &c.graphLaunches, &c.captures);
+  return c;
+}
+
+/// The step's kernel and what the step did.
+struct StepContext {
+  void *scale = nullptr;
+  int32_t n = 0;
+  int64_t calls = 0;  ///< Calls of the step function (host code runs).
+  bool waits = false; ///< Wait for the device mid-step.
+} context;
+
+/// A step shaped like generated code: args[0] *= 0.5 (a kernel), then
+/// results[0] = args[0] (a copy on the step stream), optionally with a
+/// wait for the device between them, which a graph cannot hold.
+void halveAndCopy(void **args, void **results, void *) {
+  ++context.calls;
+  auto *x = static_cast<float *>(args[0]);
+  launchScale(context.scale, x, 0.5f, context.n, (context.n + 255) / 256, 256);
+  if (context.waits)
+    anvil_rt_device_synchronize();
+  anvil_rt_device_copy(results[0], x,
+                       static_cast<uint64_t>(context.n) * sizeof(float));
+}
+
+class CudaGraph : public ::testing::Test {
+protected:
+  static constexpr int32_t kN = 1000; // not a multiple of the block
+
+  void SetUp() override {
+    Status st = cuda::initialize();
+    if (!st.isOk())
+      GTEST_SKIP() << st.message();
+    module = mgpuModuleLoad(const_cast<char *>(kScalePtx), 0);
+    context = StepContext{mgpuModuleGetFunction(module, "scale"), kN, 0, false};
+  }
+  void TearDown() override {
+    if (module)
+      mgpuModuleUnload(module);
+  }
+
+  /// Runs `steps` steps as the trainer does, alternating between `sets`
+  /// sets of buffers (the trainer's state has two generations), and checks
+  /// every step's buffers.
+  void runSteps(int sets, int steps, int32_t capturable) {
+    std::vector<float *> xs, ys;
+    for (int s = 0; s < sets; ++s) {
+      auto alloc = [] {
+        return static_cast<float *>(anvil_rt_buffer_alloc(256, kN * 4));
+      };
+      xs.push_back(alloc());
+      ys.push_back(alloc());
+      for (int32_t i = 0; i < kN; ++i)
+        xs[s][i] = static_cast<float>((s + 1) * (i + 1));
+    }
+    std::vector<int> halvings(sets, 0);
+    for (int step = 0; step < steps; ++step) {
+      int s = step % sets;
+      void *args[] = {xs[s]}, *results[] = {ys[s]};
+      anvil_rt_begin_step(step + 1);
+      anvil_rt_run_step(halveAndCopy, args, 1, results, 1, nullptr, capturable);
+      anvil_rt_begin_step(-1);
+      float factor = std::ldexp(1.0f, -++halvings[s]);
+      for (int32_t i = 0; i < kN; ++i) {
+        float want = static_cast<float>((s + 1) * (i + 1)) * factor;
+        ASSERT_EQ(xs[s][i], want) << "step " << step << ", x[" << i << "]";
+        ASSERT_EQ(ys[s][i], want) << "step " << step << ", y[" << i << "]";
+      }
+    }
+    for (int s = 0; s < sets; ++s) {
+      anvil_rt_buffer_free(xs[s]);
+      anvil_rt_buffer_free(ys[s]);
+    }
+  }
+
+  void *module = nullptr;
+};
+
+bool graphs() { return cuda::launchMode() == cuda::LaunchMode::Graph; }
+
+TEST_F(CudaGraph, ReplaysTheStepForEachSetOfBuffers) {
+  std::optional<MockCounts> before = mockCounts();
+  runSteps(/*sets=*/2, /*steps=*/8, /*capturable=*/1);
+  // Graphs: each set's first step runs as it is, its second is captured
+  // (and launched), the rest replay without the host code.
+  EXPECT_EQ(context.calls, graphs() ? 4 : 8);
+  if (std::optional<MockCounts> after = mockCounts()) {
+    EXPECT_EQ(after->captures - before->captures, graphs() ? 2 : 0);
+    EXPECT_EQ(after->graphLaunches - before->graphLaunches, graphs() ? 6 : 0);
+    EXPECT_EQ(after->kernelsRun - before->kernelsRun, graphs() ? 2 : 8);
+  }
+}
+
+TEST_F(CudaGraph, RunsAStepTheCompilerDidNotFindCapturable) {
+  std::optional<MockCounts> before = mockCounts();
+  runSteps(/*sets=*/1, /*steps=*/4, /*capturable=*/0);
+  EXPECT_EQ(context.calls, 4);
+  if (std::optional<MockCounts> after = mockCounts())
+    EXPECT_EQ(after->graphLaunches - before->graphLaunches, 0);
+}
+
+// Last: a failed capture turns graphs off for the rest of the process.
+TEST_F(CudaGraph, RunsAStepThatWaitsWithoutAGraph) {
+  context.waits = true;
+  std::optional<MockCounts> before = mockCounts();
+  ::testing::internal::CaptureStderr();
+  runSteps(/*sets=*/1, /*steps=*/4, /*capturable=*/1);
+  std::string log = ::testing::internal::GetCapturedStderr();
+  if (graphs()) {
+    // The first step, the capture that failed (nothing ran), the same step
+    // run again, then two more steps without a graph.
+    EXPECT_EQ(context.calls, 5);
+    EXPECT_NE(log.find("the training step could not be captured as a CUDA "
+                       "graph (a wait for the device in the step"),
+              std::string::npos)
+        << log;
+  } else {
+    EXPECT_EQ(context.calls, 4);
+    EXPECT_EQ(log, "");
+  }
+  // (The driver made a graph, which the runtime dropped: a wait it had
+  // been asked for could not be in it.)
+  if (std::optional<MockCounts> after = mockCounts())
+    EXPECT_EQ(after->graphLaunches - before->graphLaunches, 0);
+}
+
+} // namespace
