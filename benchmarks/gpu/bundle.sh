@@ -19,6 +19,8 @@
 #                                         delayed, mxfp8: the CPU's exact
 #                                         emulation's kernels)
 #   bin/anvil-cuda-tests                  the runtime's GPU tests
+#   bin/anvil-cuda-graph-tests            the step stream and the step's
+#                                         CUDA graphs (anvil_rt_run_step)
 #   bin/membw                             a streaming kernel's bandwidth in
 #                                         device and managed memory
 #                                         (membw.cu)
@@ -47,7 +49,8 @@ ARCH="${ANVIL_CUDA_ARCH:-sm_90}"
 BIN="$BUILD/bin"
 HERE="$ROOT/benchmarks/gpu"
 
-for tool in "$BIN/anvil-compile" "$BUILD/runtime/anvil-cuda-tests"; do
+for tool in "$BIN/anvil-compile" "$BUILD/runtime/anvil-cuda-tests" \
+    "$BUILD/runtime/anvil-cuda-graph-tests"; do
   [ -x "$tool" ] || { echo "bundle.sh: no $tool: build Anvil with CUDA first" \
     "(scripts/setup.sh; the toolkit at /usr/local/cuda)" >&2; exit 1; }
 done
@@ -79,7 +82,8 @@ for recipe in current delayed mxfp8; do
   "$BIN/anvil-compile" --model gpt --config gpt-tiny --precision=fp8=$recipe \
     --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/gpt-tiny-fp8-$recipe.cuda.train"
 done
-cp "$BUILD/runtime/anvil-cuda-tests" "$OUT/bin/"
+cp "$BUILD/runtime/anvil-cuda-tests" "$BUILD/runtime/anvil-cuda-graph-tests" \
+  "$OUT/bin/"
 # Where memory lives against a streaming kernel's bandwidth.
 "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" -O3 -std=c++17 -arch="$ARCH" \
   "$HERE/membw.cu" -o "$OUT/bin/membw"

@@ -6,15 +6,17 @@
 #
 #   OUT=results ./run.sh
 #
-# 1. the runtime's GPU tests (bin/anvil-cuda-tests),
+# 1. the runtime's GPU tests (bin/anvil-cuda-tests, and
+#    bin/anvil-cuda-graph-tests in each launch mode),
 # 2. every op case against the CPU backend's results (ops/),
 # 3. the tiny GPT's first 10 losses against the CPU's (ref/), in f32,
 #    bf16 and with each FP8 recipe,
 # 4. a streaming kernel's bandwidth by where its memory lives (bin/membw),
 #    GPT-2 124M training (llm.c's shapes: batch 8 x 1024 tokens), in f32
 #    and in bf16 mixed precision (attention fused, the default, and
-#    decomposed): tokens/s, step time, MFU against the GPU's dense bf16
-#    peak,
+#    decomposed; the bf16 step replayed as a CUDA graph, the default, and
+#    launched kernel by kernel, asynchronously and synchronized): tokens/s,
+#    step time, MFU against the GPU's dense bf16 peak,
 #    and each kernel's time over 4 steps (NAME.profile.txt),
 # 5. the same model in PyTorch eager and torch.compile when PyTorch is
 #    installed, with the ratios printed last.
@@ -52,6 +54,10 @@ note "gpu: ${gpu:-unknown}"
 
 # 1-3: correctness.
 check cuda-tests "$here/bin/anvil-cuda-tests"
+for mode in graph async sync; do
+  check "cuda-graph-tests-$mode" env ANVIL_CUDA_LAUNCHES=$mode \
+    "$here/bin/anvil-cuda-graph-tests"
+done
 for dir in "$here"/ops/*/; do
   name="$(basename "$dir")"
   mkdir -p "$out/ops/$name"
@@ -64,13 +70,21 @@ check gpt-tiny bash -c "'$here/bin/gpt-tiny.cuda.train' --steps 10 --seed 1 \
   python3 '$here/compare_losses.py' '$out/gpt-tiny.gpu.jsonl' \
   '$here/ref/gpt-tiny.cpu.jsonl' --tolerance f32-training"
 
-# The same with asynchronous launches (ANVIL_CUDA_ASYNC=1: one stream, no
-# synchronization until the step's end): the same losses.
-check gpt-tiny-async bash -c "ANVIL_CUDA_ASYNC=1 '$here/bin/gpt-tiny.cuda.train' \
-  --steps 10 --seed 1 --log '$out/gpt-tiny-async.gpu.jsonl' --log-every 1 \
-  > '$out/gpt-tiny-async.out' && python3 '$here/compare_losses.py' \
-  '$out/gpt-tiny-async.gpu.jsonl' '$here/ref/gpt-tiny.cpu.jsonl' \
-  --tolerance f32-training"
+# The same launched kernel by kernel (ANVIL_CUDA_LAUNCHES: the default
+# replays the step as a CUDA graph from its second step; async queues every
+# launch and waits at the step's end; sync waits after each): the same
+# losses.
+for mode in async sync; do
+  check "gpt-tiny-$mode" bash -c "ANVIL_CUDA_LAUNCHES=$mode \
+    '$here/bin/gpt-tiny.cuda.train' --steps 10 --seed 1 \
+    --log '$out/gpt-tiny-$mode.gpu.jsonl' --log-every 1 \
+    > '$out/gpt-tiny-$mode.out' && python3 '$here/compare_losses.py' \
+    '$out/gpt-tiny-$mode.gpu.jsonl' '$here/ref/gpt-tiny.cpu.jsonl' \
+    --tolerance f32-training"
+done
+# The default mode must have replayed a graph (the trainer's two generations
+# of state: two graphs).
+check gpt-tiny-graph grep -c "captured as a CUDA graph" "$out/gpt-tiny.log"
 
 check gpt-tiny-bf16 bash -c "'$here/bin/gpt-tiny-bf16.cuda.train' --steps 10 \
   --seed 1 --log '$out/gpt-tiny-bf16.gpu.jsonl' --log-every 1 \
@@ -139,17 +153,20 @@ PY
 }
 measure gpt2 "$here/bin/gpt2-124m.cuda.train"
 measure gpt2-bf16 "$here/bin/gpt2-124m-bf16.cuda.train"
-# The bf16 step with asynchronous launches (one stream, synchronized at the
-# step's end instead of after every kernel and GEMM).
-export ANVIL_CUDA_ASYNC=1
-measure gpt2-bf16-async "$here/bin/gpt2-124m-bf16.cuda.train"
-unset ANVIL_CUDA_ASYNC
-# The same work in the same order: the same losses (seen bit for bit is the
-# expectation; the bound is bf16 training's).
-if [ -f "$out/gpt2-bf16.jsonl" ] && [ -f "$out/gpt2-bf16-async.jsonl" ]; then
-  check gpt2-bf16-async-losses python3 "$here/compare_losses.py" \
-    "$out/gpt2-bf16-async.jsonl" "$out/gpt2-bf16.jsonl" --tolerance bf16-training
-fi
+# The bf16 step launched kernel by kernel instead of replayed as a CUDA
+# graph: queued and waited for at the step's end (async), and waited for
+# after every kernel and library call (sync).
+for mode in async sync; do
+  ANVIL_CUDA_LAUNCHES=$mode measure "gpt2-bf16-$mode" \
+    "$here/bin/gpt2-124m-bf16.cuda.train"
+  # The same work in the same order: the same losses (bit for bit is the
+  # expectation; the bound is bf16 training's).
+  if [ -f "$out/gpt2-bf16.jsonl" ] && [ -f "$out/gpt2-bf16-$mode.jsonl" ]; then
+    check "gpt2-bf16-$mode-losses" python3 "$here/compare_losses.py" \
+      "$out/gpt2-bf16-$mode.jsonl" "$out/gpt2-bf16.jsonl" \
+      --tolerance bf16-training
+  fi
+done
 # Attention decomposed (the scores and probabilities stored, their
 # products on cuBLAS) against the fused default (Anvil's flash-attention
 # kernels): the same model, losses within bf16 training's bound.
@@ -185,7 +202,8 @@ PY
 }
 ratio "Anvil bf16 / Anvil f32" gpt2-bf16 gpt2
 ratio "Anvil bf16 fused attention / decomposed" gpt2-bf16 gpt2-bf16-decomposed
-ratio "Anvil bf16 asynchronous / synchronized launches" gpt2-bf16-async gpt2-bf16
+ratio "Anvil bf16 CUDA graph / asynchronous launches" gpt2-bf16 gpt2-bf16-async
+ratio "Anvil bf16 CUDA graph / synchronized launches" gpt2-bf16 gpt2-bf16-sync
 ratio "Anvil GPT-2 350M fp8 / bf16" gpt2-350m-fp8 gpt2-350m-bf16 " (target 1.25)"
 
 # 5: PyTorch, when it is there.
