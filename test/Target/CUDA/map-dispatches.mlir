@@ -588,25 +588,51 @@ func.func @train_step(%b: memref<4xf32>) {
 
 // Kernels cannot read the host's globals. A constant every call passes is
 // read inside the kernel (outlining then copies the global into the kernel's
-// module); where calls disagree, a call that passes a global passes a copy
-// in allocated memory instead.
+// module). Where calls pass different globals, or a global and a buffer,
+// each further combination calls a copy of the dispatch of its own
+// (`_c1`, ...) that reads its globals inside its kernels: nothing is
+// allocated or copied on the host (a step stays capturable as a CUDA graph).
 // CHECK-LABEL: func.func private @step__dispatch_3
 // CHECK: gpu.launch
 // CHECK: memref.get_global @table : memref<4xf32>
 // CHECK: gpu.terminator
-// CHECK-LABEL: func.func private @step__dispatch_4
+// The first combination (a global) keeps the dispatch.
+// CHECK-LABEL: func.func private @step__dispatch_4(
+// CHECK: gpu.launch
+// CHECK: memref.get_global @table : memref<4xf32>
+// CHECK: gpu.terminator
+// CHECK-LABEL: func.func private @step__dispatch_4_c1(
 // CHECK: gpu.launch
 // CHECK-NOT: memref.get_global
 // CHECK: gpu.terminator
+// Two tables swapped between calls (Llama's cos and sin).
+// CHECK-LABEL: func.func private @step__dispatch_40(
+// CHECK: gpu.launch
+// CHECK-DAG: %[[T:.+]] = memref.get_global @table : memref<4xf32>
+// CHECK-DAG: %[[U:.+]] = memref.get_global @other : memref<4xf32>
+// CHECK: memref.load %[[T]]
+// CHECK: memref.load %[[U]]
+// CHECK: gpu.terminator
+// CHECK-LABEL: func.func private @step__dispatch_40_c1(
+// CHECK: gpu.launch
+// CHECK-DAG: %[[T1:.+]] = memref.get_global @table : memref<4xf32>
+// CHECK-DAG: %[[U1:.+]] = memref.get_global @other : memref<4xf32>
+// CHECK: memref.load %[[U1]]
+// CHECK: memref.load %[[T1]]
+// CHECK: gpu.terminator
 // CHECK-LABEL: func.func @host
+// CHECK-NOT: memref.alloc
 // CHECK: %[[G:.+]] = memref.get_global @table
+// CHECK: %[[H:.+]] = memref.get_global @other
 // CHECK: call @step__dispatch_3(%[[G]], %{{.+}})
-// CHECK: %[[COPY:.+]] = memref.alloc() : memref<4xf32>
-// CHECK: memref.copy %[[G]], %[[COPY]]
-// CHECK: call @step__dispatch_4(%[[COPY]], %{{.+}})
-// CHECK: memref.dealloc %[[COPY]]
-// CHECK: call @step__dispatch_4(%arg0, %{{.+}})
+// CHECK: call @step__dispatch_4(%[[G]], %{{.+}})
+// CHECK: call @step__dispatch_4_c1(%arg0, %{{.+}})
+// CHECK: call @step__dispatch_4(%[[G]], %{{.+}})
+// CHECK: call @step__dispatch_40(%[[G]], %[[H]], %{{.+}})
+// CHECK: call @step__dispatch_40_c1(%[[H]], %[[G]], %{{.+}})
+// CHECK-NOT: memref.alloc
 memref.global "private" constant @table : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
+memref.global "private" constant @other : memref<4xf32> = dense<[5.0, 6.0, 7.0, 8.0]>
 func.func private @step__dispatch_3(%t: memref<4xf32>, %o: memref<4xf32>) {
   linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],
                   iterator_types = ["parallel"]}
@@ -625,11 +651,29 @@ func.func private @step__dispatch_4(%t: memref<4xf32>, %o: memref<4xf32>) {
   }
   return
 }
+func.func private @step__dispatch_40(%c: memref<4xf32>, %s: memref<4xf32>,
+                                    %o: memref<4xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>,
+                                   affine_map<(d0) -> (d0)>],
+                  iterator_types = ["parallel"]}
+      ins(%c, %s : memref<4xf32>, memref<4xf32>) outs(%o : memref<4xf32>) {
+  ^bb0(%x: f32, %y: f32, %z: f32):
+    %d = arith.subf %x, %y : f32
+    linalg.yield %d : f32
+  }
+  return
+}
 func.func @host(%a: memref<4xf32>, %o: memref<4xf32>) {
   %g = memref.get_global @table : memref<4xf32>
+  %h = memref.get_global @other : memref<4xf32>
   call @step__dispatch_3(%g, %o) : (memref<4xf32>, memref<4xf32>) -> ()
   call @step__dispatch_4(%g, %o) : (memref<4xf32>, memref<4xf32>) -> ()
   call @step__dispatch_4(%a, %o) : (memref<4xf32>, memref<4xf32>) -> ()
+  call @step__dispatch_4(%g, %o) : (memref<4xf32>, memref<4xf32>) -> ()
+  call @step__dispatch_40(%g, %h, %o)
+      : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+  call @step__dispatch_40(%h, %g, %o)
+      : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
   return
 }
 

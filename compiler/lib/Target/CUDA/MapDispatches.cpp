@@ -1049,48 +1049,74 @@ void runOnOneThread(func::FuncOp fn) {
       op.moveBefore(end);
 }
 
-/// For each argument of `fn`: the constant global every call passes for it,
-/// or null. Kernels cannot read the host's globals, so these are read inside
-/// the kernels instead (outlining then copies the global into the kernel's
-/// module, in device memory). Where some calls pass a global for an
-/// argument and others something else, those calls pass a copy of the
-/// global in memory the device can read instead (memref.alloc: the
-/// runtime's managed memory in CUDA executables), made before the call and
-/// freed after it.
+/// The constant global `v` is (the host's memory), or null.
+memref::GlobalOp constantGlobal(Value v, SymbolTable &symbols) {
+  auto get = v.getDefiningOp<memref::GetGlobalOp>();
+  auto global = get ? symbols.lookup<memref::GlobalOp>(get.getName()) : nullptr;
+  return global && global.getConstant() ? global : memref::GlobalOp();
+}
+
+/// Kernels cannot read the host's globals, so a dispatch reads the constant
+/// globals its calls pass inside its kernels instead (outlining then copies
+/// each global into the kernel's module, in device memory). That needs
+/// every call of a dispatch to pass the same global for an argument: where
+/// calls differ (Llama's rotary tables, cos and sin in one call, sin and
+/// cos in another), each further combination of globals gets a copy of the
+/// dispatch of its own (`<dispatch>_c<k>`), which its calls then call.
+/// Updates `calls` (by callee) for the copies.
+void specializeForConstants(
+    ModuleOp module, SymbolTable &symbols,
+    llvm::DenseMap<StringRef, SmallVector<func::CallOp>> &calls) {
+  SmallVector<func::FuncOp> dispatches;
+  for (func::FuncOp fn : module.getOps<func::FuncOp>())
+    if (!fn.isExternal() && fn.getName().contains("__dispatch_"))
+      dispatches.push_back(fn);
+  for (func::FuncOp fn : dispatches) {
+    // Calls grouped by the globals they pass, in order of first call.
+    SmallVector<std::pair<SmallVector<Operation *>, SmallVector<func::CallOp>>>
+        groups;
+    for (func::CallOp call : calls.lookup(fn.getName())) {
+      SmallVector<Operation *> key;
+      for (Value operand : call.getOperands())
+        key.push_back(constantGlobal(operand, symbols));
+      auto *group =
+          llvm::find_if(groups, [&](const auto &g) { return g.first == key; });
+      if (group == groups.end())
+        group = &groups.emplace_back(key, SmallVector<func::CallOp>());
+      group->second.push_back(call);
+    }
+    if (groups.size() < 2)
+      continue;
+    calls[fn.getName()] = groups.front().second;
+    Block::iterator after = std::next(fn->getIterator());
+    for (auto [k, group] : llvm::enumerate(llvm::drop_begin(groups))) {
+      func::FuncOp copy = fn.clone();
+      copy.setName((fn.getName() + "_c" + Twine(k + 1)).str());
+      symbols.insert(copy, after);
+      for (func::CallOp call : group.second)
+        call.setCallee(copy.getName());
+      calls[copy.getName()] = group.second;
+    }
+  }
+}
+
+/// For each argument of `fn`: the constant global every call passes for it
+/// (specializeForConstants made them agree), or null.
 SmallVector<memref::GlobalOp> constantArguments(func::FuncOp fn,
                                                 SymbolTable &symbols,
                                                 ArrayRef<func::CallOp> calls) {
   SmallVector<memref::GlobalOp> globals(fn.getNumArguments());
-  auto constantOf = [&](Value v) {
-    auto get = v.getDefiningOp<memref::GetGlobalOp>();
-    auto global =
-        get ? symbols.lookup<memref::GlobalOp>(get.getName()) : nullptr;
-    return global && global.getConstant() ? global : memref::GlobalOp();
-  };
+  if (calls.empty())
+    return globals;
+  func::CallOp first = calls.front();
   for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
-    memref::GlobalOp global;
-    bool same = !calls.empty();
-    for (func::CallOp call : calls) {
-      memref::GlobalOp g = constantOf(call.getOperand(i));
-      same &= g && (!global || g == global);
-      global = g ? g : global;
-    }
-    if (same) {
-      globals[i] = global;
-      continue;
-    }
-    for (func::CallOp call : calls) {
-      Value operand = call.getOperand(i);
-      if (!constantOf(operand))
-        continue;
-      OpBuilder b(call);
-      auto type = cast<MemRefType>(operand.getType());
-      Value copy = memref::AllocOp::create(b, call.getLoc(), type);
-      memref::CopyOp::create(b, call.getLoc(), operand, copy);
-      call->setOperand(i, copy);
-      b.setInsertionPointAfter(call);
-      memref::DeallocOp::create(b, call.getLoc(), copy);
-    }
+    globals[i] = constantGlobal(first.getOperand(i), symbols);
+    assert(llvm::all_of(calls,
+                        [&](func::CallOp call) {
+                          return constantGlobal(call.getOperand(i), symbols) ==
+                                 globals[i];
+                        }) &&
+           "specializeForConstants makes the calls agree");
   }
   return globals;
 }
@@ -1200,6 +1226,7 @@ struct AnvilCUDAMapDispatchesPass
     llvm::DenseMap<StringRef, SmallVector<func::CallOp>> calls;
     module.walk(
         [&](func::CallOp call) { calls[call.getCallee()].push_back(call); });
+    specializeForConstants(module, symbols, calls);
     for (func::FuncOp fn : module.getOps<func::FuncOp>()) {
       if (fn.isExternal() || !fn.getName().contains("__dispatch_"))
         continue;

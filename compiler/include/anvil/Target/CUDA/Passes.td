@@ -59,6 +59,12 @@ def AnvilCUDAMapDispatchesPass
     the workspace is device memory the host cannot read. A copy out of a
     constant global, in the host's memory, stays on the host.
 
+    Kernels cannot read the host's globals either: the constant globals a
+    dispatch's calls pass are read inside its kernels (outlining copies
+    them into the kernel's module). Where calls pass different globals for
+    an argument, or a global and a buffer, each further combination calls
+    a copy of the dispatch of its own (`<dispatch>_c1`, ...).
+
     `gpu-kernel-outlining` then moves each launch body into a `gpu.module`
     kernel and leaves a `gpu.launch_func` in the dispatch function.
 
