@@ -52,25 +52,46 @@ std::optional<MockCounts> mockCounts() {
 struct StepContext {
   void *scale = nullptr;
   int32_t n = 0;
-  int64_t calls = 0;  ///< Calls of the step function (host code runs).
-  bool waits = false; ///< Wait for the device mid-step.
+  int64_t calls = 0; ///< Calls of the step function (host code runs).
 } context;
 
 /// A step shaped like generated code: args[0] *= 0.5 (a kernel), then
-/// results[0] = args[0] (a copy on the step stream), optionally with a
-/// wait for the device between them, which a graph cannot hold.
+/// results[0] = args[0] (a copy on the step stream; generated code's
+/// copies are kernels, runtime functions' are this call).
 void halveAndCopy(void **args, void **results, void *) {
   ++context.calls;
   auto *x = static_cast<float *>(args[0]);
   launchScale(context.scale, x, 0.5f, context.n, (context.n + 255) / 256, 256);
-  if (context.waits)
-    anvil_rt_device_synchronize();
   anvil_rt_device_copy(results[0], x,
                        static_cast<uint64_t>(context.n) * sizeof(float));
 }
 
+/// The same with a wait for the device between them, which a graph cannot
+/// hold.
+void halveWaitAndCopy(void **args, void **results, void *) {
+  ++context.calls;
+  auto *x = static_cast<float *>(args[0]);
+  launchScale(context.scale, x, 0.5f, context.n, (context.n + 255) / 256, 256);
+  anvil_rt_device_synchronize();
+  anvil_rt_device_copy(results[0], x,
+                       static_cast<uint64_t>(context.n) * sizeof(float));
+}
+
+/// The same through a buffer allocated and freed in the step (an address
+/// a graph would keep after it is freed).
+void halveThroughScratch(void **args, void **results, void *) {
+  ++context.calls;
+  auto *x = static_cast<float *>(args[0]);
+  uint64_t bytes = static_cast<uint64_t>(context.n) * sizeof(float);
+  void *scratch = anvil_rt_buffer_alloc(256, bytes);
+  launchScale(context.scale, x, 0.5f, context.n, (context.n + 255) / 256, 256);
+  anvil_rt_device_copy(scratch, x, bytes);
+  anvil_rt_device_copy(results[0], scratch, bytes);
+  anvil_rt_buffer_free(scratch);
+}
+
 class CudaGraph : public ::testing::Test {
-protected:
+public:
   static constexpr int32_t kN = 1000; // not a multiple of the block
 
   void SetUp() override {
@@ -78,7 +99,7 @@ protected:
     if (!st.isOk())
       GTEST_SKIP() << st.message();
     module = mgpuModuleLoad(const_cast<char *>(kScalePtx), 0);
-    context = StepContext{mgpuModuleGetFunction(module, "scale"), kN, 0, false};
+    context = StepContext{mgpuModuleGetFunction(module, "scale"), kN, 0};
   }
   void TearDown() override {
     if (module)
@@ -88,7 +109,8 @@ protected:
   /// Runs `steps` steps as the trainer does, alternating between `sets`
   /// sets of buffers (the trainer's state has two generations), and checks
   /// every step's buffers.
-  void runSteps(int sets, int steps, int32_t capturable) {
+  void runSteps(int sets, int steps, int32_t capturable,
+                anvil_rt_step_fn stepFn = halveAndCopy) {
     std::vector<float *> xs, ys;
     for (int s = 0; s < sets; ++s) {
       auto alloc = [] {
@@ -104,7 +126,7 @@ protected:
       int s = step % sets;
       void *args[] = {xs[s]}, *results[] = {ys[s]};
       anvil_rt_begin_step(step + 1);
-      anvil_rt_run_step(halveAndCopy, args, 1, results, 1, nullptr, capturable);
+      anvil_rt_run_step(stepFn, args, 1, results, 1, nullptr, capturable);
       anvil_rt_begin_step(-1);
       float factor = std::ldexp(1.0f, -++halvings[s]);
       for (int32_t i = 0; i < kN; ++i) {
@@ -145,29 +167,41 @@ TEST_F(CudaGraph, RunsAStepTheCompilerDidNotFindCapturable) {
     EXPECT_EQ(after->graphLaunches - before->graphLaunches, 0);
 }
 
-// Last: a failed capture turns graphs off for the rest of the process.
-TEST_F(CudaGraph, RunsAStepThatWaitsWithoutAGraph) {
-  context.waits = true;
+/// Runs 4 steps of `step`, which a graph cannot hold, with `capturable` 1
+/// (a compiler that missed it): the capture fails and is dropped, the step
+/// runs again as it is, and so does every later one; the results are the
+/// same. `why` is what the log must say.
+void checkFallback(CudaGraph &test, anvil_rt_step_fn step,
+                   const std::string &why) {
   std::optional<MockCounts> before = mockCounts();
   ::testing::internal::CaptureStderr();
-  runSteps(/*sets=*/1, /*steps=*/4, /*capturable=*/1);
+  test.runSteps(/*sets=*/1, /*steps=*/4, /*capturable=*/1, step);
   std::string log = ::testing::internal::GetCapturedStderr();
   if (graphs()) {
     // The first step, the capture that failed (nothing ran), the same step
     // run again, then two more steps without a graph.
     EXPECT_EQ(context.calls, 5);
     EXPECT_NE(log.find("the training step could not be captured as a CUDA "
-                       "graph (a wait for the device in the step"),
+                       "graph (" +
+                       why),
               std::string::npos)
         << log;
   } else {
     EXPECT_EQ(context.calls, 4);
     EXPECT_EQ(log, "");
   }
-  // (The driver made a graph, which the runtime dropped: a wait it had
-  // been asked for could not be in it.)
+  // (A driver may have made a graph, which the runtime dropped.)
   if (std::optional<MockCounts> after = mockCounts())
     EXPECT_EQ(after->graphLaunches - before->graphLaunches, 0);
+}
+
+TEST_F(CudaGraph, RunsAStepThatWaitsWithoutAGraph) {
+  checkFallback(*this, halveWaitAndCopy, "a wait for the device in the step");
+}
+
+TEST_F(CudaGraph, RunsAStepThatAllocatesWithoutAGraph) {
+  checkFallback(*this, halveThroughScratch,
+                "an allocation in the step (4000 bytes)");
 }
 
 } // namespace

@@ -27,6 +27,7 @@
 #include "anvil/Fusion/Passes.h"
 #include "anvil/Target/CPU/CPUBackend.h"
 #include "anvil/Target/CUDA/CUDABackend.h"
+#include "anvil/Target/CUDA/Passes.h"
 #include "anvil/Target/Manifest.h"
 #include "anvil/Training/Autodiff.h"
 #include "anvil/Training/Passes.h"
@@ -1247,22 +1248,39 @@ int main(int argc, char **argv) {
   if (failed(runStage(Stage::Kernels, [&] {
         if (failed(lower(Stage::Kernels)))
           return mlir::failure();
-        // Whether the runtime may replay the training step as a CUDA graph
-        // (anvil-cuda-step-graph's verdict).
-        if (train)
-          if (auto step = module.lookupSymbol<mlir::func::FuncOp>(
-                  abi->entries.front().function)) {
-            auto blocker = step->getAttrOfType<mlir::StringAttr>(
-                mlir::anvil::AnvilDialect::kGraphBlockerAttrName);
-            mlir::anvil::setStepGraph(*abi, blocker ? blocker.getValue() : "");
-          }
         // The report reads the kernels as this stage leaves them.
         return kernelReport.empty()
                    ? mlir::success()
                    : writeKernelReport(module, defaultRuntimeDir(argv[0]));
       })))
     return 1;
-  if (failed(runStage(Stage::LLVM, [&] { return lower(Stage::LLVM); })))
+  if (failed(runStage(Stage::LLVM, [&] {
+        // Whether the runtime may replay the training step as a CUDA graph:
+        // anvil-cuda-step-graph's verdict on the host code as it is lowered
+        // (after any pass inserted after the kernels stage); without one,
+        // not capturable.
+        if (cuda && train && abi) {
+          mlir::PassManager pm(&context);
+          pm.addPass(mlir::anvil::createAnvilCUDAStepGraphPass());
+          if (failed(pm.run(module)))
+            return error("anvil-cuda-step-graph failed (see above)"),
+                   mlir::failure();
+          auto step = module.lookupSymbol<mlir::func::FuncOp>(
+              abi->entries.front().function);
+          auto blocker =
+              step ? step->getAttrOfType<mlir::StringAttr>(
+                         mlir::anvil::AnvilDialect::kGraphBlockerAttrName)
+                   : mlir::StringAttr();
+          bool capturable =
+              step && step->hasAttr(
+                          mlir::anvil::AnvilDialect::kGraphCapturableAttrName);
+          mlir::anvil::setStepGraph(
+              *abi, capturable ? ""
+                    : blocker  ? blocker.getValue()
+                               : "anvil-cuda-step-graph did not judge it");
+        }
+        return lower(Stage::LLVM);
+      })))
     return 1;
 
   if (emitIR) {

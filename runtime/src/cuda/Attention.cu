@@ -891,6 +891,10 @@ void initialize(const Call &c) {
   anvil::rt::Status st = anvil::rt::cuda::initialize();
   if (!st.isOk())
     fail(std::string(c.name) + ": " + st.message());
+  // The launches' checks read the runtime's last error: start from none.
+  // A launch error of an earlier call was that call's to report; one left
+  // by a graph capture that was dropped is not this call's.
+  (void)cudaGetLastError();
 }
 
 std::string kernelName(const char *kernel, int dp, bool bf16) {

@@ -24,12 +24,15 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <map>
+#include <set>
+#include <tuple>
 #include <vector>
 
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 
 using namespace anvil::rt;
@@ -67,6 +70,7 @@ struct Driver {
   decltype(&::cuGraphGetNodes) graphGetNodes = nullptr;
   decltype(&::cuGraphExecDestroy) graphExecDestroy = nullptr;
   decltype(&::cuGraphDestroy) graphDestroy = nullptr;
+  decltype(&::cuThreadExchangeStreamCaptureMode) exchangeCaptureMode = nullptr;
   /// Optional: placement advice for managed memory, the CUmemLocation
   /// forms of CUDA 12.2 drivers and newer (declared here, not from the
   /// headers, whose older versions declare the CUdevice forms); null where
@@ -81,8 +85,17 @@ struct Driver {
   decltype(&::cuGetErrorString) getErrorString = nullptr;
 };
 
-/// A step's graph, for one set of argument, result and workspace
-/// pointers.
+/// What a step's graph is for: the step function and its argument, result
+/// and workspace pointers.
+struct StepKey {
+  anvil_rt_step_fn step = nullptr;
+  std::vector<void *> pointers;
+  bool operator<(const StepKey &o) const {
+    return std::tie(step, pointers) < std::tie(o.step, o.pointers);
+  }
+};
+
+/// A step's graph, for one StepKey.
 struct StepGraph {
   int64_t calls = 0;          ///< Calls of the step with these pointers.
   CUgraphExec exec = nullptr; ///< Instantiated: replayed from now on.
@@ -98,15 +111,18 @@ struct State {
   cuda::LaunchMode mode = cuda::LaunchMode::Graph;
   /// The step stream (stepStream()).
   CUstream stream = nullptr;
-  /// Whether the step stream is being captured, and the first call that
-  /// failed in the capture (recordCaptureFailure).
+  /// Whether the step stream is being captured (by `capturingThread`), the
+  /// first call that failed in the capture (recordCaptureFailure), and the
+  /// frees the capture put off.
   bool capturing = false;
+  std::thread::id capturingThread;
   std::string captureFailure;
-  /// The step's graphs by their pointers (the trainer's state alternates
-  /// between two generations: two graphs).
-  std::map<std::vector<void *>, StepGraph> graphs;
-  /// A capture failed: the step runs without graphs from then on.
-  bool graphsFailed = false;
+  std::vector<void *> deferredFrees;
+  /// The steps' graphs (the trainer's state alternates between two
+  /// generations: two graphs).
+  std::map<StepKey, StepGraph> graphs;
+  /// Step functions whose capture failed: they run without graphs.
+  std::set<anvil_rt_step_fn> refused;
   std::mutex namesLock;
   std::unordered_map<void *, std::string> kernelNames;
   /// The managed allocations of anvil_rt_buffer_alloc (address, bytes),
@@ -122,6 +138,12 @@ State &state() {
 }
 
 thread_local int64_t currentStep = -1;
+
+/// Whether the calling thread is capturing the step stream.
+bool capturingHere() {
+  State &s = state();
+  return s.capturing && s.capturingThread == std::this_thread::get_id();
+}
 
 Status unavailable(const std::string &why) {
   return Status::error(ErrorCode::Unavailable, "CUDA: " + why);
@@ -182,6 +204,7 @@ Status loadDriver(State &s) {
   get(d.graphGetNodes, "cuGraphGetNodes");
   get(d.graphExecDestroy, "cuGraphExecDestroy");
   get(d.graphDestroy, "cuGraphDestroy");
+  get(d.exchangeCaptureMode, "cuThreadExchangeStreamCaptureMode");
   get(d.getErrorName, "cuGetErrorName");
   get(d.getErrorString, "cuGetErrorString");
   if (!missing.empty())
@@ -358,7 +381,7 @@ Status cuda::synchronizeStepStream(const char *after) {
 
 bool cuda::recordCaptureFailure(const std::string &what) {
   State &s = state();
-  if (!s.capturing)
+  if (!capturingHere())
     return false;
   if (s.captureFailure.empty())
     s.captureFailure = what;
@@ -531,13 +554,15 @@ extern "C" void mgpuLaunchKernel(void *function, int64_t gridX, int64_t gridY,
                        "x" + std::to_string(gridZ) + ", block " +
                        std::to_string(blockX) + "x" + std::to_string(blockY) +
                        "x" + std::to_string(blockZ) + ")";
-    if (cuda::recordCaptureFailure(
-            cuda::describeDriverError(r, "cuLaunchKernel", what)))
+    std::string report = cuda::describeDriverError(r, "cuLaunchKernel", what);
+    if (cuda::recordCaptureFailure(report))
       return;
+    // An error of an earlier kernel surfaces at the next call.
     if (cuda::launchMode() != cuda::LaunchMode::Sync)
-      what += "; launches are asynchronous: the error may be an earlier "
-              "kernel's, which ANVIL_CUDA_LAUNCHES=sync names";
-    check(r, "cuLaunchKernel", what);
+      report += " (launches are asynchronous: the error may be an earlier "
+                "kernel's, which ANVIL_CUDA_LAUNCHES=sync names)";
+    std::fprintf(stderr, "anvil: %s\n", report.c_str());
+    std::abort();
   }
 }
 
@@ -574,12 +599,53 @@ extern "C" void mgpuStreamDestroy(void *) {
   // The step stream lives as long as the process.
 }
 
+namespace {
+
+/// Whether this thread is capturing the step stream: a call that a graph
+/// cannot hold then records why (the capture will be dropped) and goes on
+/// as it can, outside the capture's rules.
+bool refuseInCapture(const std::string &what) {
+  return cuda::recordCaptureFailure(what);
+}
+
+/// Drops the graphs of steps that use the memory at `ptr`: a later buffer
+/// at the same address is not theirs. Waits for the device first (a graph
+/// may be running).
+void dropGraphsOf(void *ptr) {
+  State &s = state();
+  for (auto it = s.graphs.begin(); it != s.graphs.end();) {
+    const std::vector<void *> &p = it->first.pointers;
+    if (std::find(p.begin(), p.end(), ptr) == p.end()) {
+      ++it;
+      continue;
+    }
+    if (it->second.exec) {
+      check(s.driver.ctxSynchronize(), "cuCtxSynchronize",
+            "the step's CUDA graph, before its buffers are freed");
+      s.driver.graphExecDestroy(it->second.exec);
+    }
+    it = s.graphs.erase(it);
+  }
+}
+
+} // namespace
+
 extern "C" void *anvil_rt_cuda_alloc(int64_t bytes) {
   Driver &d = driverOrAbort("anvil_rt_cuda_alloc");
   CUdeviceptr p = 0;
-  check(d.memAllocManaged(&p, static_cast<size_t>(bytes > 0 ? bytes : 1),
-                          CU_MEM_ATTACH_GLOBAL),
-        "cuMemAllocManaged", std::to_string(bytes) + " bytes");
+  size_t size = static_cast<size_t>(bytes > 0 ? bytes : 1);
+  if (refuseInCapture("an allocation in the step (" + std::to_string(bytes) +
+                      " bytes)")) {
+    // Allowed in relaxed mode; the step runs again without the capture.
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    d.exchangeCaptureMode(&mode);
+    CUresult r = d.memAllocManaged(&p, size, CU_MEM_ATTACH_GLOBAL);
+    d.exchangeCaptureMode(&mode);
+    check(r, "cuMemAllocManaged", std::to_string(bytes) + " bytes");
+    return reinterpret_cast<void *>(p);
+  }
+  check(d.memAllocManaged(&p, size, CU_MEM_ATTACH_GLOBAL), "cuMemAllocManaged",
+        std::to_string(bytes) + " bytes");
   return reinterpret_cast<void *>(p);
 }
 
@@ -587,6 +653,12 @@ extern "C" void anvil_rt_cuda_free(void *ptr) {
   if (!ptr)
     return;
   Driver &d = driverOrAbort("anvil_rt_cuda_free");
+  State &s = state();
+  if (refuseInCapture("a free in the step")) {
+    s.deferredFrees.push_back(ptr); // freed when the capture ends
+    return;
+  }
+  dropGraphsOf(ptr);
   check(d.memFree(reinterpret_cast<CUdeviceptr>(ptr)), "cuMemFree", "");
 }
 
@@ -635,8 +707,9 @@ extern "C" void anvil_rt_device_synchronize(void) {
 }
 
 extern "C" void anvil_rt_buffer_free(void *ptr) {
-  // Kernels queued before may still read it.
-  if (ptr)
+  // Kernels queued before may still read it (in a capture: put off until
+  // the capture ends, by anvil_rt_cuda_free).
+  if (ptr && !capturingHere())
     anvil_rt_device_synchronize();
   {
     State &s = state();
@@ -733,11 +806,15 @@ std::string capture(StepGraph &g, anvil_rt_step_fn step, void **args,
       r != CUDA_SUCCESS)
     return cuda::describeDriverError(r, "cuStreamBeginCapture", "");
   s.capturing = true;
+  s.capturingThread = std::this_thread::get_id();
   s.captureFailure.clear();
   step(args, results, workspace);
   s.capturing = false;
   CUgraph graph = nullptr;
   CUresult r = d.streamEndCapture(s.stream, &graph);
+  // What the step freed during the capture (the capture refused it).
+  for (void *ptr : std::exchange(s.deferredFrees, {}))
+    anvil_rt_buffer_free(ptr);
   std::string why = s.captureFailure;
   if (why.empty() && r != CUDA_SUCCESS)
     why = cuda::describeDriverError(r, "cuStreamEndCapture", "");
@@ -771,41 +848,40 @@ extern "C" void anvil_rt_run_step(anvil_rt_step_fn step, void **args,
                                   int32_t capturable) {
   Driver &d = driverOrAbort("anvil_rt_run_step");
   State &s = state();
-  if (!capturable || s.mode != cuda::LaunchMode::Graph || s.graphsFailed) {
+  if (!capturable || s.mode != cuda::LaunchMode::Graph ||
+      s.refused.count(step)) {
     step(args, results, workspace);
     return;
   }
-  std::vector<void *> key(args, args + numArgs);
-  key.insert(key.end(), results, results + numResults);
-  key.push_back(workspace);
-  auto it = s.graphs.find(key);
-  if (it == s.graphs.end()) {
-    if (s.graphs.size() >= kMaxGraphs) {
-      step(args, results, workspace);
-      return;
-    }
-    it = s.graphs.emplace(std::move(key), StepGraph()).first;
+  StepKey key{step, std::vector<void *>(args, args + numArgs)};
+  key.pointers.insert(key.pointers.end(), results, results + numResults);
+  key.pointers.push_back(workspace);
+  StepGraph &g = s.graphs[key]; // dropped when one of its buffers is freed
+  if (g.exec) {
+    check(d.graphLaunch(g.exec, s.stream), "cuGraphLaunch",
+          "the training step's CUDA graph");
+    return;
   }
-  StepGraph &g = it->second;
   // The first call runs as it is: what is made once (cuBLAS's handle and
   // workspace, kernels' attributes, the allocator's pool) is made outside
-  // the capture.
-  if (!g.exec && g.calls++ == 0) {
+  // the capture. Beyond kMaxGraphs graphs, steps run as they are.
+  size_t graphs = 0;
+  for (const auto &entry : s.graphs)
+    graphs += entry.second.exec != nullptr;
+  if (g.calls++ == 0 || graphs >= kMaxGraphs) {
     step(args, results, workspace);
     return;
   }
-  if (!g.exec) {
-    std::string why = capture(g, step, args, results, workspace);
-    if (!why.empty()) {
-      s.graphsFailed = true;
-      std::fprintf(stderr,
-                   "anvil: the training step could not be captured as a CUDA "
-                   "graph (%s); it runs without one (ANVIL_CUDA_LAUNCHES=async "
-                   "does so without trying)\n",
-                   why.c_str());
-      step(args, results, workspace); // the capture ran none of it
-      return;
-    }
+  if (std::string why = capture(g, step, args, results, workspace);
+      !why.empty()) {
+    s.refused.insert(step);
+    std::fprintf(stderr,
+                 "anvil: the training step could not be captured as a CUDA "
+                 "graph (%s); it runs without one (ANVIL_CUDA_LAUNCHES=async "
+                 "does so without trying)\n",
+                 why.c_str());
+    step(args, results, workspace); // the capture ran none of it
+    return;
   }
   check(d.graphLaunch(g.exec, s.stream), "cuGraphLaunch",
         "the training step's CUDA graph");

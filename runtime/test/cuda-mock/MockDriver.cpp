@@ -10,8 +10,10 @@
 // - work runs when it is issued, in order (every stream is synchronous);
 // - a stream under capture records kernels (their parameters copied, as
 //   the driver does) and asynchronous copies instead of running them; a
-//   wait or a synchronous copy while a capture is active fails with
-//   CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture,
+//   wait, a synchronous copy, a memset, a free, or an allocation (unless
+//   the thread exchanged its capture mode for relaxed) while a capture is
+//   active fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and
+//   invalidates the capture,
 //   after which launches on the stream fail with
 //   CUDA_ERROR_STREAM_CAPTURE_INVALIDATED and cuStreamEndCapture returns
 //   that error and no graph;
@@ -30,6 +32,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -86,6 +89,8 @@ struct Counts {
 
 std::set<Stream *> streams;
 std::set<void *> allocations;
+/// cuThreadExchangeStreamCaptureMode's mode of the (one) thread.
+CUstreamCaptureMode threadMode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 
 void run(const Work &w) {
   if (const Launch *l = std::get_if<Launch>(&w))
@@ -229,7 +234,7 @@ CUresult streamDestroy(CUstream stream) {
   return CUDA_SUCCESS;
 }
 CUresult memAllocHost(CUdeviceptr *p, size_t bytes) {
-  if (refusedInCapture())
+  if (threadMode != CU_STREAM_CAPTURE_MODE_RELAXED && refusedInCapture())
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   void *m = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (!m)
@@ -245,6 +250,8 @@ CUresult memAlloc(CUdeviceptr *p, size_t bytes) {
   return memAllocHost(p, bytes);
 }
 CUresult memsetD8(CUdeviceptr p, unsigned char value, size_t n) {
+  if (refusedInCapture())
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   std::memset(reinterpret_cast<void *>(p), value, n);
   return CUDA_SUCCESS;
 }
@@ -266,6 +273,8 @@ CUresult memcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
   return CUDA_SUCCESS;
 }
 CUresult memFree(CUdeviceptr p) {
+  if (refusedInCapture())
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   void *m = reinterpret_cast<void *>(p);
   if (!allocations.erase(m))
     return CUDA_ERROR_INVALID_VALUE;
@@ -331,6 +340,10 @@ CUresult graphExecDestroy(CUgraphExec exec) {
   delete reinterpret_cast<Graph *>(exec);
   return CUDA_SUCCESS;
 }
+CUresult exchangeCaptureMode(CUstreamCaptureMode *mode) {
+  std::swap(*mode, threadMode);
+  return CUDA_SUCCESS;
+}
 CUresult graphDestroy(CUgraph graph) {
   delete reinterpret_cast<Graph *>(graph);
   return CUDA_SUCCESS;
@@ -392,6 +405,8 @@ const std::map<std::string, void *> kEntries = {
     {"cuGraphGetNodes", reinterpret_cast<void *>(graphGetNodes)},
     {"cuGraphExecDestroy", reinterpret_cast<void *>(graphExecDestroy)},
     {"cuGraphDestroy", reinterpret_cast<void *>(graphDestroy)},
+    {"cuThreadExchangeStreamCaptureMode",
+     reinterpret_cast<void *>(exchangeCaptureMode)},
     {"cuGetErrorName", reinterpret_cast<void *>(getErrorName)},
     {"cuGetErrorString", reinterpret_cast<void *>(getErrorString)},
 };

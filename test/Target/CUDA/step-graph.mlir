@@ -103,3 +103,41 @@ func.func @collective(%p: !llvm.ptr) {
       : (!llvm.ptr, i64, i32) -> () loc("grads")
   return
 }
+
+// -----
+
+// Functions that call each other: the one that writes is blocked, and so
+// is the one that calls it, though its walk meets the first while that one
+// is still being judged.
+// CHECK-LABEL: func.func @pong(
+// CHECK-SAME: anvil.graph_blocker = "memref.store at loc(\22pong\22) writes memory on the host"
+// CHECK-LABEL: func.func @ping(
+// CHECK-SAME: anvil.graph_blocker = "memref.store at loc(\22pong\22) writes memory on the host (called from func.call at loc(\22to-pong\22))"
+func.func @pong(%x: memref<8xf32>, %n: index) {
+  %c1 = arith.constant 1 : index
+  %m = arith.subi %n, %c1 : index
+  func.call @ping(%x, %m) : (memref<8xf32>, index) -> ()
+  %one = arith.constant 1.0 : f32
+  %c0 = arith.constant 0 : index
+  memref.store %one, %x[%c0] : memref<8xf32> loc("pong")
+  return
+}
+func.func @ping(%x: memref<8xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %more = arith.cmpi sgt, %n, %c0 : index
+  scf.if %more {
+    func.call @pong(%x, %n) : (memref<8xf32>, index) -> () loc("to-pong")
+  }
+  return
+}
+
+// -----
+
+// A global that is not constant may change between replays.
+// CHECK-LABEL: func.func @mutable(
+// CHECK-SAME: anvil.graph_blocker = "memref.get_global at loc(\22g\22) takes the address of @counter, a global that is not constant"
+memref.global "private" @counter : memref<f32> = dense<0.0>
+func.func @mutable() {
+  %g = memref.get_global @counter : memref<f32> loc("g")
+  return
+}

@@ -12,10 +12,14 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSet.h"
+
+#include <utility>
 
 namespace mlir::anvil {
 #define GEN_PASS_DEF_ANVILCUDASTEPGRAPHPASS
@@ -70,15 +74,25 @@ public:
 
   /// Why `fn`'s host code cannot be replayed, or "" when it can.
   std::string blocker(func::FuncOp fn) {
-    auto [it, inserted] = verdicts.try_emplace(fn, "");
-    if (!inserted)
-      return it->second; // done, or on the call stack (recursion: no effect)
+    if (auto it = verdicts.find(fn); it != verdicts.end())
+      return it->second;
+    // A function on the call stack (recursion) adds nothing of its own
+    // here; it is judged where its walk began. A verdict that relied on
+    // one is not kept: the function on the stack may yet be blocked.
+    if (!onStack.insert(fn).second) {
+      reachedStack = true;
+      return "";
+    }
+    bool outer = std::exchange(reachedStack, false);
     std::string why;
     fn.walk([&](Operation *op) {
       why = blockerOf(op);
       return why.empty() ? WalkResult::advance() : WalkResult::interrupt();
     });
-    verdicts[fn] = why;
+    onStack.erase(fn);
+    if (!reachedStack || !why.empty())
+      verdicts[fn] = why;
+    reachedStack |= outer;
     return why;
   }
 
@@ -97,6 +111,14 @@ private:
       return where(op) + " calls @" + call.getCallee().str() +
              ", which is not a queued library call";
     }
+    // The host's globals that may change: a replay would not read them.
+    if (auto get = dyn_cast<memref::GetGlobalOp>(op)) {
+      auto global = symbols.lookup<memref::GlobalOp>(get.getName());
+      if (!global || !global.getConstant())
+        return where(op) + " takes the address of @" + get.getName().str() +
+               ", a global that is not constant";
+      return "";
+    }
     // Nested operations are walked on their own.
     if (op->hasTrait<OpTrait::HasRecursiveMemoryEffects>() ||
         op->hasTrait<OpTrait::IsTerminator>())
@@ -108,6 +130,9 @@ private:
 
   SymbolTable symbols;
   DenseMap<Operation *, std::string> verdicts;
+  llvm::SmallPtrSet<Operation *, 8> onStack;
+  /// Whether the current walk met a function on the stack.
+  bool reachedStack = false;
 };
 
 struct AnvilCUDAStepGraphPass

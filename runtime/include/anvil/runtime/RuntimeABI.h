@@ -183,10 +183,11 @@ typedef void (*anvil_rt_step_fn)(void **args, void **results, void *workspace);
 /// buffers, no allocations, no collectives; the manifest's "step_graph"),
 /// so that the work depends on nothing but the `numArgs` argument and
 /// `numResults` result pointers and the workspace. The CUDA device then
-/// records the step's work as a CUDA graph, per distinct set of those
-/// pointers, the second time it sees the set (the first call warms up what
-/// is made once, which a graph cannot hold), and replays the graph instead
-/// of calling `step` from then on.
+/// records the step's work as a CUDA graph, per step function and set of
+/// those pointers, the second time it sees them (the first call warms up
+/// what is made once, which a graph cannot hold), and replays the graph
+/// instead of calling `step` from then on, until one of the buffers is
+/// freed (anvil_rt_buffer_free, anvil_rt_workspace_free).
 void anvil_rt_run_step(anvil_rt_step_fn step, void **args, int64_t numArgs,
                        void **results, int64_t numResults, void *workspace,
                        int32_t capturable);

@@ -168,8 +168,12 @@ def AnvilCUDAStepGraphPass
       `anvil_rt_cuda_gemm_f8`, `anvil_rt_cuda_gemm_fp8`,
       `anvil_rt_cuda_attention_f32`, `anvil_rt_cuda_attention_grad_f32`.
 
-    Otherwise it gets `anvil.graph_blocker`, a string naming the first
-    operation that prevents it and where it is. The driver copies the
+    Otherwise (a host read or write of a buffer, an allocation, the
+    address of a global that is not constant, any other call) it gets
+    `anvil.graph_blocker`, a string naming the first operation that
+    prevents it and where it is. A function that calls itself, directly
+    or not, is judged by the rest of its code. The driver runs the
+    pass again just before the host code is lowered and copies the
     training step's verdict into the manifest (`"step_graph"`), and the
     runtime captures the step (`anvil_rt_run_step`) only when it is
     capturable.
