@@ -698,6 +698,17 @@ func.func @host(%a: memref<4xf32>, %o: memref<4xf32>) {
 // CHECK:     memref.store %[[X]], %arg2[%[[I]], %[[J]]]
 // CHECK: %[[G:.+]] = memref.get_global @init
 // CHECK-NEXT: memref.copy %[[G]], %arg2
+// A host store into a device buffer (a mesh axis's index into the
+// workspace) runs on one thread of the device, the value its argument; a
+// store into the host's own stack memory stays.
+// CHECK: %[[AXIS:.+]] = memref.view %arg0
+// CHECK: %[[I:.+]] = call @axis_index()
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}) threads({{.*}}) in (%{{.+}} = %c1{{.*}},
+// CHECK-NEXT: memref.store %[[I]], %[[AXIS]][] : memref<i64>
+// CHECK-NEXT: gpu.terminator
+// CHECK: %[[STACK:.+]] = memref.alloca() : memref<i64>
+// CHECK-NEXT: memref.store %[[I]], %[[STACK]][] : memref<i64>
+// CHECK-NEXT: return
 memref.global "private" constant @init : memref<3x4xf32> = dense<1.0>
 func.func @copies(%ws: memref<4096xi8>, %loss: memref<f32>, %out: memref<3x4xf32>) {
   %c64 = arith.constant 64 : index
@@ -708,5 +719,12 @@ func.func @copies(%ws: memref<4096xi8>, %loss: memref<f32>, %out: memref<3x4xf32
   memref.copy %r, %out : memref<3x4xf32> to memref<3x4xf32>
   %g = memref.get_global @init : memref<3x4xf32>
   memref.copy %g, %out : memref<3x4xf32> to memref<3x4xf32>
+  %c0 = arith.constant 0 : index
+  %axis = memref.view %ws[%c0][] : memref<4096xi8> to memref<i64>
+  %i = call @axis_index() : () -> i64
+  memref.store %i, %axis[] : memref<i64>
+  %stack = memref.alloca() : memref<i64>
+  memref.store %i, %stack[] : memref<i64>
   return
 }
+func.func private @axis_index() -> i64

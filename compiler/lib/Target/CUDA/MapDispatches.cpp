@@ -1197,6 +1197,19 @@ bool copyOnDevice(memref::CopyOp copy, int64_t blockSize) {
   return true;
 }
 
+/// Moves a host function's store of a scalar into a device buffer (a mesh
+/// axis's index into the workspace) into a kernel of one thread, which
+/// takes the value as an argument. A store into host memory stays.
+bool storeOnDevice(memref::StoreOp store) {
+  Value memref = store.getMemRef();
+  if (isHostGlobal(memref) || memref.getDefiningOp<memref::AllocaOp>())
+    return false;
+  OpBuilder b(store);
+  createLaunch(b, store.getLoc(), 1, 1);
+  store->moveBefore(b.getInsertionBlock(), b.getInsertionPoint());
+  return true;
+}
+
 struct AnvilCUDAMapDispatchesPass
     : mlir::anvil::impl::AnvilCUDAMapDispatchesPassBase<
           AnvilCUDAMapDispatchesPass> {
@@ -1295,6 +1308,13 @@ struct AnvilCUDAMapDispatchesPass
       });
       for (memref::CopyOp copy : copies)
         copyOnDevice(copy, blockSize);
+      SmallVector<memref::StoreOp> stores;
+      fn.walk([&](memref::StoreOp store) {
+        if (!store->getParentOfType<gpu::LaunchOp>())
+          stores.push_back(store);
+      });
+      for (memref::StoreOp store : stores)
+        storeOnDevice(store);
     }
   }
 };

@@ -57,7 +57,10 @@ def AnvilCUDAMapDispatchesPass
     `memref.copy`s between device buffers (a loss out of the workspace into
     its result buffer): each becomes a launch of one thread per element, as
     the workspace is device memory the host cannot read. A copy out of a
-    constant global, in the host's memory, stays on the host.
+    constant global, in the host's memory, stays on the host. Likewise a
+    host `memref.store` of a scalar into a device buffer (a mesh axis's
+    index into the workspace) becomes a launch of one thread that takes
+    the value as its argument.
 
     Kernels cannot read the host's globals either: the constant globals a
     dispatch's calls pass are read inside its kernels (outlining copies
