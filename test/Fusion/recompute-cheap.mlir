@@ -540,3 +540,209 @@ func.func @unfused_copies(%l: tensor<8xi32>) -> (tensor<8xf32>, tensor<8xf32>) {
   } -> tensor<8xf32>
   return %s1, %s2 : tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// A layer norm's centered x (x - mean) and normalized x (times rstd), each
+// read by row reductions through a (4, 32, 1, 64) view (the variance, and
+// a backward sum) as well as elementwise: the views' readers get copies
+// built over their loops (the rows' unit loop read by no operand), so
+// neither tensor is written: every kernel reads x and the row statistics.
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#row3 = affine_map<(d0, d1, d2) -> (d0, d1, 0)>
+#col3 = affine_map<(d0, d1, d2) -> (d2)>
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#red4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @layer_norm
+// CHECK-NOT: tensor.expand_shape
+// CHECK: linalg.generic {indexing_maps = [#[[X4:.+]], #[[R4:.+]], #[[O4:.+]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%arg0, %arg1 :
+// CHECK: arith.subf
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: linalg.generic {{.+}} ins(%arg0, %arg1,
+// CHECK: arith.subf
+// CHECK: linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%arg0, %arg1,
+// CHECK: arith.subf
+// CHECK: linalg.generic {{.+}} iterator_types = ["reduction", "reduction", "parallel"]} ins(%arg4, %arg0, %arg1,
+// CHECK: arith.subf
+// CHECK: linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "parallel"]} ins(%arg4, %arg0, %arg1,
+// CHECK: arith.subf
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// EXP-DAG: #[[X4:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+// EXP-DAG: #[[R4:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, 0)>
+// Without the option both are written.
+// OFF-LABEL: func.func @layer_norm
+// OFF: %[[C:.+]] = linalg.generic {{.+}} ins(%arg0, %arg1 :
+// OFF: tensor.expand_shape %[[C]]
+// OFF: %[[H:.+]] = linalg.generic {{.+}} ins(%[[C]],
+// OFF: tensor.expand_shape %[[H]]
+func.func @layer_norm(%x: tensor<4x32x64xf32>, %mean: tensor<4x32x1xf32>,
+                      %g: tensor<64xf32>, %b: tensor<64xf32>,
+                      %dy: tensor<4x32x64xf32>)
+    -> (tensor<4x32x64xbf16>, tensor<4x32x1xf32>, tensor<64xf32>,
+        tensor<4x32x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x32x64xf32>
+  %er = tensor.empty() : tensor<4x32x1xf32>
+  %c = linalg.generic {indexing_maps = [#id3, #row3, #id3],
+                       iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %mean : tensor<4x32x64xf32>, tensor<4x32x1xf32>)
+      outs(%e : tensor<4x32x64xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %s = arith.subf %a, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<4x32x64xf32>
+  %cv = tensor.expand_shape %c [[0], [1, 2], [3]] output_shape [4, 32, 1, 64]
+      : tensor<4x32x64xf32> into tensor<4x32x1x64xf32>
+  %fv = linalg.fill ins(%zero : f32) outs(%er : tensor<4x32x1xf32>) -> tensor<4x32x1xf32>
+  %var = linalg.generic {indexing_maps = [#id4, #red4],
+                         iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%cv : tensor<4x32x1x64xf32>) outs(%fv : tensor<4x32x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %a : f32
+    %s = arith.addf %m, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<4x32x1xf32>
+  %xh = linalg.generic {indexing_maps = [#id3, #row3, #id3],
+                        iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%c, %var : tensor<4x32x64xf32>, tensor<4x32x1xf32>)
+      outs(%e : tensor<4x32x64xf32>) {
+  ^bb0(%a: f32, %r: f32, %o: f32):
+    %s = arith.mulf %a, %r : f32
+    linalg.yield %s : f32
+  } -> tensor<4x32x64xf32>
+  %eb = tensor.empty() : tensor<4x32x64xbf16>
+  %y = linalg.generic {indexing_maps = [#id3, #col3, #col3, #id3],
+                       iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%xh, %g, %b : tensor<4x32x64xf32>, tensor<64xf32>, tensor<64xf32>)
+      outs(%eb : tensor<4x32x64xbf16>) {
+  ^bb0(%a: f32, %gg: f32, %bb: f32, %o: bf16):
+    %m = arith.mulf %a, %gg : f32
+    %s = arith.addf %m, %bb : f32
+    %t = arith.truncf %s : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<4x32x64xbf16>
+  %xv = tensor.expand_shape %xh [[0], [1, 2], [3]] output_shape [4, 32, 1, 64]
+      : tensor<4x32x64xf32> into tensor<4x32x1x64xf32>
+  %fr = linalg.fill ins(%zero : f32) outs(%er : tensor<4x32x1xf32>) -> tensor<4x32x1xf32>
+  %r = linalg.generic {indexing_maps = [#id4, #red4],
+                       iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%xv : tensor<4x32x1x64xf32>) outs(%fr : tensor<4x32x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<4x32x1xf32>
+  %eg = tensor.empty() : tensor<64xf32>
+  %fg = linalg.fill ins(%zero : f32) outs(%eg : tensor<64xf32>) -> tensor<64xf32>
+  %gg = linalg.generic {indexing_maps = [#id3, #id3, #col3],
+                        iterator_types = ["reduction", "reduction", "parallel"]}
+      ins(%dy, %xh : tensor<4x32x64xf32>, tensor<4x32x64xf32>)
+      outs(%fg : tensor<64xf32>) {
+  ^bb0(%a: f32, %h: f32, %o: f32):
+    %m = arith.mulf %a, %h : f32
+    %s = arith.addf %m, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<64xf32>
+  %dx = linalg.generic {indexing_maps = [#id3, #id3, #row3, #id3],
+                        iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%dy, %xh, %r : tensor<4x32x64xf32>, tensor<4x32x64xf32>, tensor<4x32x1xf32>)
+      outs(%e : tensor<4x32x64xf32>) {
+  ^bb0(%a: f32, %h: f32, %rr: f32, %o: f32):
+    %m = arith.mulf %h, %rr : f32
+    %s = arith.subf %a, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<4x32x64xf32>
+  return %y, %r, %gg, %dx
+      : tensor<4x32x64xbf16>, tensor<4x32x1xf32>, tensor<64xf32>, tensor<4x32x64xf32>
+}
+
+// -----
+
+// A producer read only through unit expansions, by two row reductions
+// that keep the unit dimension: each gets its copy over its own loops and
+// fuses it, and the producer goes. A broadcast of a scalar alone stays as
+// it was: a row sum that read only the scalar would not know its rows'
+// length, so fusion would refuse the copies.
+#bc = affine_map<(d0, d1) -> (0, 0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#e3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#k3 = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-LABEL: func.func @only_expansions
+// CHECK-NOT: tensor.expand_shape
+// CHECK: linalg.generic {{.+}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%arg0, %arg1 :
+// CHECK: arith.subf
+// CHECK: linalg.generic {{.+}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%arg0, %arg1 :
+// CHECK: arith.subf
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// CHECK-LABEL: func.func @scalar_broadcast
+// CHECK: %[[B:.+]] = linalg.generic {{.+}} ins(%arg0 : tensor<1x1xf32>)
+// CHECK: tensor.expand_shape %[[B]]
+// CHECK: tensor.expand_shape %[[B]]
+func.func @only_expansions(%x: tensor<4x32xf32>, %s: tensor<1x1xf32>)
+    -> (tensor<4x1xf32>, tensor<4x1xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x32xf32>
+  %b = linalg.generic {indexing_maps = [#id2, #bc, #id2],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%x, %s : tensor<4x32xf32>, tensor<1x1xf32>)
+      outs(%e : tensor<4x32xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %n = arith.subf %a, %c : f32
+    linalg.yield %n : f32
+  } -> tensor<4x32xf32>
+  %x1 = tensor.expand_shape %b [[0], [1, 2]] output_shape [4, 32, 1]
+      : tensor<4x32xf32> into tensor<4x32x1xf32>
+  %x2 = tensor.expand_shape %b [[0], [1, 2]] output_shape [4, 32, 1]
+      : tensor<4x32xf32> into tensor<4x32x1xf32>
+  %er = tensor.empty() : tensor<4x1xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%er : tensor<4x1xf32>) -> tensor<4x1xf32>
+  %sum = linalg.generic {indexing_maps = [#e3, #k3],
+                         iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x1 : tensor<4x32x1xf32>) outs(%f : tensor<4x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = arith.addf %a, %o : f32
+    linalg.yield %t : f32
+  } -> tensor<4x1xf32>
+  %max = linalg.generic {indexing_maps = [#e3, #k3],
+                         iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x2 : tensor<4x32x1xf32>) outs(%f : tensor<4x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = arith.maximumf %a, %o : f32
+    linalg.yield %t : f32
+  } -> tensor<4x1xf32>
+  return %sum, %max : tensor<4x1xf32>, tensor<4x1xf32>
+}
+func.func @scalar_broadcast(%s: tensor<1x1xf32>) -> (tensor<4x1xf32>, tensor<4x1xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x32xf32>
+  %b = linalg.generic {indexing_maps = [#bc, #id2],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%s : tensor<1x1xf32>) outs(%e : tensor<4x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.negf %a : f32
+    linalg.yield %n : f32
+  } -> tensor<4x32xf32>
+  %x1 = tensor.expand_shape %b [[0], [1, 2]] output_shape [4, 32, 1]
+      : tensor<4x32xf32> into tensor<4x32x1xf32>
+  %x2 = tensor.expand_shape %b [[0], [1, 2]] output_shape [4, 32, 1]
+      : tensor<4x32xf32> into tensor<4x32x1xf32>
+  %er = tensor.empty() : tensor<4x1xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%er : tensor<4x1xf32>) -> tensor<4x1xf32>
+  %sum = linalg.generic {indexing_maps = [#e3, #k3],
+                         iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x1 : tensor<4x32x1xf32>) outs(%f : tensor<4x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = arith.addf %a, %o : f32
+    linalg.yield %t : f32
+  } -> tensor<4x1xf32>
+  %max = linalg.generic {indexing_maps = [#e3, #k3],
+                         iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x2 : tensor<4x32x1xf32>) outs(%f : tensor<4x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = arith.maximumf %a, %o : f32
+    linalg.yield %t : f32
+  } -> tensor<4x1xf32>
+  return %sum, %max : tensor<4x1xf32>, tensor<4x1xf32>
+}

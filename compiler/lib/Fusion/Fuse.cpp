@@ -49,6 +49,22 @@ bool broadcastsScalars(linalg::GenericOp op) {
          });
 }
 
+/// Whether `op` reads each point of `operand` once: its map a permutation
+/// of the loops, but for loops of extent 1 it leaves out (a row
+/// reduction's (B, T, 1, C) loops reading a (B, T, C) tensor).
+bool readsEachPointOnce(linalg::LinalgOp op, OpOperand *operand) {
+  AffineMap map = op.getMatchingIndexingMap(operand);
+  if (map.isPermutation())
+    return true;
+  if (!map.isProjectedPermutation())
+    return false;
+  SmallVector<int64_t> extents = op.getStaticLoopRanges();
+  for (unsigned d = 0, e = map.getNumDims(); d < e; ++d)
+    if (!map.isFunctionOfDim(d) && extents[d] != 1)
+      return false;
+  return true;
+}
+
 bool shouldFuse(OpOperand *fused) {
   Operation *producer = fused->get().getDefiningOp();
   if (!producer)
@@ -69,7 +85,7 @@ bool shouldFuse(OpOperand *fused) {
   if (auto generic = dyn_cast<linalg::GenericOp>(producer);
       generic && movesDataOnly(generic))
     return true;
-  return consumer.getMatchingIndexingMap(fused).isPermutation();
+  return readsEachPointOnce(consumer, fused);
 }
 
 /// Whether `op` is an amax of its one input over all loops: every loop a
@@ -250,29 +266,139 @@ void mergeCastsAndAmaxes(ModuleOp module) {
   }
 }
 
+/// For an expand_shape that only adds unit dimensions (every group has at
+/// most one dimension of its source's size, the rest 1), the expanded
+/// dimension each source dimension becomes; nothing otherwise.
+std::optional<SmallVector<unsigned>> unitExpansion(tensor::ExpandShapeOp op) {
+  ArrayRef<int64_t> shape = op.getResultType().getShape();
+  SmallVector<unsigned> carriers;
+  for (ReassociationIndices group : op.getReassociationIndices()) {
+    std::optional<unsigned> carrier;
+    for (int64_t d : group)
+      if (shape[d] != 1) {
+        if (carrier)
+          return std::nullopt;
+        carrier = d;
+      }
+    carriers.push_back(carrier.value_or(group.front()));
+  }
+  return carriers;
+}
+
+/// Whether `op` is a reshape whose only user is a generic reading it
+/// through a permutation of all its loops.
+bool readOnceAfter(Operation *reshape) {
+  Value reshaped = reshape->getResult(0);
+  if (!reshaped.hasOneUse())
+    return false;
+  OpOperand &use = *reshaped.getUses().begin();
+  auto generic = dyn_cast<linalg::GenericOp>(use.getOwner());
+  return generic && generic.isDpsInput(&use) &&
+         readsEachPointOnce(generic, &use);
+}
+
+/// The source dimension each dimension of a unit expansion's result comes
+/// from (unitExpansion's carriers, inverted), as a map from the expanded
+/// dimensions to the source's.
+AffineMap toSourceDims(tensor::ExpandShapeOp expand,
+                       ArrayRef<unsigned> carriers) {
+  MLIRContext *ctx = expand.getContext();
+  SmallVector<AffineExpr> sources;
+  for (unsigned d : carriers)
+    sources.push_back(getAffineDimExpr(d, ctx));
+  return AffineMap::get(expand.getResultType().getRank(), 0, sources, ctx);
+}
+
+/// Whether a copy of `producer` built over the loops of `expand` (a unit
+/// expansion of its result read once by one generic, through a
+/// permutation) fuses into that generic: fusion keeps a loop bound only
+/// where an operand still reads along it, which a reduction's loops need
+/// (a broadcast of a scalar into a row sum does not fuse).
+bool expansionFuses(linalg::GenericOp producer, tensor::ExpandShapeOp expand) {
+  std::optional<SmallVector<unsigned>> carriers = unitExpansion(expand);
+  if (!carriers || !expand->getResult(0).hasOneUse())
+    return false;
+  OpOperand &use = *expand->getResult(0).getUses().begin();
+  auto consumer = dyn_cast<linalg::GenericOp>(use.getOwner());
+  if (!consumer || !consumer.isDpsInput(&use))
+    return false;
+  AffineMap consumerMap = consumer.getMatchingIndexingMap(&use);
+  if (!consumerMap.isPermutation())
+    return false;
+  if (consumer.getNumReductionLoops() == 0)
+    return true;
+  llvm::BitVector covered(consumer.getNumLoops());
+  auto cover = [&](AffineMap map) {
+    for (AffineExpr e : map.getResults())
+      if (auto dim = dyn_cast<AffineDimExpr>(e))
+        covered.set(dim.getPosition());
+  };
+  for (OpOperand &operand : consumer->getOpOperands())
+    if (&operand != &use)
+      cover(consumer.getMatchingIndexingMap(&operand));
+  AffineMap toSource = toSourceDims(expand, *carriers);
+  for (OpOperand *input : producer.getDpsInputOperands())
+    cover(producer.getMatchingIndexingMap(input).compose(toSource).compose(
+        consumerMap));
+  return covered.all();
+}
+
 /// Whether `use` is read once per point by a generic that elementwise
 /// fusion can take `use`'s producer into: an input of a generic through a
 /// permutation of all its loops, or one reshape whose only user is such a
-/// generic (reshape propagation moves it above the producer first, which
-/// needs the producer's maps to be projected permutations). A copy that
-/// does not fuse after all is merged back (mergeUnfusedCopies).
+/// generic. Reshape propagation moves a reshape above the producer first,
+/// which needs the producer's maps to be projected permutations; an
+/// expansion by unit dimensions (a row reduction's (B, T, 1, C) view) gets
+/// a copy built over the expanded loops instead (expandedCopy), whatever
+/// its maps. A copy that does not fuse after all is merged back
+/// (mergeUnfusedCopies).
 bool fusableUse(OpOperand &use) {
   Operation *owner = use.getOwner();
   auto direct = [](OpOperand &operand) {
     auto generic = dyn_cast<linalg::GenericOp>(operand.getOwner());
     return generic && generic.isDpsInput(&operand) &&
-           generic.getMatchingIndexingMap(&operand).isPermutation();
+           readsEachPointOnce(generic, &operand);
   };
   if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(owner)) {
     auto producer = use.get().getDefiningOp<linalg::GenericOp>();
-    Value reshaped = owner->getResult(0);
-    return producer &&
-           llvm::all_of(
-               producer.getIndexingMapsArray(),
-               [](AffineMap m) { return m.isProjectedPermutation(); }) &&
-           reshaped.hasOneUse() && direct(*reshaped.getUses().begin());
+    if (!producer || !readOnceAfter(owner))
+      return false;
+    if (auto expand = dyn_cast<tensor::ExpandShapeOp>(owner);
+        expand && expansionFuses(producer, expand))
+      return true;
+    return llvm::all_of(producer.getIndexingMapsArray(),
+                        [](AffineMap m) { return m.isProjectedPermutation(); });
   }
   return direct(use);
+}
+
+/// `producer` (all loops parallel, its result written through the
+/// identity) rebuilt over the loops of `expand`, an expansion of its result
+/// by unit dimensions (unitExpansion): each source loop becomes its
+/// expanded dimension, the new unit loops are read by no operand, and the
+/// result has the expansion's type. Replaces the expansion, which it
+/// feeds no more.
+linalg::GenericOp expandedCopy(OpBuilder &b, linalg::GenericOp producer,
+                               tensor::ExpandShapeOp expand) {
+  AffineMap toSource = toSourceDims(expand, *unitExpansion(expand));
+  unsigned rank = expand.getResultType().getRank();
+  SmallVector<AffineMap> maps;
+  for (OpOperand *input : producer.getDpsInputOperands())
+    maps.push_back(producer.getMatchingIndexingMap(input).compose(toSource));
+  maps.push_back(b.getMultiDimIdentityMap(rank));
+  Location loc = producer.getLoc();
+  RankedTensorType type = expand.getResultType();
+  Value init =
+      tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+  auto copy = linalg::GenericOp::create(
+      b, loc, TypeRange{type}, producer.getDpsInputs(), ValueRange{init}, maps,
+      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel));
+  IRMapping mapping;
+  producer.getRegion().cloneInto(&copy.getRegion(), mapping);
+  copy->setDiscardableAttrs(producer->getDiscardableAttrDictionary());
+  expand.getResult().replaceAllUsesWith(copy->getResult(0));
+  expand.erase();
+  return copy;
 }
 
 /// The generic that reads `use` (through its reshape).
@@ -394,8 +520,28 @@ bool duplicateCheapProducers(Operation *root, int64_t &groups) {
     op->setAttr(kCopyOf, b.getI64IntegerAttr(groups));
     SmallVector<OpOperand *> uses = llvm::map_to_vector(
         op->getResult(0).getUses(), [](OpOperand &u) { return &u; });
-    for (OpOperand *use : llvm::drop_begin(uses))
-      use->set(b.clone(*op)->getResult(0));
+    // Readers through a unit expansion get a copy over the expanded loops
+    // (no reshape left to propagate); the others share the op and copies
+    // of it. An expanded copy that does not fuse stays: it is not the same
+    // op as the others.
+    SmallVector<OpOperand *> plain;
+    for (OpOperand *use : uses) {
+      auto expand = dyn_cast<tensor::ExpandShapeOp>(use->getOwner());
+      if (expand && expansionFuses(op, expand) &&
+          !llvm::all_of(op.getIndexingMapsArray(), [](AffineMap m) {
+            return m.isProjectedPermutation();
+          })) {
+        OpBuilder at(expand);
+        expandedCopy(at, op, expand)->removeAttr(kCopyOf);
+        continue;
+      }
+      plain.push_back(use);
+    }
+    b.setInsertionPointAfter(op); // not before an expansion erased above
+    for (size_t i = 1; i < plain.size(); ++i)
+      plain[i]->set(b.clone(*op)->getResult(0));
+    if (op->use_empty())
+      op->erase();
     ++groups;
     copied = true;
   }

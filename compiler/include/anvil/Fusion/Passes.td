@@ -53,8 +53,8 @@ def AnvilFusePass : Pass<"anvil-fuse", "mlir::ModuleOp"> {
     With `recompute-cheap` (the CUDA backend's), the one exception to
     rule 1: an elementwise producer of 2 to 8 readers (arith and math
     ops, its init unread) that every reader reads once per point (a
-    permutation map, perhaps through one reshape) is copied for each
-    reader and fused into it, when reading its full-size inputs once per
+    permutation map, but for loops of extent 1 it leaves out, perhaps
+    through one reshape) is copied for each reader and fused into it, when reading its full-size inputs once per
     reader moves no more bytes than writing it and reading it back would
     ((N - 1) B_in <= (N + 1) B_out per point, broadcast inputs counted 0)
     and its work is cheap: at most 6, or the copies' extra work,
@@ -67,7 +67,11 @@ def AnvilFusePass : Pass<"anvil-fuse", "mlir::ModuleOp"> {
     read by a softmax's maximum and subtraction, a cross-entropy's one-hot,
     a subtraction of a row maximum, a tanh-GELU's gradient read by its
     cast to bf16 and its bias gradient's sum, the f32 widening of a GEMM's
-    result read 7 times by a layer norm's backward. A producer whose reader
+    result read 7 times by a layer norm's backward, a layer norm's centered
+    and normalized rows. A reader through an expansion by unit dimensions
+    (a row reduction's (B, T, 1, C) view) gets a copy built over its loops
+    instead, whose broadcasts need not be projected permutations (reshape
+    propagation needs them to be). A producer whose reader
     is copied in the same round waits for the next (up to 8 rounds); copies
     that do not fuse after all merge back into one. The values are the
     same; the tensor is not written.
