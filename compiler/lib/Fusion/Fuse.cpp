@@ -587,6 +587,83 @@ bool isElementwiseWrite(linalg::GenericOp op) {
   return true;
 }
 
+/// `producer` and `consumer` (elementwise over the same loops, the
+/// consumer reading the producer's results through the identity) as one
+/// generic at the rewriter's insertion point, which must see every operand:
+/// its results are the producer's, then the consumer's.
+void mergeElementwise(IRRewriter &rewriter, linalg::GenericOp producer,
+                      linalg::GenericOp consumer) {
+  SmallVector<Value> inputs(producer.getDpsInputs());
+  SmallVector<AffineMap> maps;
+  for (OpOperand *in : producer.getDpsInputOperands())
+    maps.push_back(producer.getMatchingIndexingMap(in));
+  SmallVector<OpOperand *> consumerInputs;
+  for (OpOperand *in : consumer.getDpsInputOperands()) {
+    if (in->get().getDefiningOp() == producer)
+      continue;
+    consumerInputs.push_back(in);
+    inputs.push_back(in->get());
+    maps.push_back(consumer.getMatchingIndexingMap(in));
+  }
+  SmallVector<Value> inits(producer.getDpsInits());
+  llvm::append_range(inits, consumer.getDpsInits());
+  for (Value init : inits)
+    maps.push_back(rewriter.getMultiDimIdentityMap(producer.getNumLoops()));
+  SmallVector<Type> types(producer->getResultTypes());
+  llvm::append_range(types, consumer->getResultTypes());
+  auto fused =
+      linalg::GenericOp::create(rewriter, consumer.getLoc(), types, inputs,
+                                inits, maps, consumer.getIteratorTypesArray());
+  // Arguments: the producer's inputs, the consumer's other inputs, the
+  // producer's outputs, the consumer's outputs.
+  SmallVector<Type> argTypes;
+  SmallVector<Location> argLocs;
+  for (Value v : llvm::concat<Value>(inputs, inits)) {
+    argTypes.push_back(getElementTypeOrSelf(v.getType()));
+    argLocs.push_back(v.getLoc());
+  }
+  Block *body = rewriter.createBlock(&fused.getRegion(), {}, argTypes, argLocs);
+  unsigned nIn = producer.getNumDpsInputs();
+  unsigned nOtherIn = consumerInputs.size();
+  unsigned nProducerOut = producer.getNumDpsInits();
+  IRMapping map;
+  Block *producerBody = producer.getBody();
+  for (unsigned i = 0; i < nIn; ++i)
+    map.map(producerBody->getArgument(i), body->getArgument(i));
+  for (unsigned i = 0; i < nProducerOut; ++i)
+    map.map(producerBody->getArgument(nIn + i),
+            body->getArgument(nIn + nOtherIn + i));
+  for (Operation &op : producerBody->without_terminator())
+    rewriter.clone(op, map);
+  SmallVector<Value> yields = llvm::map_to_vector(
+      cast<linalg::YieldOp>(producerBody->getTerminator()).getOperands(),
+      [&](Value v) { return map.lookupOrDefault(v); });
+  Block *consumerBody = consumer.getBody();
+  IRMapping consumerMap;
+  unsigned next = nIn;
+  for (OpOperand *in : consumer.getDpsInputOperands()) {
+    BlockArgument arg = consumer.getMatchingBlockArgument(in);
+    if (auto result = dyn_cast<OpResult>(in->get());
+        result && result.getOwner() == producer)
+      consumerMap.map(arg, yields[result.getResultNumber()]);
+    else
+      consumerMap.map(arg, body->getArgument(next++));
+  }
+  for (OpOperand &init : consumer.getDpsInitsMutable())
+    consumerMap.map(consumer.getMatchingBlockArgument(&init),
+                    body->getArgument(nIn + nOtherIn + nProducerOut +
+                                      init.getOperandNumber() -
+                                      consumer.getNumDpsInputs()));
+  for (Operation &op : consumerBody->without_terminator())
+    rewriter.clone(op, consumerMap);
+  for (Value v :
+       cast<linalg::YieldOp>(consumerBody->getTerminator()).getOperands())
+    yields.push_back(consumerMap.lookupOrDefault(v));
+  linalg::YieldOp::create(rewriter, consumer.getLoc(), yields);
+  rewriter.replaceOp(producer, fused->getResults().take_front(nProducerOut));
+  rewriter.replaceOp(consumer, fused->getResults().drop_front(nProducerOut));
+}
+
 /// An elementwise producer whose results the function returns (updated
 /// state, which is written anyway) and one generic also reads, merged into
 /// that generic as more results: the optimizer's m and v updates and the
@@ -636,76 +713,63 @@ bool mergeReturnedProducers(Operation *root) {
     if (!touched.insert(producer).second || !touched.insert(consumer).second)
       continue;
     rewriter.setInsertionPoint(consumer);
-    SmallVector<Value> inputs(producer.getDpsInputs());
-    SmallVector<AffineMap> maps;
-    for (OpOperand *in : producer.getDpsInputOperands())
-      maps.push_back(producer.getMatchingIndexingMap(in));
-    SmallVector<OpOperand *> consumerInputs;
-    for (OpOperand *in : consumer.getDpsInputOperands()) {
-      if (in->get().getDefiningOp() == producer)
+    mergeElementwise(rewriter, producer, consumer);
+    merged = true;
+  }
+  return merged;
+}
+
+/// A cheap elementwise reader of an elementwise producer that stays
+/// written for its other readers (a layer norm's f32 gradient, read by the
+/// residual's sum and a bias gradient, and cast to bf16 for a GEMM) merged
+/// into the producer as one more result: the kernel that computes the
+/// value also writes the cast, which no longer reads it back. Needs: the
+/// reader elementwise over the same loops, after the producer in its block,
+/// reading the producer's results only through the identity, its work at
+/// most 2 (workOf), and whatever else it reads available where the producer
+/// is (empty tensors, fills and constants are moved there). Returns whether
+/// anything merged (one reader a producer a round).
+bool mergeCheapReaders(Operation *root) {
+  SmallVector<std::pair<linalg::GenericOp, linalg::GenericOp>> pairs;
+  root->walk([&](linalg::GenericOp producer) {
+    if (!isElementwiseWrite(producer) || producer->hasOneUse())
+      return;
+    for (Operation *user : producer->getUsers()) {
+      auto reader = dyn_cast<linalg::GenericOp>(user);
+      if (!reader || reader == producer || !isElementwiseWrite(reader) ||
+          reader->getBlock() != producer->getBlock() ||
+          !producer->isBeforeInBlock(reader) ||
+          reader.getStaticLoopRanges() != producer.getStaticLoopRanges())
         continue;
-      consumerInputs.push_back(in);
-      inputs.push_back(in->get());
-      maps.push_back(consumer.getMatchingIndexingMap(in));
+      bool ok = true;
+      for (OpOperand &operand : reader->getOpOperands())
+        if (operand.get().getDefiningOp() == producer)
+          ok &= reader.isDpsInput(&operand) &&
+                reader.getMatchingIndexingMap(&operand).isIdentity();
+      int64_t work = 0;
+      for (Operation &op : reader.getBlock()->without_terminator()) {
+        std::optional<int64_t> cost = workOf(op);
+        work += cost ? *cost : 100;
+      }
+      if (ok && work <= 2) {
+        pairs.emplace_back(producer, reader);
+        return;
+      }
     }
-    SmallVector<Value> inits(producer.getDpsInits());
-    llvm::append_range(inits, consumer.getDpsInits());
-    for (Value init : inits)
-      maps.push_back(rewriter.getMultiDimIdentityMap(producer.getNumLoops()));
-    SmallVector<Type> types(producer->getResultTypes());
-    llvm::append_range(types, consumer->getResultTypes());
-    auto fused = linalg::GenericOp::create(rewriter, consumer.getLoc(), types,
-                                           inputs, inits, maps,
-                                           consumer.getIteratorTypesArray());
-    // Arguments: the producer's inputs, the consumer's other inputs, the
-    // producer's outputs, the consumer's outputs.
-    SmallVector<Type> argTypes;
-    SmallVector<Location> argLocs;
-    for (Value v : llvm::concat<Value>(inputs, inits)) {
-      argTypes.push_back(getElementTypeOrSelf(v.getType()));
-      argLocs.push_back(v.getLoc());
-    }
-    Block *body =
-        rewriter.createBlock(&fused.getRegion(), {}, argTypes, argLocs);
-    unsigned nIn = producer.getNumDpsInputs();
-    unsigned nOtherIn = consumerInputs.size();
-    unsigned nProducerOut = producer.getNumDpsInits();
-    IRMapping map;
-    Block *producerBody = producer.getBody();
-    for (unsigned i = 0; i < nIn; ++i)
-      map.map(producerBody->getArgument(i), body->getArgument(i));
-    for (unsigned i = 0; i < nProducerOut; ++i)
-      map.map(producerBody->getArgument(nIn + i),
-              body->getArgument(nIn + nOtherIn + i));
-    for (Operation &op : producerBody->without_terminator())
-      rewriter.clone(op, map);
-    SmallVector<Value> yields = llvm::map_to_vector(
-        cast<linalg::YieldOp>(producerBody->getTerminator()).getOperands(),
-        [&](Value v) { return map.lookupOrDefault(v); });
-    Block *consumerBody = consumer.getBody();
-    IRMapping consumerMap;
-    unsigned next = nIn;
-    for (OpOperand *in : consumer.getDpsInputOperands()) {
-      BlockArgument arg = consumer.getMatchingBlockArgument(in);
-      if (auto result = dyn_cast<OpResult>(in->get());
-          result && result.getOwner() == producer)
-        consumerMap.map(arg, yields[result.getResultNumber()]);
-      else
-        consumerMap.map(arg, body->getArgument(next++));
-    }
-    for (OpOperand &init : consumer.getDpsInitsMutable())
-      consumerMap.map(consumer.getMatchingBlockArgument(&init),
-                      body->getArgument(nIn + nOtherIn + nProducerOut +
-                                        init.getOperandNumber() -
-                                        consumer.getNumDpsInputs()));
-    for (Operation &op : consumerBody->without_terminator())
-      rewriter.clone(op, consumerMap);
-    for (Value v :
-         cast<linalg::YieldOp>(consumerBody->getTerminator()).getOperands())
-      yields.push_back(consumerMap.lookupOrDefault(v));
-    linalg::YieldOp::create(rewriter, consumer.getLoc(), yields);
-    rewriter.replaceOp(producer, fused->getResults().take_front(nProducerOut));
-    rewriter.replaceOp(consumer, fused->getResults().drop_front(nProducerOut));
+  });
+  DenseSet<Operation *> touched;
+  IRRewriter rewriter(root->getContext());
+  bool merged = false;
+  for (auto [producer, reader] : pairs) {
+    if (touched.contains(producer) || touched.contains(reader) ||
+        !llvm::all_of(reader->getOperands(), [&](Value v) {
+          return v.getDefiningOp() == producer || availableBefore(v, producer);
+        }))
+      continue;
+    touched.insert(producer);
+    touched.insert(reader);
+    rewriter.setInsertionPoint(producer);
+    mergeElementwise(rewriter, producer, reader);
     merged = true;
   }
   return merged;
@@ -744,6 +808,10 @@ struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
     }
     if (recomputeCheap)
       mergeUnfusedCopies(getOperation());
+    // Cheap readers of producers that stay written, merged into them.
+    for (int round = 0; mergeCheapReadersOption && round < 8; ++round)
+      if (!mergeCheapReaders(getOperation()))
+        break;
     // Updated state and the update that reads it, one generic (a few
     // rounds: each merge can make the merged generic another's consumer),
     // then canonicalized (an input both read, such as the gradient, once).

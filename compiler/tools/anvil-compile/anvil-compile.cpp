@@ -1189,6 +1189,7 @@ int main(int argc, char **argv) {
         options.fp8Gemms = "f8-k-inner";
         options.mergeAmax = true;
         options.recomputeCheap = true;
+        options.mergeCheapReaders = true;
         options.splitReductions = splitReductions;
       }
       mlir::anvil::cpu::buildCPUPipeline(

@@ -76,6 +76,15 @@ def AnvilFusePass : Pass<"anvil-fuse", "mlir::ModuleOp"> {
     that do not fuse after all merge back into one. The values are the
     same; the tensor is not written.
 
+    With `merge-cheap-readers` (the CUDA backend's), after recompute-cheap:
+    an elementwise producer that stays written for some readers and has
+    a cheap elementwise reader over the same loops (at most 2 units of
+    work, reading it through the identity: a cast of a layer norm's f32
+    gradient to bf16 for a GEMM) gets the reader merged in as one more
+    result, at the producer's place (whatever else the reader reads must
+    be available there, or be an empty tensor, fill or constant moved
+    there): the cast no longer reads the f32 value back.
+
     Always, after recompute-cheap and before merge-amax: an elementwise
     producer whose results the function returns (updated training state,
     written anyway; the return in the producer's own block) and which
@@ -96,6 +105,10 @@ def AnvilFusePass : Pass<"anvil-fuse", "mlir::ModuleOp"> {
     Option<"mergeAmax", "merge-amax", "bool", /*default=*/"false",
            "Merge an elementwise cast and an amax of the same tensor into "
            "one generic (FP8's codes and amax in the producer's kernel)">,
+    Option<"mergeCheapReadersOption", "merge-cheap-readers", "bool",
+           /*default=*/"false",
+           "Merge a cheap elementwise reader (a cast) of a producer that "
+           "stays written into the producer's kernel as one more result">,
     Option<"recomputeCheap", "recompute-cheap", "bool", /*default=*/"false",
            "Copy a cheap elementwise producer of several consumers into "
            "each (it is recomputed there instead of written and read)">,

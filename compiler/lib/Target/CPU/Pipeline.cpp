@@ -88,7 +88,8 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
   if (wants(Stage::Fused)) {
     if (options.fuse)
       pm.addPass(createAnvilFusePass(
-          AnvilFusePassOptions{options.mergeAmax, options.recomputeCheap}));
+          AnvilFusePassOptions{options.mergeAmax, options.mergeCheapReaders,
+                               options.recomputeCheap}));
     if (options.splitReductions > 0) {
       AnvilSplitReductionsPassOptions split;
       split.minLength = options.splitReductions;

@@ -105,6 +105,7 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     cpuOptions.attentionGrad = "anvil_rt_cuda_attention_grad_f32";
     cpuOptions.mergeAmax = true;
     cpuOptions.recomputeCheap = true;
+    cpuOptions.mergeCheapReaders = true;
     cpuOptions.fp8Gemms =
         hasFP8GEMMs(options.target.chip) ? "f8-k-inner" : "dequantized";
     Stage upTo = std::min(last, Stage::Bufferized);

@@ -42,6 +42,9 @@ struct CPUPipelineOptions {
   /// anvil-fuse's recompute-cheap: cheap elementwise producers of several
   /// consumers computed in each (the CUDA backend's and its emulation).
   bool recomputeCheap = false;
+  /// anvil-fuse's merge-cheap-readers: a cast of a producer that stays
+  /// written merged into its kernel (the CUDA backend's and its emulation).
+  bool mergeCheapReaders = false;
   /// Split each dispatch into chunks for the CPU's threads
   /// (anvil-cpu-parallel-dispatches); off for a GPU target, which maps the
   /// dispatches onto a grid instead.
