@@ -107,3 +107,44 @@ func.func @kept_apart(%x: tensor<8x8xf32>)
   } -> tensor<8x8xf32>
   return %d, %exp, %t, %late : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>
 }
+
+// -----
+
+// Not merged either: a reader whose body uses a value made between the
+// producer and it (a scalar read from a tensor).
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#red = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @captured
+// CHECK: linalg.generic {{.+}} outs(%{{.+}} : tensor<8x16xf32>)
+// CHECK: tensor.extract
+// CHECK: linalg.generic {{.+}} outs(%{{.+}} : tensor<8x16xf32>)
+func.func @captured(%x: tensor<8x16xf32>, %t: tensor<f32>)
+    -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<16xf32>) {
+  %e = tensor.empty() : tensor<8x16xf32>
+  %d = linalg.generic {indexing_maps = [#id, #id],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %a : f32
+    linalg.yield %m : f32
+  } -> tensor<8x16xf32>
+  %zero = arith.constant 0.0 : f32
+  %es = tensor.empty() : tensor<16xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%es : tensor<16xf32>) -> tensor<16xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #red],
+                         iterator_types = ["reduction", "parallel"]}
+      ins(%d : tensor<8x16xf32>) outs(%f : tensor<16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<16xf32>
+  %scale = tensor.extract %t[] : tensor<f32>
+  %c = linalg.generic {indexing_maps = [#id, #id],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%d : tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.mulf %a, %scale : f32
+    linalg.yield %s : f32
+  } -> tensor<8x16xf32>
+  return %d, %c, %sum : tensor<8x16xf32>, tensor<8x16xf32>, tensor<16xf32>
+}

@@ -746,3 +746,94 @@ func.func @scalar_broadcast(%s: tensor<1x1xf32>) -> (tensor<4x1xf32>, tensor<4x1
   } -> tensor<4x1xf32>
   return %sum, %max : tensor<4x1xf32>, tensor<4x1xf32>
 }
+
+// -----
+
+// No copy over an expansion's loops for a producer that reads a loop
+// index (linalg.index would name the wrong loop) or writes through a
+// transpose (its loops are not its result's dimensions): the reduction
+// reads the written tensor through the expansion, as before.
+#id3i = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#row3i = affine_map<(d0, d1, d2) -> (d0, d1, 0)>
+#id4i = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#red4i = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#bcp = affine_map<(d0, d1) -> (0, 0)>
+#idp = affine_map<(d0, d1) -> (d0, d1)>
+#trp = affine_map<(d0, d1) -> (d1, d0)>
+#e3p = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#k3p = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-LABEL: func.func @reads_an_index
+// CHECK: %[[C:.+]] = linalg.generic
+// CHECK: linalg.index 2
+// CHECK: tensor.expand_shape %[[C]]
+// CHECK-LABEL: func.func @transposed_write
+// CHECK: %[[B:.+]] = linalg.generic
+// CHECK: tensor.expand_shape %[[B]]
+func.func @reads_an_index(%x: tensor<4x32x64xf32>, %mean: tensor<4x32x1xf32>)
+    -> (tensor<4x32x1xf32>, tensor<4x32x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x32x64xf32>
+  %er = tensor.empty() : tensor<4x32x1xf32>
+  %c = linalg.generic {indexing_maps = [#id3i, #row3i, #id3i],
+                       iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %mean : tensor<4x32x64xf32>, tensor<4x32x1xf32>)
+      outs(%e : tensor<4x32x64xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %i = linalg.index 2 : index
+    %ii = arith.index_cast %i : index to i32
+    %fi = arith.sitofp %ii : i32 to f32
+    %s = arith.subf %a, %m : f32
+    %t = arith.mulf %s, %fi : f32
+    linalg.yield %t : f32
+  } -> tensor<4x32x64xf32>
+  %cv = tensor.expand_shape %c [[0], [1, 2], [3]] output_shape [4, 32, 1, 64]
+      : tensor<4x32x64xf32> into tensor<4x32x1x64xf32>
+  %fv = linalg.fill ins(%zero : f32) outs(%er : tensor<4x32x1xf32>) -> tensor<4x32x1xf32>
+  %r = linalg.generic {indexing_maps = [#id4i, #red4i],
+                       iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%cv : tensor<4x32x1x64xf32>) outs(%fv : tensor<4x32x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<4x32x1xf32>
+  %n = linalg.generic {indexing_maps = [#id3i, #id3i],
+                       iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%c : tensor<4x32x64xf32>) outs(%e : tensor<4x32x64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = math.exp %a : f32
+    linalg.yield %s : f32
+  } -> tensor<4x32x64xf32>
+  return %r, %n : tensor<4x32x1xf32>, tensor<4x32x64xf32>
+}
+func.func @transposed_write(%x: tensor<8x8xf32>, %s: tensor<1x1xf32>)
+    -> (tensor<8x1xf32>, tensor<8x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x8xf32>
+  %b = linalg.generic {indexing_maps = [#idp, #bcp, #trp],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%x, %s : tensor<8x8xf32>, tensor<1x1xf32>)
+      outs(%e : tensor<8x8xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %n = arith.subf %a, %c : f32
+    linalg.yield %n : f32
+  } -> tensor<8x8xf32>
+  %x1 = tensor.expand_shape %b [[0], [1, 2]] output_shape [8, 8, 1]
+      : tensor<8x8xf32> into tensor<8x8x1xf32>
+  %er = tensor.empty() : tensor<8x1xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%er : tensor<8x1xf32>) -> tensor<8x1xf32>
+  %sum = linalg.generic {indexing_maps = [#e3p, #k3p],
+                         iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x1 : tensor<8x8x1xf32>) outs(%f : tensor<8x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = arith.addf %a, %o : f32
+    linalg.yield %t : f32
+  } -> tensor<8x1xf32>
+  %neg = linalg.generic {indexing_maps = [#idp, #idp],
+                         iterator_types = ["parallel", "parallel"]}
+      ins(%b : tensor<8x8xf32>) outs(%e : tensor<8x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = math.exp %a : f32
+    linalg.yield %n : f32
+  } -> tensor<8x8xf32>
+  return %sum, %neg : tensor<8x1xf32>, tensor<8x8xf32>
+}

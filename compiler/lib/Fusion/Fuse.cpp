@@ -316,7 +316,16 @@ AffineMap toSourceDims(tensor::ExpandShapeOp expand,
 /// (a broadcast of a scalar into a row sum does not fuse).
 bool expansionFuses(linalg::GenericOp producer, tensor::ExpandShapeOp expand) {
   std::optional<SmallVector<unsigned>> carriers = unitExpansion(expand);
-  if (!carriers || !expand->getResult(0).hasOneUse())
+  if (!carriers || !expand->getResult(0).hasOneUse() ||
+      !expand.getResultType().hasStaticShape())
+    return false;
+  // The copy renames the producer's loops after the expanded ones: its
+  // result must be written through the identity, and its body must not
+  // read loop indices (linalg.index would name the wrong loop).
+  if (producer.getNumDpsInits() != 1 ||
+      !producer.getMatchingIndexingMap(producer.getDpsInitOperand(0))
+           .isIdentity() ||
+      !producer.getBody()->getOps<linalg::IndexOp>().empty())
     return false;
   OpOperand &use = *expand->getResult(0).getUses().begin();
   auto consumer = dyn_cast<linalg::GenericOp>(use.getOwner());
@@ -761,9 +770,16 @@ bool mergeCheapReaders(Operation *root) {
   IRRewriter rewriter(root->getContext());
   bool merged = false;
   for (auto [producer, reader] : pairs) {
+    // What the reader's body uses from above must be there too.
+    llvm::SetVector<Value> above;
+    getUsedValuesDefinedAbove(reader.getRegion(), above);
+    auto available = [&](Value v) {
+      return v.getDefiningOp() == producer || availableBefore(v, producer);
+    };
     if (touched.contains(producer) || touched.contains(reader) ||
-        !llvm::all_of(reader->getOperands(), [&](Value v) {
-          return v.getDefiningOp() == producer || availableBefore(v, producer);
+        !llvm::all_of(reader->getOperands(), available) ||
+        llvm::any_of(above, [&](Value v) {
+          return v.getDefiningOp() == producer || !availableBefore(v, producer);
         }))
       continue;
     touched.insert(producer);

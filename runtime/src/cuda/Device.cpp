@@ -20,6 +20,7 @@
 #include "anvil/runtime/RuntimeABI.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cuda.h>
 #include <dlfcn.h>
@@ -114,8 +115,9 @@ struct State {
   /// Whether the step stream is being captured (by `capturingThread`), the
   /// first call that failed in the capture (recordCaptureFailure), and the
   /// frees the capture put off.
-  bool capturing = false;
-  std::thread::id capturingThread;
+  /// (Read by any thread that calls into the runtime: atomic.)
+  std::atomic<bool> capturing{false};
+  std::atomic<std::thread::id> capturingThread;
   std::string captureFailure;
   std::vector<void *> deferredFrees;
   /// The steps' graphs (the trainer's state alternates between two
@@ -805,14 +807,15 @@ std::string capture(StepGraph &g, anvil_rt_step_fn step, void **args,
           d.streamBeginCapture(s.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
       r != CUDA_SUCCESS)
     return cuda::describeDriverError(r, "cuStreamBeginCapture", "");
-  s.capturing = true;
   s.capturingThread = std::this_thread::get_id();
+  s.capturing = true;
   s.captureFailure.clear();
   step(args, results, workspace);
   s.capturing = false;
   CUgraph graph = nullptr;
   CUresult r = d.streamEndCapture(s.stream, &graph);
-  // What the step freed during the capture (the capture refused it).
+  // What the step freed during the capture (the capture refused it, so the
+  // capture has failed and `g` is not touched below: a free may drop it).
   for (void *ptr : std::exchange(s.deferredFrees, {}))
     anvil_rt_buffer_free(ptr);
   std::string why = s.captureFailure;
@@ -856,6 +859,12 @@ extern "C" void anvil_rt_run_step(anvil_rt_step_fn step, void **args,
   StepKey key{step, std::vector<void *>(args, args + numArgs)};
   key.pointers.insert(key.pointers.end(), results, results + numResults);
   key.pointers.push_back(workspace);
+  // Sets of pointers seen once and never again (a caller that changes
+  // them every step) do not pile up.
+  constexpr size_t kMaxEntries = 64;
+  if (s.graphs.size() >= kMaxEntries && !s.graphs.count(key))
+    for (auto it = s.graphs.begin(); it != s.graphs.end();)
+      it = it->second.exec ? std::next(it) : s.graphs.erase(it);
   StepGraph &g = s.graphs[key]; // dropped when one of its buffers is freed
   if (g.exec) {
     check(d.graphLaunch(g.exec, s.stream), "cuGraphLaunch",

@@ -708,7 +708,11 @@ func.func @host(%a: memref<4xf32>, %o: memref<4xf32>) {
 // CHECK-NEXT: gpu.terminator
 // CHECK: %[[STACK:.+]] = memref.alloca() : memref<i64>
 // CHECK-NEXT: memref.store %[[I]], %[[STACK]][] : memref<i64>
-// CHECK-NEXT: return
+// CHECK: %[[HEAP:.+]] = memref.alloc() : memref<2xi64>
+// CHECK: %[[SLOT:.+]] = memref.subview %[[HEAP]]
+// CHECK-NEXT: memref.store %[[I]], %[[SLOT]][] : memref<i64, strided<[], offset: 1>>
+// CHECK-NEXT: memref.load %[[HEAP]]
+// CHECK: return
 memref.global "private" constant @init : memref<3x4xf32> = dense<1.0>
 func.func @copies(%ws: memref<4096xi8>, %loss: memref<f32>, %out: memref<3x4xf32>) {
   %c64 = arith.constant 64 : index
@@ -725,6 +729,10 @@ func.func @copies(%ws: memref<4096xi8>, %loss: memref<f32>, %out: memref<3x4xf32
   memref.store %i, %axis[] : memref<i64>
   %stack = memref.alloca() : memref<i64>
   memref.store %i, %stack[] : memref<i64>
+  %heap = memref.alloc() : memref<2xi64>
+  %slot = memref.subview %heap[1] [1] [1] : memref<2xi64> to memref<i64, strided<[], offset: 1>>
+  memref.store %i, %slot[] : memref<i64, strided<[], offset: 1>>
+  %back = memref.load %heap[%c0] : memref<2xi64>
   return
 }
 func.func private @axis_index() -> i64

@@ -1199,10 +1199,19 @@ bool copyOnDevice(memref::CopyOp copy, int64_t blockSize) {
 
 /// Moves a host function's store of a scalar into a device buffer (a mesh
 /// axis's index into the workspace) into a kernel of one thread, which
-/// takes the value as an argument. A store into host memory stays.
+/// takes the value as an argument. Only a store into (a view of) one of the
+/// function's buffer arguments moves, the workspace or the trainer's
+/// buffers; one into the host's own memory (a stack slot, an allocation
+/// the host reads back, a global) stays.
 bool storeOnDevice(memref::StoreOp store) {
-  Value memref = store.getMemRef();
-  if (isHostGlobal(memref) || memref.getDefiningOp<memref::AllocaOp>())
+  Value root = store.getMemRef();
+  while (Operation *def = root.getDefiningOp()) {
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view)
+      return false;
+    root = view.getViewSource();
+  }
+  if (!isa<BlockArgument>(root))
     return false;
   OpBuilder b(store);
   createLaunch(b, store.getLoc(), 1, 1);

@@ -58,9 +58,11 @@ def AnvilCUDAMapDispatchesPass
     its result buffer): each becomes a launch of one thread per element, as
     the workspace is device memory the host cannot read. A copy out of a
     constant global, in the host's memory, stays on the host. Likewise a
-    host `memref.store` of a scalar into a device buffer (a mesh axis's
-    index into the workspace) becomes a launch of one thread that takes
-    the value as its argument.
+    host `memref.store` of a scalar into (a view of) one of the function's
+    buffer arguments (a mesh axis's index into the workspace) becomes a
+    launch of one thread that takes the value as its argument; a store
+    into the host's own memory (a stack slot, an allocation, a global)
+    stays.
 
     Kernels cannot read the host's globals either: the constant globals a
     dispatch's calls pass are read inside its kernels (outlining copies
