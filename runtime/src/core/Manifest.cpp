@@ -135,6 +135,7 @@ Expected<Manifest> Manifest::parse(std::string_view json) {
         g->isObject() ? g->get("capturable") : nullptr;
     if (!capturable || !capturable->isBool())
       return fail("step_graph.capturable", "expected true or false");
+    m.hasStepGraph = true;
     m.stepGraphCapturable = capturable->asBool();
     if (const JsonValue *why = g->get("why")) {
       if (!why->isString())

@@ -861,6 +861,25 @@ int trainerMain(int argc, char **argv) {
     std::printf("%s\nModel: %s, %zu buffers, %.3g GFLOP per step.\n",
                 trainUsage(program).c_str(), manifest->model.c_str(),
                 manifest->buffers.size(), manifest->flopsPerStep / 1e9);
+    if (manifest->hasStepGraph)
+      std::printf(
+          "\nCUDA (compiled with --target=cuda), from the environment:\n"
+          "  ANVIL_CUDA_LAUNCHES=graph  replay the training step as a CUDA "
+          "graph from its\n"
+          "                             second run (the default; %s)\n"
+          "  ANVIL_CUDA_LAUNCHES=async  launch kernel by kernel, waiting at "
+          "the step's end\n"
+          "  ANVIL_CUDA_LAUNCHES=sync   wait for every kernel and library "
+          "call (an error\n"
+          "                             names its kernel)\n"
+          "  ANVIL_PROFILE=1            print each kernel's and library "
+          "call's time at exit\n"
+          "                             (implies sync)\n"
+          "  ANVIL_NCCL=0               a mesh's collectives over MPI, not "
+          "NCCL\n",
+          manifest->stepGraphCapturable
+              ? "this step can be"
+              : ("this step cannot: " + manifest->stepGraphBlocker).c_str());
     return 0;
   }
   if (options->printManifest) {

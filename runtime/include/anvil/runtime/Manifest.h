@@ -117,6 +117,7 @@ struct Manifest {
   std::optional<EntryInfo> trainStep; ///< Absent for eval-only modules.
   /// Whether the training step's host code only queues device work
   /// (anvil_rt_run_step's `capturable`), and why not.
+  bool hasStepGraph = false; ///< "step_graph" given: a CUDA executable.
   bool stepGraphCapturable = false;
   std::string stepGraphBlocker;
   EntryInfo evalStep;
