@@ -66,6 +66,16 @@ void halveAndCopy(void **args, void **results, void *) {
                        static_cast<uint64_t>(context.n) * sizeof(float));
 }
 
+/// args[0] *= 2 and results[0] = args[0]: another step on the same
+/// buffers.
+void doubleAndCopy(void **args, void **results, void *) {
+  ++context.calls;
+  auto *x = static_cast<float *>(args[0]);
+  launchScale(context.scale, x, 2.0f, context.n, (context.n + 255) / 256, 256);
+  anvil_rt_device_copy(results[0], x,
+                       static_cast<uint64_t>(context.n) * sizeof(float));
+}
+
 /// The same with a wait for the device between them, which a graph cannot
 /// hold.
 void halveWaitAndCopy(void **args, void **results, void *) {
@@ -157,6 +167,34 @@ TEST_F(CudaGraph, ReplaysTheStepForEachSetOfBuffers) {
     EXPECT_EQ(after->graphLaunches - before->graphLaunches, graphs() ? 6 : 0);
     EXPECT_EQ(after->kernelsRun - before->kernelsRun, graphs() ? 2 : 8);
   }
+}
+
+// Two step functions on the same buffers (a training and another step):
+// each has its own graph, and neither replays the other's.
+TEST_F(CudaGraph, KeepsAGraphPerStepFunction) {
+  auto *x = static_cast<float *>(anvil_rt_buffer_alloc(256, kN * 4));
+  auto *y = static_cast<float *>(anvil_rt_buffer_alloc(256, kN * 4));
+  for (int32_t i = 0; i < kN; ++i)
+    x[i] = static_cast<float>(i + 1);
+  float factor = 1.0f;
+  for (int step = 0; step < 8; ++step) {
+    bool halve = step % 2 == 0;
+    void *args[] = {x}, *results[] = {y};
+    anvil_rt_begin_step(step + 1);
+    anvil_rt_run_step(halve ? halveAndCopy : doubleAndCopy, args, 1, results, 1,
+                      nullptr, 1);
+    anvil_rt_begin_step(-1);
+    factor *= halve ? 0.5f : 2.0f;
+    for (int32_t i = 0; i < kN; ++i) {
+      ASSERT_EQ(x[i], static_cast<float>(i + 1) * factor)
+          << "step " << step << ", x[" << i << "]";
+      ASSERT_EQ(y[i], x[i]) << "step " << step << ", y[" << i << "]";
+    }
+  }
+  // Each function: run, then captured; the rest replayed.
+  EXPECT_EQ(context.calls, graphs() ? 4 : 8);
+  anvil_rt_buffer_free(x);
+  anvil_rt_buffer_free(y);
 }
 
 TEST_F(CudaGraph, RunsAStepTheCompilerDidNotFindCapturable) {
