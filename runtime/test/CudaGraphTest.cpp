@@ -55,49 +55,44 @@ struct StepContext {
   int64_t calls = 0; ///< Calls of the step function (host code runs).
 } context;
 
-/// A step shaped like generated code: args[0] *= 0.5 (a kernel), then
-/// results[0] = args[0] (a copy on the step stream; generated code's
-/// copies are kernels, runtime functions' are this call).
-void halveAndCopy(void **args, void **results, void *) {
-  ++context.calls;
-  auto *x = static_cast<float *>(args[0]);
-  launchScale(context.scale, x, 0.5f, context.n, (context.n + 255) / 256, 256);
-  anvil_rt_device_copy(results[0], x,
-                       static_cast<uint64_t>(context.n) * sizeof(float));
-}
-
-/// args[0] *= 2 and results[0] = args[0]: another step on the same
-/// buffers.
-void doubleAndCopy(void **args, void **results, void *) {
-  ++context.calls;
-  auto *x = static_cast<float *>(args[0]);
-  launchScale(context.scale, x, 2.0f, context.n, (context.n + 255) / 256, 256);
-  anvil_rt_device_copy(results[0], x,
-                       static_cast<uint64_t>(context.n) * sizeof(float));
-}
-
-/// The same with a wait for the device between them, which a graph cannot
-/// hold.
-void halveWaitAndCopy(void **args, void **results, void *) {
-  ++context.calls;
-  auto *x = static_cast<float *>(args[0]);
-  launchScale(context.scale, x, 0.5f, context.n, (context.n + 255) / 256, 256);
-  anvil_rt_device_synchronize();
-  anvil_rt_device_copy(results[0], x,
-                       static_cast<uint64_t>(context.n) * sizeof(float));
-}
-
-/// The same through a buffer allocated and freed in the step (an address
-/// a graph would keep after it is freed).
-void halveThroughScratch(void **args, void **results, void *) {
+/// What the test steps do, shaped like generated code: args[0] *= factor
+/// (a kernel), then results[0] = args[0] (a copy on the step stream;
+/// generated code's copies are kernels, runtime functions' are this call),
+/// optionally waiting for the device in between, or copying through a
+/// buffer allocated and freed in the step. A graph can hold neither of the
+/// last two (a wait; an address it would keep after the free).
+enum class Extra { None, Wait, Scratch };
+void scaleAndCopy(void **args, void **results, float factor, Extra extra) {
   ++context.calls;
   auto *x = static_cast<float *>(args[0]);
   uint64_t bytes = static_cast<uint64_t>(context.n) * sizeof(float);
-  void *scratch = anvil_rt_buffer_alloc(256, bytes);
-  launchScale(context.scale, x, 0.5f, context.n, (context.n + 255) / 256, 256);
-  anvil_rt_device_copy(scratch, x, bytes);
-  anvil_rt_device_copy(results[0], scratch, bytes);
-  anvil_rt_buffer_free(scratch);
+  void *scratch =
+      extra == Extra::Scratch ? anvil_rt_buffer_alloc(256, bytes) : nullptr;
+  launchScale(context.scale, x, factor, context.n, (context.n + 255) / 256,
+              256);
+  if (extra == Extra::Wait)
+    anvil_rt_device_synchronize();
+  if (scratch) {
+    anvil_rt_device_copy(scratch, x, bytes);
+    anvil_rt_device_copy(results[0], scratch, bytes);
+    anvil_rt_buffer_free(scratch);
+  } else {
+    anvil_rt_device_copy(results[0], x, bytes);
+  }
+}
+
+/// The step functions (anvil_rt_step_fn) of the tests.
+void halveAndCopy(void **args, void **results, void *) {
+  scaleAndCopy(args, results, 0.5f, Extra::None);
+}
+void doubleAndCopy(void **args, void **results, void *) {
+  scaleAndCopy(args, results, 2.0f, Extra::None);
+}
+void halveWaitAndCopy(void **args, void **results, void *) {
+  scaleAndCopy(args, results, 0.5f, Extra::Wait);
+}
+void halveThroughScratch(void **args, void **results, void *) {
+  scaleAndCopy(args, results, 0.5f, Extra::Scratch);
 }
 
 class CudaGraph : public ::testing::Test {
