@@ -122,10 +122,6 @@ bool dependsOn(Value value, Operation *op) {
   return false;
 }
 
-/// The elementwise op `codes` (the cast: all loops parallel, one output,
-/// identity maps for it and for `x`) and the amax `amax` of the same `x` over
-/// the same loops, as one generic: every loop a reduction, the codes's output
-/// written at every point, the amax folded over all of them.
 /// Whether `v` is available before `point` (in its block), moving the
 /// empty tensors, fills and constants it comes from there if need be.
 bool availableBefore(Value v, Operation *point) {
@@ -141,6 +137,10 @@ bool availableBefore(Value v, Operation *point) {
   return true;
 }
 
+/// The elementwise op `codes` (the cast: all loops parallel, one output,
+/// identity maps for it and for `x`) and the amax `amax` of the same `x` over
+/// the same loops, as one generic: every loop a reduction, the codes's output
+/// written at every point, the amax folded over all of them.
 void mergeCastAndAmax(RewriterBase &rewriter, linalg::GenericOp codes,
                       linalg::GenericOp amax) {
   Value x = amax.getDpsInputs()[0];
@@ -285,16 +285,19 @@ std::optional<SmallVector<unsigned>> unitExpansion(tensor::ExpandShapeOp op) {
   return carriers;
 }
 
-/// Whether `op` is a reshape whose only user is a generic reading it
-/// through a permutation of all its loops.
-bool readOnceAfter(Operation *reshape) {
-  Value reshaped = reshape->getResult(0);
-  if (!reshaped.hasOneUse())
-    return false;
-  OpOperand &use = *reshaped.getUses().begin();
+/// Whether `use` is an input of a generic that reads each point of it
+/// once (readsEachPointOnce).
+bool readOnceByGeneric(OpOperand &use) {
   auto generic = dyn_cast<linalg::GenericOp>(use.getOwner());
   return generic && generic.isDpsInput(&use) &&
          readsEachPointOnce(generic, &use);
+}
+
+/// Whether `op` is a reshape whose only user is a generic reading it
+/// once per point.
+bool readOnceAfter(Operation *reshape) {
+  Value reshaped = reshape->getResult(0);
+  return reshaped.hasOneUse() && readOnceByGeneric(*reshaped.getUses().begin());
 }
 
 /// The source dimension each dimension of a unit expansion's result comes
@@ -363,11 +366,6 @@ bool expansionFuses(linalg::GenericOp producer, tensor::ExpandShapeOp expand) {
 /// (mergeUnfusedCopies).
 bool fusableUse(OpOperand &use) {
   Operation *owner = use.getOwner();
-  auto direct = [](OpOperand &operand) {
-    auto generic = dyn_cast<linalg::GenericOp>(operand.getOwner());
-    return generic && generic.isDpsInput(&operand) &&
-           readsEachPointOnce(generic, &operand);
-  };
   if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(owner)) {
     auto producer = use.get().getDefiningOp<linalg::GenericOp>();
     if (!producer || !readOnceAfter(owner))
@@ -378,7 +376,7 @@ bool fusableUse(OpOperand &use) {
     return llvm::all_of(producer.getIndexingMapsArray(),
                         [](AffineMap m) { return m.isProjectedPermutation(); });
   }
-  return direct(use);
+  return readOnceByGeneric(use);
 }
 
 /// `producer` (all loops parallel, its result written through the

@@ -603,13 +603,6 @@ extern "C" void mgpuStreamDestroy(void *) {
 
 namespace {
 
-/// Whether this thread is capturing the step stream: a call that a graph
-/// cannot hold then records why (the capture will be dropped) and goes on
-/// as it can, outside the capture's rules.
-bool refuseInCapture(const std::string &what) {
-  return cuda::recordCaptureFailure(what);
-}
-
 /// Drops the graphs of steps that use the memory at `ptr`: a later buffer
 /// at the same address is not theirs. Waits for the device first (a graph
 /// may be running).
@@ -636,8 +629,8 @@ extern "C" void *anvil_rt_cuda_alloc(int64_t bytes) {
   Driver &d = driverOrAbort("anvil_rt_cuda_alloc");
   CUdeviceptr p = 0;
   size_t size = static_cast<size_t>(bytes > 0 ? bytes : 1);
-  if (refuseInCapture("an allocation in the step (" + std::to_string(bytes) +
-                      " bytes)")) {
+  if (cuda::recordCaptureFailure("an allocation in the step (" +
+                                 std::to_string(bytes) + " bytes)")) {
     // Allowed in relaxed mode; the step runs again without the capture.
     CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
     d.exchangeCaptureMode(&mode);
@@ -656,7 +649,7 @@ extern "C" void anvil_rt_cuda_free(void *ptr) {
     return;
   Driver &d = driverOrAbort("anvil_rt_cuda_free");
   State &s = state();
-  if (refuseInCapture("a free in the step")) {
+  if (cuda::recordCaptureFailure("a free in the step")) {
     s.deferredFrees.push_back(ptr); // freed when the capture ends
     return;
   }
