@@ -1206,13 +1206,15 @@ struct AnvilConvertToLinalgPass
       if (std::optional<OperationName> root = pattern->getRootKind())
         lowered.insert(root->getStringRef());
     bool missing = false;
-    // Collectives and fused attention stay: anvil-bufferize turns them
-    // into runtime calls.
+    // Collectives, fused attention and the GEMMs with epilogues stay:
+    // anvil-bufferize turns them into runtime calls.
     for (StringRef name :
          {AllReduceOp::getOperationName(), AxisIndexOp::getOperationName(),
           AllGatherOp::getOperationName(), ReduceScatterOp::getOperationName(),
           AxisSliceOp::getOperationName(), FlashAttentionOp::getOperationName(),
-          FlashAttentionGradOp::getOperationName()})
+          FlashAttentionGradOp::getOperationName(),
+          LinearGeluOp::getOperationName(),
+          MatmulGeluBiasGradOp::getOperationName()})
       lowered.insert(name);
     getOperation().walk([&](Operation *op) {
       if (!lowers.contains(op->getDialect()) ||
@@ -1242,7 +1244,8 @@ struct AnvilConvertToLinalgPass
     WalkResult left = getOperation().walk([&](Operation *op) {
       if (!lowers.contains(op->getDialect()) ||
           isa<AllReduceOp, AxisIndexOp, AllGatherOp, ReduceScatterOp,
-              AxisSliceOp, FlashAttentionOp, FlashAttentionGradOp>(op))
+              AxisSliceOp, FlashAttentionOp, FlashAttentionGradOp, LinearGeluOp,
+              MatmulGeluBiasGradOp>(op))
         return WalkResult::advance();
       op->emitError("anvil-convert-to-linalg: failed to lower '")
           << op->getName() << "'";

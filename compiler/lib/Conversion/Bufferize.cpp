@@ -43,6 +43,7 @@
 #include "mlir/Dialect/Bufferization/Transforms/OneShotModuleBufferize.h"
 #include "mlir/Dialect/Bufferization/Transforms/Transforms.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
@@ -64,6 +65,8 @@ constexpr StringLiteral kAxisSlice = "anvil_rt_axis_slice_f32";
 constexpr StringLiteral kAxisIndex = "anvil_rt_axis_index";
 constexpr StringLiteral kAttention = "anvil_rt_attention_f32";
 constexpr StringLiteral kAttentionGrad = "anvil_rt_attention_grad_f32";
+constexpr StringLiteral kGemmBiasGelu = "anvil_rt_gemm_bias_gelu";
+constexpr StringLiteral kGemmDgeluBgrad = "anvil_rt_gemm_dgelu_bgrad";
 
 /// The runtime's name for mesh axis `axis` of `op`'s module: its position
 /// in the module's `anvil.mesh`, or -1 without a mesh (a world of one).
@@ -91,14 +94,16 @@ Value contiguous(RewriterBase &rewriter, Location loc, Value buffer) {
   return copy;
 }
 
-/// The address of the first element of a contiguous f32 buffer, as i64.
+/// The address of the first element of a contiguous buffer, as i64.
 Value addressOf(RewriterBase &rewriter, Location loc, Value buffer) {
   Value base =
       memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, buffer);
   auto meta = memref::ExtractStridedMetadataOp::create(rewriter, loc, buffer);
-  Value bytes =
-      arith::MulIOp::create(rewriter, loc, meta.getOffset(),
-                            arith::ConstantIndexOp::create(rewriter, loc, 4));
+  int64_t width =
+      cast<MemRefType>(buffer.getType()).getElementTypeBitWidth() / 8;
+  Value bytes = arith::MulIOp::create(
+      rewriter, loc, meta.getOffset(),
+      arith::ConstantIndexOp::create(rewriter, loc, width));
   return arith::IndexCastOp::create(
       rewriter, loc, rewriter.getI64Type(),
       arith::AddIOp::create(rewriter, loc, base, bytes));
@@ -434,6 +439,72 @@ struct AttentionBufferization
   }
 };
 
+/// anvil.linear_gelu and anvil.matmul_gelu_bias_grad: new buffers for the
+/// results, written by one GEMM call with its epilogue (RuntimeABI.h):
+///   anvil_rt_gemm_bias_gelu(transB, m, n, k, a, b, bias, out, pre)
+///   anvil_rt_gemm_dgelu_bgrad(transB, m, n, k, a, b, pre, preGrad,
+///                             biasGrad)
+/// with the lhs's leading dimensions folded into m rows and every buffer,
+/// made contiguous first, passed as a pointer to its first element.
+template <typename OpTy>
+struct GemmEpilogueBufferization
+    : NewBufferModel<GemmEpilogueBufferization<OpTy>, OpTy> {
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const bufferization::BufferizationOptions &options,
+                          bufferization::BufferizationState &state) const {
+    auto gemm = cast<OpTy>(op);
+    Location loc = op->getLoc();
+    SmallVector<Value> results;
+    for (Value result : op->getResults()) {
+      auto type = cast<RankedTensorType>(result.getType());
+      results.push_back(memref::AllocOp::create(
+          rewriter, loc,
+          MemRefType::get(type.getShape(), type.getElementType())));
+    }
+    auto lhs = cast<RankedTensorType>(gemm.getLhs().getType());
+    int64_t k = lhs.getShape().back(), m = lhs.getNumElements() / k;
+    int64_t n =
+        cast<RankedTensorType>(op->getResult(0).getType()).getShape().back();
+    auto i64 = [&](int64_t v) -> Value {
+      return arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
+                                          v);
+    };
+    SmallVector<Value> args = {
+        arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(),
+                                     gemm.getTransposeRhs() ? 1 : 0),
+        i64(m), i64(n), i64(k)};
+    auto pointer = [&](Value buffer) -> Value {
+      return LLVM::IntToPtrOp::create(
+          rewriter, loc, LLVM::LLVMPointerType::get(rewriter.getContext()),
+          addressOf(rewriter, loc, buffer));
+    };
+    for (Value operand : op->getOperands()) {
+      FailureOr<Value> buffer =
+          bufferization::getBuffer(rewriter, operand, options, state);
+      if (failed(buffer))
+        return failure();
+      args.push_back(pointer(contiguous(rewriter, loc, *buffer)));
+    }
+    for (Value result : results)
+      args.push_back(pointer(result));
+    StringLiteral callee = std::is_same_v<OpTy, anvil::LinearGeluOp>
+                               ? kGemmBiasGelu
+                               : kGemmDgeluBgrad;
+    auto module = op->getParentOfType<ModuleOp>();
+    if (!module.lookupSymbol(callee)) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(module.getBody());
+      func::FuncOp::create(
+          rewriter, module.getLoc(), callee,
+          rewriter.getFunctionType(ValueRange(args).getTypes(), {}))
+          .setPrivate();
+    }
+    func::CallOp::create(rewriter, loc, callee, TypeRange{}, args);
+    bufferization::replaceOpWithBufferizedValues(rewriter, op, results);
+    return success();
+  }
+};
+
 /// Declares the runtime functions the module's collectives call:
 ///   anvil_rt_all_reduce_f32(i64 address, i64 elements, i32 op, i32 axis)
 ///   anvil_rt_all_gather_f32(i64 in, i64 out, i64 per_rank, i32 axis)
@@ -527,6 +598,10 @@ struct AnvilBufferizePass
           AttentionBufferization<anvil::FlashAttentionOp>>(*ctx);
       anvil::FlashAttentionGradOp::attachInterface<
           AttentionBufferization<anvil::FlashAttentionGradOp>>(*ctx);
+      anvil::LinearGeluOp::attachInterface<
+          GemmEpilogueBufferization<anvil::LinearGeluOp>>(*ctx);
+      anvil::MatmulGeluBiasGradOp::attachInterface<
+          GemmEpilogueBufferization<anvil::MatmulGeluBiasGradOp>>(*ctx);
     });
   }
   void runOnOperation() override {
@@ -570,10 +645,12 @@ struct AnvilBufferizePass
     if (failed(bufferization::runOneShotModuleBufferize(getOperation(), options,
                                                         state)))
       return signalPassFailure();
-    // A device's attention functions in place of the CPU's.
+    // A device's functions in place of the CPU's.
     for (auto [from, to] :
          {std::pair<StringRef, StringRef>{kAttention, attentionCallee},
-          {kAttentionGrad, attentionGradCallee}}) {
+          {kAttentionGrad, attentionGradCallee},
+          {kGemmBiasGelu, gemmBiasGeluCallee},
+          {kGemmDgeluBgrad, gemmDgeluBgradCallee}}) {
       auto callee = getOperation().lookupSymbol<func::FuncOp>(from);
       if (!callee || from == to)
         continue;

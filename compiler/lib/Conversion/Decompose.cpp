@@ -293,6 +293,30 @@ struct DecomposeRMSNorm : OpRewritePattern<RMSNormOp> {
   }
 };
 
+/// d = f32(grad) gelu_tanh'(f32(pre)); pre_grad = bf16(d); bias_grad the
+/// sum of d over every dimension but the last, rounded to bf16.
+/// (anvil.linear_gelu's VJP, where no GEMM was fused into it.)
+struct DecomposeGeluBiasGrad : OpRewritePattern<GeluBiasGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GeluBiasGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Emit e{rewriter, op.getLoc()};
+    auto type = cast<RankedTensorType>(op.getGrad().getType());
+    auto wide = type.clone(rewriter.getF32Type());
+    Value g = CastOp::create(rewriter, op.getLoc(), wide, op.getGrad());
+    Value pre = CastOp::create(rewriter, op.getLoc(), wide, op.getPre());
+    Value d = e.mul(g, e.geluDerivative(GeluApproximation::tanh, pre));
+    Value preGrad = CastOp::create(rewriter, op.getLoc(), type, d);
+    Value sum = e.sum(d, range(0, type.getRank() - 1), false);
+    Value biasGrad = CastOp::create(
+        rewriter, op.getLoc(),
+        cast<RankedTensorType>(sum.getType()).clone(rewriter.getBF16Type()),
+        sum);
+    rewriter.replaceOp(op, {preGrad, biasGrad});
+    return success();
+  }
+};
+
 struct DecomposeAttention : OpRewritePattern<AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AttentionOp op,
@@ -699,7 +723,8 @@ struct AnvilDecomposePass
                  DecomposeGroupedNorm<GroupNormOp>,
                  DecomposeGroupedNorm<InstanceNormOp>, DecomposeBatchNormTrain,
                  DecomposeBatchNormInference, DecomposeEmbeddingBag,
-                 DecomposeRope, DecomposeConvTranspose>(&getContext());
+                 DecomposeRope, DecomposeConvTranspose, DecomposeGeluBiasGrad>(
+        &getContext());
     // No folding or region simplification: the pass rewrites only the ops
     // it names and leaves the rest of the graph as it found it.
     GreedyRewriteConfig config;

@@ -43,11 +43,6 @@ double geluErf(double x) {
   return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
 }
 
-double geluTanh(double x) {
-  const double c = std::sqrt(2.0 / 3.14159265358979323846);
-  return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
-}
-
 /// max/min that propagate NaN.
 double nanMax(double a, double b) {
   return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
@@ -57,6 +52,20 @@ double nanMin(double a, double b) {
 }
 
 } // namespace
+
+double geluTanh(double x) {
+  const double c = std::sqrt(2.0 / 3.14159265358979323846);
+  return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
+}
+
+double geluTanhDerivative(double x) {
+  // u = c (x + a x^3), t = tanh(u): (1 + t) / 2 + x (1 - t^2) c (1 + 3 a
+  // x^2) / 2.
+  const double c = std::sqrt(2.0 / 3.14159265358979323846), a = 0.044715;
+  double t = std::tanh(c * (x + a * x * x * x));
+  return 0.5 * (1.0 + t) +
+         0.5 * x * (1.0 - t * t) * c * (1.0 + 3.0 * a * x * x);
+}
 
 void registerElementwiseEvaluators(EvaluatorTable &t) {
   binary<ad::AddOp>(t, [](double a, double b) { return a + b; });

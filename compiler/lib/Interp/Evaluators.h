@@ -48,6 +48,11 @@ void registerShapeEvaluators(EvaluatorTable &table);
 void registerNNEvaluators(EvaluatorTable &table);
 void registerLossEvaluators(EvaluatorTable &table);
 
+/// GELU's tanh approximation, 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715
+/// x^3))), and its derivative.
+double geluTanh(double x);
+double geluTanhDerivative(double x);
+
 /// Applies a loss reduction to per-element losses: the mean divides by
 /// `count` (the number of contributing elements).
 void reduceLoss(mlir::anvil::Reduction reduction,

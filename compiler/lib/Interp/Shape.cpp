@@ -122,7 +122,67 @@ static LogicalResult matmul(MatmulLike op, ArrayRef<const Buffer *> in,
   return success();
 }
 
+/// The f64 product `lhs rhs` of a fused linear layer (`rhs` the shared
+/// (K, N) matrix, (N, K) when `tr`), as rows x n.
+static std::vector<double> linearProduct(const Buffer &lhs, const Buffer &rhs,
+                                         bool tr, int64_t n) {
+  int64_t k = lhs.shape.back(), rows = lhs.numElements() / k;
+  std::vector<double> p(rows * n, 0.0);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0.0;
+      for (int64_t q = 0; q < k; ++q)
+        sum += lhs.data[i * k + q] *
+               (tr ? rhs.data[j * k + q] : rhs.data[q * n + j]);
+      p[i * n + j] = sum;
+    }
+  return p;
+}
+
+/// The epilogue of anvil.gelu_bias_grad and anvil.matmul_gelu_bias_grad:
+/// d = g gelu_tanh'(pre) into out[0] (rounded to bf16 by the interpreter)
+/// and its column sums into out[1].
+static void geluBiasGrad(ArrayRef<double> g, const Buffer &pre,
+                         std::vector<Buffer> &out) {
+  int64_t n = pre.shape.back();
+  std::vector<double> sums(n, 0.0);
+  for (int64_t i = 0; i < pre.numElements(); ++i) {
+    double d = g[i] * geluTanhDerivative(pre.data[i]);
+    out[0].data[i] = d;
+    sums[i % n] += d;
+  }
+  out[1].data = std::move(sums);
+}
+
 void registerShapeEvaluators(EvaluatorTable &t) {
+  t.add<ad::LinearGeluOp>([](ad::LinearGeluOp op, ArrayRef<const Buffer *> in,
+                             std::vector<Buffer> &out) {
+    int64_t n = out[0].shape.back();
+    std::vector<double> p =
+        linearProduct(*in[0], *in[1], op.getTransposeRhs(), n);
+    for (size_t i = 0; i < p.size(); ++i) {
+      // Exact, like every op here: the results are rounded to bf16 once
+      // (with roundResults), as the op rounds them.
+      double x = p[i] + in[2]->data[i % n];
+      out[0].data[i] = geluTanh(x);
+      out[1].data[i] = x;
+    }
+    return success();
+  });
+  t.add<ad::GeluBiasGradOp>([](ad::GeluBiasGradOp, ArrayRef<const Buffer *> in,
+                               std::vector<Buffer> &out) {
+    geluBiasGrad(in[0]->data, *in[1], out);
+    return success();
+  });
+  t.add<ad::MatmulGeluBiasGradOp>([](ad::MatmulGeluBiasGradOp op,
+                                     ArrayRef<const Buffer *> in,
+                                     std::vector<Buffer> &out) {
+    std::vector<double> g = linearProduct(*in[0], *in[1], op.getTransposeRhs(),
+                                          out[0].shape.back());
+    geluBiasGrad(g, *in[2], out);
+    return success();
+  });
+
   t.add<ad::ReshapeOp>(
       [](ad::ReshapeOp, ArrayRef<const Buffer *> in, std::vector<Buffer> &out) {
         out[0].data = in[0]->data;

@@ -248,6 +248,14 @@ cl::opt<std::string> attentionMode(
              "default elsewhere: products, softmax and their gradients as "
              "separate kernels and GEMMs)"),
     cl::value_desc("fused|decomposed"), cl::init(""), cl::cat(category));
+cl::opt<std::string> gemmEpilogues(
+    "gemm-epilogues",
+    cl::desc("Whether bf16 linear layers followed by a bias and a tanh GELU "
+             "run them in their GEMMs, and the gradient's GELU derivative "
+             "and bias sum in the backward GEMM (cuBLASLt's GELU_AUX_BIAS "
+             "and DGELU_BGRAD epilogues; anvil-gemm-epilogues): on (the "
+             "default with --target=cuda or --emulate-cuda-grid) or off"),
+    cl::value_desc("on|off"), cl::init(""), cl::cat(category));
 cl::opt<std::string> precision(
     "precision",
     cl::desc("Numeric precision of the step: f32 (the default, but with "
@@ -554,6 +562,19 @@ LogicalResult partitionTensorParallel(mlir::ModuleOp module,
                    : std::string()));
     return mlir::failure();
   }
+  return mlir::success();
+}
+
+/// anvil-gemm-epilogues on `module` with --gemm-epilogues=on: the forward
+/// graph's linear layers in the precision stage, the training step's
+/// backward GEMMs once it is built.
+LogicalResult runGemmEpilogues(mlir::ModuleOp module) {
+  if (gemmEpilogues != "on")
+    return mlir::success();
+  mlir::PassManager pm(module.getContext());
+  if (failed(mlir::parsePassPipeline("anvil-gemm-epilogues", pm)) ||
+      failed(pm.run(module)))
+    return error("--gemm-epilogues=on failed (see above)"), mlir::failure();
   return mlir::success();
 }
 
@@ -882,6 +903,11 @@ int main(int argc, char **argv) {
   if (attentionMode.empty())
     attentionMode =
         target == Target::CUDA && fusedAttentionRuns ? "fused" : "decomposed";
+  if (gemmEpilogues.getNumOccurrences() && gemmEpilogues != "on" &&
+      gemmEpilogues != "off")
+    return error("--gemm-epilogues=" + gemmEpilogues + ": on or off");
+  if (gemmEpilogues.empty())
+    gemmEpilogues = target == Target::CUDA || emulateCUDAGrid ? "on" : "off";
   std::string fp8Recipe;
   if (precision != "f32" && precision != "bf16") {
     auto [kind, recipe] = StringRef(precision).split('=');
@@ -1099,13 +1125,14 @@ int main(int argc, char **argv) {
           return error("--precision=" + precision + " failed (see above)"),
                  mlir::failure();
         collectFP8Gemms(module);
-        if (attentionMode != "fused")
-          return mlir::success();
-        mlir::PassManager fuse(&context);
-        if (failed(mlir::parsePassPipeline("anvil-flash-attention", fuse)) ||
-            failed(fuse.run(module)))
-          return error("--attention=fused failed (see above)"), mlir::failure();
-        return mlir::success();
+        if (attentionMode == "fused") {
+          mlir::PassManager fuse(&context);
+          if (failed(mlir::parsePassPipeline("anvil-flash-attention", fuse)) ||
+              failed(fuse.run(module)))
+            return error("--attention=fused failed (see above)"),
+                   mlir::failure();
+        }
+        return runGemmEpilogues(module);
       })))
     return 1;
 
@@ -1113,7 +1140,7 @@ int main(int argc, char **argv) {
   if (failed(runStage(Stage::TrainStep, [&] {
         if (module.lookupSymbol<mlir::func::FuncOp>("train_step"))
           return mlir::success();
-        if (failed(buildTrainStep(module)))
+        if (failed(buildTrainStep(module)) || failed(runGemmEpilogues(module)))
           return mlir::failure();
         if (fp8Recipe != "delayed")
           return mlir::success();

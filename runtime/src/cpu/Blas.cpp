@@ -163,3 +163,84 @@ extern "C" void anvil_rt_gemm_bf16(int32_t transA, int32_t transB, int64_t m,
                  wideB.data(), ldb, strideB, c, ldc, strideC, batch,
                  accumulate);
 }
+
+namespace {
+
+/// GELU's tanh approximation in f32, in the order of operations of the
+/// generated code's anvil.gelu.
+float geluTanh(float x) {
+  float u = x + x * (x * x) * 0.044715f;
+  return x * 0.5f * (1.0f + std::tanh(u * 0.7978845608028654f));
+}
+
+/// Its derivative, in the order of anvil.gelu's VJP:
+/// (1 + t) / 2 + x (1 - t^2) c (1 + 3 a x^2) / 2, t = tanh(c (x + a x^3)).
+float geluTanhDerivative(float x) {
+  const float c = 0.7978845608028654f, a = 0.044715f;
+  float x2 = x * x;
+  float t = std::tanh((x + x2 * x * a) * c);
+  float du = (1.0f + x2 * (3.0f * a)) * c;
+  return 0.5f * (1.0f + t) + (0.5f * x) * ((1.0f - t * t) * du);
+}
+
+/// The f32 product of bf16 `a` (m x k) and `b` ((k x n), or (n x k) with
+/// `transB`), all contiguous, a panel of rows at a time (at most 4M
+/// floats of scratch): `epilogue(row0, rows, panel)` for each.
+template <typename Epilogue>
+void bf16Panels(int32_t transB, int64_t m, int64_t n, int64_t k,
+                const uint16_t *a, const uint16_t *b, Epilogue epilogue) {
+  thread_local std::vector<float> wideA, wideB, panel;
+  widenBF16(a, m, k, k, 0, 1, wideA);
+  widenBF16(b, transB ? n : k, transB ? k : n, transB ? k : n, 0, 1, wideB);
+  const int64_t rows = std::clamp<int64_t>(
+      (int64_t{1} << 22) / std::max<int64_t>(n, 1), 1, std::max<int64_t>(m, 1));
+  panel.resize(static_cast<size_t>(rows * n));
+  for (int64_t r0 = 0; r0 < m; r0 += rows) {
+    int64_t h = std::min(rows, m - r0);
+    anvil_rt_sgemm(0, transB, h, n, k, wideA.data() + r0 * k, k, 0,
+                   wideB.data(), transB ? k : n, 0, panel.data(), n, 0, 1,
+                   /*accumulate=*/0);
+    epilogue(r0, h, panel.data());
+  }
+}
+
+} // namespace
+
+extern "C" void anvil_rt_gemm_bias_gelu(int32_t transB, int64_t m, int64_t n,
+                                        int64_t k, const uint16_t *a,
+                                        const uint16_t *b, const uint16_t *bias,
+                                        uint16_t *out, uint16_t *pre) {
+  bf16Panels(
+      transB, m, n, k, a, b, [&](int64_t r0, int64_t rows, const float *panel) {
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < n; ++j) {
+            float x = panel[r * n + j] + anvil::rt::fromBF16Bits(bias[j]);
+            pre[(r0 + r) * n + j] = anvil::rt::toBF16Bits(x);
+            out[(r0 + r) * n + j] = anvil::rt::toBF16Bits(geluTanh(x));
+          }
+      });
+}
+
+extern "C" void anvil_rt_gemm_dgelu_bgrad(int32_t transB, int64_t m, int64_t n,
+                                          int64_t k, const uint16_t *a,
+                                          const uint16_t *b,
+                                          const uint16_t *pre,
+                                          uint16_t *preGrad,
+                                          uint16_t *biasGrad) {
+  // The bias's gradient summed in f32, in row order, then rounded.
+  thread_local std::vector<float> sums;
+  sums.assign(static_cast<size_t>(n), 0.0f);
+  bf16Panels(
+      transB, m, n, k, a, b, [&](int64_t r0, int64_t rows, const float *panel) {
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < n; ++j) {
+            int64_t at = (r0 + r) * n + j;
+            float d = panel[r * n + j] *
+                      geluTanhDerivative(anvil::rt::fromBF16Bits(pre[at]));
+            preGrad[at] = anvil::rt::toBF16Bits(d);
+            sums[j] += d;
+          }
+      });
+  for (int64_t j = 0; j < n; ++j)
+    biasGrad[j] = anvil::rt::toBF16Bits(sums[j]);
+}

@@ -9,13 +9,15 @@
 // anvil_rt_cuda_gemm_f8 (the generated code's FP8 GEMMs) adds the product
 // to C (beta = 1; or overwrites it, beta = 0, with `accumulate` 0), a batch
 // in one strided-batched call, unscaled. One
-// handle and one 32 MiB workspace per process; each GEMM is queued on the
-// step stream with the generated code's kernels (cuda::stepStream) and
+// handle and one 32 MiB workspace per process (Lt.h); each GEMM is queued on
+// the step stream with the generated code's kernels (cuda::stepStream) and
 // waited for only in "sync" mode (LaunchMode).
 //
 //===----------------------------------------------------------------------===//
 
 #include "anvil/runtime/Cuda.h"
+
+#include "Lt.h"
 
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
@@ -32,36 +34,11 @@
 
 namespace {
 
-constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+using anvil::rt::cuda::lt::kWorkspaceBytes;
 
 [[noreturn]] void fail(const std::string &message) {
   std::fprintf(stderr, "anvil: %s\n", message.c_str());
   std::abort();
-}
-
-struct Lt {
-  cublasLtHandle_t handle = nullptr;
-  void *workspace = nullptr;
-};
-
-/// The process's cuBLASLt handle and workspace, with the device's primary
-/// context current on the calling thread.
-const Lt &lt() {
-  anvil::rt::Status st = anvil::rt::cuda::initialize();
-  if (!st.isOk())
-    fail("cuBLASLt FP8 GEMM: " + st.message());
-  static std::once_flag once;
-  static Lt lt;
-  std::call_once(once, [] {
-    if (cublasStatus_t s = cublasLtCreate(&lt.handle);
-        s != CUBLAS_STATUS_SUCCESS)
-      fail(std::string("cublasLtCreate failed: ") + cublasGetStatusName(s));
-    if (cudaError_t e = cudaMalloc(&lt.workspace, kWorkspaceBytes);
-        e != cudaSuccess)
-      fail(std::string("cudaMalloc of the cuBLASLt workspace failed: ") +
-           cudaGetErrorString(e));
-  });
-  return lt;
 }
 
 cudaDataType_t fp8Type(int32_t format) {
@@ -69,22 +46,6 @@ cudaDataType_t fp8Type(int32_t format) {
 }
 
 const char *formatName(int32_t format) { return format == 1 ? "E5M2" : "E4M3"; }
-
-/// Destroys what it was given at the end of the scope.
-struct Descriptors {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
-  cublasLtMatmulPreference_t preference = nullptr;
-  ~Descriptors() {
-    if (preference)
-      cublasLtMatmulPreferenceDestroy(preference);
-    for (cublasLtMatrixLayout_t l : {a, b, d})
-      if (l)
-        cublasLtMatrixLayoutDestroy(l);
-    if (op)
-      cublasLtMatmulDescDestroy(op);
-  }
-};
 
 /// Row-major D (m x n, f32, row stride ldd) = scaleA scaleB A B^T + beta D,
 /// A m x k and B n x k row-major with row strides lda and ldb (bytes: one
@@ -131,8 +92,9 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
          "the f32 ones of 4), for " +
          what + " with lda " + std::to_string(lda) + ", ldb " +
          std::to_string(ldb) + ", ldd " + std::to_string(ldd));
-  const Lt &h = lt();
-  Descriptors desc;
+  const anvil::rt::cuda::lt::Handle &h =
+      anvil::rt::cuda::lt::handle("cuBLASLt FP8 GEMM");
+  anvil::rt::cuda::lt::Descriptors desc;
   check(cublasLtMatmulDescCreate(&desc.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
         "cublasLtMatmulDescCreate");
   cublasOperation_t transposed = CUBLAS_OP_T, plain = CUBLAS_OP_N;
@@ -182,14 +144,7 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
             desc.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
             &workspace, sizeof workspace),
         "cublasLtMatmulPreferenceSetAttribute");
-  // The pointers' actual alignment (the memory plan places buffers 64
-  // bytes apart; cuBLASLt assumes 256 unless told).
-  auto alignment = [](const void *p) {
-    uint32_t bytes = 256;
-    while (reinterpret_cast<uintptr_t>(p) % bytes != 0)
-      bytes /= 2;
-    return bytes;
-  };
+  using anvil::rt::cuda::lt::alignment;
   // The heuristic's choice, once per shape, layout and alignment: a step
   // runs the same GEMMs every time.
   std::array<int64_t, 17> key = {m,

@@ -118,6 +118,13 @@ def AnvilBufferizePass : Pass<"anvil-bufferize", "mlir::ModuleOp"> {
     `anvil_rt_attention_layout`); one without static strides or with a
     strided innermost dimension is copied first.
 
+    `anvil.linear_gelu` and `anvil.matmul_gelu_bias_grad` write new
+    buffers through one GEMM call each (`gemm-bias-gelu`,
+    `gemm-dgelu-bgrad`: RuntimeABI.h's `anvil_rt_gemm_bias_gelu` and
+    `anvil_rt_gemm_dgelu_bgrad` by default, cuBLASLt's epilogues with the
+    CUDA backend), every buffer passed as a pointer to its first element
+    (one that is not contiguous is copied first).
+
     Input:
     ```mlir
     func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
@@ -142,10 +149,16 @@ def AnvilBufferizePass : Pass<"anvil-bufferize", "mlir::ModuleOp"> {
     Option<"attentionGradCallee", "attention-grad", "std::string",
            /*default=*/"\"anvil_rt_attention_grad_f32\"",
            "The runtime function anvil.flash_attention_grad calls">,
+    Option<"gemmBiasGeluCallee", "gemm-bias-gelu", "std::string",
+           /*default=*/"\"anvil_rt_gemm_bias_gelu\"",
+           "The runtime function anvil.linear_gelu calls">,
+    Option<"gemmDgeluBgradCallee", "gemm-dgelu-bgrad", "std::string",
+           /*default=*/"\"anvil_rt_gemm_dgelu_bgrad\"",
+           "The runtime function anvil.matmul_gelu_bias_grad calls">,
   ];
   let dependentDialects = [
     "mlir::bufferization::BufferizationDialect", "mlir::linalg::LinalgDialect",
-    "mlir::memref::MemRefDialect"
+    "mlir::memref::MemRefDialect", "mlir::LLVM::LLVMDialect"
   ];
 }
 

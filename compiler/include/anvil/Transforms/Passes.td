@@ -107,6 +107,49 @@ def AnvilPartitionPass : Pass<"anvil-partition", "mlir::ModuleOp"> {
   ];
 }
 
+def AnvilGemmEpiloguesPass : Pass<"anvil-gemm-epilogues", "mlir::ModuleOp"> {
+  let summary = "Fuses bf16 linear layers' bias and GELU into their GEMMs";
+  let description = [{
+    Gives cuBLASLt's GEMM epilogues what they can do, as ops the backends
+    call one GEMM for:
+
+    - On the forward graph (after `anvil-bf16`, before the training step is
+      built): `gelu_tanh(cast<f32>(matmul(x, w)) + broadcast(b))`, with `x`
+      and `w` bf16, `w` a shared matrix, `b` an f32 bias over the last
+      dimension, that dimension a multiple of 8 (cuBLASLt's rule for the
+      auxiliary matrix), and every reader of the GELU rounding it to bf16 (the next
+      GEMM's operand), becomes `anvil.linear_gelu` (`GELU_AUX_BIAS`) of `x`,
+      `w` and `b` rounded to bf16: its result replaces those roundings, and
+      its `pre` is what the gradient reads. Its VJP is
+      `anvil.gelu_bias_grad` and the layer's two GEMMs.
+    - On the training step: an `anvil.gelu_bias_grad` whose gradient is a
+      bf16 `anvil.matmul` read by nothing else becomes
+      `anvil.matmul_gelu_bias_grad` (`DGELU_BGRAD`).
+
+    Rounding changes (cuBLASLt's types for a bf16 GEMM): the bias is
+    rounded to bf16 and added to the f32 sum before the one rounding to
+    bf16 (not to the product rounded), the backward GEMM's product reaches
+    the GELU derivative in f32, the gradient reads bf16 `pre`, and the
+    bias's gradient is rounded to bf16 before it is widened back. The
+    GELU's f32 input and output are no longer stored. Run it after `anvil-partition` (the ops have no sharding
+    rule). `anvil-compile` runs it for `--target=cuda` (and
+    `--emulate-cuda-grid`) unless `--gemm-epilogues=off`.
+
+    ```mlir
+    %p = anvil.matmul %x, %w : (tensor<8x1024x768xbf16>, tensor<768x3072xbf16>) -> tensor<8x1024x3072xbf16>
+    %w32 = anvil.cast %p : tensor<8x1024x3072xbf16> to tensor<8x1024x3072xf32>
+    %bb = anvil.broadcast %b, dims = [2] : tensor<3072xf32> -> tensor<8x1024x3072xf32>
+    %h = anvil.add %w32, %bb : tensor<8x1024x3072xf32>
+    %g = anvil.gelu tanh %h : tensor<8x1024x3072xf32>
+    %y = anvil.cast %g : tensor<8x1024x3072xf32> to tensor<8x1024x3072xbf16>
+    // becomes
+    %b16 = anvil.cast %b : tensor<3072xf32> to tensor<3072xbf16>
+    %y, %pre = anvil.linear_gelu %x, %w, %b16 : (...) -> (tensor<8x1024x3072xbf16>, tensor<8x1024x3072xbf16>)
+    ```
+  }];
+  let dependentDialects = ["mlir::anvil::AnvilDialect"];
+}
+
 def AnvilFlashAttentionPass : Pass<"anvil-flash-attention", "mlir::ModuleOp"> {
   let summary = "Runs attention as fused kernels that store no probabilities";
   let description = [{

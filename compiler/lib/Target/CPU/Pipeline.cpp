@@ -103,6 +103,8 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     AnvilBufferizePassOptions bufferize;
     bufferize.attentionCallee = options.attention;
     bufferize.attentionGradCallee = options.attentionGrad;
+    bufferize.gemmBiasGeluCallee = options.gemmBiasGelu;
+    bufferize.gemmDgeluBgradCallee = options.gemmDgeluBgrad;
     pm.addPass(createAnvilBufferizePass(bufferize));
     pm.addPass(createCanonicalizerPass());
     bufferization::BufferResultsToOutParamsPassOptions outParams;

@@ -9,7 +9,9 @@
 //      operands laid out with K innermost) anvil_rt_cuda_gemm_f8
 //      (cuBLASLt), fused attention (anvil.flash_attention and its
 //      gradient) Anvil's flash-attention kernels
-//      (anvil_rt_cuda_attention_f32, _grad_f32).
+//      (anvil_rt_cuda_attention_f32, _grad_f32), GEMMs with a bias and
+//      GELU epilogue (anvil.linear_gelu, anvil.matmul_gelu_bias_grad)
+//      cuBLASLt's (anvil_rt_cuda_gemm_bias_gelu, _dgelu_bgrad).
 // 4.   kernels: anvil-cuda-map-dispatches (each dispatch's loop nests onto
 //      a 1-D grid; long contiguous row reductions a warp per row),
 //      canonicalize, gpu-launch-sink-index-computations (the
@@ -103,6 +105,8 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     cpuOptions.gemmBF16Rounded = "anvil_rt_cuda_gemm_bf16_rounded";
     cpuOptions.attention = "anvil_rt_cuda_attention_f32";
     cpuOptions.attentionGrad = "anvil_rt_cuda_attention_grad_f32";
+    cpuOptions.gemmBiasGelu = "anvil_rt_cuda_gemm_bias_gelu";
+    cpuOptions.gemmDgeluBgrad = "anvil_rt_cuda_gemm_dgelu_bgrad";
     cpuOptions.mergeAmax = true;
     cpuOptions.recomputeCheap = true;
     cpuOptions.mergeCheapReaders = true;

@@ -39,7 +39,9 @@ bool queuesOnly(StringRef callee) {
                                           "anvil_rt_cuda_gemm_f8",
                                           "anvil_rt_cuda_gemm_fp8",
                                           "anvil_rt_cuda_attention_f32",
-                                          "anvil_rt_cuda_attention_grad_f32"};
+                                          "anvil_rt_cuda_attention_grad_f32",
+                                          "anvil_rt_cuda_gemm_bias_gelu",
+                                          "anvil_rt_cuda_gemm_dgelu_bgrad"};
   return names.contains(callee);
 }
 

@@ -77,6 +77,28 @@ void anvil_rt_gemm_bf16_rounded(int32_t transA, int32_t transB, int64_t m,
                                 int64_t ldb, int64_t strideB, uint16_t *c,
                                 int64_t ldc, int64_t strideC, int64_t batch);
 
+/// A bf16 linear layer with its bias and tanh GELU (`anvil.linear_gelu`):
+/// with p = a b + bias (a: m x k, b: k x n, or n x k with `transB`, and
+/// bias (n) bf16; products exact, accumulated in f32, the bias added to the
+/// f32 sum), writes pre = bf16(p) and out = bf16(gelu_tanh(p)), m x n.
+/// Every buffer is contiguous and row-major; out and pre are overwritten.
+/// (cuBLASLt's GELU_AUX_BIAS epilogue.)
+void anvil_rt_gemm_bias_gelu(int32_t transB, int64_t m, int64_t n, int64_t k,
+                             const uint16_t *a, const uint16_t *b,
+                             const uint16_t *bias, uint16_t *out,
+                             uint16_t *pre);
+
+/// The gradient through that bias and GELU of a bf16 GEMM's product
+/// (`anvil.matmul_gelu_bias_grad`): with g = a b (shapes as above, kept in
+/// f32) and d = g gelu_tanh'(pre) (pre: m x n bf16), writes preGrad =
+/// bf16(d) (m x n) and biasGrad (n bf16) = the sum of d over the m rows
+/// (in f32, rounded once).
+/// (cuBLASLt's DGELU_BGRAD epilogue.)
+void anvil_rt_gemm_dgelu_bgrad(int32_t transB, int64_t m, int64_t n, int64_t k,
+                               const uint16_t *a, const uint16_t *b,
+                               const uint16_t *pre, uint16_t *preGrad,
+                               uint16_t *biasGrad);
+
 /// Fused scaled-dot-product attention (`anvil.flash_attention`), f32
 /// buffers: q (batch, heads, queries, dim), k (batch, kvHeads, keys, dim),
 /// v (batch, kvHeads, keys, valueDim) and out (batch, heads, queries,

@@ -66,6 +66,10 @@ struct CPUPipelineOptions {
   /// (anvil-bufferize attention, attention-grad).
   std::string attention = "anvil_rt_attention_f32";
   std::string attentionGrad = "anvil_rt_attention_grad_f32";
+  /// The runtime functions the GEMMs with epilogues call
+  /// (anvil-bufferize gemm-bias-gelu, gemm-dgelu-bgrad).
+  std::string gemmBiasGelu = "anvil_rt_gemm_bias_gelu";
+  std::string gemmDgeluBgrad = "anvil_rt_gemm_dgelu_bgrad";
   /// GEMMs of two tensorwise FP8 quantizations (anvil-decompose
   /// fp8-gemms): f8, f8-k-inner or dequantized.
   std::string fp8Gemms = "f8";

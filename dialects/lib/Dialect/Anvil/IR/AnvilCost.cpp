@@ -113,6 +113,21 @@ int64_t MatmulF8Op::getFlops() {
   return 2 * numel(getResult()) * k;
 }
 
+// The fused linear layers: the GEMM's 2 M N K, plus the epilogue per
+// element of the product: the bias's add, GELU's 8 (docs/cost.md) and,
+// for its derivative, twice that.
+int64_t LinearGeluOp::getFlops() {
+  int64_t k = shapeOf(getLhs()).back();
+  return (2 * k + 1 + 8) * numel(getResult());
+}
+
+int64_t GeluBiasGradOp::getFlops() { return (16 + 1) * numel(getPreGrad()); }
+
+int64_t MatmulGeluBiasGradOp::getFlops() {
+  int64_t k = shapeOf(getLhs()).back();
+  return (2 * k + 16 + 1) * numel(getPreGrad());
+}
+
 // Statistics (mean and variance: 5 per element) plus the affine transform.
 static int64_t normFlops(Value operand, Value scale, Value bias) {
   return (5 + (scale ? 1 : 0) + (bias ? 1 : 0)) * numel(operand);

@@ -664,6 +664,83 @@ LogicalResult MatmulF8Op::inferReturnTypes(MLIRContext *ctx,
                                  Float32Type::get(ctx), inferred);
 }
 
+/// The product of a fused bf16 linear layer's GEMM: `lhs` bf16 (..., M,
+/// K) times the shared bf16 `rhs`, (K, N) or with `tr` (N, K).
+template <typename OpTy>
+static FailureOr<RankedTensorType> inferLinear(std::optional<Location> loc,
+                                               RankedTensorType lhs,
+                                               RankedTensorType rhs, bool tr) {
+  Fail<OpTy> fail{loc};
+  if (!lhs.getElementType().isBF16() || !rhs.getElementType().isBF16()) {
+    (void)fail("lhs and rhs must be bf16 tensors, got ", lhs, " and ", rhs);
+    return failure();
+  }
+  if (rhs.getRank() != 2) {
+    (void)fail("rhs must be a matrix shared by every row of lhs, got ", rhs);
+    return failure();
+  }
+  SmallVector<Type> product;
+  if (failed(inferMatmul<OpTy>(loc, lhs, rhs, false, tr, lhs.getElementType(),
+                               product)))
+    return failure();
+  return cast<RankedTensorType>(product[0]);
+}
+
+/// The (N) bias added to the rows of `rows` (..., N), and its gradient:
+/// bf16, as cuBLASLt takes and gives them for a bf16 GEMM.
+static RankedTensorType biasType(RankedTensorType rows) {
+  return RankedTensorType::get({rows.getShape().back()},
+                               BFloat16Type::get(rows.getContext()));
+}
+
+LogicalResult LinearGeluOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &inferred) {
+  FailureOr<RankedTensorType> product = inferLinear<LinearGeluOp>(
+      loc, tensorType(adaptor.getLhs()), tensorType(adaptor.getRhs()),
+      adaptor.getTransposeRhs());
+  if (failed(product))
+    return failure();
+  RankedTensorType bias = tensorType(adaptor.getBias());
+  if (bias != biasType(*product))
+    return Fail<LinearGeluOp>{loc}("bias must be ", biasType(*product),
+                                   " (bf16, one per column of the product ",
+                                   *product, "), got ", bias);
+  inferred.append({*product, *product});
+  return success();
+}
+
+LogicalResult
+GeluBiasGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                 Adaptor adaptor,
+                                 SmallVectorImpl<Type> &inferred) {
+  RankedTensorType grad = tensorType(adaptor.getGrad());
+  RankedTensorType pre = tensorType(adaptor.getPre());
+  if (!grad.getElementType().isBF16() || grad != pre)
+    return Fail<GeluBiasGradOp>{loc}(
+        "grad and pre must be bf16 tensors of one type, got ", grad, " and ",
+        pre);
+  inferred.append({grad, biasType(grad)});
+  return success();
+}
+
+LogicalResult MatmulGeluBiasGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  FailureOr<RankedTensorType> product = inferLinear<MatmulGeluBiasGradOp>(
+      loc, tensorType(adaptor.getLhs()), tensorType(adaptor.getRhs()),
+      adaptor.getTransposeRhs());
+  if (failed(product))
+    return failure();
+  RankedTensorType pre = tensorType(adaptor.getPre());
+  if (pre != *product)
+    return Fail<MatmulGeluBiasGradOp>{loc}("pre must be the product's type ",
+                                           *product, ", got ", pre);
+  inferred.append({*product, biasType(*product)});
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Normalizations
 //===----------------------------------------------------------------------===//

@@ -159,20 +159,18 @@ LogicalResult AllGatherOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
   return success();
 }
 
-LogicalResult GeluOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
-                               SmallVectorImpl<Value> &out) {
-  Emit e{builder, getLoc()};
-  Value g = grads[0], x = getOperand();
+Value Emit::geluDerivative(GeluApproximation approximation, Value x) {
+  Emit &e = *this;
+  OpBuilder &builder = b;
   Value half = e.like(x, 0.5), one = e.like(x, 1.0);
   Value d;
-  if (getApproximation() == GeluApproximation::erf) {
+  if (approximation == GeluApproximation::erf) {
     // Phi(x) + x phi(x): Phi = (1 + erf(x / sqrt 2)) / 2,
     // phi = exp(-x^2 / 2) / sqrt(2 pi).
-    Value cdf = e.mul(half, e.add(one, ErfOp::create(builder, getLoc(),
-                                                     e.scale(x, M_SQRT1_2))));
-    Value pdf =
-        e.scale(ExpOp::create(builder, getLoc(), e.scale(e.mul(x, x), -0.5)),
-                1.0 / std::sqrt(2.0 * M_PI));
+    Value cdf = e.mul(
+        half, e.add(one, ErfOp::create(builder, loc, e.scale(x, M_SQRT1_2))));
+    Value pdf = e.scale(ExpOp::create(builder, loc, e.scale(e.mul(x, x), -0.5)),
+                        1.0 / std::sqrt(2.0 * M_PI));
     d = e.add(cdf, e.mul(x, pdf));
   } else {
     // u = c (x + a x^3), t = tanh(u):
@@ -180,12 +178,19 @@ LogicalResult GeluOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
     const double c = std::sqrt(2.0 / M_PI), a = 0.044715;
     Value x2 = e.mul(x, x);
     Value u = e.scale(e.add(x, e.scale(e.mul(x2, x), a)), c);
-    Value t = TanhOp::create(builder, getLoc(), u);
+    Value t = TanhOp::create(builder, loc, u);
     Value du = e.scale(e.add(one, e.scale(x2, 3 * a)), c);
     d = e.add(e.mul(half, e.add(one, t)),
               e.mul(e.mul(half, x), e.mul(e.sub(one, e.mul(t, t)), du)));
   }
-  out.push_back(e.mul(g, d));
+  return d;
+}
+
+LogicalResult GeluOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                               SmallVectorImpl<Value> &out) {
+  Emit e{builder, getLoc()};
+  out.push_back(
+      e.mul(grads[0], e.geluDerivative(getApproximation(), getOperand())));
   return success();
 }
 
@@ -526,18 +531,19 @@ LogicalResult LogSoftmaxOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
 // Matmul
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatmulOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
-                                 SmallVectorImpl<Value> &out) {
-  // C = A' B' with A' = op(A), B' = op(B): dA' = g B'^T, dB' = A'^T g.
-  Emit e{builder, getLoc()};
-  Value a = getLhs(), b = getRhs(), g = grads[0];
-  bool ta = getTransposeLhs(), tb = getTransposeRhs();
-  int64_t rank = getType().getRank();
+/// The gradients of the product C = A' B' (A' = op(A), B' = op(B)) with
+/// respect to `a` and `b`, for C's gradient `g`: dA' = g B'^T, dB' = A'^T
+/// g.
+static void matmulGrads(OpBuilder &builder, Location loc, Value a, Value b,
+                        Value g, bool ta, bool tb,
+                        SmallVectorImpl<Value> &out) {
+  Emit e{builder, loc};
+  int64_t rank = cast<RankedTensorType>(g.getType()).getRank();
   SmallVector<int64_t> swapLast(range(0, rank));
   std::swap(swapLast[rank - 1], swapLast[rank - 2]);
 
   // dA: g B'^T, transposed back when A was transposed.
-  Value dA = MatmulOp::create(builder, getLoc(), g, b, /*transpose_lhs=*/false,
+  Value dA = MatmulOp::create(builder, loc, g, b, /*transpose_lhs=*/false,
                               /*transpose_rhs=*/!tb);
   if (ta)
     dA = e.transpose(dA, swapLast);
@@ -548,9 +554,10 @@ LogicalResult MatmulOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
   // of it, as a narrow-float GEMM must (in f32), and writes no (batch, K,
   // N) partial products. (A transposed A's rows are not the batch's rows:
   // it keeps the product per batch and the sum.)
-  bool shared = getRhs().getType().getRank() == 2 && rank > 2;
-  bool foldBatch = shared && !ta && getLhs().getType().hasStaticShape() &&
-                   getType().hasStaticShape();
+  bool shared = cast<RankedTensorType>(b.getType()).getRank() == 2 && rank > 2;
+  bool foldBatch = shared && !ta &&
+                   cast<RankedTensorType>(a.getType()).hasStaticShape() &&
+                   cast<RankedTensorType>(g.getType()).hasStaticShape();
   if (foldBatch) {
     auto rows = [&](Value v) {
       auto t = cast<RankedTensorType>(v.getType());
@@ -565,14 +572,36 @@ LogicalResult MatmulOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
   }
   Value dB;
   if (!tb)
-    dB = MatmulOp::create(builder, getLoc(), a, g, /*transpose_lhs=*/!ta,
+    dB = MatmulOp::create(builder, loc, a, g, /*transpose_lhs=*/!ta,
                           /*transpose_rhs=*/false);
   else
-    dB = MatmulOp::create(builder, getLoc(), g, a, /*transpose_lhs=*/true,
+    dB = MatmulOp::create(builder, loc, g, a, /*transpose_lhs=*/true,
                           /*transpose_rhs=*/ta);
   if (shared && !foldBatch)
     dB = e.sum(dB, range(0, rank - 2), false);
   out.append({dA, dB});
+}
+
+LogicalResult MatmulOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                 SmallVectorImpl<Value> &out) {
+  matmulGrads(builder, getLoc(), getLhs(), getRhs(), grads[0],
+              getTransposeLhs(), getTransposeRhs(), out);
+  return success();
+}
+
+LogicalResult LinearGeluOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
+                                     SmallVectorImpl<Value> &out) {
+  // `pre` is for this gradient; a gradient reaching it (its users
+  // differentiated) would add to d, which the fused epilogue does not take.
+  if (grads.size() > 1 && grads[1])
+    return emitOpError("a gradient flows into 'pre' (its users are "
+                       "differentiated); only the result's is supported");
+  Emit e{builder, getLoc()};
+  auto epilogue = GeluBiasGradOp::create(
+      builder, getLoc(), gradOrZero(e, *this, grads, 0), getPre());
+  matmulGrads(builder, getLoc(), getLhs(), getRhs(), epilogue.getPreGrad(),
+              /*ta=*/false, getTransposeRhs(), out);
+  out.push_back(epilogue.getBiasGrad());
   return success();
 }
 

@@ -80,6 +80,8 @@ struct Emit {
   Value transpose(Value x, ArrayRef<int64_t> perm) {
     return TransposeOp::create(b, loc, x, perm);
   }
+  /// GELU's derivative at `x` (elementwise ops; AnvilVJP.cpp).
+  Value geluDerivative(GeluApproximation approximation, Value x);
 };
 
 } // namespace mlir::anvil

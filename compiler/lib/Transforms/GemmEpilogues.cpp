@@ -1,0 +1,155 @@
+//===- GemmEpilogues.cpp - bias and GELU fused into bf16 GEMMs ------------===//
+//
+// anvil-gemm-epilogues: the forms of cuBLASLt's GELU_AUX_BIAS and
+// DGELU_BGRAD epilogues, as ops the backends call one GEMM for.
+//
+// 1. Forward graph: gelu_tanh(cast<f32>(matmul(x, w)) + broadcast(b)), each
+//    intermediate read by the next alone, bf16 x and a shared bf16 w, an
+//    f32 bias over the last dimension, and the GELU read only by roundings
+//    to bf16, becomes anvil.linear_gelu, whose bf16 result replaces the
+//    roundings. Its VJP builds anvil.gelu_bias_grad.
+// 2. Training step: anvil.gelu_bias_grad of a bf16 anvil.matmul's product
+//    that nothing else reads becomes anvil.matmul_gelu_bias_grad.
+//
+//===----------------------------------------------------------------------===//
+
+#include "anvil/Transforms/Passes.h"
+
+#include "anvil/Dialect/Anvil/IR/AnvilDialect.h"
+#include "anvil/Dialect/Anvil/IR/AnvilOps.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::anvil {
+#define GEN_PASS_DEF_ANVILGEMMEPILOGUESPASS
+#include "anvil/Transforms/Passes.h.inc"
+} // namespace mlir::anvil
+
+using namespace mlir;
+using namespace mlir::anvil;
+
+namespace {
+
+/// `v`'s bf16 anvil.matmul when it is one that the fused ops take: bf16
+/// (..., M, K) times a shared bf16 matrix, lhs not transposed, N a
+/// multiple of 8 (cuBLASLt's rule for the auxiliary matrix's rows), and
+/// `v` read once.
+MatmulOp linearProduct(Value v) {
+  auto mm = v.getDefiningOp<MatmulOp>();
+  if (!mm || !v.hasOneUse() || mm.getTransposeLhs() ||
+      mm.getType().getShape().back() % 8 != 0 ||
+      !mm.getLhs().getType().getElementType().isBF16() ||
+      !mm.getRhs().getType().getElementType().isBF16() ||
+      !mm.getType().getElementType().isBF16() ||
+      mm.getRhs().getType().getRank() != 2 ||
+      mm->hasAttr(AnvilDialect::kFP8AttrName))
+    return nullptr;
+  return mm;
+}
+
+/// The f32 (N) bias that `v` broadcasts over the rows of a (..., N)
+/// tensor, if it is such a broadcast.
+Value broadcastBias(Value v) {
+  auto broadcast = v.getDefiningOp<BroadcastOp>();
+  if (!broadcast)
+    return nullptr;
+  auto bias = cast<RankedTensorType>(broadcast.getOperand().getType());
+  int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+  if (bias.getRank() != 1 || !bias.getElementType().isF32() ||
+      broadcast.getDimensions() != ArrayRef<int64_t>{rank - 1} ||
+      bias.getDimSize(0) !=
+          cast<RankedTensorType>(v.getType()).getShape().back())
+    return nullptr;
+  return broadcast.getOperand();
+}
+
+/// Rewrites `gelu` (form 1 of the file comment) into anvil.linear_gelu;
+/// false when it is not of that form.
+bool fuseForward(GeluOp gelu) {
+  if (gelu.getApproximation() != GeluApproximation::tanh)
+    return false;
+  auto add = gelu.getOperand().getDefiningOp<AddOp>();
+  if (!add || !add->hasOneUse())
+    return false;
+  // The GELU's readers round it to bf16, as the next GEMM's operand.
+  SmallVector<CastOp> roundings;
+  for (Operation *user : gelu->getUsers()) {
+    auto cast = dyn_cast<CastOp>(user);
+    if (!cast || !cast.getType().getElementType().isBF16())
+      return false;
+    roundings.push_back(cast);
+  }
+  if (roundings.empty())
+    return false;
+  for (auto [sum, other] : {std::pair(add.getLhs(), add.getRhs()),
+                            std::pair(add.getRhs(), add.getLhs())}) {
+    auto widen = sum.getDefiningOp<CastOp>();
+    Value bias = broadcastBias(other);
+    if (!widen || !sum.hasOneUse() || !bias ||
+        !widen.getType().getElementType().isF32())
+      continue;
+    MatmulOp mm = linearProduct(widen.getOperand());
+    if (!mm)
+      continue;
+    // The bias in bf16, as cuBLASLt adds a bf16 GEMM's (and as autocast
+    // rounds a linear layer's): its gradient is widened back by the cast's
+    // VJP.
+    OpBuilder b(gelu);
+    Value narrowBias = CastOp::create(
+        b, mm.getLoc(),
+        cast<RankedTensorType>(bias.getType()).clone(b.getBF16Type()), bias);
+    auto fused = LinearGeluOp::create(b, mm.getLoc(), mm.getLhs(), mm.getRhs(),
+                                      narrowBias, mm.getTransposeRhs());
+    for (CastOp cast : roundings) {
+      cast.replaceAllUsesWith(fused.getResult());
+      cast.erase();
+    }
+    Operation *broadcast = other.getDefiningOp();
+    gelu.erase();
+    add.erase();
+    widen.erase();
+    mm.erase();
+    if (broadcast->use_empty())
+      broadcast->erase();
+    return true;
+  }
+  return false;
+}
+
+/// Rewrites `grad` (form 2) into anvil.matmul_gelu_bias_grad; false when
+/// its gradient is not such a product.
+bool fuseBackward(GeluBiasGradOp grad) {
+  MatmulOp mm = linearProduct(grad.getGrad());
+  if (!mm)
+    return false;
+  OpBuilder b(grad);
+  auto fused =
+      MatmulGeluBiasGradOp::create(b, grad.getLoc(), mm.getLhs(), mm.getRhs(),
+                                   grad.getPre(), mm.getTransposeRhs());
+  grad.replaceAllUsesWith(fused);
+  grad.erase();
+  mm.erase();
+  return true;
+}
+
+struct AnvilGemmEpiloguesPass
+    : mlir::anvil::impl::AnvilGemmEpiloguesPassBase<AnvilGemmEpiloguesPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    SmallVector<GeluOp> gelus;
+    SmallVector<GeluBiasGradOp> grads;
+    getOperation().walk([&](Operation *op) {
+      if (auto gelu = dyn_cast<GeluOp>(op))
+        gelus.push_back(gelu);
+      else if (auto grad = dyn_cast<GeluBiasGradOp>(op))
+        grads.push_back(grad);
+    });
+    for (GeluOp gelu : gelus)
+      fuseForward(gelu);
+    for (GeluBiasGradOp grad : grads)
+      fuseBackward(grad);
+  }
+};
+
+} // namespace
