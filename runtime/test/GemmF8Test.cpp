@@ -4,7 +4,8 @@
 // (the formats' edges: zeros, subnormals, the largest finite values,
 // infinities and NaNs), and the layouts anvil_rt_sgemm takes (transposes,
 // row strides wider than the matrix, batches, a B shared by the batch).
-// The bf16 GEMM widens its operands the same way.
+// The bf16 GEMM widens its operands the same way. The GEMMs with GELU
+// epilogues match their formulas.
 //
 //===----------------------------------------------------------------------===//
 
@@ -246,3 +247,77 @@ TEST(GemmBF16Rounded, MatchesTheRoundedF32ProductInEveryLayout) {
 }
 
 } // namespace
+
+namespace {
+
+double geluTanh(double x) {
+  return 0.5 * x *
+         (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+double geluTanhDerivative(double x) {
+  const double c = std::sqrt(2 / M_PI), a = 0.044715;
+  double t = std::tanh(c * (x + a * x * x * x));
+  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * a * x * x);
+}
+
+/// One bf16 step at `x`'s binade: how far a value computed in another
+/// order (f32 sums against double) may round from it.
+double bf16Step(double x) {
+  return x == 0 ? 1e-30 : std::ldexp(1.0, std::ilogb(x) - 7);
+}
+
+} // namespace
+
+// The GEMMs with GELU epilogues against the formulas in double: the f32
+// sums round to within one bf16 step of the double's rounding (two for the
+// GELU, whose f32 tanh adds its own error), the bias's gradient summed over
+// the rows likewise.
+TEST(GemmEpilogues, MatchTheFormulasInDouble) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  const int64_t m = 13, n = 16, k = 11;
+  for (int tb = 0; tb < 2; ++tb) {
+    std::vector<uint16_t> a(m * k), b(k * n), bias(n), pre(m * n), out(m * n),
+        dPre(m * n), dBias(n);
+    for (std::vector<uint16_t> *v : {&a, &b, &bias, &pre})
+      for (uint16_t &x : *v)
+        x = toBF16(2 * dist(rng));
+    auto product = [&](int64_t i, int64_t j) {
+      double sum = 0;
+      for (int64_t q = 0; q < k; ++q)
+        sum += double(fromBF16(a[i * k + q])) *
+               fromBF16(tb ? b[j * k + q] : b[q * n + j]);
+      return sum;
+    };
+    // (dPre holds the forward's pre here.)
+    anvil_rt_gemm_bias_gelu(tb, m, n, k, a.data(), b.data(), bias.data(),
+                            out.data(), dPre.data());
+    std::vector<double> sums(n, 0.0);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double p = product(i, j) + fromBF16(bias[j]);
+        ASSERT_LE(std::abs(fromBF16(dPre[i * n + j]) - p), bf16Step(p))
+            << "pre, transB " << tb << " at " << i << ", " << j;
+        double y = geluTanh(p);
+        ASSERT_LE(std::abs(fromBF16(out[i * n + j]) - y),
+                  2 * bf16Step(y) + 1e-6)
+            << "out, transB " << tb << " at " << i << ", " << j;
+      }
+    // The gradient, through the `pre` drawn above.
+    anvil_rt_gemm_dgelu_bgrad(tb, m, n, k, a.data(), b.data(), pre.data(),
+                              dPre.data(), dBias.data());
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double d = product(i, j) * geluTanhDerivative(fromBF16(pre[i * n + j]));
+        sums[j] += d;
+        ASSERT_LE(std::abs(fromBF16(dPre[i * n + j]) - d),
+                  2 * bf16Step(d) + 1e-6)
+            << "pre's gradient, transB " << tb << " at " << i << ", " << j;
+      }
+    for (int64_t j = 0; j < n; ++j)
+      ASSERT_LE(std::abs(fromBF16(dBias[j]) - sums[j]),
+                2 * bf16Step(sums[j]) + 1e-5)
+          << "bias's gradient, transB " << tb << " at " << j;
+  }
+}

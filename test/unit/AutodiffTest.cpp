@@ -205,6 +205,22 @@ std::vector<Case> cases() {
            "%y = anvil.matmul %a, %b {transpose_rhs} : (tensor<2x2x3xf64>, "
            "tensor<4x3xf64>) -> tensor<2x2x4xf64>",
            "tensor<2x2x4xf64>"},
+      // The fused linear layer's rule: anvil.gelu_bias_grad from `pre`,
+      // then the layer's two products.
+      Case{"linear_gelu",
+           {f("x", "tensor<2x3x4xf64>"), f("m", "tensor<4x5xf64>"),
+            f("c", "tensor<5xf64>")},
+           "%y, %pre = anvil.linear_gelu %x, %m, %c : (tensor<2x3x4xf64>, "
+           "tensor<4x5xf64>, tensor<5xf64>) -> (tensor<2x3x5xf64>, "
+           "tensor<2x3x5xf64>)",
+           "tensor<2x3x5xf64>"},
+      Case{"linear_gelu (transposed rhs)",
+           {f("x", "tensor<3x4xf64>"), f("m", "tensor<5x4xf64>"),
+            f("c", "tensor<5xf64>")},
+           "%y, %pre = anvil.linear_gelu %x, %m, %c {transpose_rhs} : "
+           "(tensor<3x4xf64>, tensor<5x4xf64>, tensor<5xf64>) -> "
+           "(tensor<3x5xf64>, tensor<3x5xf64>)",
+           "tensor<3x5xf64>"},
       Case{"layer_norm",
            {f("x", "tensor<2x3x4xf64>"), f("g", "tensor<3x4xf64>"),
             f("b", "tensor<3x4xf64>")},
@@ -547,7 +563,7 @@ TEST(AutodiffCoverage, EveryOpWithAVJPRuleHasACase) {
     EXPECT_NE(bodies.find(name.getStringRef().str() + " "), std::string::npos)
         << name.getStringRef().str() << " has a VJP rule but no case";
   }
-  EXPECT_EQ(rules, 64);
+  EXPECT_EQ(rules, 65);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryDifferentiableOp, AutodiffTest,

@@ -93,7 +93,51 @@ TEST_F(InterpTest, EveryOpHasAnEvaluator) {
     ++ops;
     EXPECT_TRUE(hasEvaluator(name)) << name.getStringRef().str();
   }
-  EXPECT_EQ(ops, 76);
+  EXPECT_EQ(ops, 79);
+}
+
+// The fused linear layer and its gradients: p = x w + b, the GELU of it
+// and its derivative, and the bias's gradient summed over the rows.
+TEST_F(InterpTest, LinearGeluAndItsGradients) {
+  auto gelu = [](double x) {
+    return 0.5 * x *
+           (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+  };
+  auto dgelu = [&](double x) { // central differences of gelu
+    double h = 1e-6;
+    return (gelu(x + h) - gelu(x - h)) / (2 * h);
+  };
+  Buffer x = B({2, 2}, {1, -2, 0.5, 3}), w = B({2, 2}, {1, 0.5, 0.5, 1}),
+         b = B({2}, {0.5, -1});
+  // p = [[1 - 1 + 0.5, 0.5 - 2 - 1], [0.5 + 1.5 + 0.5, 0.25 + 3 - 1]]
+  std::vector<double> p = {0.5, -2.5, 2.5, 2.25};
+  auto out = run("%x: tensor<2x2xf64>, %w: tensor<2x2xf64>, %b: tensor<2xf64>",
+                 "tensor<2x2xf64>, tensor<2x2xf64>",
+                 "%y, %pre = anvil.linear_gelu %x, %w, %b : (tensor<2x2xf64>, "
+                 "tensor<2x2xf64>, tensor<2xf64>) -> (tensor<2x2xf64>, "
+                 "tensor<2x2xf64>)\nreturn %y, %pre : tensor<2x2xf64>, "
+                 "tensor<2x2xf64>",
+                 {x, w, b});
+  ASSERT_TRUE(succeeded(out));
+  expectNear((*out)[0], {2, 2},
+             {gelu(p[0]), gelu(p[1]), gelu(p[2]), gelu(p[3])});
+  expectNear((*out)[1], {2, 2}, p);
+  // The gradient through `pre` of g = x w (transposed: w^T is w here).
+  auto grad = run(
+      "%x: tensor<2x2xf64>, %w: tensor<2x2xf64>, %pre: tensor<2x2xf64>",
+      "tensor<2x2xf64>, tensor<2xf64>",
+      "%d, %db = anvil.matmul_gelu_bias_grad %x, %w, %pre {transpose_rhs} : "
+      "(tensor<2x2xf64>, tensor<2x2xf64>, tensor<2x2xf64>) -> "
+      "(tensor<2x2xf64>, tensor<2xf64>)\nreturn %d, %db : tensor<2x2xf64>, "
+      "tensor<2xf64>",
+      {x, w, B({2, 2}, p)});
+  ASSERT_TRUE(succeeded(grad));
+  std::vector<double> g = {0, -1.5, 2, 3.25}; // x w^T (w symmetric)
+  std::vector<double> d(4);
+  for (int i = 0; i < 4; ++i)
+    d[i] = g[i] * dgelu(p[i]);
+  expectNear((*grad)[0], {2, 2}, d, 1e-8);
+  expectNear((*grad)[1], {2}, {d[0] + d[2], d[1] + d[3]}, 1e-8);
 }
 
 // matmul_f8: 8-bit operands (E4M3 by E5M2 here, B transposed), the exact

@@ -454,6 +454,11 @@ struct GemmEpilogueBufferization
                           bufferization::BufferizationState &state) const {
     auto gemm = cast<OpTy>(op);
     Location loc = op->getLoc();
+    if (!gemm.getLhs().getType().getElementType().isBF16())
+      return op->emitError("anvil-bufferize: '")
+             << op->getName() << "' of "
+             << gemm.getLhs().getType().getElementType()
+             << " is not supported by the runtime's functions (bf16 only)";
     SmallVector<Value> results;
     for (Value result : op->getResults()) {
       auto type = cast<RankedTensorType>(result.getType());

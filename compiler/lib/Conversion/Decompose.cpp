@@ -293,26 +293,30 @@ struct DecomposeRMSNorm : OpRewritePattern<RMSNormOp> {
   }
 };
 
-/// d = f32(grad) gelu_tanh'(f32(pre)); pre_grad = bf16(d); bias_grad the
-/// sum of d over every dimension but the last, rounded to bf16.
-/// (anvil.linear_gelu's VJP, where no GEMM was fused into it.)
+/// d = grad gelu_tanh'(pre) in f32 (or the element type if wider); pre_grad
+/// = d and bias_grad = the sum of d over every dimension but the last, each
+/// rounded to the element type. (anvil.linear_gelu's VJP, where no GEMM
+/// was fused into it.)
 struct DecomposeGeluBiasGrad : OpRewritePattern<GeluBiasGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(GeluBiasGradOp op,
                                 PatternRewriter &rewriter) const override {
     Emit e{rewriter, op.getLoc()};
     auto type = cast<RankedTensorType>(op.getGrad().getType());
-    auto wide = type.clone(rewriter.getF32Type());
-    Value g = CastOp::create(rewriter, op.getLoc(), wide, op.getGrad());
-    Value pre = CastOp::create(rewriter, op.getLoc(), wide, op.getPre());
-    Value d = e.mul(g, e.geluDerivative(GeluApproximation::tanh, pre));
-    Value preGrad = CastOp::create(rewriter, op.getLoc(), type, d);
+    Type element = type.getElementType();
+    auto wide = type.clone(
+        element.getIntOrFloatBitWidth() < 32 ? rewriter.getF32Type() : element);
+    auto as = [&](Value v, RankedTensorType to) -> Value {
+      return v.getType() == to ? v
+                               : CastOp::create(rewriter, op.getLoc(), to, v);
+    };
+    Value d =
+        e.mul(as(op.getGrad(), wide),
+              e.geluDerivative(GeluApproximation::tanh, as(op.getPre(), wide)));
     Value sum = e.sum(d, range(0, type.getRank() - 1), false);
-    Value biasGrad = CastOp::create(
-        rewriter, op.getLoc(),
-        cast<RankedTensorType>(sum.getType()).clone(rewriter.getBF16Type()),
-        sum);
-    rewriter.replaceOp(op, {preGrad, biasGrad});
+    rewriter.replaceOp(
+        op, {as(d, type),
+             as(sum, cast<RankedTensorType>(sum.getType()).clone(element))});
     return success();
   }
 };

@@ -664,15 +664,16 @@ LogicalResult MatmulF8Op::inferReturnTypes(MLIRContext *ctx,
                                  Float32Type::get(ctx), inferred);
 }
 
-/// The product of a fused bf16 linear layer's GEMM: `lhs` bf16 (..., M,
-/// K) times the shared bf16 `rhs`, (K, N) or with `tr` (N, K).
+/// The product of a fused linear layer's GEMM: `lhs` (..., M, K) times the
+/// shared `rhs`, (K, N) or with `tr` (N, K), of one float type.
 template <typename OpTy>
 static FailureOr<RankedTensorType> inferLinear(std::optional<Location> loc,
                                                RankedTensorType lhs,
                                                RankedTensorType rhs, bool tr) {
   Fail<OpTy> fail{loc};
-  if (!lhs.getElementType().isBF16() || !rhs.getElementType().isBF16()) {
-    (void)fail("lhs and rhs must be bf16 tensors, got ", lhs, " and ", rhs);
+  if (lhs.getElementType() != rhs.getElementType()) {
+    (void)fail("lhs and rhs must have one element type, got ", lhs, " and ",
+               rhs);
     return failure();
   }
   if (rhs.getRank() != 2) {
@@ -686,11 +687,10 @@ static FailureOr<RankedTensorType> inferLinear(std::optional<Location> loc,
   return cast<RankedTensorType>(product[0]);
 }
 
-/// The (N) bias added to the rows of `rows` (..., N), and its gradient:
-/// bf16, as cuBLASLt takes and gives them for a bf16 GEMM.
+/// The (N) bias added to the rows of `rows` (..., N), and its gradient: of
+/// the rows' type, as cuBLASLt takes and gives them for a bf16 GEMM.
 static RankedTensorType biasType(RankedTensorType rows) {
-  return RankedTensorType::get({rows.getShape().back()},
-                               BFloat16Type::get(rows.getContext()));
+  return RankedTensorType::get({rows.getShape().back()}, rows.getElementType());
 }
 
 LogicalResult LinearGeluOp::inferReturnTypes(MLIRContext *,
@@ -705,8 +705,8 @@ LogicalResult LinearGeluOp::inferReturnTypes(MLIRContext *,
   RankedTensorType bias = tensorType(adaptor.getBias());
   if (bias != biasType(*product))
     return Fail<LinearGeluOp>{loc}("bias must be ", biasType(*product),
-                                   " (bf16, one per column of the product ",
-                                   *product, "), got ", bias);
+                                   " (one per column of the product ", *product,
+                                   "), got ", bias);
   inferred.append({*product, *product});
   return success();
 }
@@ -717,10 +717,9 @@ GeluBiasGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                  SmallVectorImpl<Type> &inferred) {
   RankedTensorType grad = tensorType(adaptor.getGrad());
   RankedTensorType pre = tensorType(adaptor.getPre());
-  if (!grad.getElementType().isBF16() || grad != pre)
-    return Fail<GeluBiasGradOp>{loc}(
-        "grad and pre must be bf16 tensors of one type, got ", grad, " and ",
-        pre);
+  if (grad != pre)
+    return Fail<GeluBiasGradOp>{loc}("grad and pre must have one type, got ",
+                                     grad, " and ", pre);
   inferred.append({grad, biasType(grad)});
   return success();
 }

@@ -529,6 +529,9 @@ def Anvil_LinearGeluOp : Anvil_CostedOp<"linear_gelu",
     products are exact and accumulate in f32, and the bias is added to the
     f32 sum; `result` is `gelu_tanh(p)` and `pre` is `p`, each rounded to
     bf16 once. `pre` is what the gradient reads (`anvil.gelu_bias_grad`).
+    Operands and results share one element type: bf16 for the backends
+    (which call cuBLASLt, or a CPU function, for it), f64 in the
+    interpreter's tests.
 
     It is the forward half of cuBLASLt's `GELU_AUX_BIAS` epilogue:
     `anvil-gemm-epilogues` makes it of `gelu(cast(matmul) + broadcast(bias))`
@@ -554,8 +557,8 @@ def Anvil_GeluBiasGradOp : Anvil_CostedOp<"gelu_bias_grad",
                                            [InferTypeOpAdaptor]> {
   let summary = "The gradient of anvil.linear_gelu's GELU and bias";
   let description = [{
-    From the bf16 gradient `grad` of `anvil.linear_gelu`'s result and its
-    `pre`, both `(..., N)`: `d = grad gelu_tanh'(pre)` in f32; `pre_grad`
+    From the gradient `grad` of `anvil.linear_gelu`'s result and its `pre`,
+    both `(..., N)` and of its element type: `d = grad gelu_tanh'(pre)` in f32; `pre_grad`
     is `d` rounded to bf16 (what the layer's two backward GEMMs read) and
     `bias_grad` the `(N)` sum of `d` over every other dimension, summed in
     f32 and rounded to bf16 (the bias's type, as cuBLASLt gives it). The
