@@ -13,6 +13,10 @@
 #   bin/gpt-tiny-bf16.cuda.train,         the same in bf16 mixed precision
 #   bin/gpt2-124m-bf16.cuda.train         (--precision=bf16: cuBLAS's bf16
 #                                         GEMMs on the tensor cores)
+#   bin/gpt2-124m-bf16-decomposed.cuda.train,  the bf16 step with attention
+#   bin/gpt2-124m-bf16-unfused.cuda.train      decomposed, and with the MLP's
+#                                         bias and GELU as kernels
+#                                         (--gemm-epilogues=off)
 #   bin/gpt2-350m-{bf16,fp8}.cuda.train   GPT-2 350M in bf16 and in FP8 (the
 #                                         blocks' linear layers; the rest bf16)
 #   bin/gpt-tiny-fp8-<recipe>.cuda.train  the tiny GPT in FP8 (current,
@@ -74,6 +78,11 @@ echo "bundle: CUDA executables for $ARCH"
 "$BIN/anvil-compile" --model gpt --config gpt2-124m --precision=bf16 \
   --attention=decomposed --target=cuda --cuda-arch="$ARCH" \
   -o "$OUT/bin/gpt2-124m-bf16-decomposed.cuda.train"
+# The same step with the MLP's bias and GELU as kernels of their own,
+# against cuBLASLt's epilogues (the default).
+"$BIN/anvil-compile" --model gpt --config gpt2-124m --precision=bf16 \
+  --gemm-epilogues=off --target=cuda --cuda-arch="$ARCH" \
+  -o "$OUT/bin/gpt2-124m-bf16-unfused.cuda.train"
 for precision in bf16 fp8; do
   "$BIN/anvil-compile" --model gpt --config gpt2-350m --precision=$precision \
     --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/gpt2-350m-$precision.cuda.train"
@@ -99,7 +108,7 @@ echo "bundle: the CPU reference of the tiny GPT"
 "$work/gpt-tiny.cpu.train" --steps 10 --seed 1 --threads 2 \
   --log "$OUT/ref/gpt-tiny.cpu.jsonl" --log-every 1 > /dev/null
 "$BIN/anvil-compile" --model gpt --config gpt-tiny --precision=bf16 \
-  --target=cpu -o "$work/gpt-tiny-bf16.cpu.train"
+  --gemm-epilogues=on --target=cpu -o "$work/gpt-tiny-bf16.cpu.train"
 "$work/gpt-tiny-bf16.cpu.train" --steps 10 --seed 1 --threads 2 \
   --log "$OUT/ref/gpt-tiny-bf16.cpu.jsonl" --log-every 1 > /dev/null
 for recipe in current delayed mxfp8; do

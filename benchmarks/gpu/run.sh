@@ -14,7 +14,8 @@
 # 4. a streaming kernel's bandwidth by where its memory lives (bin/membw),
 #    GPT-2 124M training (llm.c's shapes: batch 8 x 1024 tokens), in f32
 #    and in bf16 mixed precision (attention fused, the default, and
-#    decomposed; the bf16 step replayed as a CUDA graph, the default, and
+#    decomposed; the MLP's bias and GELU in cuBLASLt's epilogues, the
+#    default, and as kernels; the bf16 step replayed as a CUDA graph, the default, and
 #    launched kernel by kernel, asynchronously and synchronized): tokens/s,
 #    step time, MFU against the GPU's dense bf16 peak,
 #    and each kernel's time over 4 steps (NAME.profile.txt),
@@ -177,6 +178,15 @@ if [ -f "$out/gpt2-bf16.jsonl" ] && [ -f "$out/gpt2-bf16-decomposed.jsonl" ]; th
     "$out/gpt2-bf16.jsonl" "$out/gpt2-bf16-decomposed.jsonl" \
     --tolerance bf16-training
 fi
+# The MLP's bias and GELU as kernels of their own against cuBLASLt's
+# GELU_AUX_BIAS and DGELU_BGRAD epilogues (the default): losses within bf16
+# training's bound (the epilogues round differently).
+measure gpt2-bf16-unfused "$here/bin/gpt2-124m-bf16-unfused.cuda.train"
+if [ -f "$out/gpt2-bf16.jsonl" ] && [ -f "$out/gpt2-bf16-unfused.jsonl" ]; then
+  check gpt2-bf16-epilogue-losses python3 "$here/compare_losses.py" \
+    "$out/gpt2-bf16.jsonl" "$out/gpt2-bf16-unfused.jsonl" \
+    --tolerance bf16-training
+fi
 # GPT-2 350M in FP8 (the blocks' linear layers; the rest bf16) against the
 # same model in bf16 (issue 9's target: 1.25x).
 measure gpt2-350m-bf16 "$here/bin/gpt2-350m-bf16.cuda.train"
@@ -203,6 +213,7 @@ PY
 }
 ratio "Anvil bf16 / Anvil f32" gpt2-bf16 gpt2
 ratio "Anvil bf16 fused attention / decomposed" gpt2-bf16 gpt2-bf16-decomposed
+ratio "Anvil bf16 GEMM epilogues / bias and GELU kernels" gpt2-bf16 gpt2-bf16-unfused
 ratio "Anvil bf16 CUDA graph / asynchronous launches" gpt2-bf16 gpt2-bf16-async
 ratio "Anvil bf16 CUDA graph / synchronized launches" gpt2-bf16 gpt2-bf16-sync
 ratio "Anvil GPT-2 350M fp8 / bf16" gpt2-350m-fp8 gpt2-350m-bf16 " (target 1.25)"

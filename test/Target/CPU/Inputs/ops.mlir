@@ -334,3 +334,28 @@ func.func @bf16_gemms(%x: tensor<2x5x16xf32>, %w: tensor<16x32xf32>, %a: tensor<
   %r3 = anvil.cast %3 : tensor<2x3x5x7xbf16> to tensor<2x3x5x7xf32>
   return %r0, %r1, %r2, %r3 : tensor<2x5x32xf32>, tensor<16x32xf32>, tensor<16x16xf32>, tensor<2x3x5x7xf32>
 }
+
+// GEMMs with GELU epilogues (anvil-gemm-epilogues's ops; cuBLASLt's
+// GELU_AUX_BIAS and DGELU_BGRAD on CUDA, RuntimeABI.h's functions on the
+// CPU): a linear layer's bias and GELU, the gradient through them of a
+// given gradient and of a GEMM's product (a transposed weight, as dX = dY
+// W2^T), each bf16 result rounded once; the interpreter does not round.
+// tolerance: bf16
+func.func @gemm_epilogues(%x: tensor<2x5x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>, %g: tensor<2x5x32xf32>, %dy: tensor<2x5x24xf32>, %w2: tensor<32x24xf32>) -> (tensor<2x5x32xf32>, tensor<2x5x32xf32>, tensor<2x5x32xf32>, tensor<32xf32>, tensor<2x5x32xf32>, tensor<32xf32>) {
+  %x16 = anvil.cast %x : tensor<2x5x16xf32> to tensor<2x5x16xbf16>
+  %w16 = anvil.cast %w : tensor<16x32xf32> to tensor<16x32xbf16>
+  %b16 = anvil.cast %b : tensor<32xf32> to tensor<32xbf16>
+  %g16 = anvil.cast %g : tensor<2x5x32xf32> to tensor<2x5x32xbf16>
+  %dy16 = anvil.cast %dy : tensor<2x5x24xf32> to tensor<2x5x24xbf16>
+  %w216 = anvil.cast %w2 : tensor<32x24xf32> to tensor<32x24xbf16>
+  %y, %pre = anvil.linear_gelu %x16, %w16, %b16 : (tensor<2x5x16xbf16>, tensor<16x32xbf16>, tensor<32xbf16>) -> (tensor<2x5x32xbf16>, tensor<2x5x32xbf16>)
+  %d, %db = anvil.gelu_bias_grad %g16, %pre : (tensor<2x5x32xbf16>, tensor<2x5x32xbf16>) -> (tensor<2x5x32xbf16>, tensor<32xbf16>)
+  %d2, %db2 = anvil.matmul_gelu_bias_grad %dy16, %w216, %pre {transpose_rhs} : (tensor<2x5x24xbf16>, tensor<32x24xbf16>, tensor<2x5x32xbf16>) -> (tensor<2x5x32xbf16>, tensor<32xbf16>)
+  %r0 = anvil.cast %y : tensor<2x5x32xbf16> to tensor<2x5x32xf32>
+  %r1 = anvil.cast %pre : tensor<2x5x32xbf16> to tensor<2x5x32xf32>
+  %r2 = anvil.cast %d : tensor<2x5x32xbf16> to tensor<2x5x32xf32>
+  %r3 = anvil.cast %db : tensor<32xbf16> to tensor<32xf32>
+  %r4 = anvil.cast %d2 : tensor<2x5x32xbf16> to tensor<2x5x32xf32>
+  %r5 = anvil.cast %db2 : tensor<32xbf16> to tensor<32xf32>
+  return %r0, %r1, %r2, %r3, %r4, %r5 : tensor<2x5x32xf32>, tensor<2x5x32xf32>, tensor<2x5x32xf32>, tensor<32xf32>, tensor<2x5x32xf32>, tensor<32xf32>
+}
