@@ -142,21 +142,10 @@ Value swapLastTwo(Emit &e, Value x) {
 void lowerFp8Gemms(ModuleOp module, bool kInner) {
   SmallVector<MatmulOp> gemms;
   module.walk([&](MatmulOp op) {
-    Fp8QuantizeOp qa = quantizationOf(op.getLhs()),
-                  qb = quantizationOf(op.getRhs());
-    if (!isTensorwise(qa) || !isTensorwise(qb) ||
-        (isa<Float8E5M2Type>(*qa.getForward()) &&
-         isa<Float8E5M2Type>(*qb.getForward())) ||
-        !op.getType().getElementType().isF32() ||
-        !op.getType().hasStaticShape())
-      return;
-    auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
-    int64_t k =
-        lhsType.getDimSize(lhsType.getRank() - (op.getTransposeLhs() ? 2 : 1));
-    int64_t n = op.getType().getDimSize(op.getType().getRank() - 1);
-    if (kInner && (k % 16 != 0 || n % 4 != 0))
-      return;
-    gemms.push_back(op);
+    std::optional<std::string> why =
+        fp8GemmForm(op, kInner ? "f8-k-inner" : "f8");
+    if (why && why->empty())
+      gemms.push_back(op);
   });
   // The codes and scale of each quantization, made right after it.
   llvm::MapVector<Operation *, std::pair<Value, Value>> quantized;
@@ -706,6 +695,39 @@ struct DecomposeConvTranspose : OpRewritePattern<ConvTransposeOp> {
     return success();
   }
 };
+
+} // namespace
+
+std::optional<std::string> mlir::anvil::fp8GemmForm(MatmulOp op,
+                                                    StringRef form) {
+  Fp8QuantizeOp qa = quantizationOf(op.getLhs()),
+                qb = quantizationOf(op.getRhs());
+  if (!qa || !qb || !qa.getForward() || !qb.getForward())
+    return std::nullopt;
+  if (form == "dequantized")
+    return std::string("the target has no FP8 GEMM (fp8-gemms=dequantized)");
+  if (!isTensorwise(qa) || !isTensorwise(qb))
+    return std::string("MX blocks are multiplied dequantized");
+  if (isa<Float8E5M2Type>(*qa.getForward()) &&
+      isa<Float8E5M2Type>(*qb.getForward()))
+    return std::string("both operands are E5M2, which no FP8 GEMM takes");
+  if (!op.getType().getElementType().isF32() || !op.getType().hasStaticShape())
+    return std::string("not an f32 product of a static shape");
+  auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
+  int64_t k =
+      lhsType.getDimSize(lhsType.getRank() - (op.getTransposeLhs() ? 2 : 1));
+  int64_t n = op.getType().getDimSize(op.getType().getRank() - 1);
+  // cuBLASLt's FP8 GEMM: rows of codes and of f32 results 16-byte aligned.
+  if (form == "f8-k-inner" && k % 16 != 0)
+    return "K = " + std::to_string(k) +
+           " is not a multiple of 16 (cuBLASLt's FP8 GEMM)";
+  if (form == "f8-k-inner" && n % 4 != 0)
+    return "N = " + std::to_string(n) +
+           " is not a multiple of 4 (cuBLASLt's FP8 GEMM)";
+  return std::string();
+}
+
+namespace {
 
 struct AnvilDecomposePass
     : mlir::anvil::impl::AnvilDecomposePassBase<AnvilDecomposePass> {

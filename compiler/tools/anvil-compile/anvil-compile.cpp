@@ -47,6 +47,7 @@
 #include "mlir/Tools/Plugins/DialectPlugin.h"
 #include "mlir/Tools/Plugins/PassPlugin.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Demangle/Demangle.h"
@@ -419,6 +420,34 @@ void collectFP8Gemms(mlir::ModuleOp module) {
   });
 }
 
+/// An FP8 GEMM of the step that the target runs on dequantized values.
+struct DequantizedGemm {
+  std::string module; ///< Its layer's module path ("?" without one).
+  int64_t m, n, k;
+  std::string why;
+};
+std::vector<DequantizedGemm> fp8Dequantized;
+
+/// Collects the FP8 GEMMs of `step` that anvil-decompose{fp8-gemms=`form`}
+/// multiplies dequantized.
+void collectDequantizedFP8Gemms(mlir::func::FuncOp step, StringRef form) {
+  step.walk([&](mlir::anvil::MatmulOp op) {
+    std::optional<std::string> why = mlir::anvil::fp8GemmForm(op, form);
+    if (!why || why->empty())
+      return;
+    auto lhs = cast<mlir::RankedTensorType>(op.getLhs().getType());
+    auto out = op.getType();
+    int64_t rank = out.getRank();
+    int64_t m = 1;
+    for (int64_t d = 0; d < rank - 1; ++d)
+      m *= out.getDimSize(d);
+    StringRef path = mlir::anvil::modulePathOf(op.getLoc());
+    fp8Dequantized.push_back(
+        {path.empty() ? "?" : path.str(), m, out.getDimSize(rank - 1),
+         lhs.getDimSize(lhs.getRank() - (op.getTransposeLhs() ? 2 : 1)), *why});
+  });
+}
+
 /// `dispatches` is the number of dispatch regions of the compiled step and
 /// `plannedBytes` its workspace, or -1 when not compiled that far.
 void printReport(const ModelReport &r, int64_t dispatches, int64_t plannedBytes,
@@ -442,6 +471,14 @@ void printReport(const ModelReport &r, int64_t dispatches, int64_t plannedBytes,
       for (const std::string &n : fp8Gemms)
         names.push_back(n);
       o["fp8_gemms"] = std::move(names);
+    }
+    if (!fp8Dequantized.empty()) {
+      json::Array gemms;
+      for (const DequantizedGemm &g : fp8Dequantized)
+        gemms.push_back(json::Object{{"module", g.module},
+                                     {"mnk", json::Array{g.m, g.n, g.k}},
+                                     {"why", g.why}});
+      o["fp8_gemms_dequantized"] = std::move(gemms);
     }
     if (rank.valid) {
       o["per_rank"] = json::Object{
@@ -469,6 +506,18 @@ void printReport(const ModelReport &r, int64_t dispatches, int64_t plannedBytes,
     os << "fp8 gemms:       " << fp8Gemms.size() << " (";
     for (size_t i = 0; i < fp8Gemms.size(); ++i)
       os << (i ? ", " : "") << fp8Gemms[i];
+    os << ")\n";
+  }
+  if (!fp8Dequantized.empty()) {
+    // The distinct reasons, each with how many GEMMs it keeps.
+    llvm::MapVector<StringRef, int> reasons;
+    for (const DequantizedGemm &g : fp8Dequantized)
+      ++reasons[g.why];
+    os << "fp8 dequantized: " << fp8Dequantized.size()
+       << " of the step's FP8 GEMMs (";
+    llvm::interleave(
+        reasons, os, [&](const auto &r) { os << r.second << ": " << r.first; },
+        "; ");
     os << ")\n";
   }
   if (rank.valid)
@@ -1175,6 +1224,14 @@ int main(int argc, char **argv) {
   RankFigures rankFiguresOfStep;
   if (train)
     rankFiguresOfStep = rankFigures(train);
+  // Which FP8 GEMMs the target multiplies dequantized (the form the
+  // backend's anvil-decompose takes).
+  if (train && !fp8Recipe.empty())
+    collectDequantizedFP8Gemms(
+        train, cuda ? mlir::anvil::cuda::fp8GemmsForm(cudaArch)
+               : emulateCUDAGrid
+                   ? std::string("f8-k-inner")
+                   : mlir::anvil::cpu::CPUPipelineOptions().fp8Gemms);
 
   // The backend's stages.
   std::optional<mlir::anvil::ModuleABI> abi;

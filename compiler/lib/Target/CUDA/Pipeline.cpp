@@ -78,6 +78,10 @@ std::string mlir::anvil::cuda::defaultPTXFeatures(StringRef chip) {
 
 bool mlir::anvil::cuda::hasFP8GEMMs(StringRef chip) { return smOf(chip) >= 89; }
 
+std::string mlir::anvil::cuda::fp8GemmsForm(StringRef chip) {
+  return hasFP8GEMMs(chip) ? "f8-k-inner" : "dequantized";
+}
+
 bool mlir::anvil::cuda::hasFusedAttention(StringRef chip) {
   return smOf(chip) >= 80;
 }
@@ -110,8 +114,7 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     cpuOptions.mergeAmax = true;
     cpuOptions.recomputeCheap = true;
     cpuOptions.mergeCheapReaders = true;
-    cpuOptions.fp8Gemms =
-        hasFP8GEMMs(options.target.chip) ? "f8-k-inner" : "dequantized";
+    cpuOptions.fp8Gemms = fp8GemmsForm(options.target.chip);
     Stage upTo = std::min(last, Stage::Bufferized);
     cpu::buildCPUPipeline(pm, shared(upTo),
                           after ? std::optional(shared(*after)) : std::nullopt,

@@ -50,6 +50,11 @@ struct CUDATarget {
 /// needs: sm_89 and newer.
 bool hasFP8GEMMs(StringRef chip);
 
+/// The form of FP8 GEMMs for `chip` (anvil-decompose's fp8-gemms):
+/// f8-k-inner (cuBLASLt's TN FP8 GEMM) where it has FP8 tensor cores,
+/// dequantized elsewhere.
+std::string fp8GemmsForm(StringRef chip);
+
 /// Whether `chip` (sm_NN) runs the CUDA runtime's flash-attention kernels
 /// (bf16 mma.sync; built for sm_80 and sm_90, PTX for newer): sm_80 and
 /// newer.
