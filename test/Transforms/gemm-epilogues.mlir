@@ -1,12 +1,9 @@
-// RUN: anvil-opt %s --anvil-gemm-epilogues | FileCheck %s
-// RUN: anvil-opt %s --anvil-gemm-epilogues --anvil-autodiff --anvil-gemm-epilogues | FileCheck %s --check-prefix=GRAD
-// RUN: anvil-opt %s --anvil-gemm-epilogues --anvil-autodiff | FileCheck %s --check-prefix=UNFUSED
+// RUN: anvil-opt %s --split-input-file --anvil-gemm-epilogues | FileCheck %s
 
-// Tests anvil-gemm-epilogues: a bf16 linear layer whose bias and tanh GELU
-// are rounded to bf16 by every reader becomes anvil.linear_gelu of the
-// bias rounded to bf16 (cuBLASLt's GELU_AUX_BIAS); its VJP is
-// anvil.gelu_bias_grad, which the second run fuses with the bf16 GEMM
-// producing its gradient (DGELU_BGRAD). Anything else stays as it was.
+// Tests that a bf16 linear layer whose bias and tanh GELU are rounded to
+// bf16 by every reader becomes anvil.linear_gelu of the bias rounded to
+// bf16 (cuBLASLt's GELU_AUX_BIAS). gemm-epilogues-grad.mlir has its
+// gradient.
 
 // CHECK-LABEL: func.func @forward
 // CHECK: %[[B:.+]] = anvil.cast %arg2 : tensor<16xf32> to tensor<16xbf16>
@@ -14,18 +11,6 @@
 // CHECK: anvil.matmul %[[Y]], %arg3 : (tensor<2x4x16xbf16>, tensor<16x8xbf16>) -> tensor<2x4x8xbf16>
 // CHECK-NOT: anvil.gelu
 // CHECK: return
-
-// The gradient: the GELU derivative and bias sum take the product of the
-// next layer's weight and the output's gradient in the GEMM.
-// GRAD-LABEL: func.func @forward_grad
-// GRAD: %[[Y:.+]], %[[PRE:.+]] = anvil.linear_gelu
-// GRAD: %[[D:.+]], %[[DB:.+]] = anvil.matmul_gelu_bias_grad %{{.+}}, %arg3, %[[PRE]] {transpose_rhs} : (tensor<2x4x8xbf16>, tensor<16x8xbf16>, tensor<2x4x16xbf16>) -> (tensor<2x4x16xbf16>, tensor<16xbf16>)
-// GRAD-NOT: anvil.gelu_bias_grad
-// GRAD-DAG: anvil.reshape %[[D]] : tensor<2x4x16xbf16> -> tensor<8x16xbf16>
-// GRAD-DAG: anvil.cast %[[DB]] : tensor<16xbf16> to tensor<16xf32>
-// GRAD: return
-// UNFUSED-LABEL: func.func @forward_grad
-// UNFUSED: anvil.gelu_bias_grad %{{.+}}, %{{.+}} : (tensor<2x4x16xbf16>, tensor<2x4x16xbf16>) -> (tensor<2x4x16xbf16>, tensor<16xbf16>)
 
 func.func @forward(%x: tensor<2x4x8xbf16> {anvil.input = #anvil.input<name = "x">},
                    %w: tensor<8x16xbf16> {anvil.param = #anvil.param<name = "w", init = #anvil.init<zeros>>},
@@ -43,7 +28,9 @@ func.func @forward(%x: tensor<2x4x8xbf16> {anvil.input = #anvil.input<name = "x"
   return %8 : tensor<f32>
 }
 
-// What stays: the erf GELU; a GELU that an f32 op reads; a product read
+// -----
+
+// Tests that what is not of that form stays: the erf GELU; a GELU that an f32 op reads; a product read
 // twice (the sum too); a bias along another dimension; 12 columns (cuBLASLt needs
 // multiples of 8 for the GELU's input it keeps); f32 GEMMs.
 // CHECK-LABEL: func.func @unfused
@@ -95,7 +82,10 @@ func.func @unfused(%x: tensor<2x4x8xbf16>, %w: tensor<8x16xbf16>, %b: tensor<16x
         tensor<2x4x16xbf16>, tensor<2x4x12xbf16>, tensor<2x4x16xbf16>
 }
 
-// A gradient that is not one GEMM's product read once stays unfused.
+// -----
+
+// Tests that a gradient that is not one GEMM's product read once stays
+// unfused.
 // CHECK-LABEL: func.func @grad_read_twice
 // CHECK: anvil.gelu_bias_grad
 // CHECK-NOT: anvil.matmul_gelu_bias_grad

@@ -107,10 +107,11 @@ TEST_F(InterpTest, LinearGeluAndItsGradients) {
     double h = 1e-6;
     return (gelu(x + h) - gelu(x - h)) / (2 * h);
   };
-  Buffer x = B({2, 2}, {1, -2, 0.5, 3}), w = B({2, 2}, {1, 0.5, 0.5, 1}),
+  Buffer x = B({2, 2}, {1, -2, 0.5, 3}), w = B({2, 2}, {1, 0.5, 0.25, 1}),
          b = B({2}, {0.5, -1});
-  // p = [[1 - 1 + 0.5, 0.5 - 2 - 1], [0.5 + 1.5 + 0.5, 0.25 + 3 - 1]]
-  std::vector<double> p = {0.5, -2.5, 2.5, 2.25};
+  // p = x w + b = [[1 - 0.5 + 0.5, 0.5 - 2 - 1],
+  //                [0.5 + 0.75 + 0.5, 0.25 + 3 - 1]]
+  std::vector<double> p = {1, -2.5, 1.75, 2.25};
   auto out = run("%x: tensor<2x2xf64>, %w: tensor<2x2xf64>, %b: tensor<2xf64>",
                  "tensor<2x2xf64>, tensor<2x2xf64>",
                  "%y, %pre = anvil.linear_gelu %x, %w, %b : (tensor<2x2xf64>, "
@@ -122,7 +123,7 @@ TEST_F(InterpTest, LinearGeluAndItsGradients) {
   expectNear((*out)[0], {2, 2},
              {gelu(p[0]), gelu(p[1]), gelu(p[2]), gelu(p[3])});
   expectNear((*out)[1], {2, 2}, p);
-  // The gradient through `pre` of g = x w (transposed: w^T is w here).
+  // The gradient through `pre` of g = x w^T.
   auto grad = run(
       "%x: tensor<2x2xf64>, %w: tensor<2x2xf64>, %pre: tensor<2x2xf64>",
       "tensor<2x2xf64>, tensor<2xf64>",
@@ -132,7 +133,8 @@ TEST_F(InterpTest, LinearGeluAndItsGradients) {
       "tensor<2xf64>",
       {x, w, B({2, 2}, p)});
   ASSERT_TRUE(succeeded(grad));
-  std::vector<double> g = {0, -1.5, 2, 3.25}; // x w^T (w symmetric)
+  // x w^T = [[1 - 1, 0.25 - 2], [0.5 + 1.5, 0.125 + 3]]
+  std::vector<double> g = {0, -1.75, 2, 3.125};
   std::vector<double> d(4);
   for (int i = 0; i < 4; ++i)
     d[i] = g[i] * dgelu(p[i]);

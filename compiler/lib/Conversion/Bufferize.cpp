@@ -445,7 +445,8 @@ struct AttentionBufferization
 ///   anvil_rt_gemm_dgelu_bgrad(transB, m, n, k, a, b, pre, preGrad,
 ///                             biasGrad)
 /// with the lhs's leading dimensions folded into m rows and every buffer,
-/// made contiguous first, passed as a pointer to its first element.
+/// made contiguous first, passed as a pointer to its first element (a null
+/// `pre` when nothing reads it). n must be a multiple of 8.
 template <typename OpTy>
 struct GemmEpilogueBufferization
     : NewBufferModel<GemmEpilogueBufferization<OpTy>, OpTy> {
@@ -459,17 +460,30 @@ struct GemmEpilogueBufferization
              << op->getName() << "' of "
              << gemm.getLhs().getType().getElementType()
              << " is not supported by the runtime's functions (bf16 only)";
+    auto lhs = cast<RankedTensorType>(gemm.getLhs().getType());
+    int64_t k = lhs.getShape().back(), m = lhs.getNumElements() / k;
+    int64_t n =
+        cast<RankedTensorType>(op->getResult(0).getType()).getShape().back();
+    if (n % 8 != 0)
+      return op->emitError("anvil-bufferize: '")
+             << op->getName() << "' with " << n
+             << " columns: the runtime's GEMM epilogues need a multiple of 8 "
+                "(cuBLASLt's rule for the GELU's input it keeps)";
+    // A `pre` nothing reads (the evaluation's forward pass) is not written:
+    // a null pointer, and the result's buffer stands in for it.
+    auto linear = dyn_cast<anvil::LinearGeluOp>(op);
+    bool dropPre = linear && linear.getPre().use_empty();
     SmallVector<Value> results;
     for (Value result : op->getResults()) {
+      if (dropPre && result == linear.getPre()) {
+        results.push_back(results.front());
+        continue;
+      }
       auto type = cast<RankedTensorType>(result.getType());
       results.push_back(memref::AllocOp::create(
           rewriter, loc,
           MemRefType::get(type.getShape(), type.getElementType())));
     }
-    auto lhs = cast<RankedTensorType>(gemm.getLhs().getType());
-    int64_t k = lhs.getShape().back(), m = lhs.getNumElements() / k;
-    int64_t n =
-        cast<RankedTensorType>(op->getResult(0).getType()).getShape().back();
     auto i64 = [&](int64_t v) -> Value {
       return arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
                                           v);
@@ -490,8 +504,11 @@ struct GemmEpilogueBufferization
         return failure();
       args.push_back(pointer(contiguous(rewriter, loc, *buffer)));
     }
-    for (Value result : results)
-      args.push_back(pointer(result));
+    args.push_back(pointer(results[0]));
+    args.push_back(dropPre ? LLVM::ZeroOp::create(rewriter, loc,
+                                                  LLVM::LLVMPointerType::get(
+                                                      rewriter.getContext()))
+                           : pointer(results[1]));
     StringLiteral callee = std::is_same_v<OpTy, anvil::LinearGeluOp>
                                ? kGemmBiasGelu
                                : kGemmDgeluBgrad;

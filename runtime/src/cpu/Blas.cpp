@@ -186,10 +186,19 @@ float geluTanhDerivative(float x) {
 /// The f32 product of bf16 `a` (m x k) and `b` ((k x n), or (n x k) with
 /// `transB`), all contiguous, a panel of rows at a time (at most 4M
 /// floats of scratch): `epilogue(row0, rows, panel)` for each.
+/// The scratch of bf16Panels, one per thread for every epilogue.
+struct PanelScratch {
+  std::vector<float> wideA, wideB, panel;
+};
+PanelScratch &panelScratch() {
+  thread_local PanelScratch scratch;
+  return scratch;
+}
+
 template <typename Epilogue>
 void bf16Panels(int32_t transB, int64_t m, int64_t n, int64_t k,
                 const uint16_t *a, const uint16_t *b, Epilogue epilogue) {
-  thread_local std::vector<float> wideA, wideB, panel;
+  auto &[wideA, wideB, panel] = panelScratch();
   widenBF16(a, m, k, k, 0, 1, wideA);
   widenBF16(b, transB ? n : k, transB ? k : n, transB ? k : n, 0, 1, wideB);
   const int64_t rows = std::clamp<int64_t>(
@@ -215,7 +224,8 @@ extern "C" void anvil_rt_gemm_bias_gelu(int32_t transB, int64_t m, int64_t n,
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t j = 0; j < n; ++j) {
             float x = panel[r * n + j] + anvil::rt::fromBF16Bits(bias[j]);
-            pre[(r0 + r) * n + j] = anvil::rt::toBF16Bits(x);
+            if (pre)
+              pre[(r0 + r) * n + j] = anvil::rt::toBF16Bits(x);
             out[(r0 + r) * n + j] = anvil::rt::toBF16Bits(geluTanh(x));
           }
       });

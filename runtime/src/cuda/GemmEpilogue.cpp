@@ -8,7 +8,8 @@
 // is n x k column-major; with transB, n x k row-major is k x n, op T) and
 // its B our A (k x m column-major), so the bias and its gradient run along
 // D^T's rows, our columns, as the ops define them. The auxiliary matrix
-// (`pre`, the GELU's input) has D's layout. bf16 operands, bias and aux,
+// (`pre`, the GELU's input) has D's layout; without one, GELU_BIAS. bf16
+// operands, bias and aux,
 // f32 compute. The heuristic runs once per shape and alignment; the GEMM
 // is queued on the step stream and waited for only in "sync" mode.
 //
@@ -36,21 +37,35 @@ namespace {
   std::abort();
 }
 
+/// The name of an epilogue this file uses, for messages.
+const char *epilogueName(cublasLtEpilogue_t epilogue) {
+  switch (epilogue) {
+  case CUBLASLT_EPILOGUE_GELU_AUX_BIAS:
+    return "GELU_AUX_BIAS";
+  case CUBLASLT_EPILOGUE_GELU_BIAS:
+    return "GELU_BIAS";
+  default:
+    return "DGELU_BGRAD";
+  }
+}
+
 /// One GEMM with `epilogue` (GELU_AUX_BIAS: `bias` read, `aux` written;
-/// DGELU_BGRAD: `aux` read, `bias` written), D = `d`. `caller` names the
-/// entry point in errors.
+/// GELU_BIAS: `bias` read, no `aux`; DGELU_BGRAD: `aux` read, `bias`
+/// written), D = `d`. `caller` names the entry point in errors.
 void epilogueGemm(const char *caller, cublasLtEpilogue_t epilogue,
                   int32_t transB, int64_t m, int64_t n, int64_t k,
                   const uint16_t *a, const uint16_t *b, const void *bias,
                   const void *aux, uint16_t *d) {
-  const bool forward = epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
-  std::string what =
-      std::string("a bf16 GEMM with the ") +
-      (forward ? "GELU_AUX_BIAS" : "DGELU_BGRAD") + " epilogue (" +
-      std::to_string(m) + " x " + std::to_string(k) + " by " +
-      (transB ? std::to_string(n) + " x " + std::to_string(k) + " transposed"
-              : std::to_string(k) + " x " + std::to_string(n)) +
-      ")";
+  // What the GEMM is, for messages (built only for one).
+  auto what = [&] {
+    return std::string("a bf16 GEMM with the ") + epilogueName(epilogue) +
+           " epilogue (" + std::to_string(m) + " x " + std::to_string(k) +
+           " by " +
+           (transB
+                ? std::to_string(n) + " x " + std::to_string(k) + " transposed"
+                : std::to_string(k) + " x " + std::to_string(n)) +
+           ")";
+  };
   // A failure in a graph capture is recorded, and sets `failed` (the GEMM
   // then returns without queuing anything); otherwise it aborts.
   bool failed = false;
@@ -59,7 +74,7 @@ void epilogueGemm(const char *caller, cublasLtEpilogue_t epilogue,
       return;
     std::string message = std::string(call) +
                           " failed: " + cublasGetStatusName(s) + ", for " +
-                          what;
+                          what();
     if (!anvil::rt::cuda::recordCaptureFailure(message))
       fail(message);
     failed = true;
@@ -68,7 +83,7 @@ void epilogueGemm(const char *caller, cublasLtEpilogue_t epilogue,
   if (n % 8 != 0)
     fail(std::string(caller) +
          ": cuBLASLt's GELU epilogues need the product's columns (n = " +
-         std::to_string(n) + ") to be a multiple of 8, for " + what +
+         std::to_string(n) + ") to be a multiple of 8, for " + what() +
          " (anvil-gemm-epilogues fuses only such GEMMs)");
   namespace lt = anvil::rt::cuda::lt;
   const lt::Handle &h = lt::handle(caller);
@@ -93,12 +108,14 @@ void epilogueGemm(const char *caller, cublasLtEpilogue_t epilogue,
       "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
   set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bf16, sizeof bf16,
       "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)");
-  set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux,
-      "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_POINTER)");
-  set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &auxLd, sizeof auxLd,
-      "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_LD)");
-  set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &bf16, sizeof bf16,
-      "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_DATA_TYPE)");
+  if (aux) {
+    set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux,
+        "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_POINTER)");
+    set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &auxLd, sizeof auxLd,
+        "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_LD)");
+    set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &bf16, sizeof bf16,
+        "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_DATA_TYPE)");
+  }
   // cuBLASLt's A is our B, its B our A.
   check(cublasLtMatrixLayoutCreate(&desc.a, CUDA_R_16BF, transB ? k : n,
                                    transB ? n : k, transB ? k : n),
@@ -161,7 +178,8 @@ void epilogueGemm(const char *caller, cublasLtEpilogue_t epilogue,
       return;
     if (found == 0)
       fail(std::string(caller) +
-           ": cublasLtMatmulAlgoGetHeuristic found no algorithm, for " + what +
+           ": cublasLtMatmulAlgoGetHeuristic found no algorithm, for " +
+           what() +
            " (compile with --gemm-epilogues=off to run the epilogue as "
            "kernels of its own)");
     algo = heuristic.algo;
@@ -179,12 +197,12 @@ void epilogueGemm(const char *caller, cublasLtEpilogue_t epilogue,
       anvil::rt::cuda::launchMode() != anvil::rt::cuda::LaunchMode::Sync)
     return; // queued on the step stream; the step's end waits for it
   if (anvil::rt::Status st =
-          anvil::rt::cuda::synchronizeStepStream(what.c_str());
+          anvil::rt::cuda::synchronizeStepStream(what().c_str());
       !st.isOk())
     fail(st.message());
   if (anvil::rt::cuda::profiling())
     anvil::rt::cuda::profileAdd(
-        std::string("cuBLASLt ") + (forward ? "bias+GELU " : "dGELU+bgrad ") +
+        std::string("cuBLASLt ") + epilogueName(epilogue) + " " +
             std::to_string(m) + "x" + std::to_string(n) + "x" +
             std::to_string(k),
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -196,7 +214,10 @@ void epilogueGemm(const char *caller, cublasLtEpilogue_t epilogue,
 extern "C" void anvil_rt_cuda_gemm_bias_gelu(
     int32_t transB, int64_t m, int64_t n, int64_t k, const uint16_t *a,
     const uint16_t *b, const uint16_t *bias, uint16_t *out, uint16_t *pre) {
-  epilogueGemm("anvil_rt_cuda_gemm_bias_gelu", CUBLASLT_EPILOGUE_GELU_AUX_BIAS,
+  // Without `pre` (nothing reads it), the epilogue that keeps no aux.
+  epilogueGemm("anvil_rt_cuda_gemm_bias_gelu",
+               pre ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                   : CUBLASLT_EPILOGUE_GELU_BIAS,
                transB, m, n, k, a, b, bias, pre, out);
 }
 

@@ -1265,3 +1265,57 @@ func.func @flash_attention_grad_lse(%q: tensor<1x2x8x4xf32>, %lse: tensor<1x2x4x
   %dq, %dk, %dv = anvil.flash_attention_grad %q, %q, %q, %q, %lse, %q : (tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x4xf32>, tensor<1x2x8x4xf32>) -> (tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>)
   return
 }
+
+// -----
+
+func.func @linear_gelu_types(%x: tensor<4x8xbf16>, %w: tensor<8x16xf32>, %b: tensor<16xbf16>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{lhs and rhs must have one element type, got 'tensor<4x8xbf16>' and 'tensor<8x16xf32>'}}
+  %y, %pre = anvil.linear_gelu %x, %w, %b : (tensor<4x8xbf16>, tensor<8x16xf32>, tensor<16xbf16>) -> (tensor<4x16xbf16>, tensor<4x16xbf16>)
+  return
+}
+
+// -----
+
+func.func @linear_gelu_batched_rhs(%x: tensor<2x4x8xbf16>, %w: tensor<2x8x16xbf16>, %b: tensor<16xbf16>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{rhs must be a matrix shared by every row of lhs, got 'tensor<2x8x16xbf16>'}}
+  %y, %pre = anvil.linear_gelu %x, %w, %b : (tensor<2x4x8xbf16>, tensor<2x8x16xbf16>, tensor<16xbf16>) -> (tensor<2x4x16xbf16>, tensor<2x4x16xbf16>)
+  return
+}
+
+// -----
+
+func.func @linear_gelu_contraction(%x: tensor<4x8xbf16>, %w: tensor<16x8xbf16>, %b: tensor<8xbf16>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{contraction sizes differ: lhs 'tensor<4x8xbf16>' has K = 8, rhs 'tensor<16x8xbf16>' has K = 16}}
+  %y, %pre = anvil.linear_gelu %x, %w, %b : (tensor<4x8xbf16>, tensor<16x8xbf16>, tensor<8xbf16>) -> (tensor<4x8xbf16>, tensor<4x8xbf16>)
+  return
+}
+
+// -----
+
+func.func @linear_gelu_bias(%x: tensor<4x8xbf16>, %w: tensor<8x16xbf16>, %b: tensor<16xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{bias must be 'tensor<16xbf16>' (one per column of the product 'tensor<4x16xbf16>'), got 'tensor<16xf32>'}}
+  %y, %pre = anvil.linear_gelu %x, %w, %b : (tensor<4x8xbf16>, tensor<8x16xbf16>, tensor<16xf32>) -> (tensor<4x16xbf16>, tensor<4x16xbf16>)
+  return
+}
+
+// -----
+
+func.func @gelu_bias_grad_types(%g: tensor<4x16xbf16>, %pre: tensor<4x16xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{grad and pre must have one type, got 'tensor<4x16xbf16>' and 'tensor<4x16xf32>'}}
+  %d, %db = anvil.gelu_bias_grad %g, %pre : (tensor<4x16xbf16>, tensor<4x16xf32>) -> (tensor<4x16xbf16>, tensor<16xbf16>)
+  return
+}
+
+// -----
+
+func.func @matmul_gelu_bias_grad_pre(%dy: tensor<4x8xbf16>, %w: tensor<16x8xbf16>, %pre: tensor<4x8xbf16>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{pre must be the product's type 'tensor<4x16xbf16>', got 'tensor<4x8xbf16>'}}
+  %d, %db = anvil.matmul_gelu_bias_grad %dy, %w, %pre {transpose_rhs} : (tensor<4x8xbf16>, tensor<16x8xbf16>, tensor<4x8xbf16>) -> (tensor<4x16xbf16>, tensor<16xbf16>)
+  return
+}

@@ -80,8 +80,9 @@ void anvil_rt_gemm_bf16_rounded(int32_t transA, int32_t transB, int64_t m,
 /// A bf16 linear layer with its bias and tanh GELU (`anvil.linear_gelu`):
 /// with p = a b + bias (a: m x k, b: k x n, or n x k with `transB`, and
 /// bias (n) bf16; products exact, accumulated in f32, the bias added to the
-/// f32 sum), writes pre = bf16(p) and out = bf16(gelu_tanh(p)), m x n.
-/// Every buffer is contiguous and row-major; out and pre are overwritten.
+/// f32 sum), writes pre = bf16(p) (unless `pre` is null) and out =
+/// bf16(gelu_tanh(p)), m x n. Every buffer is contiguous and row-major; out
+/// and pre are overwritten; n is a multiple of 8.
 /// (cuBLASLt's GELU_AUX_BIAS epilogue.)
 void anvil_rt_gemm_bias_gelu(int32_t transB, int64_t m, int64_t n, int64_t k,
                              const uint16_t *a, const uint16_t *b,
