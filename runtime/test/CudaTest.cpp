@@ -237,63 +237,6 @@ TEST(CudaDevice, Bf16RoundedGemmMatchesTheHost) {
     }
 }
 
-TEST(CudaDevice, GeluEpiloguesMatchTheHost) {
-  SKIP_WITHOUT_GPU();
-  // cuBLASLt's GELU_AUX_BIAS and DGELU_BGRAD against the CPU's functions
-  // on the same bf16 inputs: the f32 sums differ in order and cuBLASLt's
-  // tanh is its own, so a value may round a bf16 step or two away from the
-  // host's (plus a little absolute slack where the values cross zero).
-  std::mt19937 rng(13);
-  std::uniform_real_distribution<float> dist(-2, 2);
-  const int64_t m = 37, n = 48, k = 29;
-  auto close = [](const std::vector<uint16_t> &want, const uint16_t *got,
-                  const char *what, int tb) {
-    float largest = 0;
-    for (uint16_t w : want)
-      largest = std::max(largest, std::abs(fromBF16(w)));
-    for (size_t i = 0; i < want.size(); ++i) {
-      float w = fromBF16(want[i]), g = fromBF16(got[i]);
-      float step = w == 0.0f ? 0.0f : std::ldexp(1.0f, std::ilogb(w) - 7);
-      ASSERT_LE(std::abs(g - w), 2 * step + 1e-3f * largest)
-          << what << ", transB " << tb << " at " << i;
-    }
-  };
-  for (int tb = 0; tb < 2; ++tb) {
-    std::vector<uint16_t> a(m * k), b(k * n), bias(n), out(m * n), pre(m * n),
-        dPre(m * n), dBias(n);
-    for (std::vector<uint16_t> *v : {&a, &b, &bias})
-      for (uint16_t &x : *v)
-        x = toBF16(dist(rng));
-    auto device = [](const std::vector<uint16_t> &host) {
-      auto *d = static_cast<uint16_t *>(anvil_rt_cuda_alloc(host.size() * 2));
-      std::copy(host.begin(), host.end(), d);
-      return d;
-    };
-    uint16_t *da = device(a), *db = device(b), *dbias = device(bias);
-    // NaN: every element must be overwritten.
-    uint16_t *dout = device(std::vector<uint16_t>(m * n, 0x7FC0)),
-             *dpre = device(std::vector<uint16_t>(m * n, 0x7FC0)),
-             *ddPre = device(std::vector<uint16_t>(m * n, 0x7FC0)),
-             *ddBias = device(std::vector<uint16_t>(n, 0x7FC0));
-    anvil_rt_cuda_gemm_bias_gelu(tb, m, n, k, da, db, dbias, dout, dpre);
-    ASSERT_TRUE(cuda::synchronizeStepStream("GELU_AUX_BIAS").isOk());
-    anvil_rt_gemm_bias_gelu(tb, m, n, k, a.data(), b.data(), bias.data(),
-                            out.data(), pre.data());
-    close(out, dout, "out", tb);
-    close(pre, dpre, "pre", tb);
-    // The gradient through the host's pre, on both.
-    std::copy(pre.begin(), pre.end(), dpre);
-    anvil_rt_cuda_gemm_dgelu_bgrad(tb, m, n, k, da, db, dpre, ddPre, ddBias);
-    ASSERT_TRUE(cuda::synchronizeStepStream("DGELU_BGRAD").isOk());
-    anvil_rt_gemm_dgelu_bgrad(tb, m, n, k, a.data(), b.data(), pre.data(),
-                              dPre.data(), dBias.data());
-    close(dPre, ddPre, "pre's gradient", tb);
-    close(dBias, ddBias, "bias's gradient", tb);
-    for (uint16_t *p : {da, db, dbias, dout, dpre, ddPre, ddBias})
-      anvil_rt_cuda_free(p);
-  }
-}
-
 TEST(CudaDeviceDeathTest, ALaunchErrorNamesTheKernelAndTheStep) {
   SKIP_WITHOUT_GPU();
   // A child process of its own: CUDA does not survive fork.
@@ -540,3 +483,100 @@ TEST(CudaAttentionDeathTest, RejectsUnsupportedShapesWithTheCallAndShape) {
 }
 
 } // namespace
+
+TEST(CudaDevice, GeluEpiloguesMatchTheHost) {
+  SKIP_WITHOUT_GPU();
+  // (Last in the file: a cuBLASLt call that fails aborts the process.)
+  // cuBLASLt's GELU_AUX_BIAS and DGELU_BGRAD against the CPU's functions
+  // on the same bf16 inputs: the f32 sums differ in order and cuBLASLt's
+  // tanh is its own, so a value may round a bf16 step or two away from the
+  // host's (plus a little absolute slack where the values cross zero).
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> dist(-2, 2);
+  const int64_t m = 37, n = 48, k = 29;
+  auto close = [](const std::vector<uint16_t> &want, const uint16_t *got,
+                  const char *what, int tb) {
+    float largest = 0;
+    for (uint16_t w : want)
+      largest = std::max(largest, std::abs(fromBF16(w)));
+    for (size_t i = 0; i < want.size(); ++i) {
+      float w = fromBF16(want[i]), g = fromBF16(got[i]);
+      float step = w == 0.0f ? 0.0f : std::ldexp(1.0f, std::ilogb(w) - 7);
+      ASSERT_LE(std::abs(g - w), 2 * step + 1e-3f * largest)
+          << what << ", transB " << tb << " at " << i;
+    }
+  };
+  for (int tb = 0; tb < 2; ++tb) {
+    std::vector<uint16_t> a(m * k), b(k * n), bias(n), out(m * n), pre(m * n),
+        dPre(m * n), dBias(n);
+    for (std::vector<uint16_t> *v : {&a, &b, &bias})
+      for (uint16_t &x : *v)
+        x = toBF16(dist(rng));
+    auto device = [](const std::vector<uint16_t> &host) {
+      auto *d = static_cast<uint16_t *>(anvil_rt_cuda_alloc(host.size() * 2));
+      std::copy(host.begin(), host.end(), d);
+      return d;
+    };
+    uint16_t *da = device(a), *db = device(b), *dbias = device(bias);
+    // NaN: every element must be overwritten.
+    uint16_t *dout = device(std::vector<uint16_t>(m * n, 0x7FC0)),
+             *dpre = device(std::vector<uint16_t>(m * n, 0x7FC0)),
+             *ddPre = device(std::vector<uint16_t>(m * n, 0x7FC0)),
+             *ddBias = device(std::vector<uint16_t>(n, 0x7FC0));
+    anvil_rt_cuda_gemm_bias_gelu(tb, m, n, k, da, db, dbias, dout, dpre);
+    ASSERT_TRUE(cuda::synchronizeStepStream("GELU_AUX_BIAS").isOk());
+    anvil_rt_gemm_bias_gelu(tb, m, n, k, a.data(), b.data(), bias.data(),
+                            out.data(), pre.data());
+    close(out, dout, "out", tb);
+    close(pre, dpre, "pre", tb);
+    // The gradient through the host's pre, on both.
+    std::copy(pre.begin(), pre.end(), dpre);
+    anvil_rt_cuda_gemm_dgelu_bgrad(tb, m, n, k, da, db, dpre, ddPre, ddBias);
+    ASSERT_TRUE(cuda::synchronizeStepStream("DGELU_BGRAD").isOk());
+    anvil_rt_gemm_dgelu_bgrad(tb, m, n, k, a.data(), b.data(), pre.data(),
+                              dPre.data(), dBias.data());
+    close(dPre, ddPre, "pre's gradient", tb);
+    close(dBias, ddBias, "bias's gradient", tb);
+    for (uint16_t *p : {da, db, dbias, dout, dpre, ddPre, ddBias})
+      anvil_rt_cuda_free(p);
+  }
+}
+
+TEST(CudaDevice, WeightBiasGradMatchesTheHost) {
+  SKIP_WITHOUT_GPU();
+  // (Last in the file, after GeluEpiloguesMatchTheHost, for the same
+  // reason.) cuBLASLt's BGRADA (or its fallback) against the CPU's
+  // function: the weight's gradient and the bias's, within a bf16 step.
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> dist(-2, 2);
+  const int64_t m = 45, k = 24, n = 40;
+  std::vector<uint16_t> x(m * k), g(m * n), dw(k * n), db(n);
+  for (uint16_t &v : x)
+    v = toBF16(dist(rng));
+  for (uint16_t &v : g)
+    v = toBF16(dist(rng));
+  auto device = [](const std::vector<uint16_t> &host) {
+    auto *d = static_cast<uint16_t *>(anvil_rt_cuda_alloc(host.size() * 2));
+    std::copy(host.begin(), host.end(), d);
+    return d;
+  };
+  uint16_t *dx = device(x), *dg = device(g),
+           *ddw = device(std::vector<uint16_t>(k * n, 0x7FC0)),
+           *ddb = device(std::vector<uint16_t>(n, 0x7FC0));
+  anvil_rt_cuda_gemm_weight_bias_grad(m, k, n, dx, dg, ddw, ddb);
+  ASSERT_TRUE(cuda::synchronizeStepStream("BGRADA").isOk());
+  anvil_rt_gemm_weight_bias_grad(m, k, n, x.data(), g.data(), dw.data(),
+                                 db.data());
+  auto close = [](const std::vector<uint16_t> &want, const uint16_t *got,
+                  const char *what) {
+    for (size_t i = 0; i < want.size(); ++i) {
+      float w = fromBF16(want[i]), v = fromBF16(got[i]);
+      float step = w == 0.0f ? 1e-30f : std::ldexp(1.0f, std::ilogb(w) - 7);
+      ASSERT_LE(std::abs(v - w), step) << what << " at " << i;
+    }
+  };
+  close(dw, ddw, "weight's gradient");
+  close(db, ddb, "bias's gradient");
+  for (uint16_t *p : {dx, dg, ddw, ddb})
+    anvil_rt_cuda_free(p);
+}

@@ -321,3 +321,32 @@ TEST(GemmEpilogues, MatchTheFormulasInDouble) {
           << "bias's gradient, transB " << tb << " at " << j;
   }
 }
+
+// A weight's gradient with its bias's: x^T g within a bf16 step of the
+// double product, and the rows' sums likewise.
+TEST(GemmEpilogues, WeightAndBiasGradientsMatchDouble) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  const int64_t m = 19, k = 7, n = 12;
+  std::vector<uint16_t> x(m * k), g(m * n), dw(k * n), db(n);
+  for (uint16_t &v : x)
+    v = toBF16(dist(rng));
+  for (uint16_t &v : g)
+    v = toBF16(dist(rng));
+  anvil_rt_gemm_weight_bias_grad(m, k, n, x.data(), g.data(), dw.data(),
+                                 db.data());
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double want = 0;
+      for (int64_t r = 0; r < m; ++r)
+        want += double(fromBF16(x[r * k + i])) * fromBF16(g[r * n + j]);
+      ASSERT_LE(std::abs(fromBF16(dw[i * n + j]) - want), bf16Step(want))
+          << i << ", " << j;
+    }
+  for (int64_t j = 0; j < n; ++j) {
+    double want = 0;
+    for (int64_t r = 0; r < m; ++r)
+      want += fromBF16(g[r * n + j]);
+    ASSERT_LE(std::abs(fromBF16(db[j]) - want), bf16Step(want)) << j;
+  }
+}

@@ -21,3 +21,13 @@ func.func @twelve_columns(%dy: tensor<4x8xbf16>, %w: tensor<12x8xbf16>, %pre: te
   %d, %db = anvil.matmul_gelu_bias_grad %dy, %w, %pre {transpose_rhs} : (tensor<4x8xbf16>, tensor<12x8xbf16>, tensor<4x12xbf16>) -> (tensor<4x12xbf16>, tensor<12xbf16>)
   return %d : tensor<4x12xbf16>
 }
+
+// -----
+
+// Tests that the same holds for a weight's gradient with its bias's.
+func.func @f64_weight_grad(%x: tensor<8x4xf64>, %g: tensor<8x16xf64>) -> tensor<4x16xf64> {
+  // expected-error@+2 {{anvil-bufferize: 'anvil.matmul_bias_grad' of 'f64' is not supported by the runtime's functions (bf16 only)}}
+  // expected-error@+1 {{failed to bufferize op}}
+  %dw, %db = anvil.matmul_bias_grad %x, %g : (tensor<8x4xf64>, tensor<8x16xf64>) -> (tensor<4x16xf64>, tensor<16xf64>)
+  return %dw : tensor<4x16xf64>
+}

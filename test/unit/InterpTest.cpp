@@ -93,7 +93,24 @@ TEST_F(InterpTest, EveryOpHasAnEvaluator) {
     ++ops;
     EXPECT_TRUE(hasEvaluator(name)) << name.getStringRef().str();
   }
-  EXPECT_EQ(ops, 79);
+  EXPECT_EQ(ops, 80);
+}
+
+// A weight's gradient x^T g with its bias's, the sum of g's rows.
+TEST_F(InterpTest, MatmulBiasGrad) {
+  Buffer x = B({3, 2}, {1, 2, -1, 0.5, 2, 4}),
+         g = B({3, 2}, {0.5, -1, 2, 3, -4, 1});
+  auto out =
+      run("%x: tensor<3x2xf64>, %g: tensor<3x2xf64>",
+          "tensor<2x2xf64>, tensor<2xf64>",
+          "%dw, %db = anvil.matmul_bias_grad %x, %g : (tensor<3x2xf64>, "
+          "tensor<3x2xf64>) -> (tensor<2x2xf64>, tensor<2xf64>)\nreturn %dw, "
+          "%db : tensor<2x2xf64>, tensor<2xf64>",
+          {x, g});
+  ASSERT_TRUE(succeeded(out));
+  // x^T g: [[0.5 - 2 - 8, -1 - 3 + 2], [1 + 1 - 16, -2 + 1.5 + 4]]
+  expectNear((*out)[0], {2, 2}, {-9.5, -2, -14, 3.5});
+  expectNear((*out)[1], {2}, {-1.5, 3});
 }
 
 // The fused linear layer and its gradients: p = x w + b, the GELU of it

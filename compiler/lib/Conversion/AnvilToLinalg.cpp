@@ -1214,7 +1214,8 @@ struct AnvilConvertToLinalgPass
           AxisSliceOp::getOperationName(), FlashAttentionOp::getOperationName(),
           FlashAttentionGradOp::getOperationName(),
           LinearGeluOp::getOperationName(),
-          MatmulGeluBiasGradOp::getOperationName()})
+          MatmulGeluBiasGradOp::getOperationName(),
+          MatmulBiasGradOp::getOperationName()})
       lowered.insert(name);
     getOperation().walk([&](Operation *op) {
       if (!lowers.contains(op->getDialect()) ||
@@ -1245,7 +1246,7 @@ struct AnvilConvertToLinalgPass
       if (!lowers.contains(op->getDialect()) ||
           isa<AllReduceOp, AxisIndexOp, AllGatherOp, ReduceScatterOp,
               AxisSliceOp, FlashAttentionOp, FlashAttentionGradOp, LinearGeluOp,
-              MatmulGeluBiasGradOp>(op))
+              MatmulGeluBiasGradOp, MatmulBiasGradOp>(op))
         return WalkResult::advance();
       op->emitError("anvil-convert-to-linalg: failed to lower '")
           << op->getName() << "'";

@@ -67,6 +67,7 @@ constexpr StringLiteral kAttention = "anvil_rt_attention_f32";
 constexpr StringLiteral kAttentionGrad = "anvil_rt_attention_grad_f32";
 constexpr StringLiteral kGemmBiasGelu = "anvil_rt_gemm_bias_gelu";
 constexpr StringLiteral kGemmDgeluBgrad = "anvil_rt_gemm_dgelu_bgrad";
+constexpr StringLiteral kGemmWeightBiasGrad = "anvil_rt_gemm_weight_bias_grad";
 
 /// The runtime's name for mesh axis `axis` of `op`'s module: its position
 /// in the module's `anvil.mesh`, or -1 without a mesh (a world of one).
@@ -439,14 +440,16 @@ struct AttentionBufferization
   }
 };
 
-/// anvil.linear_gelu and anvil.matmul_gelu_bias_grad: new buffers for the
-/// results, written by one GEMM call with its epilogue (RuntimeABI.h):
+/// anvil.linear_gelu, anvil.matmul_gelu_bias_grad and
+/// anvil.matmul_bias_grad: new buffers for the results, written by one GEMM
+/// call with its epilogue (RuntimeABI.h):
 ///   anvil_rt_gemm_bias_gelu(transB, m, n, k, a, b, bias, out, pre)
 ///   anvil_rt_gemm_dgelu_bgrad(transB, m, n, k, a, b, pre, preGrad,
 ///                             biasGrad)
+///   anvil_rt_gemm_weight_bias_grad(m, k, n, x, grad, weightGrad, biasGrad)
 /// with the lhs's leading dimensions folded into m rows and every buffer,
 /// made contiguous first, passed as a pointer to its first element (a null
-/// `pre` when nothing reads it). n must be a multiple of 8.
+/// `pre` when nothing reads it). The GELU's n must be a multiple of 8.
 template <typename OpTy>
 struct GemmEpilogueBufferization
     : NewBufferModel<GemmEpilogueBufferization<OpTy>, OpTy> {
@@ -455,20 +458,25 @@ struct GemmEpilogueBufferization
                           bufferization::BufferizationState &state) const {
     auto gemm = cast<OpTy>(op);
     Location loc = op->getLoc();
-    if (!gemm.getLhs().getType().getElementType().isBF16())
-      return op->emitError("anvil-bufferize: '")
-             << op->getName() << "' of "
-             << gemm.getLhs().getType().getElementType()
-             << " is not supported by the runtime's functions (bf16 only)";
     auto lhs = cast<RankedTensorType>(gemm.getLhs().getType());
-    int64_t k = lhs.getShape().back(), m = lhs.getNumElements() / k;
-    int64_t n =
-        cast<RankedTensorType>(op->getResult(0).getType()).getShape().back();
-    if (n % 8 != 0)
+    if (!lhs.getElementType().isBF16())
       return op->emitError("anvil-bufferize: '")
-             << op->getName() << "' with " << n
-             << " columns: the runtime's GEMM epilogues need a multiple of 8 "
-                "(cuBLASLt's rule for the GELU's input it keeps)";
+             << op->getName() << "' of " << lhs.getElementType()
+             << " is not supported by the runtime's functions (bf16 only)";
+    constexpr bool weightGrad = std::is_same_v<OpTy, anvil::MatmulBiasGradOp>;
+    // The product's rows m, columns n and contraction k.
+    int64_t n =
+        cast<RankedTensorType>(op->getOperand(1).getType()).getShape().back();
+    int64_t m = lhs.getNumElements() / lhs.getShape().back(),
+            k = lhs.getShape().back();
+    if (!weightGrad) {
+      n = cast<RankedTensorType>(op->getResult(0).getType()).getShape().back();
+      if (n % 8 != 0)
+        return op->emitError("anvil-bufferize: '")
+               << op->getName() << "' with " << n
+               << " columns: the runtime's GEMM epilogues need a multiple of "
+                  "8 (cuBLASLt's rule for the GELU's input it keeps)";
+    }
     // A `pre` nothing reads (the evaluation's forward pass) is not written:
     // a null pointer, and the result's buffer stands in for it.
     auto linear = dyn_cast<anvil::LinearGeluOp>(op);
@@ -488,10 +496,13 @@ struct GemmEpilogueBufferization
       return arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
                                           v);
     };
-    SmallVector<Value> args = {
-        arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(),
-                                     gemm.getTransposeRhs() ? 1 : 0),
-        i64(m), i64(n), i64(k)};
+    SmallVector<Value> args;
+    if constexpr (weightGrad)
+      args = {i64(m), i64(k), i64(n)};
+    else
+      args = {arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(),
+                                           gemm.getTransposeRhs() ? 1 : 0),
+              i64(m), i64(n), i64(k)};
     auto pointer = [&](Value buffer) -> Value {
       return LLVM::IntToPtrOp::create(
           rewriter, loc, LLVM::LLVMPointerType::get(rewriter.getContext()),
@@ -511,7 +522,8 @@ struct GemmEpilogueBufferization
                            : pointer(results[1]));
     StringLiteral callee = std::is_same_v<OpTy, anvil::LinearGeluOp>
                                ? kGemmBiasGelu
-                               : kGemmDgeluBgrad;
+                           : weightGrad ? kGemmWeightBiasGrad
+                                        : kGemmDgeluBgrad;
     auto module = op->getParentOfType<ModuleOp>();
     if (!module.lookupSymbol(callee)) {
       OpBuilder::InsertionGuard guard(rewriter);
@@ -624,6 +636,8 @@ struct AnvilBufferizePass
           GemmEpilogueBufferization<anvil::LinearGeluOp>>(*ctx);
       anvil::MatmulGeluBiasGradOp::attachInterface<
           GemmEpilogueBufferization<anvil::MatmulGeluBiasGradOp>>(*ctx);
+      anvil::MatmulBiasGradOp::attachInterface<
+          GemmEpilogueBufferization<anvil::MatmulBiasGradOp>>(*ctx);
     });
   }
   void runOnOperation() override {
@@ -672,7 +686,8 @@ struct AnvilBufferizePass
          {std::pair<StringRef, StringRef>{kAttention, attentionCallee},
           {kAttentionGrad, attentionGradCallee},
           {kGemmBiasGelu, gemmBiasGeluCallee},
-          {kGemmDgeluBgrad, gemmDgeluBgradCallee}}) {
+          {kGemmDgeluBgrad, gemmDgeluBgradCallee},
+          {kGemmWeightBiasGrad, gemmWeightBiasGradCallee}}) {
       auto callee = getOperation().lookupSymbol<func::FuncOp>(from);
       if (!callee || from == to)
         continue;

@@ -155,6 +155,26 @@ static void geluBiasGrad(ArrayRef<double> g, const Buffer &pre,
 }
 
 void registerShapeEvaluators(EvaluatorTable &t) {
+  t.add<ad::MatmulBiasGradOp>([](ad::MatmulBiasGradOp,
+                                 ArrayRef<const Buffer *> in,
+                                 std::vector<Buffer> &out) {
+    const Buffer &x = *in[0], &g = *in[1];
+    int64_t m = x.shape[0], k = x.shape[1], n = g.shape[1];
+    for (int64_t i = 0; i < k; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0.0;
+        for (int64_t r = 0; r < m; ++r)
+          sum += x.data[r * k + i] * g.data[r * n + j];
+        out[0].data[i * n + j] = sum;
+      }
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0.0;
+      for (int64_t r = 0; r < m; ++r)
+        sum += g.data[r * n + j];
+      out[1].data[j] = sum;
+    }
+    return success();
+  });
   t.add<ad::LinearGeluOp>([](ad::LinearGeluOp op, ArrayRef<const Buffer *> in,
                              std::vector<Buffer> &out) {
     int64_t n = out[0].shape.back();

@@ -10,6 +10,11 @@
 //    roundings. Its VJP builds anvil.gelu_bias_grad.
 // 2. Training step: anvil.gelu_bias_grad of a bf16 anvil.matmul's product
 //    that nothing else reads becomes anvil.matmul_gelu_bias_grad.
+// 3. Training step: a linear layer's bias gradient, the f32 reduce_sum of
+//    its output's gradient g over every dimension but the last, and its
+//    weight gradient, a bf16 matmul {transpose_lhs} of the input's rows and
+//    g rounded to bf16 (as rows), become one anvil.matmul_bias_grad: the
+//    sum is taken of the bf16 rows the GEMM reads (cuBLASLt's BGRADA).
 //
 //===----------------------------------------------------------------------===//
 
@@ -132,6 +137,64 @@ bool fuseBackward(GeluBiasGradOp grad) {
   return true;
 }
 
+/// The (M, N) bf16 rows of `g` that `v` is: a cast of g to bf16, or a
+/// reshape of one to its rows.
+bool areRowsOf(Value v, Value g) {
+  if (auto reshape = v.getDefiningOp<ReshapeOp>())
+    v = reshape.getOperand();
+  auto cast = v.getDefiningOp<CastOp>();
+  return cast && cast.getOperand() == g &&
+         cast.getType().getElementType().isBF16();
+}
+
+/// Rewrites `sum` and the weight gradient beside it (form 3) into
+/// anvil.matmul_bias_grad; false when they are not of that form.
+bool fuseWeightBiasGrad(ReduceSumOp sum) {
+  Value g = sum.getOperand();
+  auto type = cast<RankedTensorType>(g.getType());
+  int64_t rank = type.getRank();
+  if (sum.getKeepDims() || rank < 2 || !type.getElementType().isF32() ||
+      sum.getDims() !=
+          ArrayRef<int64_t>(llvm::to_vector(llvm::seq<int64_t>(0, rank - 1))))
+    return false;
+  // The weight gradient: x^T (rows of g in bf16), x (M, K) bf16.
+  MatmulOp weightGrad;
+  for (Operation *user : g.getUsers())
+    for (Operation *rows : user->getUsers()) {
+      SmallVector<Operation *> candidates = {rows};
+      if (isa<ReshapeOp>(rows))
+        llvm::append_range(candidates, rows->getUsers());
+      for (Operation *op : candidates)
+        if (auto mm = dyn_cast<MatmulOp>(op);
+            mm && mm.getTransposeLhs() && !mm.getTransposeRhs() &&
+            mm.getType().getRank() == 2 &&
+            mm.getLhs().getType().getRank() == 2 &&
+            mm.getType().getElementType().isBF16() &&
+            mm.getLhs().getType().getElementType().isBF16() &&
+            !mm->hasAttr(AnvilDialect::kFP8AttrName) &&
+            areRowsOf(mm.getRhs(), g) && !weightGrad)
+          weightGrad = mm;
+    }
+  if (!weightGrad)
+    return false;
+  // The bias's gradient is made at the weight's GEMM: its readers must
+  // come after it.
+  for (Operation *user : sum->getUsers())
+    if (user->getBlock() != weightGrad->getBlock() ||
+        !weightGrad->isBeforeInBlock(user))
+      return false;
+  OpBuilder b(weightGrad);
+  auto fused = MatmulBiasGradOp::create(
+      b, weightGrad.getLoc(), weightGrad.getLhs(), weightGrad.getRhs());
+  Value biasGrad =
+      CastOp::create(b, sum.getLoc(), sum.getType(), fused.getBiasGrad());
+  weightGrad.replaceAllUsesWith(fused.getWeightGrad());
+  weightGrad.erase();
+  sum.replaceAllUsesWith(biasGrad);
+  sum.erase();
+  return true;
+}
+
 struct AnvilGemmEpiloguesPass
     : mlir::anvil::impl::AnvilGemmEpiloguesPassBase<AnvilGemmEpiloguesPass> {
   using Base::Base;
@@ -139,16 +202,21 @@ struct AnvilGemmEpiloguesPass
   void runOnOperation() override {
     SmallVector<GeluOp> gelus;
     SmallVector<GeluBiasGradOp> grads;
+    SmallVector<ReduceSumOp> sums;
     getOperation().walk([&](Operation *op) {
       if (auto gelu = dyn_cast<GeluOp>(op))
         gelus.push_back(gelu);
       else if (auto grad = dyn_cast<GeluBiasGradOp>(op))
         grads.push_back(grad);
+      else if (auto sum = dyn_cast<ReduceSumOp>(op))
+        sums.push_back(sum);
     });
     for (GeluOp gelu : gelus)
       fuseForward(gelu);
     for (GeluBiasGradOp grad : grads)
       fuseBackward(grad);
+    for (ReduceSumOp sum : sums)
+      fuseWeightBiasGrad(sum);
   }
 };
 

@@ -254,3 +254,20 @@ extern "C" void anvil_rt_gemm_dgelu_bgrad(int32_t transB, int64_t m, int64_t n,
   for (int64_t j = 0; j < n; ++j)
     biasGrad[j] = anvil::rt::toBF16Bits(sums[j]);
 }
+
+extern "C" void anvil_rt_gemm_weight_bias_grad(int64_t m, int64_t k, int64_t n,
+                                               const uint16_t *x,
+                                               const uint16_t *grad,
+                                               uint16_t *weightGrad,
+                                               uint16_t *biasGrad) {
+  // x^T grad: x stored (m, k) is A transposed.
+  anvil_rt_gemm_bf16_rounded(1, 0, k, n, m, x, k, 0, grad, n, 0, weightGrad, n,
+                             0, 1);
+  // The bias's gradient summed in f32, in row order, then rounded.
+  std::vector<float> sums(static_cast<size_t>(n), 0.0f);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t j = 0; j < n; ++j)
+      sums[j] += anvil::rt::fromBF16Bits(grad[r * n + j]);
+  for (int64_t j = 0; j < n; ++j)
+    biasGrad[j] = anvil::rt::toBF16Bits(sums[j]);
+}

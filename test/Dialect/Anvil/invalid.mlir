@@ -1313,6 +1313,15 @@ func.func @gelu_bias_grad_types(%g: tensor<4x16xbf16>, %pre: tensor<4x16xf32>) {
 
 // -----
 
+func.func @matmul_bias_grad_rows(%x: tensor<8x4xbf16>, %g: tensor<6x16xbf16>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{lhs and grad must be (M, K) and (M, N) matrices of one element type, got 'tensor<8x4xbf16>' and 'tensor<6x16xbf16>'}}
+  %dw, %db = anvil.matmul_bias_grad %x, %g : (tensor<8x4xbf16>, tensor<6x16xbf16>) -> (tensor<4x16xbf16>, tensor<16xbf16>)
+  return
+}
+
+// -----
+
 func.func @matmul_gelu_bias_grad_pre(%dy: tensor<4x8xbf16>, %w: tensor<16x8xbf16>, %pre: tensor<4x8xbf16>) {
   // expected-error@+2 {{failed to infer returned types}}
   // expected-error@+1 {{pre must be the product's type 'tensor<4x16xbf16>', got 'tensor<4x8xbf16>'}}

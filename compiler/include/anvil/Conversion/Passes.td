@@ -118,12 +118,13 @@ def AnvilBufferizePass : Pass<"anvil-bufferize", "mlir::ModuleOp"> {
     `anvil_rt_attention_layout`); one without static strides or with a
     strided innermost dimension is copied first.
 
-    `anvil.linear_gelu` and `anvil.matmul_gelu_bias_grad` write new
-    buffers through one GEMM call each (`gemm-bias-gelu`,
-    `gemm-dgelu-bgrad`: RuntimeABI.h's `anvil_rt_gemm_bias_gelu` and
-    `anvil_rt_gemm_dgelu_bgrad` by default, cuBLASLt's epilogues with the
-    CUDA backend), every buffer passed as a pointer to its first element
-    (one that is not contiguous is copied first).
+    `anvil.linear_gelu`, `anvil.matmul_gelu_bias_grad` and
+    `anvil.matmul_bias_grad` write new buffers through one GEMM call each
+    (`gemm-bias-gelu`, `gemm-dgelu-bgrad`, `gemm-weight-bias-grad`:
+    RuntimeABI.h's `anvil_rt_gemm_bias_gelu`, `anvil_rt_gemm_dgelu_bgrad`
+    and `anvil_rt_gemm_weight_bias_grad` by default, cuBLASLt's epilogues
+    with the CUDA backend), every buffer passed as a pointer to its first
+    element (one that is not contiguous is copied first).
 
     Input:
     ```mlir
@@ -155,6 +156,9 @@ def AnvilBufferizePass : Pass<"anvil-bufferize", "mlir::ModuleOp"> {
     Option<"gemmDgeluBgradCallee", "gemm-dgelu-bgrad", "std::string",
            /*default=*/"\"anvil_rt_gemm_dgelu_bgrad\"",
            "The runtime function anvil.matmul_gelu_bias_grad calls">,
+    Option<"gemmWeightBiasGradCallee", "gemm-weight-bias-grad", "std::string",
+           /*default=*/"\"anvil_rt_gemm_weight_bias_grad\"",
+           "The runtime function anvil.matmul_bias_grad calls">,
   ];
   let dependentDialects = [
     "mlir::bufferization::BufferizationDialect", "mlir::linalg::LinalgDialect",

@@ -11,7 +11,8 @@
 //      gradient) Anvil's flash-attention kernels
 //      (anvil_rt_cuda_attention_f32, _grad_f32), GEMMs with a bias and
 //      GELU epilogue (anvil.linear_gelu, anvil.matmul_gelu_bias_grad)
-//      cuBLASLt's (anvil_rt_cuda_gemm_bias_gelu, _dgelu_bgrad).
+//      cuBLASLt's (anvil_rt_cuda_gemm_bias_gelu, _dgelu_bgrad), a weight's
+//      gradient with its bias's cuBLASLt's (_weight_bias_grad).
 // 4.   kernels: anvil-cuda-map-dispatches (each dispatch's loop nests onto
 //      a 1-D grid; long contiguous row reductions a warp per row),
 //      canonicalize, gpu-launch-sink-index-computations (the
@@ -111,6 +112,7 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     cpuOptions.attentionGrad = "anvil_rt_cuda_attention_grad_f32";
     cpuOptions.gemmBiasGelu = "anvil_rt_cuda_gemm_bias_gelu";
     cpuOptions.gemmDgeluBgrad = "anvil_rt_cuda_gemm_dgelu_bgrad";
+    cpuOptions.gemmWeightBiasGrad = "anvil_rt_cuda_gemm_weight_bias_grad";
     cpuOptions.mergeAmax = true;
     cpuOptions.recomputeCheap = true;
     cpuOptions.mergeCheapReaders = true;

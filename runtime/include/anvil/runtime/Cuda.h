@@ -187,6 +187,17 @@ void anvil_rt_cuda_gemm_dgelu_bgrad(int32_t transB, int64_t m, int64_t n,
                                     const uint16_t *b, const uint16_t *pre,
                                     uint16_t *preGrad, uint16_t *biasGrad);
 
+/// anvil_rt_gemm_weight_bias_grad's contract (RuntimeABI.h) on device
+/// pointers: one cuBLASLt GEMM with the BGRADA epilogue (or, where
+/// cuBLASLt offers none for the shape, the GEMM and the sum as a product
+/// with a vector of ones, the same sums). Queues the work on the step
+/// stream.
+void anvil_rt_cuda_gemm_weight_bias_grad(int64_t m, int64_t k, int64_t n,
+                                         const uint16_t *x,
+                                         const uint16_t *grad,
+                                         uint16_t *weightGrad,
+                                         uint16_t *biasGrad);
+
 /// anvil_rt_attention_f32's contract (RuntimeABI.h) on device pointers,
 /// through Anvil's fused flash-attention kernels (runtime/src/cuda/
 /// Attention.cu): no (queries x keys) matrix is stored. With `bf16` the

@@ -100,6 +100,16 @@ void anvil_rt_gemm_dgelu_bgrad(int32_t transB, int64_t m, int64_t n, int64_t k,
                                const uint16_t *pre, uint16_t *preGrad,
                                uint16_t *biasGrad);
 
+/// A linear layer's weight and bias gradients (`anvil.matmul_bias_grad`):
+/// from its input's rows x (m x k) and its output gradient's grad (m x n),
+/// both bf16, writes weightGrad = bf16(x^T grad) (k x n; exact products,
+/// f32 accumulation) and biasGrad = bf16(the sum of grad's m rows, in
+/// f32) (n). Every buffer contiguous and row-major. (cuBLASLt's BGRADA
+/// epilogue.)
+void anvil_rt_gemm_weight_bias_grad(int64_t m, int64_t k, int64_t n,
+                                    const uint16_t *x, const uint16_t *grad,
+                                    uint16_t *weightGrad, uint16_t *biasGrad);
+
 /// Fused scaled-dot-product attention (`anvil.flash_attention`), f32
 /// buffers: q (batch, heads, queries, dim), k (batch, kvHeads, keys, dim),
 /// v (batch, kvHeads, keys, valueDim) and out (batch, heads, queries,

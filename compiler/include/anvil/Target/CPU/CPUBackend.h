@@ -67,9 +67,11 @@ struct CPUPipelineOptions {
   std::string attention = "anvil_rt_attention_f32";
   std::string attentionGrad = "anvil_rt_attention_grad_f32";
   /// The runtime functions the GEMMs with epilogues call
-  /// (anvil-bufferize gemm-bias-gelu, gemm-dgelu-bgrad).
+  /// (anvil-bufferize gemm-bias-gelu, gemm-dgelu-bgrad,
+  /// gemm-weight-bias-grad).
   std::string gemmBiasGelu = "anvil_rt_gemm_bias_gelu";
   std::string gemmDgeluBgrad = "anvil_rt_gemm_dgelu_bgrad";
+  std::string gemmWeightBiasGrad = "anvil_rt_gemm_weight_bias_grad";
   /// GEMMs of two tensorwise FP8 quantizations (anvil-decompose
   /// fp8-gemms): f8, f8-k-inner or dequantized.
   std::string fp8Gemms = "f8";

@@ -128,6 +128,12 @@ int64_t MatmulGeluBiasGradOp::getFlops() {
   return (2 * k + 16 + 1) * numel(getPreGrad());
 }
 
+// The weight's gradient, 2 K N M, and the bias's, a sum over the M rows.
+int64_t MatmulBiasGradOp::getFlops() {
+  int64_t m = shapeOf(getGrad()).front();
+  return 2 * numel(getWeightGrad()) * m + numel(getGrad());
+}
+
 // Statistics (mean and variance: 5 per element) plus the affine transform.
 static int64_t normFlops(Value operand, Value scale, Value bias) {
   return (5 + (scale ? 1 : 0) + (bias ? 1 : 0)) * numel(operand);

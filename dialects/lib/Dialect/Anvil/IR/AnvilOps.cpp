@@ -740,6 +740,26 @@ LogicalResult MatmulGeluBiasGradOp::inferReturnTypes(
   return success();
 }
 
+LogicalResult
+MatmulBiasGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                   Adaptor adaptor,
+                                   SmallVectorImpl<Type> &inferred) {
+  RankedTensorType lhs = tensorType(adaptor.getLhs());
+  RankedTensorType grad = tensorType(adaptor.getGrad());
+  if (lhs.getRank() != 2 || grad.getRank() != 2 ||
+      lhs.getElementType() != grad.getElementType() ||
+      lhs.getDimSize(0) != grad.getDimSize(0))
+    return Fail<MatmulBiasGradOp>{loc}(
+        "lhs and grad must be (M, K) and (M, N) matrices of one element "
+        "type, got ",
+        lhs, " and ", grad);
+  Type element = lhs.getElementType();
+  inferred.append(
+      {RankedTensorType::get({lhs.getDimSize(1), grad.getDimSize(1)}, element),
+       RankedTensorType::get({grad.getDimSize(1)}, element)});
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Normalizations
 //===----------------------------------------------------------------------===//

@@ -607,6 +607,33 @@ def Anvil_MatmulGeluBiasGradOp : Anvil_CostedOp<"matmul_gelu_bias_grad",
   }];
 }
 
+def Anvil_MatmulBiasGradOp : Anvil_CostedOp<"matmul_bias_grad",
+                                            [InferTypeOpAdaptor]> {
+  let summary = "A linear layer's weight gradient with its bias's, fused";
+  let description = [{
+    From the rows of a linear layer's input `lhs` `(M, K)` and of its
+    output's gradient `grad` `(M, N)`: `weight_grad = lhs^T grad` `(K, N)`
+    (products exact, accumulated in f32, rounded once) and `bias_grad`
+    `(N)`, the sum of `grad` over the rows in f32, rounded once. Operands
+    and results share one element type: bf16 for the backends, f64 in the
+    interpreter's tests. It is cuBLASLt's `BGRADA` epilogue (the bias's
+    gradient read off the GEMM's operand): `anvil-gemm-epilogues` makes it
+    of the layer's `dW = anvil.matmul {transpose_lhs}` of the bf16 gradient
+    and the `anvil.reduce_sum` of that gradient in f32 over its rows, so
+    the bias's gradient is summed from the bf16 values the GEMM reads.
+
+    ```mlir
+    %dw, %db = anvil.matmul_bias_grad %x, %g
+        : (tensor<8192x768xbf16>, tensor<8192x2304xbf16>)
+        -> (tensor<768x2304xbf16>, tensor<2304xbf16>)
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$lhs, Anvil_FloatTensor:$grad);
+  let results = (outs Anvil_FloatTensor:$weight_grad,
+                      Anvil_FloatTensor:$bias_grad);
+  let assemblyFormat = "$lhs `,` $grad attr-dict `:` functional-type(operands, results)";
+}
+
 //===----------------------------------------------------------------------===//
 // Normalizations
 //===----------------------------------------------------------------------===//
