@@ -125,14 +125,21 @@ def AnvilGemmEpiloguesPass : Pass<"anvil-gemm-epilogues", "mlir::ModuleOp"> {
     - On the training step: an `anvil.gelu_bias_grad` whose gradient is a
       bf16 `anvil.matmul` read by nothing else becomes
       `anvil.matmul_gelu_bias_grad` (`DGELU_BGRAD`).
+    - On the training step: a linear layer's bias gradient (the f32
+      `anvil.reduce_sum` of its output's gradient `g` over every dimension
+      but the last) and its weight gradient (a bf16 `anvil.matmul
+      {transpose_lhs}` of the input's rows and `g` rounded to bf16, as
+      rows) become one `anvil.matmul_bias_grad` (`BGRADA`), when the sum's
+      readers come after the GEMM.
 
     Rounding changes (cuBLASLt's types for a bf16 GEMM): the bias is
     rounded to bf16 and added to the f32 sum before the one rounding to
     bf16 (not to the product rounded), the backward GEMM's product reaches
-    the GELU derivative in f32, the gradient reads bf16 `pre`, and the
-    bias's gradient is rounded to bf16 before it is widened back. The
-    GELU's f32 input and output are no longer stored. Run it after `anvil-partition` (the ops have no sharding
-    rule). `anvil-compile` runs it for `--target=cuda` (and
+    the GELU derivative in f32, the gradient reads bf16 `pre`, a bias's
+    gradient is summed from the bf16 values the weight's GEMM reads, and
+    the bias's gradient is rounded to bf16 before it is widened back. The
+    GELU's f32 input and output are no longer stored. Run it after
+    `anvil-partition` (the ops have no sharding rule). `anvil-compile` runs it for `--target=cuda` (and
     `--emulate-cuda-grid`) unless `--gemm-epilogues=off`.
 
     ```mlir
