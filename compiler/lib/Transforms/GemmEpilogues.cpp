@@ -11,10 +11,13 @@
 // 2. Training step: anvil.gelu_bias_grad of a bf16 anvil.matmul's product
 //    that nothing else reads becomes anvil.matmul_gelu_bias_grad.
 // 3. Training step: a linear layer's bias gradient, the f32 reduce_sum of
-//    its output's gradient g over every dimension but the last, and its
-//    weight gradient, a bf16 matmul {transpose_lhs} of the input's rows and
-//    g rounded to bf16 (as rows), become one anvil.matmul_bias_grad: the
-//    sum is taken of the bf16 rows the GEMM reads (cuBLASLt's BGRADA).
+//    its output's gradient g over every dimension but the last that a
+//    broadcast's VJP made (anvil.broadcast_grad), and its weight gradient,
+//    a bf16 matmul {transpose_lhs} of the input's rows and g rounded to
+//    bf16 (as rows), become one anvil.matmul_bias_grad at the earliest such
+//    GEMM before the sum's readers: the sum is taken of the bf16 rows the
+//    GEMM reads (cuBLASLt's BGRADA).
+// `forward` runs form 1, `backward` forms 2 and 3.
 //
 //===----------------------------------------------------------------------===//
 
@@ -137,9 +140,14 @@ bool fuseBackward(GeluBiasGradOp grad) {
   return true;
 }
 
-/// The (M, N) bf16 rows of `g` that `v` is: a cast of g to bf16, or a
-/// reshape of one to its rows.
+/// Whether `v` is the (M, N) bf16 rows of `g` (..., N): a cast of g to
+/// bf16, of rank 2, or a reshape of one that folds its leading dimensions.
 bool areRowsOf(Value v, Value g) {
+  auto rows = cast<RankedTensorType>(v.getType());
+  if (rows.getRank() != 2 ||
+      rows.getDimSize(1) !=
+          cast<RankedTensorType>(g.getType()).getShape().back())
+    return false;
   if (auto reshape = v.getDefiningOp<ReshapeOp>())
     v = reshape.getOperand();
   auto cast = v.getDefiningOp<CastOp>();
@@ -153,18 +161,20 @@ bool fuseWeightBiasGrad(ReduceSumOp sum) {
   Value g = sum.getOperand();
   auto type = cast<RankedTensorType>(g.getType());
   int64_t rank = type.getRank();
-  if (sum.getKeepDims() || rank < 2 || !type.getElementType().isF32() ||
+  if (!sum->hasAttr(AnvilDialect::kBroadcastGradAttrName) ||
+      sum.getKeepDims() || rank < 2 || !type.getElementType().isF32() ||
       sum.getDims() !=
           ArrayRef<int64_t>(llvm::to_vector(llvm::seq<int64_t>(0, rank - 1))))
     return false;
-  // The weight gradient: x^T (rows of g in bf16), x (M, K) bf16.
-  MatmulOp weightGrad;
+  // The weight gradients: x^T (rows of g in bf16), x (M, K) bf16; the
+  // earliest that comes before every reader of the sum.
+  SmallVector<MatmulOp> candidates;
   for (Operation *user : g.getUsers())
     for (Operation *rows : user->getUsers()) {
-      SmallVector<Operation *> candidates = {rows};
+      SmallVector<Operation *> readers = {rows};
       if (isa<ReshapeOp>(rows))
-        llvm::append_range(candidates, rows->getUsers());
-      for (Operation *op : candidates)
+        llvm::append_range(readers, rows->getUsers());
+      for (Operation *op : readers)
         if (auto mm = dyn_cast<MatmulOp>(op);
             mm && mm.getTransposeLhs() && !mm.getTransposeRhs() &&
             mm.getType().getRank() == 2 &&
@@ -172,17 +182,19 @@ bool fuseWeightBiasGrad(ReduceSumOp sum) {
             mm.getType().getElementType().isBF16() &&
             mm.getLhs().getType().getElementType().isBF16() &&
             !mm->hasAttr(AnvilDialect::kFP8AttrName) &&
-            areRowsOf(mm.getRhs(), g) && !weightGrad)
-          weightGrad = mm;
+            areRowsOf(mm.getRhs(), g) && !llvm::is_contained(candidates, mm))
+          candidates.push_back(mm);
     }
+  MatmulOp weightGrad;
+  for (MatmulOp mm : candidates) {
+    bool beforeReaders = llvm::all_of(sum->getUsers(), [&](Operation *user) {
+      return user->getBlock() == mm->getBlock() && mm->isBeforeInBlock(user);
+    });
+    if (beforeReaders && (!weightGrad || mm->isBeforeInBlock(weightGrad)))
+      weightGrad = mm;
+  }
   if (!weightGrad)
     return false;
-  // The bias's gradient is made at the weight's GEMM: its readers must
-  // come after it.
-  for (Operation *user : sum->getUsers())
-    if (user->getBlock() != weightGrad->getBlock() ||
-        !weightGrad->isBeforeInBlock(user))
-      return false;
   OpBuilder b(weightGrad);
   auto fused = MatmulBiasGradOp::create(
       b, weightGrad.getLoc(), weightGrad.getLhs(), weightGrad.getRhs());
@@ -211,8 +223,11 @@ struct AnvilGemmEpiloguesPass
       else if (auto sum = dyn_cast<ReduceSumOp>(op))
         sums.push_back(sum);
     });
-    for (GeluOp gelu : gelus)
-      fuseForward(gelu);
+    if (forward)
+      for (GeluOp gelu : gelus)
+        fuseForward(gelu);
+    if (!backward)
+      return;
     for (GeluBiasGradOp grad : grads)
       fuseBackward(grad);
     for (ReduceSumOp sum : sums)

@@ -427,12 +427,20 @@ struct DequantizedGemm {
   std::string why;
 };
 std::vector<DequantizedGemm> fp8Dequantized;
+/// The step's FP8 GEMMs, dequantized or not.
+int64_t fp8GemmsInStep = 0;
+
+/// The FP8 GEMMs' form of the emulated CUDA grid: sm_90's.
+std::string emulatedGridFp8GemmsForm() {
+  return mlir::anvil::cuda::fp8GemmsForm("sm_90");
+}
 
 /// Collects the FP8 GEMMs of `step` that anvil-decompose{fp8-gemms=`form`}
 /// multiplies dequantized.
 void collectDequantizedFP8Gemms(mlir::func::FuncOp step, StringRef form) {
   step.walk([&](mlir::anvil::MatmulOp op) {
     std::optional<std::string> why = mlir::anvil::fp8GemmForm(op, form);
+    fp8GemmsInStep += why.has_value();
     if (!why || why->empty())
       return;
     auto lhs = cast<mlir::RankedTensorType>(op.getLhs().getType());
@@ -513,8 +521,8 @@ void printReport(const ModelReport &r, int64_t dispatches, int64_t plannedBytes,
     llvm::MapVector<StringRef, int> reasons;
     for (const DequantizedGemm &g : fp8Dequantized)
       ++reasons[g.why];
-    os << "fp8 dequantized: " << fp8Dequantized.size()
-       << " of the step's FP8 GEMMs (";
+    os << "fp8 dequantized: " << fp8Dequantized.size() << " of the step's "
+       << fp8GemmsInStep << " FP8 GEMMs (";
     llvm::interleave(
         reasons, os, [&](const auto &r) { os << r.second << ": " << r.first; },
         "; ");
@@ -615,14 +623,15 @@ LogicalResult partitionTensorParallel(mlir::ModuleOp module,
 }
 
 /// anvil-gemm-epilogues on `module` with --gemm-epilogues=on: the forward
-/// graph's linear layers in the precision stage, the training step's
-/// backward GEMMs once it is built.
-LogicalResult runGemmEpilogues(mlir::ModuleOp module) {
+/// graph's linear layers in the precision stage (`forward`), the training
+/// step's backward GEMMs once it is built (`backward`).
+LogicalResult runGemmEpilogues(mlir::ModuleOp module, bool backward) {
   if (gemmEpilogues != "on")
     return mlir::success();
   mlir::PassManager pm(module.getContext());
-  if (failed(mlir::parsePassPipeline("anvil-gemm-epilogues", pm)) ||
-      failed(pm.run(module)))
+  std::string pass = backward ? "anvil-gemm-epilogues{forward=false}"
+                              : "anvil-gemm-epilogues{backward=false}";
+  if (failed(mlir::parsePassPipeline(pass, pm)) || failed(pm.run(module)))
     return error("--gemm-epilogues=on failed (see above)"), mlir::failure();
   return mlir::success();
 }
@@ -1181,7 +1190,7 @@ int main(int argc, char **argv) {
             return error("--attention=fused failed (see above)"),
                    mlir::failure();
         }
-        return runGemmEpilogues(module);
+        return runGemmEpilogues(module, /*backward=*/false);
       })))
     return 1;
 
@@ -1189,7 +1198,8 @@ int main(int argc, char **argv) {
   if (failed(runStage(Stage::TrainStep, [&] {
         if (module.lookupSymbol<mlir::func::FuncOp>("train_step"))
           return mlir::success();
-        if (failed(buildTrainStep(module)) || failed(runGemmEpilogues(module)))
+        if (failed(buildTrainStep(module)) ||
+            failed(runGemmEpilogues(module, /*backward=*/true)))
           return mlir::failure();
         if (fp8Recipe != "delayed")
           return mlir::success();
@@ -1230,7 +1240,7 @@ int main(int argc, char **argv) {
     collectDequantizedFP8Gemms(
         train, cuda ? mlir::anvil::cuda::fp8GemmsForm(cudaArch)
                : emulateCUDAGrid
-                   ? std::string("f8-k-inner")
+                   ? emulatedGridFp8GemmsForm()
                    : mlir::anvil::cpu::CPUPipelineOptions().fp8Gemms);
 
   // The backend's stages.
@@ -1270,7 +1280,7 @@ int main(int argc, char **argv) {
       options.threadChunks = !emulateCUDAGrid;
       // The emulated grid runs what CUDA runs: FP8 GEMMs with K innermost.
       if (emulateCUDAGrid) {
-        options.fp8Gemms = "f8-k-inner";
+        options.fp8Gemms = emulatedGridFp8GemmsForm();
         options.mergeAmax = true;
         options.recomputeCheap = true;
         options.mergeCheapReaders = true;

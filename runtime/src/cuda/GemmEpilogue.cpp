@@ -26,6 +26,7 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -34,6 +35,15 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace {
+
+std::atomic<bool> forcedFallback{false};
+
+} // namespace
+
+void anvil::rt::cuda::setEpilogueFallback(bool on) { forcedFallback = on; }
+bool anvil::rt::cuda::epilogueFallback() { return forcedFallback; }
 
 namespace {
 
@@ -163,7 +173,9 @@ bool ltGemm(const char *caller, const LtGemm &g, bool mayFallBack, What what) {
   // The heuristic's choice, once per form, shape and alignment: a step
   // runs the same GEMMs every time (and a graph capture must not run it).
   // An absent one is remembered too.
-  std::array<int64_t, 13> key = {static_cast<int64_t>(g.epilogue),
+  std::array<int64_t, 14> key = {mayFallBack &&
+                                     anvil::rt::cuda::epilogueFallback(),
+                                 static_cast<int64_t>(g.epilogue),
                                  g.opA,
                                  g.opB,
                                  g.rows,
@@ -177,7 +189,7 @@ bool ltGemm(const char *caller, const LtGemm &g, bool mayFallBack, What what) {
                                  lt::alignment(g.aux),
                                  lt::alignment(g.bias)};
   static std::mutex cacheMutex;
-  static std::map<std::array<int64_t, 13>, std::optional<cublasLtMatmulAlgo_t>>
+  static std::map<std::array<int64_t, 14>, std::optional<cublasLtMatmulAlgo_t>>
       cache;
   std::optional<std::optional<cublasLtMatmulAlgo_t>> cached;
   {
@@ -188,12 +200,19 @@ bool ltGemm(const char *caller, const LtGemm &g, bool mayFallBack, What what) {
   if (!cached) {
     cublasLtMatmulHeuristicResult_t heuristic{};
     int found = 0;
-    check(cublasLtMatmulAlgoGetHeuristic(h.handle, desc.op, desc.a, desc.b,
-                                         desc.d, desc.d, desc.preference, 1,
-                                         &heuristic, &found),
-          "cublasLtMatmulAlgoGetHeuristic");
+    cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+        h.handle, desc.op, desc.a, desc.b, desc.d, desc.d, desc.preference, 1,
+        &heuristic, &found);
+    // No heuristic for the configuration is no algorithm too.
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED)
+      found = 0;
+    else
+      check(status, "cublasLtMatmulAlgoGetHeuristic");
     if (failed)
       return true;
+    // (anvil::rt::cuda::setEpilogueFallback: as if there were none.)
+    if (mayFallBack && anvil::rt::cuda::epilogueFallback())
+      found = 0;
     cached = found ? std::optional(heuristic.algo) : std::nullopt;
     std::lock_guard<std::mutex> lock(cacheMutex);
     cache.emplace(key, *cached);
@@ -260,27 +279,32 @@ void geluGemm(const char *caller, cublasLtEpilogue_t epilogue, int32_t transB,
   });
 }
 
-/// A device vector of `count` bf16 ones, made on first use (an eager call:
-/// a step's first run is never captured) and kept.
+/// A device vector of `count` bf16 ones, made on first use and kept (like
+/// cuBLAS's workspace, outside the step's memory). The first use is an
+/// eager call (a step's first run per set of buffers is never captured);
+/// the copy is queued on the step stream, ahead of the GEMM that reads it,
+/// from host memory that stays alive.
 const uint16_t *ones(int64_t count) {
   static std::mutex mutex;
-  static std::map<int64_t, uint16_t *> vectors;
+  static std::map<int64_t, std::pair<uint16_t *, std::vector<uint16_t>>>
+      vectors;
   std::lock_guard<std::mutex> lock(mutex);
-  uint16_t *&v = vectors[count];
-  if (!v) {
-    std::vector<uint16_t> host(static_cast<size_t>(count), 0x3F80); // 1.0
+  auto &[device, host] = vectors[count];
+  if (!device) {
+    host.assign(static_cast<size_t>(count), 0x3F80); // 1.0
     void *raw = nullptr;
     if (cudaError_t e = cudaMalloc(&raw, host.size() * 2); e != cudaSuccess)
       fail(std::string("cudaMalloc of a vector of ones failed: ") +
            cudaGetErrorString(e));
-    v = static_cast<uint16_t *>(raw);
-    if (cudaError_t e =
-            cudaMemcpy(v, host.data(), host.size() * 2, cudaMemcpyHostToDevice);
+    device = static_cast<uint16_t *>(raw);
+    if (cudaError_t e = cudaMemcpyAsync(
+            device, host.data(), host.size() * 2, cudaMemcpyHostToDevice,
+            static_cast<cudaStream_t>(anvil::rt::cuda::stepStream()));
         e != cudaSuccess)
-      fail(std::string("cudaMemcpy of a vector of ones failed: ") +
+      fail(std::string("cudaMemcpyAsync of a vector of ones failed: ") +
            cudaGetErrorString(e));
   }
-  return v;
+  return device;
 }
 
 } // namespace

@@ -1328,3 +1328,11 @@ func.func @matmul_gelu_bias_grad_pre(%dy: tensor<4x8xbf16>, %w: tensor<16x8xbf16
   %d, %db = anvil.matmul_gelu_bias_grad %dy, %w, %pre {transpose_rhs} : (tensor<4x8xbf16>, tensor<16x8xbf16>, tensor<4x8xbf16>) -> (tensor<4x16xbf16>, tensor<16xbf16>)
   return
 }
+
+// -----
+
+func.func @broadcast_grad_elsewhere(%x: tensor<4xf32>) {
+  // expected-error@+1 {{'anvil.broadcast_grad' must be a unit attribute on an anvil.reduce_sum}}
+  %0 = anvil.exp %x {anvil.broadcast_grad} : tensor<4xf32>
+  return
+}

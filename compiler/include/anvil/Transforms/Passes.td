@@ -127,10 +127,15 @@ def AnvilGemmEpiloguesPass : Pass<"anvil-gemm-epilogues", "mlir::ModuleOp"> {
       `anvil.matmul_gelu_bias_grad` (`DGELU_BGRAD`).
     - On the training step: a linear layer's bias gradient (the f32
       `anvil.reduce_sum` of its output's gradient `g` over every dimension
-      but the last) and its weight gradient (a bf16 `anvil.matmul
-      {transpose_lhs}` of the input's rows and `g` rounded to bf16, as
-      rows) become one `anvil.matmul_bias_grad` (`BGRADA`), when the sum's
-      readers come after the GEMM.
+      but the last, marked `anvil.broadcast_grad` by the bias broadcast's
+      VJP) and its weight gradient (a bf16 `anvil.matmul {transpose_lhs}`
+      of the input's rows and `g` rounded to bf16, as rows) become one
+      `anvil.matmul_bias_grad` (`BGRADA`), made at the earliest such GEMM
+      that comes before the sum's readers. A weight stored `(out, in)`
+      (BERT's), whose gradient is `g^T x`, is not of this form (`BGRADB`).
+
+    `forward` runs the first form (anvil-compile: in the `precision`
+    stage), `backward` the other two (once the training step is built).
 
     Rounding changes (cuBLASLt's types for a bf16 GEMM): the bias is
     rounded to bf16 and added to the f32 sum before the one rounding to
@@ -152,8 +157,23 @@ def AnvilGemmEpiloguesPass : Pass<"anvil-gemm-epilogues", "mlir::ModuleOp"> {
     // becomes
     %b16 = anvil.cast %b : tensor<3072xf32> to tensor<3072xbf16>
     %y, %pre = anvil.linear_gelu %x, %w, %b16 : (...) -> (tensor<8x1024x3072xbf16>, tensor<8x1024x3072xbf16>)
+
+    %db = anvil.reduce_sum %g dims [0, 1] {anvil.broadcast_grad} : tensor<8x1024x768xf32> -> tensor<768xf32>
+    %g16 = anvil.cast %g : tensor<8x1024x768xf32> to tensor<8x1024x768xbf16>
+    %rows = anvil.reshape %g16 : tensor<8x1024x768xbf16> -> tensor<8192x768xbf16>
+    %dw = anvil.matmul %x, %rows {transpose_lhs} : (tensor<8192x768xbf16>, tensor<8192x768xbf16>) -> tensor<768x768xbf16>
+    // becomes
+    %dw, %db16 = anvil.matmul_bias_grad %x, %rows : (...) -> (tensor<768x768xbf16>, tensor<768xbf16>)
+    %db = anvil.cast %db16 : tensor<768xbf16> to tensor<768xf32>
     ```
   }];
+  let options = [
+    Option<"forward", "forward", "bool", /*default=*/"true",
+           "Fuse linear layers' bias and GELU (the forward graph)">,
+    Option<"backward", "backward", "bool", /*default=*/"true",
+           "Fuse the GELU's gradient and biases' gradients into GEMMs (the "
+           "training step)">,
+  ];
   let dependentDialects = ["mlir::anvil::AnvilDialect"];
 }
 

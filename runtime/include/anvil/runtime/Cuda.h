@@ -118,6 +118,12 @@ void profileAdd(const std::string &name, double seconds);
 Expected<std::unique_ptr<Communicator>>
 makeNCCLCommunicator(std::unique_ptr<Communicator> &host, bool wanted);
 
+/// For tests: with `on`, the GEMMs with epilogues that have a fallback
+/// (anvil_rt_cuda_gemm_weight_bias_grad) take it, as if cuBLASLt had no
+/// algorithm for their epilogue.
+void setEpilogueFallback(bool on);
+bool epilogueFallback();
+
 } // namespace anvil::rt::cuda
 
 extern "C" {

@@ -287,6 +287,14 @@ LogicalResult AnvilDialect::verifyOperationAttribute(Operation *op,
                              << "' must be a string on a function";
     return success();
   }
+  // A sum a broadcast's VJP made (anvil-gemm-epilogues).
+  if (attr.getName() == kBroadcastGradAttrName) {
+    if (!isa<ReduceSumOp>(op) || !isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << kBroadcastGradAttrName
+                             << "' must be a unit attribute on an "
+                                "anvil.reduce_sum";
+    return success();
+  }
   return op->emitError() << "unknown anvil attribute '"
                          << attr.getName().getValue() << "' on an op";
 }

@@ -335,7 +335,14 @@ LogicalResult BroadcastOp::buildVJP(OpBuilder &builder, ArrayRef<Value> grads,
         (in.getDimSize(it - dims.begin()) == 1 && res.getDimSize(d) != 1))
       summed.push_back(d);
   }
-  Value g = summed.empty() ? grads[0] : e.sum(grads[0], summed, false);
+  Value g = grads[0];
+  if (!summed.empty()) {
+    // Marked as a broadcast's gradient: anvil-gemm-epilogues may take a
+    // bias's from its weight's GEMM.
+    g = e.sum(grads[0], summed, false);
+    if (auto sum = g.getDefiningOp<ReduceSumOp>())
+      sum->setAttr(AnvilDialect::kBroadcastGradAttrName, builder.getUnitAttr());
+  }
   out.push_back(e.reshape(g, in));
   return success();
 }

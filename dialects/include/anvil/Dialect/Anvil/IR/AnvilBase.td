@@ -77,6 +77,11 @@ def Anvil_Dialect : Dialect {
         "anvil.graph_capturable";
     static constexpr ::llvm::StringLiteral kGraphBlockerAttrName =
         "anvil.graph_blocker";
+    /// On an anvil.reduce_sum that a broadcast's VJP made (a bias's
+    /// gradient, say): anvil-gemm-epilogues may take the sum from the
+    /// GEMM that reads the same gradient (unit; a hint, safe to drop).
+    static constexpr ::llvm::StringLiteral kBroadcastGradAttrName =
+        "anvil.broadcast_grad";
 
   private:
     void registerAttributes();
