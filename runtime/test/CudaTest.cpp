@@ -484,6 +484,32 @@ TEST(CudaAttentionDeathTest, RejectsUnsupportedShapesWithTheCallAndShape) {
 
 } // namespace
 
+namespace {
+
+/// A device (managed) copy of bf16 `host`, freed by anvil_rt_cuda_free.
+uint16_t *deviceCopy(const std::vector<uint16_t> &host) {
+  auto *d = static_cast<uint16_t *>(anvil_rt_cuda_alloc(host.size() * 2));
+  std::copy(host.begin(), host.end(), d);
+  return d;
+}
+
+/// Checks bf16 `got` against the host's `want`: within two bf16 steps of
+/// each value, plus 1e-3 of the largest (sums that cancel).
+void expectCloseBF16(const std::vector<uint16_t> &want, const uint16_t *got,
+                     const std::string &what) {
+  float largest = 0;
+  for (uint16_t w : want)
+    largest = std::max(largest, std::abs(fromBF16(w)));
+  for (size_t i = 0; i < want.size(); ++i) {
+    float w = fromBF16(want[i]), v = fromBF16(got[i]);
+    float step = w == 0.0f ? 0.0f : std::ldexp(1.0f, std::ilogb(w) - 7);
+    ASSERT_LE(std::abs(v - w), 2 * step + 1e-3f * largest)
+        << what << " at " << i;
+  }
+}
+
+} // namespace
+
 TEST(CudaDevice, GeluEpiloguesMatchTheHost) {
   SKIP_WITHOUT_GPU();
   // (Near the end of the file: a cuBLASLt call that fails aborts the
@@ -495,49 +521,34 @@ TEST(CudaDevice, GeluEpiloguesMatchTheHost) {
   std::mt19937 rng(13);
   std::uniform_real_distribution<float> dist(-2, 2);
   const int64_t m = 37, n = 48, k = 29;
-  auto close = [](const std::vector<uint16_t> &want, const uint16_t *got,
-                  const char *what, int tb) {
-    float largest = 0;
-    for (uint16_t w : want)
-      largest = std::max(largest, std::abs(fromBF16(w)));
-    for (size_t i = 0; i < want.size(); ++i) {
-      float w = fromBF16(want[i]), g = fromBF16(got[i]);
-      float step = w == 0.0f ? 0.0f : std::ldexp(1.0f, std::ilogb(w) - 7);
-      ASSERT_LE(std::abs(g - w), 2 * step + 1e-3f * largest)
-          << what << ", transB " << tb << " at " << i;
-    }
-  };
   for (int tb = 0; tb < 2; ++tb) {
     std::vector<uint16_t> a(m * k), b(k * n), bias(n), out(m * n), pre(m * n),
         dPre(m * n), dBias(n);
     for (std::vector<uint16_t> *v : {&a, &b, &bias})
       for (uint16_t &x : *v)
         x = toBF16(dist(rng));
-    auto device = [](const std::vector<uint16_t> &host) {
-      auto *d = static_cast<uint16_t *>(anvil_rt_cuda_alloc(host.size() * 2));
-      std::copy(host.begin(), host.end(), d);
-      return d;
-    };
-    uint16_t *da = device(a), *db = device(b), *dbias = device(bias);
+    uint16_t *da = deviceCopy(a), *db = deviceCopy(b),
+             *dbias = deviceCopy(bias);
     // NaN: every element must be overwritten.
-    uint16_t *dout = device(std::vector<uint16_t>(m * n, 0x7FC0)),
-             *dpre = device(std::vector<uint16_t>(m * n, 0x7FC0)),
-             *ddPre = device(std::vector<uint16_t>(m * n, 0x7FC0)),
-             *ddBias = device(std::vector<uint16_t>(n, 0x7FC0));
+    uint16_t *dout = deviceCopy(std::vector<uint16_t>(m * n, 0x7FC0)),
+             *dpre = deviceCopy(std::vector<uint16_t>(m * n, 0x7FC0)),
+             *ddPre = deviceCopy(std::vector<uint16_t>(m * n, 0x7FC0)),
+             *ddBias = deviceCopy(std::vector<uint16_t>(n, 0x7FC0));
     anvil_rt_cuda_gemm_bias_gelu(tb, m, n, k, da, db, dbias, dout, dpre);
     ASSERT_TRUE(cuda::synchronizeStepStream("GELU_AUX_BIAS").isOk());
     anvil_rt_gemm_bias_gelu(tb, m, n, k, a.data(), b.data(), bias.data(),
                             out.data(), pre.data());
-    close(out, dout, "out", tb);
-    close(pre, dpre, "pre", tb);
+    std::string at = ", transB " + std::to_string(tb);
+    expectCloseBF16(out, dout, "out" + at);
+    expectCloseBF16(pre, dpre, "pre" + at);
     // The gradient through the host's pre, on both.
     std::copy(pre.begin(), pre.end(), dpre);
     anvil_rt_cuda_gemm_dgelu_bgrad(tb, m, n, k, da, db, dpre, ddPre, ddBias);
     ASSERT_TRUE(cuda::synchronizeStepStream("DGELU_BGRAD").isOk());
     anvil_rt_gemm_dgelu_bgrad(tb, m, n, k, a.data(), b.data(), pre.data(),
                               dPre.data(), dBias.data());
-    close(dPre, ddPre, "pre's gradient", tb);
-    close(dBias, ddBias, "bias's gradient", tb);
+    expectCloseBF16(dPre, ddPre, "pre's gradient" + at);
+    expectCloseBF16(dBias, ddBias, "bias's gradient" + at);
     for (uint16_t *p : {da, db, dbias, dout, dpre, ddPre, ddBias})
       anvil_rt_cuda_free(p);
   }
@@ -558,32 +569,16 @@ TEST(CudaDevice, WeightBiasGradMatchesTheHost) {
       v = toBF16(dist(rng));
     for (uint16_t &v : g)
       v = toBF16(dist(rng));
-    auto device = [](const std::vector<uint16_t> &host) {
-      auto *d = static_cast<uint16_t *>(anvil_rt_cuda_alloc(host.size() * 2));
-      std::copy(host.begin(), host.end(), d);
-      return d;
-    };
-    uint16_t *dx = device(x), *dg = device(g),
-             *ddw = device(std::vector<uint16_t>(k * n, 0x7FC0)),
-             *ddb = device(std::vector<uint16_t>(n, 0x7FC0));
+    uint16_t *dx = deviceCopy(x), *dg = deviceCopy(g),
+             *ddw = deviceCopy(std::vector<uint16_t>(k * n, 0x7FC0)),
+             *ddb = deviceCopy(std::vector<uint16_t>(n, 0x7FC0));
     anvil_rt_cuda_gemm_weight_bias_grad(m, k, n, dx, dg, ddw, ddb);
     ASSERT_TRUE(cuda::synchronizeStepStream("BGRADA").isOk());
     anvil_rt_gemm_weight_bias_grad(m, k, n, x.data(), g.data(), dw.data(),
                                    db.data());
-    auto close = [&](const std::vector<uint16_t> &want, const uint16_t *got,
-                     const char *what) {
-      float largest = 0;
-      for (uint16_t w : want)
-        largest = std::max(largest, std::abs(fromBF16(w)));
-      for (size_t i = 0; i < want.size(); ++i) {
-        float w = fromBF16(want[i]), v = fromBF16(got[i]);
-        float step = w == 0.0f ? 0.0f : std::ldexp(1.0f, std::ilogb(w) - 7);
-        ASSERT_LE(std::abs(v - w), 2 * step + 1e-3f * largest)
-            << what << (fallback ? " (fallback)" : "") << " at " << i;
-      }
-    };
-    close(dw, ddw, "weight's gradient");
-    close(db, ddb, "bias's gradient");
+    std::string path = fallback ? " (fallback)" : "";
+    expectCloseBF16(dw, ddw, "weight's gradient" + path);
+    expectCloseBF16(db, ddb, "bias's gradient" + path);
     for (uint16_t *p : {dx, dg, ddw, ddb})
       anvil_rt_cuda_free(p);
   }

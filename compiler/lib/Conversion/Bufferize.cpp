@@ -305,6 +305,22 @@ Value constantI64Array(RewriterBase &rewriter, Location loc, ModuleOp module,
   return memref::GetGlobalOp::create(rewriter, loc, type, global.getSymName());
 }
 
+/// Replaces `op` by a call of the runtime's `callee` (declared in the
+/// module on first use, with `args`' types) and its results by `results`.
+void callRuntime(RewriterBase &rewriter, Operation *op, StringRef callee,
+                 ValueRange args, ValueRange results) {
+  auto module = op->getParentOfType<ModuleOp>();
+  if (!module.lookupSymbol(callee)) {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(module.getBody());
+    func::FuncOp::create(rewriter, module.getLoc(), callee,
+                         rewriter.getFunctionType(args.getTypes(), {}))
+        .setPrivate();
+  }
+  func::CallOp::create(rewriter, op->getLoc(), callee, TypeRange{}, args);
+  bufferization::replaceOpWithBufferizedValues(rewriter, op, results);
+}
+
 /// Whether `op` is a flash_attention_grad with its gradients packed.
 bool isPacked(anvil::FlashAttentionOp) { return false; }
 bool isPacked(anvil::FlashAttentionGradOp op) { return op.getPackedGrads(); }
@@ -426,16 +442,7 @@ struct AttentionBufferization
     StringLiteral callee = std::is_same_v<OpTy, anvil::FlashAttentionOp>
                                ? kAttention
                                : kAttentionGrad;
-    if (!module.lookupSymbol(callee)) {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(module.getBody());
-      func::FuncOp::create(
-          rewriter, module.getLoc(), callee,
-          rewriter.getFunctionType(ValueRange(args).getTypes(), {}))
-          .setPrivate();
-    }
-    func::CallOp::create(rewriter, loc, callee, TypeRange{}, args);
-    bufferization::replaceOpWithBufferizedValues(rewriter, op, results);
+    callRuntime(rewriter, op, callee, args, results);
     return success();
   }
 };
@@ -524,17 +531,7 @@ struct GemmEpilogueBufferization
                                ? kGemmBiasGelu
                            : weightGrad ? kGemmWeightBiasGrad
                                         : kGemmDgeluBgrad;
-    auto module = op->getParentOfType<ModuleOp>();
-    if (!module.lookupSymbol(callee)) {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(module.getBody());
-      func::FuncOp::create(
-          rewriter, module.getLoc(), callee,
-          rewriter.getFunctionType(ValueRange(args).getTypes(), {}))
-          .setPrivate();
-    }
-    func::CallOp::create(rewriter, loc, callee, TypeRange{}, args);
-    bufferization::replaceOpWithBufferizedValues(rewriter, op, results);
+    callRuntime(rewriter, op, callee, args, results);
     return success();
   }
 };
