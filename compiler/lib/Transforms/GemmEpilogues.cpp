@@ -1,7 +1,7 @@
 //===- GemmEpilogues.cpp - bias and GELU fused into bf16 GEMMs ------------===//
 //
-// anvil-gemm-epilogues: the forms of cuBLASLt's GELU_AUX_BIAS and
-// DGELU_BGRAD epilogues, as ops the backends call one GEMM for.
+// anvil-gemm-epilogues: the forms of cuBLASLt's GELU_AUX_BIAS,
+// DGELU_BGRAD and BGRADA epilogues, as ops the backends call one GEMM for.
 //
 // 1. Forward graph: gelu_tanh(cast<f32>(matmul(x, w)) + broadcast(b)), each
 //    intermediate read by the next alone, bf16 x and a shared bf16 w, an
