@@ -10,6 +10,8 @@
 
 #include "anvil/Dialect/Anvil/IR/AnvilOps.h"
 
+#include "OpVerification.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -24,6 +26,7 @@
 
 using namespace mlir;
 using namespace mlir::anvil;
+using namespace mlir::anvil::detail;
 
 //===----------------------------------------------------------------------===//
 // Helpers
@@ -34,28 +37,6 @@ Type mlir::anvil::getBoolTensorType(Type type) {
 }
 
 namespace {
-
-/// Emits "'anvil.foo' op <message>" at `loc` (when given) and fails.
-template <typename OpTy> struct Fail {
-  std::optional<Location> loc;
-  template <typename... Args> LogicalResult operator()(Args &&...args) const {
-    return emitOptionalError(loc, "'", OpTy::getOperationName(), "' op ",
-                             std::forward<Args>(args)...);
-  }
-};
-
-/// "[2, 3, 4]" for diagnostics.
-std::string fmt(ArrayRef<int64_t> values) {
-  std::string s = "[";
-  llvm::raw_string_ostream os(s);
-  llvm::interleaveComma(values, os);
-  os << "]";
-  return s;
-}
-
-RankedTensorType tensorType(Value v) {
-  return dyn_cast_or_null<RankedTensorType>(v ? v.getType() : Type());
-}
 
 /// Checks that `dim` indexes a dimension of a rank-`rank` tensor.
 template <typename OpTy>
@@ -592,40 +573,6 @@ LogicalResult LogSoftmaxOp::verify() {
 // Matmul
 //===----------------------------------------------------------------------===//
 
-/// The shape of `(..., M, K) x (..., K, N)` after the optional transposes,
-/// with `element` as its element type.
-template <typename OpTy>
-static LogicalResult inferMatmul(std::optional<Location> loc,
-                                 RankedTensorType lhs, RankedTensorType rhs,
-                                 bool tl, bool tr, Type element,
-                                 SmallVectorImpl<Type> &inferred) {
-  Fail<OpTy> fail{loc};
-  if (lhs.getRank() < 2 || rhs.getRank() < 2)
-    return fail("operands must have rank 2 or more, got lhs ", lhs, " and rhs ",
-                rhs);
-  int64_t lr = lhs.getRank(), rr = rhs.getRank();
-  // (..., M, K) x (..., K, N), after the optional transposes.
-  int64_t m = lhs.getDimSize(tl ? lr - 1 : lr - 2);
-  int64_t kl = lhs.getDimSize(tl ? lr - 2 : lr - 1);
-  int64_t kr = rhs.getDimSize(tr ? rr - 1 : rr - 2);
-  int64_t n = rhs.getDimSize(tr ? rr - 2 : rr - 1);
-  if (kl != kr)
-    return fail("contraction sizes differ: lhs ", lhs, " has K = ", kl,
-                (tl ? " (transposed)" : ""), ", rhs ", rhs, " has K = ", kr,
-                (tr ? " (transposed)" : ""));
-  ArrayRef<int64_t> lhsBatch = lhs.getShape().drop_back(2);
-  ArrayRef<int64_t> rhsBatch = rhs.getShape().drop_back(2);
-  if (rr > 2 && lhsBatch != rhsBatch)
-    return fail("batch dimensions differ: lhs has ", fmt(lhsBatch),
-                ", rhs has ", fmt(rhsBatch),
-                " (rhs must have the same batch dimensions or rank 2)");
-  SmallVector<int64_t> shape(lhsBatch);
-  shape.push_back(m);
-  shape.push_back(n);
-  inferred.push_back(RankedTensorType::get(shape, element));
-  return success();
-}
-
 LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
@@ -662,102 +609,6 @@ LogicalResult MatmulF8Op::inferReturnTypes(MLIRContext *ctx,
   return inferMatmul<MatmulF8Op>(loc, lhs, rhs, adaptor.getTransposeLhs(),
                                  adaptor.getTransposeRhs(),
                                  Float32Type::get(ctx), inferred);
-}
-
-/// The product of a fused linear layer's GEMM: `lhs` (..., M, K) times the
-/// shared `rhs`, (K, N) or with `tr` (N, K), of one float type.
-template <typename OpTy>
-static FailureOr<RankedTensorType> inferLinear(std::optional<Location> loc,
-                                               RankedTensorType lhs,
-                                               RankedTensorType rhs, bool tr) {
-  Fail<OpTy> fail{loc};
-  if (lhs.getElementType() != rhs.getElementType()) {
-    (void)fail("lhs and rhs must have one element type, got ", lhs, " and ",
-               rhs);
-    return failure();
-  }
-  if (rhs.getRank() != 2) {
-    (void)fail("rhs must be a matrix shared by every row of lhs, got ", rhs);
-    return failure();
-  }
-  SmallVector<Type> product;
-  if (failed(inferMatmul<OpTy>(loc, lhs, rhs, false, tr, lhs.getElementType(),
-                               product)))
-    return failure();
-  return cast<RankedTensorType>(product[0]);
-}
-
-/// The (N) bias added to the rows of `rows` (..., N), and its gradient: of
-/// the rows' type, as cuBLASLt takes and gives them for a bf16 GEMM.
-static RankedTensorType biasType(RankedTensorType rows) {
-  return RankedTensorType::get({rows.getShape().back()}, rows.getElementType());
-}
-
-LogicalResult LinearGeluOp::inferReturnTypes(MLIRContext *,
-                                             std::optional<Location> loc,
-                                             Adaptor adaptor,
-                                             SmallVectorImpl<Type> &inferred) {
-  FailureOr<RankedTensorType> product = inferLinear<LinearGeluOp>(
-      loc, tensorType(adaptor.getLhs()), tensorType(adaptor.getRhs()),
-      adaptor.getTransposeRhs());
-  if (failed(product))
-    return failure();
-  RankedTensorType bias = tensorType(adaptor.getBias());
-  if (bias != biasType(*product))
-    return Fail<LinearGeluOp>{loc}("bias must be ", biasType(*product),
-                                   " (one per column of the product ", *product,
-                                   "), got ", bias);
-  inferred.append({*product, *product});
-  return success();
-}
-
-LogicalResult
-GeluBiasGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                 Adaptor adaptor,
-                                 SmallVectorImpl<Type> &inferred) {
-  RankedTensorType grad = tensorType(adaptor.getGrad());
-  RankedTensorType pre = tensorType(adaptor.getPre());
-  if (grad != pre)
-    return Fail<GeluBiasGradOp>{loc}("grad and pre must have one type, got ",
-                                     grad, " and ", pre);
-  inferred.append({grad, biasType(grad)});
-  return success();
-}
-
-LogicalResult MatmulGeluBiasGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
-  FailureOr<RankedTensorType> product = inferLinear<MatmulGeluBiasGradOp>(
-      loc, tensorType(adaptor.getLhs()), tensorType(adaptor.getRhs()),
-      adaptor.getTransposeRhs());
-  if (failed(product))
-    return failure();
-  RankedTensorType pre = tensorType(adaptor.getPre());
-  if (pre != *product)
-    return Fail<MatmulGeluBiasGradOp>{loc}("pre must be the product's type ",
-                                           *product, ", got ", pre);
-  inferred.append({*product, biasType(*product)});
-  return success();
-}
-
-LogicalResult
-MatmulBiasGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                   Adaptor adaptor,
-                                   SmallVectorImpl<Type> &inferred) {
-  RankedTensorType lhs = tensorType(adaptor.getLhs());
-  RankedTensorType grad = tensorType(adaptor.getGrad());
-  if (lhs.getRank() != 2 || grad.getRank() != 2 ||
-      lhs.getElementType() != grad.getElementType() ||
-      lhs.getDimSize(0) != grad.getDimSize(0))
-    return Fail<MatmulBiasGradOp>{loc}(
-        "lhs and grad must be (M, K) and (M, N) matrices of one element "
-        "type, got ",
-        lhs, " and ", grad);
-  Type element = lhs.getElementType();
-  inferred.append(
-      {RankedTensorType::get({lhs.getDimSize(1), grad.getDimSize(1)}, element),
-       RankedTensorType::get({grad.getDimSize(1)}, element)});
-  return success();
 }
 
 //===----------------------------------------------------------------------===//
