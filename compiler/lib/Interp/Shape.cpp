@@ -94,31 +94,39 @@ void softmaxAlong(const Buffer &x, int64_t dim, bool logarithm, Buffer &out) {
 
 } // namespace
 
-template <typename MatmulLike>
-static LogicalResult matmul(MatmulLike op, ArrayRef<const Buffer *> in,
-                            std::vector<Buffer> &out) {
-  const Buffer &a = *in[0], &b = *in[1];
-  Buffer &c = out[0];
-  int64_t m = c.shape[c.rank() - 2], n = c.shape[c.rank() - 1];
-  int64_t k =
-      op.getTransposeLhs() ? a.shape[a.rank() - 2] : a.shape[a.rank() - 1];
-  int64_t batches = c.numElements() / (m * n);
+/// C (batches of m x n) = op(A) op(B) for `batches` (..., m, k) x (...,
+/// k, n) products after the transposes; a rank-2 `b` is shared.
+static void product(const Buffer &a, const Buffer &b, bool tl, bool tr,
+                    int64_t m, int64_t n, int64_t k, int64_t batches,
+                    double *c) {
   bool sharedRhs = b.rank() == 2;
   for (int64_t bt = 0; bt < batches; ++bt) {
     const double *pa = a.data.data() + bt * m * k;
     const double *pb = b.data.data() + (sharedRhs ? 0 : bt * k * n);
-    double *pc = c.data.data() + bt * m * n;
+    double *pc = c + bt * m * n;
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         double sum = 0.0;
         for (int64_t p = 0; p < k; ++p) {
-          double x = op.getTransposeLhs() ? pa[p * m + i] : pa[i * k + p];
-          double y = op.getTransposeRhs() ? pb[j * k + p] : pb[p * n + j];
+          double x = tl ? pa[p * m + i] : pa[i * k + p];
+          double y = tr ? pb[j * k + p] : pb[p * n + j];
           sum += x * y;
         }
         pc[i * n + j] = sum;
       }
   }
+}
+
+template <typename MatmulLike>
+static LogicalResult matmul(MatmulLike op, ArrayRef<const Buffer *> in,
+                            std::vector<Buffer> &out) {
+  const Buffer &a = *in[0];
+  Buffer &c = out[0];
+  int64_t m = c.shape[c.rank() - 2], n = c.shape[c.rank() - 1];
+  int64_t k =
+      op.getTransposeLhs() ? a.shape[a.rank() - 2] : a.shape[a.rank() - 1];
+  product(a, *in[1], op.getTransposeLhs(), op.getTransposeRhs(), m, n, k,
+          c.numElements() / (m * n), c.data.data());
   return success();
 }
 
@@ -128,14 +136,7 @@ static std::vector<double> linearProduct(const Buffer &lhs, const Buffer &rhs,
                                          bool tr, int64_t n) {
   int64_t k = lhs.shape.back(), rows = lhs.numElements() / k;
   std::vector<double> p(rows * n, 0.0);
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      double sum = 0.0;
-      for (int64_t q = 0; q < k; ++q)
-        sum += lhs.data[i * k + q] *
-               (tr ? rhs.data[j * k + q] : rhs.data[q * n + j]);
-      p[i * n + j] = sum;
-    }
+  product(lhs, rhs, /*tl=*/false, tr, rows, n, k, /*batches=*/1, p.data());
   return p;
 }
 

@@ -117,17 +117,27 @@ extern "C" void anvil_rt_gemm_f8(int32_t transA, int32_t transB, int64_t m,
                  accumulate);
 }
 
-extern "C" void anvil_rt_gemm_bf16_rounded(int32_t transA, int32_t transB,
-                                           int64_t m, int64_t n, int64_t k,
-                                           const uint16_t *a, int64_t lda,
-                                           int64_t strideA, const uint16_t *b,
-                                           int64_t ldb, int64_t strideB,
-                                           uint16_t *c, int64_t ldc,
-                                           int64_t strideC, int64_t batch) {
-  // The f32 product a panel of rows at a time (at most 4M floats of
-  // scratch), each value then rounded (toBF16Bits) as the generated code's
-  // truncf rounds (anvil-expand-f8-casts{bf16}).
-  thread_local std::vector<float> wideA, wideB, panel;
+namespace {
+
+/// The scratch of bf16Panels, one per thread.
+struct PanelScratch {
+  std::vector<float> wideA, wideB, panel;
+};
+PanelScratch &panelScratch() {
+  thread_local PanelScratch scratch;
+  return scratch;
+}
+
+/// The f32 products of `batch` pairs of bf16 operands (anvil_rt_sgemm's
+/// layouts), widened exactly, a panel of rows at a time (at most 4M floats
+/// of scratch): `epilogue(i, row0, rows, panel)` for each panel of batch
+/// entry i, the panel (rows x n) contiguous.
+template <typename Epilogue>
+void bf16Panels(int32_t transA, int32_t transB, int64_t m, int64_t n, int64_t k,
+                const uint16_t *a, int64_t lda, int64_t strideA,
+                const uint16_t *b, int64_t ldb, int64_t strideB, int64_t batch,
+                Epilogue epilogue) {
+  auto &[wideA, wideB, panel] = panelScratch();
   widenBF16(a, transA ? k : m, transA ? m : k, lda, strideA, batch, wideA);
   widenBF16(b, transB ? n : k, transB ? k : n, ldb, strideB, batch, wideB);
   const int64_t rows = std::clamp<int64_t>(
@@ -141,11 +151,28 @@ extern "C" void anvil_rt_gemm_bf16_rounded(int32_t transA, int32_t transB,
       anvil_rt_sgemm(transA, transB, h, n, k, a0, lda, 0,
                      wideB.data() + i * strideB, ldb, 0, panel.data(), n, 0, 1,
                      /*accumulate=*/0);
-      for (int64_t r = 0; r < h; ++r)
-        for (int64_t j = 0; j < n; ++j)
-          c[i * strideC + (r0 + r) * ldc + j] =
-              anvil::rt::toBF16Bits(panel[r * n + j]);
+      epilogue(i, r0, h, panel.data());
     }
+}
+
+} // namespace
+
+extern "C" void anvil_rt_gemm_bf16_rounded(int32_t transA, int32_t transB,
+                                           int64_t m, int64_t n, int64_t k,
+                                           const uint16_t *a, int64_t lda,
+                                           int64_t strideA, const uint16_t *b,
+                                           int64_t ldb, int64_t strideB,
+                                           uint16_t *c, int64_t ldc,
+                                           int64_t strideC, int64_t batch) {
+  // Each value of the f32 product rounded (toBF16Bits) as the generated
+  // code's truncf rounds (anvil-expand-f8-casts{bf16}).
+  bf16Panels(transA, transB, m, n, k, a, lda, strideA, b, ldb, strideB, batch,
+             [&](int64_t i, int64_t r0, int64_t rows, const float *panel) {
+               for (int64_t r = 0; r < rows; ++r)
+                 for (int64_t j = 0; j < n; ++j)
+                   c[i * strideC + (r0 + r) * ldc + j] =
+                       anvil::rt::toBF16Bits(panel[r * n + j]);
+             });
 }
 
 extern "C" void anvil_rt_gemm_bf16(int32_t transA, int32_t transB, int64_t m,
@@ -183,52 +210,23 @@ float geluTanhDerivative(float x) {
   return 0.5f * (1.0f + t) + (0.5f * x) * ((1.0f - t * t) * du);
 }
 
-/// The f32 product of bf16 `a` (m x k) and `b` ((k x n), or (n x k) with
-/// `transB`), all contiguous, a panel of rows at a time (at most 4M
-/// floats of scratch): `epilogue(row0, rows, panel)` for each.
-/// The scratch of bf16Panels, one per thread for every epilogue.
-struct PanelScratch {
-  std::vector<float> wideA, wideB, panel;
-};
-PanelScratch &panelScratch() {
-  thread_local PanelScratch scratch;
-  return scratch;
-}
-
-template <typename Epilogue>
-void bf16Panels(int32_t transB, int64_t m, int64_t n, int64_t k,
-                const uint16_t *a, const uint16_t *b, Epilogue epilogue) {
-  auto &[wideA, wideB, panel] = panelScratch();
-  widenBF16(a, m, k, k, 0, 1, wideA);
-  widenBF16(b, transB ? n : k, transB ? k : n, transB ? k : n, 0, 1, wideB);
-  const int64_t rows = std::clamp<int64_t>(
-      (int64_t{1} << 22) / std::max<int64_t>(n, 1), 1, std::max<int64_t>(m, 1));
-  panel.resize(static_cast<size_t>(rows * n));
-  for (int64_t r0 = 0; r0 < m; r0 += rows) {
-    int64_t h = std::min(rows, m - r0);
-    anvil_rt_sgemm(0, transB, h, n, k, wideA.data() + r0 * k, k, 0,
-                   wideB.data(), transB ? k : n, 0, panel.data(), n, 0, 1,
-                   /*accumulate=*/0);
-    epilogue(r0, h, panel.data());
-  }
-}
-
 } // namespace
 
 extern "C" void anvil_rt_gemm_bias_gelu(int32_t transB, int64_t m, int64_t n,
                                         int64_t k, const uint16_t *a,
                                         const uint16_t *b, const uint16_t *bias,
                                         uint16_t *out, uint16_t *pre) {
-  bf16Panels(
-      transB, m, n, k, a, b, [&](int64_t r0, int64_t rows, const float *panel) {
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t j = 0; j < n; ++j) {
-            float x = panel[r * n + j] + anvil::rt::fromBF16Bits(bias[j]);
-            if (pre)
-              pre[(r0 + r) * n + j] = anvil::rt::toBF16Bits(x);
-            out[(r0 + r) * n + j] = anvil::rt::toBF16Bits(geluTanh(x));
-          }
-      });
+  bf16Panels(0, transB, m, n, k, a, k, 0, b, transB ? k : n, 0, 1,
+             [&](int64_t, int64_t r0, int64_t rows, const float *panel) {
+               for (int64_t r = 0; r < rows; ++r)
+                 for (int64_t j = 0; j < n; ++j) {
+                   float x =
+                       panel[r * n + j] + anvil::rt::fromBF16Bits(bias[j]);
+                   if (pre)
+                     pre[(r0 + r) * n + j] = anvil::rt::toBF16Bits(x);
+                   out[(r0 + r) * n + j] = anvil::rt::toBF16Bits(geluTanh(x));
+                 }
+             });
 }
 
 extern "C" void anvil_rt_gemm_dgelu_bgrad(int32_t transB, int64_t m, int64_t n,
@@ -240,17 +238,18 @@ extern "C" void anvil_rt_gemm_dgelu_bgrad(int32_t transB, int64_t m, int64_t n,
   // The bias's gradient summed in f32, in row order, then rounded.
   thread_local std::vector<float> sums;
   sums.assign(static_cast<size_t>(n), 0.0f);
-  bf16Panels(
-      transB, m, n, k, a, b, [&](int64_t r0, int64_t rows, const float *panel) {
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t j = 0; j < n; ++j) {
-            int64_t at = (r0 + r) * n + j;
-            float d = panel[r * n + j] *
-                      geluTanhDerivative(anvil::rt::fromBF16Bits(pre[at]));
-            preGrad[at] = anvil::rt::toBF16Bits(d);
-            sums[j] += d;
-          }
-      });
+  bf16Panels(0, transB, m, n, k, a, k, 0, b, transB ? k : n, 0, 1,
+             [&](int64_t, int64_t r0, int64_t rows, const float *panel) {
+               for (int64_t r = 0; r < rows; ++r)
+                 for (int64_t j = 0; j < n; ++j) {
+                   int64_t at = (r0 + r) * n + j;
+                   float d =
+                       panel[r * n + j] *
+                       geluTanhDerivative(anvil::rt::fromBF16Bits(pre[at]));
+                   preGrad[at] = anvil::rt::toBF16Bits(d);
+                   sums[j] += d;
+                 }
+             });
   for (int64_t j = 0; j < n; ++j)
     biasGrad[j] = anvil::rt::toBF16Bits(sums[j]);
 }
