@@ -100,6 +100,10 @@ Value filled(OpBuilder &b, Location loc, RankedTensorType t, Value value) {
       .getResult(0);
 }
 
+bool accumulatesInF32(Type element) {
+  return element.isBF16() || element.isF16();
+}
+
 } // namespace mlir::anvil::lowering
 
 namespace {
@@ -678,12 +682,6 @@ struct LowerReduce : OpRewritePattern<OpTy> {
   }
 };
 
-/// Whether a GEMM with results of `element` accumulates in f32 and rounds
-/// its result once: bf16 and f16 (anvil.matmul's contract).
-bool accumulatesInF32(Type element) {
-  return element.isBF16() || element.isF16();
-}
-
 /// lowerMatmul with the linalg op's result type `out` (op's shape).
 template <typename MatmulLike>
 Value lowerMatmulAs(PatternRewriter &rewriter, MatmulLike op, Value acc,
@@ -1217,9 +1215,14 @@ struct AnvilConvertToLinalgPass
           MatmulGeluBiasGradOp::getOperationName(),
           MatmulBiasGradOp::getOperationName()})
       lowered.insert(name);
+    // So do the convolutions marked to run as a library call
+    // (anvil-library-convs).
+    auto libraryCall = [](Operation *op) {
+      return op->hasAttr(AnvilDialect::kLibraryCallAttrName);
+    };
     getOperation().walk([&](Operation *op) {
       if (!lowers.contains(op->getDialect()) ||
-          lowered.contains(op->getName().getStringRef()))
+          lowered.contains(op->getName().getStringRef()) || libraryCall(op))
         return;
       SmallVector<StringRef> names;
       for (const auto &entry : lowered)
@@ -1246,7 +1249,8 @@ struct AnvilConvertToLinalgPass
       if (!lowers.contains(op->getDialect()) ||
           isa<AllReduceOp, AxisIndexOp, AllGatherOp, ReduceScatterOp,
               AxisSliceOp, FlashAttentionOp, FlashAttentionGradOp, LinearGeluOp,
-              MatmulGeluBiasGradOp, MatmulBiasGradOp>(op))
+              MatmulGeluBiasGradOp, MatmulBiasGradOp>(op) ||
+          libraryCall(op))
         return WalkResult::advance();
       op->emitError("anvil-convert-to-linalg: failed to lower '")
           << op->getName() << "'";

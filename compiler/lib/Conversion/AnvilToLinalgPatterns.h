@@ -56,6 +56,11 @@ enum class Combine { Sum, Max, Min };
 Value identityOf(OpBuilder &b, Location loc, Type type, Combine c);
 Value combine(OpBuilder &b, Location loc, Combine c, Value acc, Value x);
 
+/// Whether a contraction (a GEMM, a convolution) with results of `element`
+/// accumulates in f32 and rounds its result once: bf16 and f16
+/// (anvil.matmul's and anvil.conv's contract).
+bool accumulatesInF32(Type element);
+
 /// Convolutions (and their filter gradient), pooling (and max pooling's
 /// gradient) and nearest upsampling.
 void populateWindowLoweringPatterns(RewritePatternSet &patterns);

@@ -8,6 +8,7 @@
 
 #include "AnvilToLinalgPatterns.h"
 
+#include "anvil/Dialect/Anvil/IR/AnvilDialect.h"
 #include "anvil/Dialect/Anvil/IR/AnvilOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -49,10 +50,35 @@ Value splitGroups(OpBuilder &b, Location loc, Value v, int64_t groups,
   return reshapeTensor(b, loc, v, t.clone(shape));
 }
 
-/// The body of a convolution's multiply-accumulate: acc + x * w.
+/// The body of a convolution's multiply-accumulate: acc + x * w, the
+/// operands widened to the accumulator's type (f32 for bf16: exact
+/// products).
 Value multiplyAdd(OpBuilder &b, Location l, ValueRange a) {
+  Type acc = a[2].getType();
+  auto widen = [&](Value v) -> Value {
+    return v.getType() == acc ? v : arith::ExtFOp::create(b, l, acc, v);
+  };
   return combine(b, l, Combine::Sum, a[2],
-                 arith::MulFOp::create(b, l, a[0], a[1]));
+                 arith::MulFOp::create(b, l, widen(a[0]), widen(a[1])));
+}
+
+/// The type a convolution with results of `out` sums in: f32 for bf16 and
+/// f16 (rounded once at the end, by roundTo), else `out`.
+RankedTensorType accumulatorOf(OpBuilder &b, RankedTensorType out) {
+  return accumulatesInF32(out.getElementType()) ? out.clone(b.getF32Type())
+                                                : out;
+}
+
+/// `sums` (accumulatorOf(out)) rounded to `out`'s element type.
+Value roundTo(OpBuilder &b, Location loc, Value sums, RankedTensorType out) {
+  if (tensorType(sums) == out)
+    return sums;
+  auto id = b.getMultiDimIdentityMap(out.getRank());
+  return buildGeneric(b, loc, out, {sums}, {id},
+                      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                        return arith::TruncFOp::create(
+                            nb, l, out.getElementType(), args[0]);
+                      });
 }
 
 /// A convolution's input, zero-padded and viewed as (N, G, C / G, ...).
@@ -68,10 +94,15 @@ struct LowerConv : OpRewritePattern<ConvOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ConvOp op,
                                 PatternRewriter &rewriter) const override {
+    // A library call's (anvil-library-convs): anvil-bufferize makes it.
+    if (op->hasAttr(AnvilDialect::kLibraryCallAttrName))
+      return failure();
     // y[n, g, co, o] += xp[n, g, ci, o * stride + k * dilation] w[g, co, ci, k]
     // Loops: n, g, co, o... (parallel), ci, k... (reduction).
     Location loc = op.getLoc();
-    auto out = op.getType();
+    // A bf16 convolution sums in f32 and rounds once (bias included).
+    auto result = op.getType();
+    auto out = accumulatorOf(rewriter, result);
     Type element = out.getElementType();
     int64_t groups = op.getGroups();
     Value zero = scalarConstant(rewriter, loc, element, 0.0);
@@ -90,12 +121,16 @@ struct LowerConv : OpRewritePattern<ConvOp> {
       auto id = rewriter.getMultiDimIdentityMap(out.getRank());
       auto bmap = AffineMap::get(out.getRank(), 0,
                                  {rewriter.getAffineDimExpr(1)}, getContext());
-      y = buildGeneric(rewriter, loc, out, {y, bias}, {id, bmap},
-                       [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                         return arith::AddFOp::create(b, l, a[0], a[1]);
-                       });
+      y = buildGeneric(
+          rewriter, loc, out, {y, bias}, {id, bmap},
+          [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+            Value bi = a[1].getType() == element
+                           ? a[1]
+                           : arith::ExtFOp::create(b, l, element, a[1]);
+            return arith::AddFOp::create(b, l, a[0], bi);
+          });
     }
-    rewriter.replaceOp(op, y);
+    rewriter.replaceOp(op, roundTo(rewriter, loc, y, result));
     return success();
   }
 
@@ -187,10 +222,14 @@ struct LowerConvFilterGrad : OpRewritePattern<ConvFilterGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ConvFilterGradOp op,
                                 PatternRewriter &rewriter) const override {
+    // A library call's (anvil-library-convs): anvil-bufferize makes it.
+    if (op->hasAttr(AnvilDialect::kLibraryCallAttrName))
+      return failure();
     // dw[g, co, ci, k] += grad[n, g, co, o] xp[n, g, ci, o * stride + k * d]
     // Loops: g, co, ci, k... (parallel), n, o... (reduction).
     Location loc = op.getLoc();
-    auto out = op.getType();
+    auto result = op.getType();
+    auto out = accumulatorOf(rewriter, result);
     Type element = out.getElementType();
     int64_t s = out.getRank() - 2, groups = op.getGroups();
     Value zero = scalarConstant(rewriter, loc, element, 0.0);
@@ -218,7 +257,9 @@ struct LowerConvFilterGrad : OpRewritePattern<ConvFilterGradOp> {
     Value init = filled(rewriter, loc, out.clone(grouped), zero);
     Value dw = buildReduction(rewriter, loc, {g, xp}, {map(ge), map(xe)}, init,
                               map(we), 3 + s, 1 + s, multiplyAdd);
-    rewriter.replaceOp(op, reshapeTensor(rewriter, loc, dw, out));
+    rewriter.replaceOp(op, roundTo(rewriter, loc,
+                                   reshapeTensor(rewriter, loc, dw, out),
+                                   result));
     return success();
   }
 };

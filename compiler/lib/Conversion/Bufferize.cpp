@@ -68,6 +68,7 @@ constexpr StringLiteral kAttentionGrad = "anvil_rt_attention_grad_f32";
 constexpr StringLiteral kGemmBiasGelu = "anvil_rt_gemm_bias_gelu";
 constexpr StringLiteral kGemmDgeluBgrad = "anvil_rt_gemm_dgelu_bgrad";
 constexpr StringLiteral kGemmWeightBiasGrad = "anvil_rt_gemm_weight_bias_grad";
+constexpr StringLiteral kConv = "anvil_rt_conv";
 
 /// The runtime's name for mesh axis `axis` of `op`'s module: its position
 /// in the module's `anvil.mesh`, or -1 without a mesh (a world of one).
@@ -275,12 +276,11 @@ std::optional<std::array<int64_t, 4>> attentionLayout(MemRefType type,
 /// A private constant i64 global of `values` in `module` (one per distinct
 /// array), read through memref.get_global.
 Value constantI64Array(RewriterBase &rewriter, Location loc, ModuleOp module,
-                       ArrayRef<int64_t> values) {
+                       ArrayRef<int64_t> values, StringRef prefix) {
   auto type = MemRefType::get({static_cast<int64_t>(values.size())},
                               rewriter.getI64Type());
   auto init = DenseIntElementsAttr::get(
       RankedTensorType::get(type.getShape(), type.getElementType()), values);
-  constexpr StringLiteral prefix = "__anvil_attention_layouts_";
   memref::GlobalOp global;
   int64_t count = 0;
   for (auto candidate : module.getOps<memref::GlobalOp>()) {
@@ -438,7 +438,8 @@ struct AttentionBufferization
       args.push_back(arith::ConstantIntOp::create(
           rewriter, loc, rewriter.getI32Type(), flag ? 1 : 0));
     auto module = op->getParentOfType<ModuleOp>();
-    args.push_back(constantI64Array(rewriter, loc, module, layouts));
+    args.push_back(constantI64Array(rewriter, loc, module, layouts,
+                                    "__anvil_attention_layouts_"));
     StringLiteral callee = std::is_same_v<OpTy, anvil::FlashAttentionOp>
                                ? kAttention
                                : kAttentionGrad;
@@ -532,6 +533,57 @@ struct GemmEpilogueBufferization
                            : weightGrad ? kGemmWeightBiasGrad
                                         : kGemmDgeluBgrad;
     callRuntime(rewriter, op, callee, args, results);
+    return success();
+  }
+};
+
+/// A convolution marked anvil.library_call (anvil-library-convs): a new
+/// buffer for the result, written by one runtime call (RuntimeABI.h):
+///   anvil_rt_conv(i32 kind, i32 bf16, problem, a, b, c)
+/// with the problem (libraryConv) in a constant global
+/// (`__anvil_conv_problem_N`) and the operands, made contiguous, and the
+/// result, all as pointers (one declaration for every rank and shape).
+template <typename OpTy>
+struct ConvBufferization : NewBufferModel<ConvBufferization<OpTy>, OpTy> {
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const bufferization::BufferizationOptions &options,
+                          bufferization::BufferizationState &state) const {
+    std::optional<anvil::LibraryConv> call = anvil::libraryConv(op);
+    if (!op->hasAttr(anvil::AnvilDialect::kLibraryCallAttrName) || !call ||
+        op->getNumOperands() != 2)
+      return op->emitError("anvil-bufferize: '")
+             << op->getName()
+             << "' is not a library convolution (anvil-library-convs marks "
+                "them and splits their bias off; this one is lowered by "
+                "anvil-convert-to-linalg)";
+    Location loc = op->getLoc();
+    auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+    Value result = memref::AllocOp::create(
+        rewriter, loc,
+        MemRefType::get(resultType.getShape(), resultType.getElementType()));
+    auto pointer = [&](Value buffer) -> Value {
+      return LLVM::IntToPtrOp::create(
+          rewriter, loc, LLVM::LLVMPointerType::get(rewriter.getContext()),
+          addressOf(rewriter, loc, buffer));
+    };
+    auto i32 = [&](int32_t v) -> Value {
+      return arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(),
+                                          v);
+    };
+    SmallVector<Value> args = {
+        i32(call->kind), i32(resultType.getElementType().isBF16() ? 1 : 0),
+        pointer(constantI64Array(rewriter, loc,
+                                 op->getParentOfType<ModuleOp>(),
+                                 call->problem, "__anvil_conv_problem_"))};
+    for (Value operand : op->getOperands()) {
+      FailureOr<Value> buffer =
+          bufferization::getBuffer(rewriter, operand, options, state);
+      if (failed(buffer))
+        return failure();
+      args.push_back(pointer(contiguous(rewriter, loc, *buffer)));
+    }
+    args.push_back(pointer(result));
+    callRuntime(rewriter, op, kConv, args, {result});
     return success();
   }
 };
@@ -635,6 +687,11 @@ struct AnvilBufferizePass
           GemmEpilogueBufferization<anvil::MatmulGeluBiasGradOp>>(*ctx);
       anvil::MatmulBiasGradOp::attachInterface<
           GemmEpilogueBufferization<anvil::MatmulBiasGradOp>>(*ctx);
+      anvil::ConvOp::attachInterface<ConvBufferization<anvil::ConvOp>>(*ctx);
+      anvil::ConvTransposeOp::attachInterface<
+          ConvBufferization<anvil::ConvTransposeOp>>(*ctx);
+      anvil::ConvFilterGradOp::attachInterface<
+          ConvBufferization<anvil::ConvFilterGradOp>>(*ctx);
     });
   }
   void runOnOperation() override {
@@ -684,7 +741,8 @@ struct AnvilBufferizePass
           {kAttentionGrad, attentionGradCallee},
           {kGemmBiasGelu, gemmBiasGeluCallee},
           {kGemmDgeluBgrad, gemmDgeluBgradCallee},
-          {kGemmWeightBiasGrad, gemmWeightBiasGradCallee}}) {
+          {kGemmWeightBiasGrad, gemmWeightBiasGradCallee},
+          {kConv, convCallee}}) {
       auto callee = getOperation().lookupSymbol<func::FuncOp>(from);
       if (!callee || from == to)
         continue;

@@ -600,6 +600,9 @@ struct DecomposeConvTranspose : OpRewritePattern<ConvTransposeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ConvTransposeOp op,
                                 PatternRewriter &rewriter) const override {
+    // A library call's (anvil-library-convs): anvil-bufferize makes it.
+    if (op->hasAttr(AnvilDialect::kLibraryCallAttrName))
+      return failure();
     Emit e{rewriter, op.getLoc()};
     Location loc = op.getLoc();
     Value x = op.getInput(), w = op.getFilter();

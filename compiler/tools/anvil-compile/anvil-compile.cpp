@@ -257,6 +257,16 @@ cl::opt<std::string> gemmEpilogues(
              "and DGELU_BGRAD epilogues; anvil-gemm-epilogues): on (the "
              "default with --target=cuda or --emulate-cuda-grid) or off"),
     cl::value_desc("on|off"), cl::init(""), cl::cat(category));
+cl::opt<std::string> libraryConvs(
+    "library-convs",
+    cl::desc("Whether each convolution, and each of its gradients, that a "
+             "convolution library takes (1-3 spatial dimensions, f32 or "
+             "bf16, the same padding on both sides) runs as one call of it "
+             "(anvil-library-convs): on (the default with --target=cuda: "
+             "cuDNN; with --emulate-cuda-grid the CPU's reference of those "
+             "calls) or off (linalg convolutions, as kernels; the CPU's "
+             "default)"),
+    cl::value_desc("on|off"), cl::init(""), cl::cat(category));
 cl::opt<std::string> precision(
     "precision",
     cl::desc("Numeric precision of the step: f32 (the default, but with "
@@ -966,6 +976,11 @@ int main(int argc, char **argv) {
     return error("--gemm-epilogues=" + gemmEpilogues + ": on or off");
   if (gemmEpilogues.empty())
     gemmEpilogues = target == Target::CUDA || emulateCUDAGrid ? "on" : "off";
+  if (libraryConvs.getNumOccurrences() && libraryConvs != "on" &&
+      libraryConvs != "off")
+    return error("--library-convs=" + libraryConvs + ": on or off");
+  if (libraryConvs.empty())
+    libraryConvs = target == Target::CUDA || emulateCUDAGrid ? "on" : "off";
   std::string fp8Recipe;
   if (precision != "f32" && precision != "bf16") {
     auto [kind, recipe] = StringRef(precision).split('=');
@@ -1261,6 +1276,7 @@ int main(int argc, char **argv) {
       options.fuse = !noFusion;
       options.splitReductions = splitReductions;
       options.warpReductions = warpReductions;
+      options.libraryConvs = libraryConvs == "on";
       options.target.chip = cudaArch;
       options.target.toolkit = cudaToolkit;
       mlir::anvil::cuda::buildCUDAPipeline(
@@ -1278,6 +1294,10 @@ int main(int argc, char **argv) {
       mlir::anvil::cpu::CPUPipelineOptions options;
       options.fuse = !noFusion;
       options.threadChunks = !emulateCUDAGrid;
+      // The CPU's reference of the library's convolutions (where CUDA
+      // calls cuDNN).
+      if (libraryConvs == "on")
+        options.conv = "anvil_rt_conv";
       // The emulated grid runs what CUDA runs: FP8 GEMMs with K innermost.
       if (emulateCUDAGrid) {
         options.fp8Gemms = emulatedGridFp8GemmsForm();

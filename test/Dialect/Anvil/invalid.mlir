@@ -1336,3 +1336,11 @@ func.func @broadcast_grad_elsewhere(%x: tensor<4xf32>) {
   %0 = anvil.exp %x {anvil.broadcast_grad} : tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @library_call_elsewhere(%x: tensor<4xf32>) {
+  // expected-error@+1 {{'anvil.library_call' must be a unit attribute on an anvil.conv, anvil.conv_transpose or anvil.conv_filter_grad}}
+  %0 = anvil.exp %x {anvil.library_call} : tensor<4xf32>
+  return
+}

@@ -10,6 +10,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <optional>
@@ -30,6 +31,26 @@ class MatmulOp;
 /// formats); an empty string when it reads their 8-bit codes
 /// (anvil.matmul_f8); otherwise why it multiplies their dequantized values.
 std::optional<std::string> fp8GemmForm(MatmulOp op, llvm::StringRef form);
+
+/// A convolution as one call of a library (RuntimeABI.h's anvil_rt_conv):
+/// its kind (ANVIL_RT_CONV_FORWARD, _DATA_GRAD, _FILTER_GRAD: 0, 1, 2, as
+/// LibraryConvKind) and
+/// problem (s, N, C, K, groups, then x, y, kernel, stride, pad, dilation
+/// per spatial dimension, in the terms of the forward convolution x -> y).
+enum LibraryConvKind : int32_t {
+  kConvForward = 0,
+  kConvDataGrad = 1,
+  kConvFilterGrad = 2,
+};
+struct LibraryConv {
+  int32_t kind;
+  llvm::SmallVector<int64_t> problem;
+};
+
+/// The library call `op` (an anvil.conv, anvil.conv_transpose or
+/// anvil.conv_filter_grad; a bias is not part of it) is, or std::nullopt
+/// where a library convolution cannot take it (anvil-library-convs).
+std::optional<LibraryConv> libraryConv(Operation *op);
 
 } // namespace mlir::anvil
 

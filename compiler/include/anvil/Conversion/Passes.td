@@ -56,6 +56,38 @@ def AnvilDecomposePass : Pass<"anvil-decompose", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::anvil::AnvilDialect"];
 }
 
+def AnvilLibraryConvsPass : Pass<"anvil-library-convs", "mlir::ModuleOp"> {
+  let summary = "Marks the convolutions that run as one library call";
+  let description = [{
+    Each `anvil.conv`, `anvil.conv_transpose` and `anvil.conv_filter_grad`
+    that a convolution library takes as one call gets
+    `anvil.library_call`: 1 to 3 spatial dimensions, f32 or bf16 operands
+    and result of one element type, and padding that is the same on both
+    sides as far as the sizes tell (the convolution with `pad_low` on both
+    sides has the sizes the op has: PyTorch's padding, and a `pad_high`
+    that only drops a stride's remainder). A bias is split off into a
+    broadcast add, which fuses with what follows. `anvil-decompose` and
+    `anvil-convert-to-linalg` leave a marked op; `anvil-bufferize` makes it
+    one call of its `conv` function (RuntimeABI.h's `anvil_rt_conv`
+    problem: the CPU's reference by default, cuDNN with the CUDA backend).
+    Every other convolution is lowered to linalg as before.
+
+    Input:
+    ```mlir
+    %y = anvil.conv %x, %w, %b stride [1, 1] pad_low [1, 1] pad_high [1, 1] dilation [1, 1]
+        : (tensor<8x64x56x56xf32>, tensor<64x64x3x3xf32>, tensor<64xf32>) -> tensor<8x64x56x56xf32>
+    ```
+    Output:
+    ```mlir
+    %c = anvil.conv %x, %w stride [1, 1] pad_low [1, 1] pad_high [1, 1] dilation [1, 1] {anvil.library_call}
+        : (tensor<8x64x56x56xf32>, tensor<64x64x3x3xf32>) -> tensor<8x64x56x56xf32>
+    %bb = anvil.broadcast %b, dims = [1] : tensor<64xf32> -> tensor<8x64x56x56xf32>
+    %y = anvil.add %c, %bb : tensor<8x64x56x56xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::anvil::AnvilDialect"];
+}
+
 def AnvilConvertToLinalgPass : Pass<"anvil-convert-to-linalg", "mlir::ModuleOp"> {
   let summary = "Lowers primitive anvil ops to linalg, tensor, arith and math";
   let description = [{
@@ -126,6 +158,12 @@ def AnvilBufferizePass : Pass<"anvil-bufferize", "mlir::ModuleOp"> {
     with the CUDA backend), every buffer passed as a pointer to its first
     element (one that is not contiguous is copied first).
 
+    A convolution marked `anvil.library_call` (`anvil-library-convs`)
+    writes a new buffer through one call of `conv` (RuntimeABI.h's
+    `anvil_rt_conv`: the kind, bf16 or not, the problem in a constant
+    global `__anvil_conv_problem_N`, and the three buffers, made contiguous,
+    as pointers); the CUDA backend's is cuDNN's.
+
     Input:
     ```mlir
     func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
@@ -159,6 +197,10 @@ def AnvilBufferizePass : Pass<"anvil-bufferize", "mlir::ModuleOp"> {
     Option<"gemmWeightBiasGradCallee", "gemm-weight-bias-grad", "std::string",
            /*default=*/"\"anvil_rt_gemm_weight_bias_grad\"",
            "The runtime function anvil.matmul_bias_grad calls">,
+    Option<"convCallee", "conv", "std::string",
+           /*default=*/"\"anvil_rt_conv\"",
+           "The runtime function a convolution marked anvil.library_call "
+           "calls">,
   ];
   let dependentDialects = [
     "mlir::bufferization::BufferizationDialect", "mlir::linalg::LinalgDialect",

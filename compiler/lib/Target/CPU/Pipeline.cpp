@@ -2,7 +2,9 @@
 //
 // anvil IR -> LLVM dialect:
 //
-// 1. linalg:     anvil-decompose, canonicalize, cse (at the graph level),
+// 1. linalg:     [anvil-library-convs, with a conv function: the
+//                convolutions a library takes stay ops, for one call each],
+//                anvil-decompose, canonicalize, cse (at the graph level),
 //                anvil-convert-to-linalg. No cse after the conversion: it
 //                would merge the identical zero-filled inits of different
 //                matmuls and reductions, and bufferization would then copy
@@ -75,6 +77,8 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
   auto wants = [&](Stage s) { return (!after || s > *after) && s <= last; };
   // 1. linalg
   if (wants(Stage::Linalg)) {
+    if (!options.conv.empty())
+      pm.addPass(createAnvilLibraryConvsPass());
     AnvilDecomposePassOptions decompose;
     decompose.fp8Gemms = options.fp8Gemms;
     pm.addPass(createAnvilDecomposePass(decompose));
@@ -106,6 +110,8 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     bufferize.gemmBiasGeluCallee = options.gemmBiasGelu;
     bufferize.gemmDgeluBgradCallee = options.gemmDgeluBgrad;
     bufferize.gemmWeightBiasGradCallee = options.gemmWeightBiasGrad;
+    if (!options.conv.empty())
+      bufferize.convCallee = options.conv;
     pm.addPass(createAnvilBufferizePass(bufferize));
     pm.addPass(createCanonicalizerPass());
     bufferization::BufferResultsToOutParamsPassOptions outParams;

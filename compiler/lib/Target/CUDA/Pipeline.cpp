@@ -12,7 +12,9 @@
 //      (anvil_rt_cuda_attention_f32, _grad_f32), GEMMs with a bias and
 //      GELU epilogue (anvil.linear_gelu, anvil.matmul_gelu_bias_grad)
 //      cuBLASLt's (anvil_rt_cuda_gemm_bias_gelu, _dgelu_bgrad), a weight's
-//      gradient with its bias's cuBLASLt's (_weight_bias_grad).
+//      gradient with its bias's cuBLASLt's (_weight_bias_grad), the
+//      convolutions cuDNN takes (anvil-library-convs) cuDNN's
+//      (anvil_rt_cuda_conv).
 // 4.   kernels: anvil-cuda-map-dispatches (each dispatch's loop nests onto
 //      a 1-D grid; long contiguous row reductions a warp per row),
 //      canonicalize, gpu-launch-sink-index-computations (the
@@ -113,6 +115,8 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     cpuOptions.gemmBiasGelu = "anvil_rt_cuda_gemm_bias_gelu";
     cpuOptions.gemmDgeluBgrad = "anvil_rt_cuda_gemm_dgelu_bgrad";
     cpuOptions.gemmWeightBiasGrad = "anvil_rt_cuda_gemm_weight_bias_grad";
+    if (options.libraryConvs)
+      cpuOptions.conv = "anvil_rt_cuda_conv";
     cpuOptions.mergeAmax = true;
     cpuOptions.recomputeCheap = true;
     cpuOptions.mergeCheapReaders = true;

@@ -151,6 +151,32 @@ void anvil_rt_attention_grad_f32(const float *q, const float *k, const float *v,
                                  int32_t causal, int32_t bf16,
                                  const anvil_rt_attention_layout *layouts);
 
+/// What anvil_rt_conv computes (its `kind`).
+enum {
+  ANVIL_RT_CONV_FORWARD = 0,     ///< a = x, b = w, c = y
+  ANVIL_RT_CONV_DATA_GRAD = 1,   ///< a = dy, b = w, c = dx
+  ANVIL_RT_CONV_FILTER_GRAD = 2, ///< a = x, b = dy, c = dw
+};
+
+/// One convolution of `anvil.conv`'s definition with symmetric padding,
+/// described by `problem` (host memory, 5 + 6 s int64 values):
+///   s (spatial dimensions, 1-3), N, C (x's channels), K (y's channels),
+///   groups, then per spatial dimension: x's size, y's size, the kernel's,
+///   the stride, the padding (both sides), the dilation;
+///   y[n, k, o] = sum over the C / groups channels c of k's group and the
+///   taps t of x[n, c, o stride - pad + t dilation] w[k, c mod (C /
+///   groups), t] (taps outside x read zero), with x (N, C, x...),
+///   w (K, C / groups, kernel...), y (N, K, y...), every buffer contiguous.
+/// The kinds (ANVIL_RT_CONV_*) write, overwriting `c`: y itself; x's
+/// gradient dx from y's gradient dy (`anvil.conv_transpose` of dy by w);
+/// w's gradient dw (`anvil.conv_filter_grad` of x and dy). Elements are
+/// f32, or with `bf16` bf16 (raw 16-bit patterns): exact products, f32
+/// sums, the result rounded once (to nearest even). Anvil's CPU reference
+/// of the CUDA runtime's cuDNN convolutions (anvil_rt_cuda_conv), which
+/// the emulated CUDA grid calls.
+void anvil_rt_conv(int32_t kind, int32_t bf16, const int64_t *problem,
+                   const void *a, const void *b, void *c);
+
 /// Initializes the training state of a module: every buffer of the
 /// manifest `manifestJson` that has an initializer is filled, for run seed
 /// `seed`, at args[index] (the step's argument array), bit-identically to

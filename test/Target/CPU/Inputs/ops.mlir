@@ -223,6 +223,37 @@ func.func @convolution_gradients(%x: tensor<2x4x9x8xf32>, %g: tensor<2x6x5x8xf32
   return %0, %1 : tensor<6x2x3x2xf32>, tensor<2x6x11x12xf32>
 }
 
+// Convolutions a library takes as one call each (anvil-library-convs: on
+// the emulated CUDA grid the CPU's reference of cuDNN's, on CUDA cuDNN):
+// symmetric padding, a pad_high that only drops a stride's remainder
+// (%5), 1-3 spatial dimensions, groups, strides and dilation, a filter
+// gradient, a transposed convolution with output padding and a bias.
+func.func @library_convolutions(%x: tensor<2x4x9x8xf32>, %w: tensor<6x2x3x3xf32>, %b: tensor<6xf32>, %x1: tensor<1x3x11xf32>, %w1: tensor<2x3x4xf32>, %x3: tensor<1x2x5x4x6xf32>, %w3: tensor<2x2x2x3x2xf32>, %g: tensor<2x6x5x4xf32>, %t: tensor<2x4x5x6xf32>, %tw: tensor<4x3x3x2xf32>, %tb: tensor<6xf32>, %x8: tensor<1x2x8x8xf32>, %w8: tensor<4x2x3x3xf32>) -> (tensor<2x6x5x4xf32>, tensor<1x2x3xf32>, tensor<1x2x4x2x3xf32>, tensor<6x2x3x3xf32>, tensor<2x6x10x13xf32>, tensor<1x4x4x4xf32>) {
+  %0 = anvil.conv %x, %w, %b stride [2, 2] pad_low [1, 1] pad_high [1, 1] dilation [1, 1] {groups = 2 : i64} : (tensor<2x4x9x8xf32>, tensor<6x2x3x3xf32>, tensor<6xf32>) -> tensor<2x6x5x4xf32>
+  %1 = anvil.conv %x1, %w1 stride [3] pad_low [1] pad_high [1] dilation [2] : (tensor<1x3x11xf32>, tensor<2x3x4xf32>) -> tensor<1x2x3xf32>
+  %2 = anvil.conv %x3, %w3 stride [1, 2, 2] pad_low [0, 1, 0] pad_high [0, 1, 0] dilation [1, 1, 1] : (tensor<1x2x5x4x6xf32>, tensor<2x2x2x3x2xf32>) -> tensor<1x2x4x2x3xf32>
+  %3 = anvil.conv_filter_grad %x, %g kernel [3, 3] stride [2, 2] pad_low [1, 1] pad_high [1, 1] dilation [1, 1] {groups = 2 : i64} : (tensor<2x4x9x8xf32>, tensor<2x6x5x4xf32>) -> tensor<6x2x3x3xf32>
+  %4 = anvil.conv_transpose %t, %tw, %tb stride [2, 2] pad_low [1, 0] pad_high [1, 0] dilation [1, 2] output_padding [1, 0] {groups = 2 : i64} : (tensor<2x4x5x6xf32>, tensor<4x3x3x2xf32>, tensor<6xf32>) -> tensor<2x6x10x13xf32>
+  %5 = anvil.conv %x8, %w8 stride [2, 2] pad_low [1, 1] pad_high [0, 0] dilation [1, 1] : (tensor<1x2x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x4x4xf32>
+  return %0, %1, %2, %3, %4, %5 : tensor<2x6x5x4xf32>, tensor<1x2x3xf32>, tensor<1x2x4x2x3xf32>, tensor<6x2x3x3xf32>, tensor<2x6x10x13xf32>, tensor<1x4x4x4xf32>
+}
+
+// The same three kinds in bf16: exact products, f32 sums, each result
+// rounded once to bf16 (the interpreter rounds only the results).
+// tolerance: bf16
+func.func @library_convolutions_bf16(%x: tensor<2x4x9x8xf32>, %w: tensor<6x2x3x3xf32>, %g: tensor<2x6x5x4xf32>) -> (tensor<2x6x5x4xf32>, tensor<6x2x3x3xf32>, tensor<2x4x9x8xf32>) {
+  %xb = anvil.cast %x : tensor<2x4x9x8xf32> to tensor<2x4x9x8xbf16>
+  %wb = anvil.cast %w : tensor<6x2x3x3xf32> to tensor<6x2x3x3xbf16>
+  %gb = anvil.cast %g : tensor<2x6x5x4xf32> to tensor<2x6x5x4xbf16>
+  %0 = anvil.conv %xb, %wb stride [2, 2] pad_low [1, 1] pad_high [1, 1] dilation [1, 1] {groups = 2 : i64} : (tensor<2x4x9x8xbf16>, tensor<6x2x3x3xbf16>) -> tensor<2x6x5x4xbf16>
+  %1 = anvil.conv_filter_grad %xb, %gb kernel [3, 3] stride [2, 2] pad_low [1, 1] pad_high [1, 1] dilation [1, 1] {groups = 2 : i64} : (tensor<2x4x9x8xbf16>, tensor<2x6x5x4xbf16>) -> tensor<6x2x3x3xbf16>
+  %2 = anvil.conv_transpose %gb, %wb stride [2, 2] pad_low [1, 1] pad_high [1, 1] dilation [1, 1] output_padding [0, 1] {groups = 2 : i64} : (tensor<2x6x5x4xbf16>, tensor<6x2x3x3xbf16>) -> tensor<2x4x9x8xbf16>
+  %r0 = anvil.cast %0 : tensor<2x6x5x4xbf16> to tensor<2x6x5x4xf32>
+  %r1 = anvil.cast %1 : tensor<6x2x3x3xbf16> to tensor<6x2x3x3xf32>
+  %r2 = anvil.cast %2 : tensor<2x4x9x8xbf16> to tensor<2x4x9x8xf32>
+  return %r0, %r1, %r2 : tensor<2x6x5x4xf32>, tensor<6x2x3x3xf32>, tensor<2x4x9x8xf32>
+}
+
 func.func @pooling(%x: tensor<2x3x9x7xf32>, %g: tensor<2x3x5x4xf32>, %u: tensor<1x2x3x2xf32>) -> (tensor<2x3x5x4xf32>, tensor<2x3x5x4xf32>, tensor<2x3x5x4xf32>, tensor<2x3x9x7xf32>, tensor<1x2x6x6xf32>) {
   %0 = anvil.max_pool %x window [3, 2] stride [2, 2] pad_low [1, 1] pad_high [1, 0] : tensor<2x3x9x7xf32> -> tensor<2x3x5x4xf32>
   %1 = anvil.avg_pool %x window [3, 2] stride [2, 2] pad_low [1, 1] pad_high [1, 0] : tensor<2x3x9x7xf32> -> tensor<2x3x5x4xf32>

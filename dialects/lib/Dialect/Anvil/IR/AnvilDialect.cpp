@@ -295,6 +295,15 @@ LogicalResult AnvilDialect::verifyOperationAttribute(Operation *op,
                                 "anvil.reduce_sum";
     return success();
   }
+  // A convolution a library runs (anvil-library-convs).
+  if (attr.getName() == kLibraryCallAttrName) {
+    if (!isa<ConvOp, ConvTransposeOp, ConvFilterGradOp>(op) ||
+        !isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << kLibraryCallAttrName
+                             << "' must be a unit attribute on an anvil.conv, "
+                                "anvil.conv_transpose or anvil.conv_filter_grad";
+    return success();
+  }
   return op->emitError() << "unknown anvil attribute '"
                          << attr.getName().getValue() << "' on an op";
 }

@@ -82,6 +82,13 @@ def Anvil_Dialect : Dialect {
     /// GEMM that reads the same gradient (unit; a hint, safe to drop).
     static constexpr ::llvm::StringLiteral kBroadcastGradAttrName =
         "anvil.broadcast_grad";
+    /// On an anvil.conv, anvil.conv_transpose or anvil.conv_filter_grad
+    /// that runs as one call of a convolution library (cuDNN on CUDA):
+    /// anvil-library-convs sets it, anvil-decompose and
+    /// anvil-convert-to-linalg leave the op, anvil-bufferize makes the call
+    /// (unit).
+    static constexpr ::llvm::StringLiteral kLibraryCallAttrName =
+        "anvil.library_call";
 
   private:
     void registerAttributes();
