@@ -10,6 +10,7 @@
 #include "anvil/runtime/RuntimeABI.h"
 
 #include "AttentionCheck.h"
+#include "ConvProblems.h"
 #include "NumericReference.h"
 #include "ScaleKernel.h"
 
@@ -583,4 +584,68 @@ TEST(CudaDevice, WeightBiasGradMatchesTheHost) {
       anvil_rt_cuda_free(p);
   }
   cuda::setEpilogueFallback(false);
+}
+
+TEST(CudaDevice, ConvsMatchTheHost) {
+  SKIP_WITHOUT_GPU();
+  // cuDNN's forward, data-gradient and filter-gradient convolutions
+  // (anvil_rt_cuda_conv) against the CPU's reference (anvil_rt_conv) on the
+  // same inputs, every problem of ConvProblems.h: f32 within 1e-5 of the
+  // largest value (the same products summed in other orders, no TF32);
+  // bf16 within a bf16 step or two.
+  std::mt19937 rng(19);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (const std::vector<int64_t> &p : anvil::test::convProblems()) {
+    anvil::test::ConvSizes n = anvil::test::convSizes(p);
+    // (a, b, c) elements of each kind: (x, w, y), (dy, w, dx), (x, dy, dw).
+    const int64_t sizes[3][3] = {
+        {n.x, n.w, n.y}, {n.y, n.w, n.x}, {n.x, n.y, n.w}};
+    for (int32_t kind = 0; kind < 3; ++kind)
+      for (int32_t bf16 = 0; bf16 < 2; ++bf16) {
+        std::string what = "kind " + std::to_string(kind) + " of a " +
+                           std::to_string(p[0]) + "-D problem, C " +
+                           std::to_string(p[2]) + ", groups " +
+                           std::to_string(p[4]) + (bf16 ? ", bf16" : ", f32");
+        const int64_t *size = sizes[kind];
+        if (bf16) {
+          std::vector<uint16_t> a(size[0]), b(size[1]), c(size[2]);
+          for (uint16_t &v : a)
+            v = toBF16(dist(rng));
+          for (uint16_t &v : b)
+            v = toBF16(dist(rng));
+          uint16_t *da = deviceCopy(a), *db = deviceCopy(b),
+                   *dc = deviceCopy(std::vector<uint16_t>(size[2], 0x7FC0));
+          anvil_rt_cuda_conv(kind, 1, p.data(), da, db, dc);
+          ASSERT_TRUE(cuda::synchronizeStepStream(what.c_str()).isOk());
+          anvil_rt_conv(kind, 1, p.data(), a.data(), b.data(), c.data());
+          expectCloseBF16(c, dc, what);
+          for (uint16_t *q : {da, db, dc})
+            anvil_rt_cuda_free(q);
+          continue;
+        }
+        std::vector<float> a(size[0]), b(size[1]), c(size[2]);
+        for (float &v : a)
+          v = dist(rng);
+        for (float &v : b)
+          v = dist(rng);
+        auto copy = [](const std::vector<float> &host) {
+          auto *d = static_cast<float *>(anvil_rt_cuda_alloc(host.size() * 4));
+          std::copy(host.begin(), host.end(), d);
+          return d;
+        };
+        float *da = copy(a), *db = copy(b),
+              *dc = copy(std::vector<float>(size[2], std::nanf("")));
+        anvil_rt_cuda_conv(kind, 0, p.data(), da, db, dc);
+        ASSERT_TRUE(cuda::synchronizeStepStream(what.c_str()).isOk());
+        anvil_rt_conv(kind, 0, p.data(), a.data(), b.data(), c.data());
+        float largest = 0;
+        for (float v : c)
+          largest = std::max(largest, std::abs(v));
+        for (size_t i = 0; i < c.size(); ++i)
+          ASSERT_LE(std::abs(dc[i] - c[i]), 1e-5f * largest)
+              << what << " at " << i;
+        for (float *q : {da, db, dc})
+          anvil_rt_cuda_free(q);
+      }
+  }
 }

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace anvil::rt {
 class Communicator;
@@ -118,6 +119,14 @@ void profileAdd(const std::string &name, double seconds);
 Expected<std::unique_ptr<Communicator>>
 makeNCCLCommunicator(std::unique_ptr<Communicator> &host, bool wanted);
 
+/// For tests, and needing no GPU: the dims of y that cuDNN computes for
+/// anvil_rt_conv problem `problem` (RuntimeABI.h) from the descriptors
+/// anvil_rt_cuda_conv makes of it (N, K and the spatial sizes; a 1-D
+/// problem has its unit height in front), or why cuDNN refused them (or is
+/// missing).
+Expected<std::vector<int64_t>> cudnnForwardDims(const int64_t *problem,
+                                                bool bf16);
+
 /// For tests: with `on`, the GEMMs with epilogues that have a fallback
 /// (anvil_rt_cuda_gemm_weight_bias_grad) take it, as if cuBLASLt had no
 /// algorithm for their epilogue.
@@ -203,6 +212,15 @@ void anvil_rt_cuda_gemm_weight_bias_grad(int64_t m, int64_t k, int64_t n,
                                          const uint16_t *grad,
                                          uint16_t *weightGrad,
                                          uint16_t *biasGrad);
+
+/// anvil_rt_conv's contract (RuntimeABI.h) on device pointers, one cuDNN
+/// call (cudnnConvolutionForward, ...BackwardData, ...BackwardFilter; cuDNN
+/// 9 opened at run time): a deterministic algorithm, f32 without TF32,
+/// bf16 on the tensor cores with f32 accumulation. `problem` is host
+/// memory. Queues the call on the step stream; a failure names the call,
+/// cuDNN's message and the problem.
+void anvil_rt_cuda_conv(int32_t kind, int32_t bf16, const int64_t *problem,
+                        const void *a, const void *b, void *c);
 
 /// anvil_rt_attention_f32's contract (RuntimeABI.h) on device pointers,
 /// through Anvil's fused flash-attention kernels (runtime/src/cuda/
