@@ -2,7 +2,8 @@
 #===- run.sh - the GPU bundle's checks and measurements ------------------===#
 #
 # On a machine with an NVIDIA GPU and the CUDA libraries (cuBLAS, the CUDA
-# runtime; CUDA_HOME, default /usr/local/cuda), no MLIR:
+# runtime, cuDNN 9 for the op cases' convolutions; CUDA_HOME, default
+# /usr/local/cuda), no MLIR:
 #
 #   OUT=results ./run.sh
 #

@@ -61,6 +61,10 @@ std::optional<LibraryConv> describe(int32_t kind, const Sides &c) {
       c.y.getDimSize(0) != n || c.w.getDimSize(0) != k ||
       c.w.getDimSize(1) != channels / groups)
     return std::nullopt;
+  // cuDNN's legacy descriptors count elements in 32 bits.
+  for (RankedTensorType t : {c.x, c.w, c.y})
+    if (t.getNumElements() >= (int64_t(1) << 31))
+      return std::nullopt;
   LibraryConv call{kind, {s, n, channels, k, groups}};
   for (int64_t i = 0; i < s; ++i) {
     int64_t x = c.x.getDimSize(2 + i), y = c.y.getDimSize(2 + i),

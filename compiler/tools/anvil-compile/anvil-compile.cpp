@@ -1296,8 +1296,7 @@ int main(int argc, char **argv) {
       options.threadChunks = !emulateCUDAGrid;
       // The CPU's reference of the library's convolutions (where CUDA
       // calls cuDNN).
-      if (libraryConvs == "on")
-        options.conv = "anvil_rt_conv";
+      options.libraryConvs = libraryConvs == "on";
       // The emulated grid runs what CUDA runs: FP8 GEMMs with K innermost.
       if (emulateCUDAGrid) {
         options.fp8Gemms = emulatedGridFp8GemmsForm();

@@ -47,13 +47,14 @@ Problem parse(const int64_t *p) {
   Problem q{p[1], p[2], p[3], p[4], {}, {}, {}, {}, {}, {}};
   for (int64_t d = 0; d < 3; ++d) {
     int64_t i = d - (3 - s); // the problem's dimension, < 0: a unit one
-    const int64_t *f = p + 5 + 6 * i;
-    q.x[d] = i < 0 ? 1 : f[0];
-    q.y[d] = i < 0 ? 1 : f[1];
-    q.kernel[d] = i < 0 ? 1 : f[2];
-    q.stride[d] = i < 0 ? 1 : f[3];
-    q.pad[d] = i < 0 ? 0 : f[4];
-    q.dilation[d] = i < 0 ? 1 : f[5];
+    static const int64_t unit[6] = {1, 1, 1, 1, 0, 1};
+    const int64_t *f = i < 0 ? unit : p + 5 + 6 * i;
+    q.x[d] = f[0];
+    q.y[d] = f[1];
+    q.kernel[d] = f[2];
+    q.stride[d] = f[3];
+    q.pad[d] = f[4];
+    q.dilation[d] = f[5];
   }
   return q;
 }

@@ -19,9 +19,11 @@
 // Each problem's descriptors and algorithm are made on its first call (a
 // step's first run is eager; a CUDA graph captures later ones): the
 // algorithm is the first of cuDNN's heuristic ranking (the _v7 queries; no
-// timing runs) that is deterministic, fits the f32 rule above and needs at
-// most kMaxWorkspace bytes, so a step gives the same sums every run, like
-// Anvil's attention kernels. The workspace comes from the stream-ordered
+// timing runs) that is deterministic, sums exact products (no FFT or
+// Winograd transforms), fits the f32 rule above and needs at most
+// kMaxWorkspace bytes, so a step gives the same sums every run, like
+// Anvil's attention kernels; its workspace is asked for with the math type
+// it runs with. The workspace comes from the stream-ordered
 // allocator on the step stream (capture-safe); the call is queued there
 // and waited for only in "sync" mode, where ANVIL_PROFILE=1 also times it.
 // Errors abort, naming the call, cuDNN's message and the problem (or are
@@ -80,6 +82,12 @@ struct Cudnn {
       nullptr;
   decltype(&::cudnnGetConvolutionBackwardFilterAlgorithm_v7)
       filterAlgorithms = nullptr;
+  decltype(&::cudnnGetConvolutionForwardWorkspaceSize) forwardWorkspace =
+      nullptr;
+  decltype(&::cudnnGetConvolutionBackwardDataWorkspaceSize) dataWorkspace =
+      nullptr;
+  decltype(&::cudnnGetConvolutionBackwardFilterWorkspaceSize)
+      filterWorkspace = nullptr;
   decltype(&::cudnnConvolutionForward) forward = nullptr;
   decltype(&::cudnnConvolutionBackwardData) backwardData = nullptr;
   decltype(&::cudnnConvolutionBackwardFilter) backwardFilter = nullptr;
@@ -130,6 +138,9 @@ Expected<const Cudnn *> cudnn() {
     get(c.forwardAlgorithms, "cudnnGetConvolutionForwardAlgorithm_v7");
     get(c.dataAlgorithms, "cudnnGetConvolutionBackwardDataAlgorithm_v7");
     get(c.filterAlgorithms, "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+    get(c.forwardWorkspace, "cudnnGetConvolutionForwardWorkspaceSize");
+    get(c.dataWorkspace, "cudnnGetConvolutionBackwardDataWorkspaceSize");
+    get(c.filterWorkspace, "cudnnGetConvolutionBackwardFilterWorkspaceSize");
     get(c.forward, "cudnnConvolutionForward");
     get(c.backwardData, "cudnnConvolutionBackwardData");
     get(c.backwardFilter, "cudnnConvolutionBackwardFilter");
@@ -235,19 +246,44 @@ bool describeProblem(const Cudnn &c, const int64_t *p, bool bf16, Plan &plan,
                "cudnnSetConvolutionMathType");
 }
 
+/// Whether an algorithm sums exact products (implicit GEMMs and direct
+/// sums), as anvil_rt_conv's contract says: not FFT or Winograd, whose
+/// transforms round differently.
+bool exactProducts(cudnnConvolutionFwdAlgo_t a) {
+  return a != CUDNN_CONVOLUTION_FWD_ALGO_FFT &&
+         a != CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING &&
+         a != CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD &&
+         a != CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+bool exactProducts(cudnnConvolutionBwdDataAlgo_t a) {
+  return a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT &&
+         a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING &&
+         a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD &&
+         a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+}
+bool exactProducts(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT &&
+         a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING &&
+         a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
+
 /// The first of cuDNN's ranked algorithms that Anvil takes (see the file
-/// comment), or false when none is.
+/// comment), with its math type, or false when none is. f32 keeps the
+/// descriptor's CUDNN_FMA_MATH (no TF32, whatever math type the ranking
+/// lists with the algorithm); bf16 takes the ranked entry's.
 template <typename Perf>
-bool choose(const Perf *perf, int count, bool bf16, Plan &plan) {
+bool choose(const Perf *perf, int count, bool bf16, Plan &plan,
+            cudnnMathType_t &math) {
   for (int i = 0; i < count; ++i) {
     const Perf &r = perf[i];
-    if (r.status != CUDNN_STATUS_SUCCESS || r.determinism != CUDNN_DETERMINISTIC ||
-        r.memory > kMaxWorkspace)
+    if (r.status != CUDNN_STATUS_SUCCESS ||
+        r.determinism != CUDNN_DETERMINISTIC || r.memory > kMaxWorkspace ||
+        !exactProducts(r.algo))
       continue;
-    if (!bf16 && r.mathType != CUDNN_FMA_MATH && r.mathType != CUDNN_DEFAULT_MATH)
-      continue; // TF32 tensor cores
+    if (!bf16 && r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+      continue; // f32 data converted for the tensor cores
     plan.algorithm = static_cast<int>(r.algo);
-    plan.workspace = r.memory;
+    math = bf16 ? r.mathType : CUDNN_FMA_MATH;
     return true;
   }
   return false;
@@ -258,6 +294,10 @@ cudnnHandle_t handle(const Cudnn &c) {
   static std::once_flag once;
   static cudnnHandle_t h = nullptr;
   std::call_once(once, [&] {
+    // The process's device current on this thread first (cuDNN's handle
+    // and the workspace's pool belong to it).
+    if (Status st = anvil::rt::cuda::initialize(); !st.isOk())
+      fail("anvil_rt_cuda_conv: " + st.message());
     if (cudnnStatus_t s = c.create(&h); s != CUDNN_STATUS_SUCCESS)
       fail(std::string("anvil_rt_cuda_conv: cudnnCreate failed: ") +
            c.getErrorString(s));
@@ -342,6 +382,7 @@ extern "C" void anvil_rt_cuda_conv(int32_t kind, int32_t bf16,
         return;
       bool found = false;
       int count = 0;
+      cudnnMathType_t math = CUDNN_FMA_MATH;
       if (kind == ANVIL_RT_CONV_FORWARD) {
         cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
         if (!check(c.forwardAlgorithms(h, made->x, made->w, made->conv,
@@ -349,7 +390,7 @@ extern "C" void anvil_rt_cuda_conv(int32_t kind, int32_t bf16,
                                        &count, perf),
                    "cudnnGetConvolutionForwardAlgorithm_v7"))
           return;
-        found = choose(perf, count, isBF16, *made);
+        found = choose(perf, count, isBF16, *made, math);
       } else if (kind == ANVIL_RT_CONV_DATA_GRAD) {
         cudnnConvolutionBwdDataAlgoPerf_t
             perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
@@ -358,7 +399,7 @@ extern "C" void anvil_rt_cuda_conv(int32_t kind, int32_t bf16,
                                     &count, perf),
                    "cudnnGetConvolutionBackwardDataAlgorithm_v7"))
           return;
-        found = choose(perf, count, isBF16, *made);
+        found = choose(perf, count, isBF16, *made, math);
       } else {
         cudnnConvolutionBwdFilterAlgoPerf_t
             perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
@@ -367,13 +408,41 @@ extern "C" void anvil_rt_cuda_conv(int32_t kind, int32_t bf16,
                                       &count, perf),
                    "cudnnGetConvolutionBackwardFilterAlgorithm_v7"))
           return;
-        found = choose(perf, count, isBF16, *made);
+        found = choose(perf, count, isBF16, *made, math);
       }
       if (!found)
-        fail("anvil_rt_cuda_conv: cuDNN has no deterministic algorithm with "
-             "at most 1 GiB of workspace" +
+        fail("anvil_rt_cuda_conv: cuDNN has no deterministic algorithm of "
+             "exact products with at most 1 GiB of workspace" +
              std::string(isBF16 ? "" : " and without TF32") + " for the " +
              what() + " (compile with --library-convs=off)");
+      // The workspace of the algorithm with the math type it runs with.
+      if (!check(c.setMathType(made->conv, math),
+                 "cudnnSetConvolutionMathType"))
+        return;
+      bool sized = false;
+      if (kind == ANVIL_RT_CONV_FORWARD)
+        sized = check(c.forwardWorkspace(
+                          h, made->x, made->w, made->conv, made->y,
+                          static_cast<cudnnConvolutionFwdAlgo_t>(
+                              made->algorithm),
+                          &made->workspace),
+                      "cudnnGetConvolutionForwardWorkspaceSize");
+      else if (kind == ANVIL_RT_CONV_DATA_GRAD)
+        sized = check(c.dataWorkspace(
+                          h, made->w, made->y, made->conv, made->x,
+                          static_cast<cudnnConvolutionBwdDataAlgo_t>(
+                              made->algorithm),
+                          &made->workspace),
+                      "cudnnGetConvolutionBackwardDataWorkspaceSize");
+      else
+        sized = check(c.filterWorkspace(
+                          h, made->x, made->y, made->conv, made->w,
+                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(
+                              made->algorithm),
+                          &made->workspace),
+                      "cudnnGetConvolutionBackwardFilterWorkspaceSize");
+      if (!sized)
+        return;
       slot = std::move(made);
     }
     plan = slot.get();
@@ -418,9 +487,15 @@ extern "C" void anvil_rt_cuda_conv(int32_t kind, int32_t bf16,
     break;
   }
   if (workspace)
-    if (cudaError_t e = cudaFreeAsync(workspace, stream); e != cudaSuccess)
-      fail(std::string("anvil_rt_cuda_conv: cudaFreeAsync failed: ") +
-           cudaGetErrorString(e));
+    if (cudaError_t e = cudaFreeAsync(workspace, stream); e != cudaSuccess) {
+      // (In a capture the call above may have ended it: recorded then.)
+      std::string message =
+          std::string("anvil_rt_cuda_conv: cudaFreeAsync failed: ") +
+          cudaGetErrorString(e) + ", for the " + what();
+      if (!anvil::rt::cuda::recordCaptureFailure(message))
+        fail(message);
+      failed = true;
+    }
   if (failed ||
       anvil::rt::cuda::launchMode() != anvil::rt::cuda::LaunchMode::Sync)
     return; // queued on the step stream; the step's end waits for it

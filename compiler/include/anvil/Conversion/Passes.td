@@ -64,9 +64,11 @@ def AnvilLibraryConvsPass : Pass<"anvil-library-convs", "mlir::ModuleOp"> {
     `anvil.library_call`: 1 to 3 spatial dimensions, f32 or bf16 operands
     and result of one element type, and padding that is the same on both
     sides as far as the sizes tell (the convolution with `pad_low` on both
-    sides has the sizes the op has: PyTorch's padding, and a `pad_high`
-    that only drops a stride's remainder). A bias is split off into a
-    broadcast add, which fuses with what follows. `anvil-decompose` and
+    sides has the sizes the op has: PyTorch's padding, or a `pad_high`
+    whose difference only falls into a stride's remainder, so that no
+    output reads it). A bias is split off into a broadcast add, which
+    fuses with what follows (for bf16 after the call's rounding: the bias
+    rounds a second time, where the linalg lowering rounds once). `anvil-decompose` and
     `anvil-convert-to-linalg` leave a marked op; `anvil-bufferize` makes it
     one call of its `conv` function (RuntimeABI.h's `anvil_rt_conv`
     problem: the CPU's reference by default, cuDNN with the CUDA backend).

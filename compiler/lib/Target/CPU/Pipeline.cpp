@@ -2,7 +2,7 @@
 //
 // anvil IR -> LLVM dialect:
 //
-// 1. linalg:     [anvil-library-convs, with a conv function: the
+// 1. linalg:     [anvil-library-convs, with libraryConvs: the
 //                convolutions a library takes stay ops, for one call each],
 //                anvil-decompose, canonicalize, cse (at the graph level),
 //                anvil-convert-to-linalg. No cse after the conversion: it
@@ -77,7 +77,7 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
   auto wants = [&](Stage s) { return (!after || s > *after) && s <= last; };
   // 1. linalg
   if (wants(Stage::Linalg)) {
-    if (!options.conv.empty())
+    if (options.libraryConvs)
       pm.addPass(createAnvilLibraryConvsPass());
     AnvilDecomposePassOptions decompose;
     decompose.fp8Gemms = options.fp8Gemms;
@@ -110,8 +110,7 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     bufferize.gemmBiasGeluCallee = options.gemmBiasGelu;
     bufferize.gemmDgeluBgradCallee = options.gemmDgeluBgrad;
     bufferize.gemmWeightBiasGradCallee = options.gemmWeightBiasGrad;
-    if (!options.conv.empty())
-      bufferize.convCallee = options.conv;
+    bufferize.convCallee = options.conv;
     pm.addPass(createAnvilBufferizePass(bufferize));
     pm.addPass(createCanonicalizerPass());
     bufferization::BufferResultsToOutParamsPassOptions outParams;

@@ -115,8 +115,8 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     cpuOptions.gemmBiasGelu = "anvil_rt_cuda_gemm_bias_gelu";
     cpuOptions.gemmDgeluBgrad = "anvil_rt_cuda_gemm_dgelu_bgrad";
     cpuOptions.gemmWeightBiasGrad = "anvil_rt_cuda_gemm_weight_bias_grad";
-    if (options.libraryConvs)
-      cpuOptions.conv = "anvil_rt_cuda_conv";
+    cpuOptions.libraryConvs = options.libraryConvs;
+    cpuOptions.conv = "anvil_rt_cuda_conv";
     cpuOptions.mergeAmax = true;
     cpuOptions.recomputeCheap = true;
     cpuOptions.mergeCheapReaders = true;

@@ -72,10 +72,13 @@ struct CPUPipelineOptions {
   std::string gemmBiasGelu = "anvil_rt_gemm_bias_gelu";
   std::string gemmDgeluBgrad = "anvil_rt_gemm_dgelu_bgrad";
   std::string gemmWeightBiasGrad = "anvil_rt_gemm_weight_bias_grad";
-  /// The runtime function the convolutions a library takes call
-  /// (anvil-library-convs, then anvil-bufferize conv); empty: none do, every
-  /// convolution is a linalg one (the CPU's default).
-  std::string conv;
+  /// Run anvil-library-convs: the convolutions a library takes become one
+  /// call each of `conv` (off, the CPU's default: every convolution is a
+  /// linalg one).
+  bool libraryConvs = false;
+  /// The runtime function a convolution marked anvil.library_call calls
+  /// (anvil-bufferize conv; also for one marked in the input).
+  std::string conv = "anvil_rt_conv";
   /// GEMMs of two tensorwise FP8 quantizations (anvil-decompose
   /// fp8-gemms): f8, f8-k-inner or dequantized.
   std::string fp8Gemms = "f8";

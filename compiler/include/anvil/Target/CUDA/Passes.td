@@ -171,7 +171,9 @@ def AnvilCUDAStepGraphPass
       stream-ordered allocator: `anvil_rt_cuda_sgemm`,
       `anvil_rt_cuda_gemm_bf16`, `anvil_rt_cuda_gemm_bf16_rounded`,
       `anvil_rt_cuda_gemm_f8`, `anvil_rt_cuda_gemm_fp8`,
-      `anvil_rt_cuda_attention_f32`, `anvil_rt_cuda_attention_grad_f32`.
+      `anvil_rt_cuda_attention_f32`, `anvil_rt_cuda_attention_grad_f32`,
+      `anvil_rt_cuda_gemm_bias_gelu`, `anvil_rt_cuda_gemm_dgelu_bgrad`,
+      `anvil_rt_cuda_gemm_weight_bias_grad`, `anvil_rt_cuda_conv`.
 
     Otherwise (a host read or write of a buffer, an allocation, the
     address of a global that is not constant, any other call) it gets
