@@ -590,7 +590,8 @@ TEST(CudaDevice, ConvsMatchTheHost) {
   SKIP_WITHOUT_GPU();
   {
     std::vector<int64_t> p = anvil::test::convProblems().front();
-    Expected<std::vector<int64_t>> dims = cuda::cudnnForwardDims(p.data(), false);
+    Expected<std::vector<int64_t>> dims =
+        cuda::cudnnForwardDims(p.data(), false);
     if (!dims.hasValue() && dims.status().code() == ErrorCode::Unavailable)
       GTEST_SKIP() << dims.status().message();
   }

@@ -24,8 +24,7 @@ TEST(Cudnn, DescriptorsGiveTheProblemsOutputSizes) {
     for (bool bf16 : {false, true}) {
       Expected<std::vector<int64_t>> dims =
           cuda::cudnnForwardDims(p.data(), bf16);
-      if (!dims.hasValue() &&
-          dims.status().code() == ErrorCode::Unavailable)
+      if (!dims.hasValue() && dims.status().code() == ErrorCode::Unavailable)
         GTEST_SKIP() << dims.status().message();
       ASSERT_TRUE(dims.hasValue()) << dims.status().message();
       std::vector<int64_t> want = {p[1], p[3]};
@@ -33,9 +32,9 @@ TEST(Cudnn, DescriptorsGiveTheProblemsOutputSizes) {
         want.push_back(1);
       for (int64_t i = 0; i < p[0]; ++i)
         want.push_back(p[6 + 6 * i]);
-      EXPECT_EQ(*dims, want) << "problem of " << p[0] << " dimensions, C "
-                             << p[2] << ", groups " << p[4]
-                             << (bf16 ? ", bf16" : ", f32");
+      EXPECT_EQ(*dims, want)
+          << "problem of " << p[0] << " dimensions, C " << p[2] << ", groups "
+          << p[4] << (bf16 ? ", bf16" : ", f32");
     }
 }
 

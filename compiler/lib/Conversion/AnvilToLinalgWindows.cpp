@@ -121,14 +121,14 @@ struct LowerConv : OpRewritePattern<ConvOp> {
       auto id = rewriter.getMultiDimIdentityMap(out.getRank());
       auto bmap = AffineMap::get(out.getRank(), 0,
                                  {rewriter.getAffineDimExpr(1)}, getContext());
-      y = buildGeneric(
-          rewriter, loc, out, {y, bias}, {id, bmap},
-          [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-            Value bi = a[1].getType() == element
-                           ? a[1]
-                           : arith::ExtFOp::create(b, l, element, a[1]);
-            return arith::AddFOp::create(b, l, a[0], bi);
-          });
+      y = buildGeneric(rewriter, loc, out, {y, bias}, {id, bmap},
+                       [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                         Value bi =
+                             a[1].getType() == element
+                                 ? a[1]
+                                 : arith::ExtFOp::create(b, l, element, a[1]);
+                         return arith::AddFOp::create(b, l, a[0], bi);
+                       });
     }
     rewriter.replaceOp(op, roundTo(rewriter, loc, y, result));
     return success();
@@ -257,9 +257,9 @@ struct LowerConvFilterGrad : OpRewritePattern<ConvFilterGradOp> {
     Value init = filled(rewriter, loc, out.clone(grouped), zero);
     Value dw = buildReduction(rewriter, loc, {g, xp}, {map(ge), map(xe)}, init,
                               map(we), 3 + s, 1 + s, multiplyAdd);
-    rewriter.replaceOp(op, roundTo(rewriter, loc,
-                                   reshapeTensor(rewriter, loc, dw, out),
-                                   result));
+    rewriter.replaceOp(
+        op,
+        roundTo(rewriter, loc, reshapeTensor(rewriter, loc, dw, out), result));
     return success();
   }
 };

@@ -111,6 +111,14 @@ Value addressOf(RewriterBase &rewriter, Location loc, Value buffer) {
       arith::AddIOp::create(rewriter, loc, base, bytes));
 }
 
+/// The address of the first element of a contiguous buffer, as an LLVM
+/// pointer (what the runtime's functions take for a buffer of any type).
+Value pointerTo(RewriterBase &rewriter, Location loc, Value buffer) {
+  return LLVM::IntToPtrOp::create(
+      rewriter, loc, LLVM::LLVMPointerType::get(rewriter.getContext()),
+      addressOf(rewriter, loc, buffer));
+}
+
 LogicalResult requireF32(Operation *op, Type type) {
   Type element = cast<ShapedType>(type).getElementType();
   if (element.isF32())
@@ -511,10 +519,8 @@ struct GemmEpilogueBufferization
       args = {arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(),
                                            gemm.getTransposeRhs() ? 1 : 0),
               i64(m), i64(n), i64(k)};
-    auto pointer = [&](Value buffer) -> Value {
-      return LLVM::IntToPtrOp::create(
-          rewriter, loc, LLVM::LLVMPointerType::get(rewriter.getContext()),
-          addressOf(rewriter, loc, buffer));
+    auto pointer = [&](Value buffer) {
+      return pointerTo(rewriter, loc, buffer);
     };
     for (Value operand : op->getOperands()) {
       FailureOr<Value> buffer =
@@ -561,10 +567,8 @@ struct ConvBufferization : NewBufferModel<ConvBufferization<OpTy>, OpTy> {
     Value result = memref::AllocOp::create(
         rewriter, loc,
         MemRefType::get(resultType.getShape(), resultType.getElementType()));
-    auto pointer = [&](Value buffer) -> Value {
-      return LLVM::IntToPtrOp::create(
-          rewriter, loc, LLVM::LLVMPointerType::get(rewriter.getContext()),
-          addressOf(rewriter, loc, buffer));
+    auto pointer = [&](Value buffer) {
+      return pointerTo(rewriter, loc, buffer);
     };
     auto i32 = [&](int32_t v) -> Value {
       return arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(),
@@ -572,8 +576,7 @@ struct ConvBufferization : NewBufferModel<ConvBufferization<OpTy>, OpTy> {
     };
     SmallVector<Value> args = {
         i32(call->kind), i32(resultType.getElementType().isBF16() ? 1 : 0),
-        pointer(constantI64Array(rewriter, loc,
-                                 op->getParentOfType<ModuleOp>(),
+        pointer(constantI64Array(rewriter, loc, op->getParentOfType<ModuleOp>(),
                                  call->problem, "__anvil_conv_problem_"))};
     for (Value operand : op->getOperands()) {
       FailureOr<Value> buffer =

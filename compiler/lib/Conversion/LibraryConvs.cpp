@@ -80,28 +80,27 @@ std::optional<LibraryConv> describe(int32_t kind, const Sides &c) {
   return call;
 }
 
-RankedTensorType typeOf(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
 } // namespace
 
 std::optional<LibraryConv> mlir::anvil::libraryConv(Operation *op) {
   if (auto conv = dyn_cast<ConvOp>(op))
-    return describe(kConvForward, {typeOf(conv.getInput()), typeOf(conv.getFilter()),
-                        conv.getType(), conv.getStride(), conv.getPadLow(),
-                        conv.getDilation(),
-                        static_cast<int64_t>(conv.getGroups())});
+    return describe(kConvForward,
+                    {typeOf(conv.getInput()), typeOf(conv.getFilter()),
+                     conv.getType(), conv.getStride(), conv.getPadLow(),
+                     conv.getDilation(),
+                     static_cast<int64_t>(conv.getGroups())});
   if (auto conv = dyn_cast<ConvTransposeOp>(op))
     return describe(kConvDataGrad, {conv.getType(), typeOf(conv.getFilter()),
-                        typeOf(conv.getInput()), conv.getStride(),
-                        conv.getPadLow(), conv.getDilation(),
-                        static_cast<int64_t>(conv.getGroups())});
+                                    typeOf(conv.getInput()), conv.getStride(),
+                                    conv.getPadLow(), conv.getDilation(),
+                                    static_cast<int64_t>(conv.getGroups())});
   if (auto grad = dyn_cast<ConvFilterGradOp>(op))
     return describe(kConvFilterGrad, {typeOf(grad.getInput()), grad.getType(),
-                        typeOf(grad.getGrad()), grad.getStride(),
-                        grad.getPadLow(), grad.getDilation(),
-                        static_cast<int64_t>(grad.getGroups())});
+                                      typeOf(grad.getGrad()), grad.getStride(),
+                                      grad.getPadLow(), grad.getDilation(),
+                                      static_cast<int64_t>(grad.getGroups())});
   return std::nullopt;
 }
 
@@ -118,8 +117,7 @@ struct AnvilLibraryConvsPass
   void runOnOperation() override {
     SmallVector<Operation *> convs;
     getOperation().walk([&](Operation *op) {
-      if (isa<ConvOp, ConvTransposeOp, ConvFilterGradOp>(op) &&
-          libraryConv(op))
+      if (isa<ConvOp, ConvTransposeOp, ConvFilterGradOp>(op) && libraryConv(op))
         convs.push_back(op);
     });
     OpBuilder b(&getContext());
@@ -128,10 +126,10 @@ struct AnvilLibraryConvsPass
       Location loc = op->getLoc();
       Value replacement;
       if (auto conv = dyn_cast<ConvOp>(op); conv && conv.getBias()) {
-        auto plain = ConvOp::create(
-            b, loc, conv.getInput(), conv.getFilter(), Value(),
-            conv.getStride(), conv.getPadLow(), conv.getPadHigh(),
-            conv.getDilation(), conv.getGroups());
+        auto plain = ConvOp::create(b, loc, conv.getInput(), conv.getFilter(),
+                                    Value(), conv.getStride(), conv.getPadLow(),
+                                    conv.getPadHigh(), conv.getDilation(),
+                                    conv.getGroups());
         plain->setAttr(AnvilDialect::kLibraryCallAttrName, b.getUnitAttr());
         replacement = addBias(b, loc, plain, conv.getBias());
       } else if (auto conv = dyn_cast<ConvTransposeOp>(op);

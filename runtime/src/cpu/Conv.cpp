@@ -39,8 +39,9 @@ struct Problem {
 Problem parse(const int64_t *p) {
   int64_t s = p[0];
   if (s < 1 || s > 3) {
-    std::fprintf(stderr, "anvil: anvil_rt_conv: %lld spatial dimensions "
-                         "(1 to 3 supported)\n",
+    std::fprintf(stderr,
+                 "anvil: anvil_rt_conv: %lld spatial dimensions "
+                 "(1 to 3 supported)\n",
                  static_cast<long long>(s));
     std::abort();
   }
@@ -64,8 +65,9 @@ struct Elements {
   const void *data;
   bool bf16;
   float operator[](int64_t i) const {
-    return bf16 ? anvil::rt::fromBF16Bits(static_cast<const uint16_t *>(data)[i])
-                : static_cast<const float *>(data)[i];
+    return bf16
+               ? anvil::rt::fromBF16Bits(static_cast<const uint16_t *>(data)[i])
+               : static_cast<const float *>(data)[i];
   }
 };
 
@@ -102,9 +104,9 @@ void forward(const Problem &q, Elements x, Elements w, void *y, bool bf16) {
                     int64_t i2 = inputAt(q, 2, o2, t2);
                     if (i0 < 0 || i1 < 0 || i2 < 0)
                       continue;
-                    acc += x[xBase + (i0 * q.x[1] + i1) * q.x[2] + i2] *
-                           w[wBase + (t0 * q.kernel[1] + t1) * q.kernel[2] +
-                             t2];
+                    acc +=
+                        x[xBase + (i0 * q.x[1] + i1) * q.x[2] + i2] *
+                        w[wBase + (t0 * q.kernel[1] + t1) * q.kernel[2] + t2];
                   }
                 }
               }
@@ -147,9 +149,9 @@ void dataGrad(const Problem &q, Elements dy, Elements w, void *dx, bool bf16) {
                     int64_t o2 = outputAt(q, 2, i2, t2);
                     if (o0 < 0 || o1 < 0 || o2 < 0)
                       continue;
-                    acc += dy[yBase + (o0 * q.y[1] + o1) * q.y[2] + o2] *
-                           w[wBase + (t0 * q.kernel[1] + t1) * q.kernel[2] +
-                             t2];
+                    acc +=
+                        dy[yBase + (o0 * q.y[1] + o1) * q.y[2] + o2] *
+                        w[wBase + (t0 * q.kernel[1] + t1) * q.kernel[2] + t2];
                   }
                 }
               }

@@ -34,9 +34,9 @@
 #include "anvil/runtime/Cuda.h"
 #include "anvil/runtime/RuntimeABI.h"
 
+#include "DynamicLibrary.h"
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
-#include <dlfcn.h>
 
 #include <chrono>
 #include <cstdio>
@@ -74,20 +74,19 @@ struct Cudnn {
   decltype(&::cudnnSetConvolutionNdDescriptor) setConv = nullptr;
   decltype(&::cudnnSetConvolutionGroupCount) setGroupCount = nullptr;
   decltype(&::cudnnSetConvolutionMathType) setMathType = nullptr;
-  decltype(&::cudnnGetConvolutionNdForwardOutputDim) forwardOutputDim =
-      nullptr;
+  decltype(&::cudnnGetConvolutionNdForwardOutputDim) forwardOutputDim = nullptr;
   decltype(&::cudnnGetConvolutionForwardAlgorithm_v7) forwardAlgorithms =
       nullptr;
   decltype(&::cudnnGetConvolutionBackwardDataAlgorithm_v7) dataAlgorithms =
       nullptr;
-  decltype(&::cudnnGetConvolutionBackwardFilterAlgorithm_v7)
-      filterAlgorithms = nullptr;
+  decltype(&::cudnnGetConvolutionBackwardFilterAlgorithm_v7) filterAlgorithms =
+      nullptr;
   decltype(&::cudnnGetConvolutionForwardWorkspaceSize) forwardWorkspace =
       nullptr;
   decltype(&::cudnnGetConvolutionBackwardDataWorkspaceSize) dataWorkspace =
       nullptr;
-  decltype(&::cudnnGetConvolutionBackwardFilterWorkspaceSize)
-      filterWorkspace = nullptr;
+  decltype(&::cudnnGetConvolutionBackwardFilterWorkspaceSize) filterWorkspace =
+      nullptr;
   decltype(&::cudnnConvolutionForward) forward = nullptr;
   decltype(&::cudnnConvolutionBackwardData) backwardData = nullptr;
   decltype(&::cudnnConvolutionBackwardFilter) backwardFilter = nullptr;
@@ -103,25 +102,14 @@ Expected<const Cudnn *> cudnn() {
       return Status::error(ErrorCode::Unavailable, "cuDNN: " + why);
     };
     // The loader's path first, then the CUDA toolkit's.
-    void *library = nullptr;
-    std::string tried;
-    for (const char *path : {"libcudnn.so.9", "/usr/local/cuda/lib64/libcudnn.so.9",
-                             "/usr/local/cuda/lib/libcudnn.so.9"}) {
-      if ((library = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
-        break;
-      tried += std::string(tried.empty() ? "" : "; ") + dlerror();
-    }
-    if (!library) {
-      status = unavailable("libcudnn.so.9 not found (" + tried + ")");
+    cuda::DynamicLibrary library({"libcudnn.so.9",
+                                  "/usr/local/cuda/lib64/libcudnn.so.9",
+                                  "/usr/local/cuda/lib/libcudnn.so.9"});
+    if (!library.isOpen()) {
+      status = unavailable("libcudnn.so.9 not found (" + library.tried() + ")");
       return;
     }
-    std::string missing;
-    auto get = [&](auto &fn, const char *name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
-          dlsym(library, name));
-      if (!fn)
-        missing += (missing.empty() ? "" : ", ") + std::string(name);
-    };
+    auto get = [&](auto &fn, const char *name) { library.get(fn, name); };
     get(c.getVersion, "cudnnGetVersion");
     get(c.getErrorString, "cudnnGetErrorString");
     get(c.create, "cudnnCreate");
@@ -144,8 +132,8 @@ Expected<const Cudnn *> cudnn() {
     get(c.forward, "cudnnConvolutionForward");
     get(c.backwardData, "cudnnConvolutionBackwardData");
     get(c.backwardFilter, "cudnnConvolutionBackwardFilter");
-    if (!missing.empty()) {
-      status = unavailable("libcudnn.so.9 lacks " + missing);
+    if (!library.missing().empty()) {
+      status = unavailable("libcudnn.so.9 lacks " + library.missing());
       return;
     }
     // The structures of the _v7 queries are cuDNN 9's (CUDNN_VERSION is
@@ -168,12 +156,12 @@ Expected<const Cudnn *> cudnn() {
 std::string describe(int32_t kind, bool bf16, const int64_t *p) {
   static const char *kinds[] = {"forward", "data gradient", "filter gradient"};
   std::string s = std::string(kind >= 0 && kind < 3 ? kinds[kind] : "?") +
-                  " of " + (bf16 ? "bf16" : "f32") +
-                  " N " + std::to_string(p[1]) + ", C " + std::to_string(p[2]) +
+                  " of " + (bf16 ? "bf16" : "f32") + " N " +
+                  std::to_string(p[1]) + ", C " + std::to_string(p[2]) +
                   ", K " + std::to_string(p[3]) + ", groups " +
                   std::to_string(p[4]);
-  static const char *fields[] = {"x", "y", "kernel", "stride", "pad",
-                                 "dilation"};
+  static const char *fields[] = {"x",      "y",   "kernel",
+                                 "stride", "pad", "dilation"};
   for (int f = 0; f < 6; ++f) {
     s += std::string(", ") + fields[f] + " ";
     for (int64_t i = 0; i < p[0]; ++i)
@@ -241,8 +229,8 @@ bool describeProblem(const Cudnn &c, const int64_t *p, bool bf16, Plan &plan,
                "cudnnSetConvolutionNdDescriptor") &&
          check(c.setGroupCount(plan.conv, static_cast<int>(p[4])),
                "cudnnSetConvolutionGroupCount") &&
-         check(c.setMathType(plan.conv, bf16 ? CUDNN_TENSOR_OP_MATH
-                                             : CUDNN_FMA_MATH),
+         check(c.setMathType(plan.conv,
+                             bf16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
                "cudnnSetConvolutionMathType");
 }
 
@@ -385,9 +373,9 @@ extern "C" void anvil_rt_cuda_conv(int32_t kind, int32_t bf16,
       cudnnMathType_t math = CUDNN_FMA_MATH;
       if (kind == ANVIL_RT_CONV_FORWARD) {
         cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-        if (!check(c.forwardAlgorithms(h, made->x, made->w, made->conv,
-                                       made->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                       &count, perf),
+        if (!check(c.forwardAlgorithms(h, made->x, made->w, made->conv, made->y,
+                                       CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count,
+                                       perf),
                    "cudnnGetConvolutionForwardAlgorithm_v7"))
           return;
         found = choose(perf, count, isBF16, *made, math);
@@ -421,26 +409,26 @@ extern "C" void anvil_rt_cuda_conv(int32_t kind, int32_t bf16,
         return;
       bool sized = false;
       if (kind == ANVIL_RT_CONV_FORWARD)
-        sized = check(c.forwardWorkspace(
-                          h, made->x, made->w, made->conv, made->y,
-                          static_cast<cudnnConvolutionFwdAlgo_t>(
-                              made->algorithm),
-                          &made->workspace),
-                      "cudnnGetConvolutionForwardWorkspaceSize");
+        sized =
+            check(c.forwardWorkspace(
+                      h, made->x, made->w, made->conv, made->y,
+                      static_cast<cudnnConvolutionFwdAlgo_t>(made->algorithm),
+                      &made->workspace),
+                  "cudnnGetConvolutionForwardWorkspaceSize");
       else if (kind == ANVIL_RT_CONV_DATA_GRAD)
-        sized = check(c.dataWorkspace(
-                          h, made->w, made->y, made->conv, made->x,
-                          static_cast<cudnnConvolutionBwdDataAlgo_t>(
-                              made->algorithm),
-                          &made->workspace),
-                      "cudnnGetConvolutionBackwardDataWorkspaceSize");
+        sized =
+            check(c.dataWorkspace(h, made->w, made->y, made->conv, made->x,
+                                  static_cast<cudnnConvolutionBwdDataAlgo_t>(
+                                      made->algorithm),
+                                  &made->workspace),
+                  "cudnnGetConvolutionBackwardDataWorkspaceSize");
       else
-        sized = check(c.filterWorkspace(
-                          h, made->x, made->y, made->conv, made->w,
-                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(
-                              made->algorithm),
-                          &made->workspace),
-                      "cudnnGetConvolutionBackwardFilterWorkspaceSize");
+        sized = check(
+            c.filterWorkspace(
+                h, made->x, made->y, made->conv, made->w,
+                static_cast<cudnnConvolutionBwdFilterAlgo_t>(made->algorithm),
+                &made->workspace),
+            "cudnnGetConvolutionBackwardFilterWorkspaceSize");
       if (!sized)
         return;
       slot = std::move(made);
@@ -453,10 +441,11 @@ extern "C" void anvil_rt_cuda_conv(int32_t kind, int32_t bf16,
   if (plan->workspace) {
     if (cudaError_t e = cudaMallocAsync(&workspace, plan->workspace, stream);
         e != cudaSuccess) {
-      std::string message = "anvil_rt_cuda_conv: cudaMallocAsync of " +
-                            std::to_string(plan->workspace) +
-                            " bytes of workspace failed: " +
-                            cudaGetErrorString(e) + ", for the " + what();
+      std::string message =
+          "anvil_rt_cuda_conv: cudaMallocAsync of " +
+          std::to_string(plan->workspace) +
+          " bytes of workspace failed: " + cudaGetErrorString(e) +
+          ", for the " + what();
       if (!anvil::rt::cuda::recordCaptureFailure(message))
         fail(message);
       return;
@@ -505,7 +494,7 @@ extern "C" void anvil_rt_cuda_conv(int32_t kind, int32_t bf16,
     fail(st.message());
   if (anvil::rt::cuda::profiling())
     anvil::rt::cuda::profileAdd(
-        call, std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                            start)
-                  .count());
+        call,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count());
 }

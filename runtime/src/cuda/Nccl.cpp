@@ -19,7 +19,8 @@
 #include "anvil/runtime/Cuda.h"
 #include "anvil/runtime/Dist.h"
 
-#include <dlfcn.h>
+#include "DynamicLibrary.h"
+
 #include <nccl.h>
 
 #include <mutex>
@@ -54,25 +55,14 @@ Expected<const Nccl *> nccl() {
   std::call_once(once, [] {
     // The loader's path first, then the CUDA toolkit's (where NCCL comes
     // with it).
-    void *library = nullptr;
-    std::string tried;
-    for (const char *path : {"libnccl.so.2", "/usr/local/cuda/lib/libnccl.so.2",
-                             "/usr/local/cuda/lib64/libnccl.so.2"}) {
-      if ((library = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
-        break;
-      tried += std::string(tried.empty() ? "" : "; ") + dlerror();
-    }
-    if (!library) {
-      status = unavailable("libnccl.so.2 not found (" + tried + ")");
+    cuda::DynamicLibrary library({"libnccl.so.2",
+                                  "/usr/local/cuda/lib/libnccl.so.2",
+                                  "/usr/local/cuda/lib64/libnccl.so.2"});
+    if (!library.isOpen()) {
+      status = unavailable("libnccl.so.2 not found (" + library.tried() + ")");
       return;
     }
-    std::string missing;
-    auto get = [&](auto &fn, const char *name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
-          dlsym(library, name));
-      if (!fn)
-        missing += (missing.empty() ? "" : ", ") + std::string(name);
-    };
+    auto get = [&](auto &fn, const char *name) { library.get(fn, name); };
     get(n.getVersion, "ncclGetVersion");
     get(n.getUniqueId, "ncclGetUniqueId");
     get(n.commInitRank, "ncclCommInitRank");
@@ -81,8 +71,8 @@ Expected<const Nccl *> nccl() {
     get(n.allGather, "ncclAllGather");
     get(n.reduceScatter, "ncclReduceScatter");
     get(n.getErrorString, "ncclGetErrorString");
-    if (!missing.empty()) {
-      status = unavailable("libnccl.so.2 lacks " + missing);
+    if (!library.missing().empty()) {
+      status = unavailable("libnccl.so.2 lacks " + library.missing());
       return;
     }
     int v = 0;
