@@ -33,18 +33,17 @@ namespace {
 /// The CUDA runtime's functions that only queue work on the step stream
 /// (runtime/include/anvil/runtime/Cuda.h).
 bool queuesOnly(StringRef callee) {
-  static const llvm::StringSet<> names = {
-      "anvil_rt_cuda_sgemm",
-      "anvil_rt_cuda_gemm_bf16",
-      "anvil_rt_cuda_gemm_bf16_rounded",
-      "anvil_rt_cuda_gemm_f8",
-      "anvil_rt_cuda_gemm_fp8",
-      "anvil_rt_cuda_attention_f32",
-      "anvil_rt_cuda_attention_grad_f32",
-      "anvil_rt_cuda_gemm_bias_gelu",
-      "anvil_rt_cuda_gemm_dgelu_bgrad",
-      "anvil_rt_cuda_gemm_weight_bias_grad",
-      "anvil_rt_cuda_conv"};
+  static const llvm::StringSet<> names = {"anvil_rt_cuda_sgemm",
+                                          "anvil_rt_cuda_gemm_bf16",
+                                          "anvil_rt_cuda_gemm_bf16_rounded",
+                                          "anvil_rt_cuda_gemm_f8",
+                                          "anvil_rt_cuda_gemm_fp8",
+                                          "anvil_rt_cuda_attention_f32",
+                                          "anvil_rt_cuda_attention_grad_f32",
+                                          "anvil_rt_cuda_gemm_bias_gelu",
+                                          "anvil_rt_cuda_gemm_dgelu_bgrad",
+                                          "anvil_rt_cuda_gemm_weight_bias_grad",
+                                          "anvil_rt_cuda_conv"};
   return names.contains(callee);
 }
 

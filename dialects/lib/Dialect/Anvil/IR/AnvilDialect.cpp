@@ -299,9 +299,10 @@ LogicalResult AnvilDialect::verifyOperationAttribute(Operation *op,
   if (attr.getName() == kLibraryCallAttrName) {
     if (!isa<ConvOp, ConvTransposeOp, ConvFilterGradOp>(op) ||
         !isa<UnitAttr>(attr.getValue()))
-      return op->emitError() << "'" << kLibraryCallAttrName
-                             << "' must be a unit attribute on an anvil.conv, "
-                                "anvil.conv_transpose or anvil.conv_filter_grad";
+      return op->emitError()
+             << "'" << kLibraryCallAttrName
+             << "' must be a unit attribute on an anvil.conv, "
+                "anvil.conv_transpose or anvil.conv_filter_grad";
     return success();
   }
   return op->emitError() << "unknown anvil attribute '"
