@@ -488,8 +488,8 @@ TEST(CudaAttentionDeathTest, RejectsUnsupportedShapesWithTheCallAndShape) {
 namespace {
 
 /// A device (managed) copy of bf16 `host`, freed by anvil_rt_cuda_free.
-uint16_t *deviceCopy(const std::vector<uint16_t> &host) {
-  auto *d = static_cast<uint16_t *>(anvil_rt_cuda_alloc(host.size() * 2));
+template <typename T> T *deviceCopy(const std::vector<T> &host) {
+  auto *d = static_cast<T *>(anvil_rt_cuda_alloc(host.size() * sizeof(T)));
   std::copy(host.begin(), host.end(), d);
   return d;
 }
@@ -635,13 +635,8 @@ TEST(CudaDevice, ConvsMatchTheHost) {
           v = dist(rng);
         for (float &v : b)
           v = dist(rng);
-        auto copy = [](const std::vector<float> &host) {
-          auto *d = static_cast<float *>(anvil_rt_cuda_alloc(host.size() * 4));
-          std::copy(host.begin(), host.end(), d);
-          return d;
-        };
-        float *da = copy(a), *db = copy(b),
-              *dc = copy(std::vector<float>(size[2], std::nanf("")));
+        float *da = deviceCopy(a), *db = deviceCopy(b),
+              *dc = deviceCopy(std::vector<float>(size[2], std::nanf("")));
         anvil_rt_cuda_conv(kind, 0, p.data(), da, db, dc);
         ASSERT_TRUE(cuda::synchronizeStepStream(what.c_str()).isOk());
         anvil_rt_conv(kind, 0, p.data(), a.data(), b.data(), c.data());

@@ -106,12 +106,6 @@ std::optional<LibraryConv> mlir::anvil::libraryConv(Operation *op) {
 
 namespace {
 
-/// `op`'s result plus its bias broadcast along the channels.
-Value addBias(OpBuilder &b, Location loc, Value result, Value bias) {
-  Emit e{b, loc};
-  return e.add(result, e.broadcast(bias, result.getType(), {1}));
-}
-
 struct AnvilLibraryConvsPass
     : mlir::anvil::impl::AnvilLibraryConvsPassBase<AnvilLibraryConvsPass> {
   void runOnOperation() override {
@@ -122,31 +116,18 @@ struct AnvilLibraryConvsPass
     });
     OpBuilder b(&getContext());
     for (Operation *op : convs) {
-      b.setInsertionPoint(op);
-      Location loc = op->getLoc();
-      Value replacement;
-      if (auto conv = dyn_cast<ConvOp>(op); conv && conv.getBias()) {
-        auto plain = ConvOp::create(b, loc, conv.getInput(), conv.getFilter(),
-                                    Value(), conv.getStride(), conv.getPadLow(),
-                                    conv.getPadHigh(), conv.getDilation(),
-                                    conv.getGroups());
-        plain->setAttr(AnvilDialect::kLibraryCallAttrName, b.getUnitAttr());
-        replacement = addBias(b, loc, plain, conv.getBias());
-      } else if (auto conv = dyn_cast<ConvTransposeOp>(op);
-                 conv && conv.getBias()) {
-        auto plain = ConvTransposeOp::create(
-            b, loc, conv.getInput(), conv.getFilter(), Value(),
-            conv.getStride(), conv.getPadLow(), conv.getPadHigh(),
-            conv.getDilation(), conv.getOutputPadding(), conv.getGroups());
-        plain->setAttr(AnvilDialect::kLibraryCallAttrName, b.getUnitAttr());
-        replacement = addBias(b, loc, plain, conv.getBias());
-      }
-      if (!replacement) {
-        op->setAttr(AnvilDialect::kLibraryCallAttrName, b.getUnitAttr());
+      op->setAttr(AnvilDialect::kLibraryCallAttrName, b.getUnitAttr());
+      // The bias (the optional third operand of anvil.conv and
+      // anvil.conv_transpose) becomes a broadcast add after the call.
+      if (op->getNumOperands() < 3)
         continue;
-      }
-      op->getResult(0).replaceAllUsesWith(replacement);
-      op->erase();
+      Value bias = op->getOperand(2);
+      op->eraseOperand(2);
+      Value result = op->getResult(0);
+      b.setInsertionPointAfter(op);
+      Emit e{b, op->getLoc()};
+      Value sum = e.add(result, e.broadcast(bias, result.getType(), {1}));
+      result.replaceAllUsesExcept(sum, sum.getDefiningOp());
     }
   }
 };

@@ -971,16 +971,14 @@ int main(int argc, char **argv) {
   if (attentionMode.empty())
     attentionMode =
         target == Target::CUDA && fusedAttentionRuns ? "fused" : "decomposed";
-  if (gemmEpilogues.getNumOccurrences() && gemmEpilogues != "on" &&
-      gemmEpilogues != "off")
-    return error("--gemm-epilogues=" + gemmEpilogues + ": on or off");
-  if (gemmEpilogues.empty())
-    gemmEpilogues = target == Target::CUDA || emulateCUDAGrid ? "on" : "off";
-  if (libraryConvs.getNumOccurrences() && libraryConvs != "on" &&
-      libraryConvs != "off")
-    return error("--library-convs=" + libraryConvs + ": on or off");
-  if (libraryConvs.empty())
-    libraryConvs = target == Target::CUDA || emulateCUDAGrid ? "on" : "off";
+  // The on|off choices that default to on for the CUDA kernels (the target
+  // or its emulated grid).
+  for (cl::opt<std::string> *onOff : {&gemmEpilogues, &libraryConvs}) {
+    if (onOff->getNumOccurrences() && *onOff != "on" && *onOff != "off")
+      return error("--" + onOff->ArgStr.str() + "=" + *onOff + ": on or off");
+    if (onOff->empty())
+      *onOff = target == Target::CUDA || emulateCUDAGrid ? "on" : "off";
+  }
   std::string fp8Recipe;
   if (precision != "f32" && precision != "bf16") {
     auto [kind, recipe] = StringRef(precision).split('=');

@@ -38,6 +38,8 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -355,11 +357,15 @@ extern "C" void anvil_rt_cuda_conv(int32_t kind, int32_t bf16,
          " spatial dimensions");
   cudnnHandle_t h = handle(c);
 
-  // The plan, once per problem.
-  std::vector<int64_t> key = {kind, bf16};
-  key.insert(key.end(), problem, problem + 5 + 6 * problem[0]);
+  // The plan, once per problem (the key: kind, bf16 and the problem, the
+  // unused spatial entries zero; no allocation per call).
+  std::array<int64_t, 2 + 5 + 6 * 3> key{};
+  key[0] = kind;
+  key[1] = bf16;
+  std::copy(problem, problem + 5 + 6 * problem[0], key.begin() + 2);
   static std::mutex mutex;
-  static std::map<std::vector<int64_t>, std::unique_ptr<Plan>> plans;
+  static std::map<std::array<int64_t, 2 + 5 + 6 * 3>, std::unique_ptr<Plan>>
+      plans;
   Plan *plan = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex);

@@ -68,10 +68,11 @@ def AnvilLibraryConvsPass : Pass<"anvil-library-convs", "mlir::ModuleOp"> {
     whose difference only falls into a stride's remainder, so that no
     output reads it). A bias is split off into a broadcast add, which
     fuses with what follows (for bf16 after the call's rounding: the bias
-    rounds a second time, where the linalg lowering rounds once). `anvil-decompose` and
-    `anvil-convert-to-linalg` leave a marked op; `anvil-bufferize` makes it
-    one call of its `conv` function (RuntimeABI.h's `anvil_rt_conv`
-    problem: the CPU's reference by default, cuDNN with the CUDA backend).
+    rounds a second time, where the linalg lowering rounds once).
+    `anvil-decompose` and `anvil-convert-to-linalg` leave a marked op;
+    `anvil-bufferize` makes it one call of its `conv` function
+    (RuntimeABI.h's `anvil_rt_conv` problem: the CPU's reference by
+    default, cuDNN with the CUDA backend).
     Every other convolution is lowered to linalg as before.
 
     Input:
