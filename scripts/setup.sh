@@ -78,9 +78,40 @@ install_python_packages() {
     python3 -m pip install -q --break-system-packages "${missing[@]}"
 }
 
+# cuDNN's frontend (NVIDIA's header-only C++ API over cuDNN's graph API: the
+# CUDA runtime builds its fused-attention graphs with it), for builds with
+# the CUDA toolkit: the headers of this PyPI wheel, unpacked once into a
+# cache outside the clone, where runtime/CMakeLists.txt looks for them.
+CUDNN_FRONTEND_VERSION=1.32.0
+CUDNN_FRONTEND_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/anvil/cudnn-frontend"
+fetch_cudnn_frontend() {
+  if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+    return # no CUDA toolkit: the CUDA runtime is not built
+  fi
+  if [ "$(cat "$CUDNN_FRONTEND_DIR/VERSION" 2>/dev/null)" = "$CUDNN_FRONTEND_VERSION" ]; then
+    log "cuDNN frontend $CUDNN_FRONTEND_VERSION present ($CUDNN_FRONTEND_DIR)"
+    return
+  fi
+  log "fetching cuDNN frontend $CUDNN_FRONTEND_VERSION's headers"
+  local tmp
+  tmp=$(mktemp -d)
+  python3 -m pip download -q --no-deps --only-binary=:all: \
+    "nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION" -d "$tmp"
+  rm -rf "$CUDNN_FRONTEND_DIR"
+  python3 - "$tmp" "$CUDNN_FRONTEND_DIR" <<'PY'
+import glob, os, sys, zipfile
+wheel = glob.glob(os.path.join(sys.argv[1], "*.whl"))[0]
+with zipfile.ZipFile(wheel) as z:
+    z.extractall(sys.argv[2], [n for n in z.namelist() if n.startswith("include/")])
+PY
+  echo "$CUDNN_FRONTEND_VERSION" >"$CUDNN_FRONTEND_DIR/VERSION"
+  rm -rf "$tmp"
+}
+
 if [ "${ANVIL_SKIP_INSTALL:-0}" != 1 ]; then
   install_packages
   install_python_packages
+  fetch_cudnn_frontend
 fi
 
 # ccache keeps its cache outside the clone (~/.cache/ccache by default);

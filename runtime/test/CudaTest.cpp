@@ -451,11 +451,42 @@ TEST(CudaAttention, F32MatchesTheHost) {
       checkAttention(c, /*bf16=*/false, placement, check::kF32Tolerance);
 }
 
+/// Sets the attention library for a test's scope, then restores cuDNN
+/// (ANVIL_CUDA_ATTENTION's default).
+struct AttentionLibraryScope {
+  explicit AttentionLibraryScope(cuda::AttentionLibrary library) {
+    cuda::setAttentionLibrary(library);
+  }
+  ~AttentionLibraryScope() {
+    cuda::setAttentionLibrary(cuda::AttentionLibrary::Cudnn);
+  }
+};
+
 TEST(CudaAttention, Bf16MatchesTheHost) {
   SKIP_WITHOUT_GPU();
+  AttentionLibraryScope anvilKernels(cuda::AttentionLibrary::Anvil);
+  int64_t cudnnCalls = cuda::cudnnAttentionCalls();
   for (const check::AttentionCase &c : check::kAttentionCases)
     for (check::Placement placement : check::kPlacements)
       checkAttention(c, /*bf16=*/true, placement, check::kBf16Tolerance);
+  EXPECT_EQ(cuda::cudnnAttentionCalls(), cudnnCalls);
+}
+
+// The same calls through cuDNN's fused attention (the default), which takes
+// the shapes whose head widths are multiples of 8 (the operands copied to
+// bf16 from where their layouts place them, the results back); Anvil's
+// kernels run the others.
+TEST(CudaAttention, Bf16OnCudnnMatchesTheHost) {
+  SKIP_WITHOUT_GPU();
+  AttentionLibraryScope cudnn(cuda::AttentionLibrary::Cudnn);
+  for (const check::AttentionCase &c : check::kAttentionCases)
+    for (check::Placement placement : check::kPlacements) {
+      int64_t before = cuda::cudnnAttentionCalls();
+      checkAttention(c, /*bf16=*/true, placement, check::kBf16Tolerance);
+      bool taken = c.dim % 8 == 0 && c.valueDim % 8 == 0;
+      EXPECT_EQ(cuda::cudnnAttentionCalls() - before, taken ? 2 : 0)
+          << c.name << ": cuDNN's calls (forward and gradient)";
+    }
 }
 
 TEST(CudaAttentionDeathTest, RejectsUnsupportedShapesWithTheCallAndShape) {

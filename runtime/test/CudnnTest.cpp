@@ -1,19 +1,26 @@
-//===- CudnnTest.cpp - anvil_rt_cuda_conv's cuDNN descriptors, no GPU -----===//
+//===- CudnnTest.cpp - what cuDNN says of Anvil's problems, no GPU ------===//
 //
 // cuDNN's descriptors need no device: for each problem, the ones
 // anvil_rt_cuda_conv makes must be accepted by cuDNN and give y's sizes
 // (cudnnGetConvolutionNdForwardOutputDim), so the mapping of a problem onto
 // cuDNN (the unit height of 1-D problems, the filter's C / groups channels,
 // the group count, one padding per dimension) is checked on the build
-// machine. Skipped where libcudnn.so.9 is missing.
+// machine. Nor do cuDNN frontend's checks of the fused attention's graphs
+// (for a given architecture). Skipped where libcudnn.so.9 is missing.
 //
 //===----------------------------------------------------------------------===//
 
 #include "anvil/runtime/Cuda.h"
 
+#include "AttentionCheck.h"
 #include "ConvProblems.h"
 
 #include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 using namespace anvil::rt;
 
@@ -48,6 +55,47 @@ TEST(Cudnn, RefusesAFilterThatDoesNotSplitTheChannels) {
   ASSERT_FALSE(dims.hasValue());
   EXPECT_NE(dims.status().message().find("failed"), std::string::npos)
       << dims.status().message();
+}
+
+/// cuDNN's verdict on `s`'s forward and backward graphs for sm_90, or
+/// nothing where cuDNN is missing.
+std::optional<std::pair<Status, Status>>
+cudnnAttentionVerdicts(const cuda::AttentionShape &s) {
+  Status forward = cuda::cudnnAttentionSupport(s, false, 90);
+  if (forward.code() == ErrorCode::Unavailable)
+    return std::nullopt;
+  return std::pair{forward, cuda::cudnnAttentionSupport(s, true, 90)};
+}
+
+// The graphs of anvil_rt_cuda_attention_f32 and its gradient pass cuDNN
+// frontend's support checks for every shape the GPU tests run whose head
+// widths are multiples of 8 (grouped heads, fewer queries than keys: the
+// bottom-right diagonal, value dim != dim, causal or not), and for GPT-2's
+// and Llama 3's shapes; a head width that is not is refused (Anvil's kernels
+// run it), with cuDNN's reason.
+TEST(CudnnAttention, TakesHeadWidthsThatAreMultiplesOf8) {
+  std::vector<std::pair<std::string, cuda::AttentionShape>> shapes = {
+      {"gpt2-124m", {8, 12, 12, 1024, 1024, 64, 64, 0.125f, true}},
+      {"llama3-8b", {1, 32, 8, 8192, 8192, 128, 128, 0.0884f, true}}};
+  for (const anvil::test::AttentionCase &c : anvil::test::kAttentionCases)
+    shapes.push_back({c.name,
+                      {c.batch, c.heads, c.kvHeads, c.queries, c.keys, c.dim,
+                       c.valueDim, 0.125f, c.causal}});
+  for (const auto &[name, s] : shapes) {
+    auto verdicts = cudnnAttentionVerdicts(s);
+    if (!verdicts)
+      GTEST_SKIP() << "no cuDNN";
+    auto [forward, backward] = *verdicts;
+    if (s.dim % 8 == 0 && s.valueDim % 8 == 0) {
+      EXPECT_TRUE(forward.isOk()) << name << ": " << forward.message();
+      EXPECT_TRUE(backward.isOk()) << name << ": " << backward.message();
+    } else {
+      EXPECT_FALSE(forward.isOk()) << name;
+      EXPECT_FALSE(backward.isOk()) << name;
+      EXPECT_NE(forward.message().find("multiple of 8"), std::string::npos)
+          << name << ": " << forward.message();
+    }
+  }
 }
 
 } // namespace

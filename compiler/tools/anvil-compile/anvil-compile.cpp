@@ -704,7 +704,9 @@ int64_t countDispatches(mlir::func::FuncOp fn) {
 
 /// The CUDA runtime's own kernels that `module`'s library calls launch, as
 /// named in their ptxas report: the flash-attention kernels of the head
-/// widths (padded to 16, 32, 64 or 128) and precisions its calls pass.
+/// widths (padded to 16, 32, 64 or 128) and precisions its calls pass, and
+/// for calls with bf16 products, which cuDNN may run, the copies of their
+/// tensors to and from bf16.
 std::set<std::string> libraryKernelsCalled(mlir::ModuleOp module) {
   std::set<std::string> names;
   module.walk([&](mlir::func::CallOp call) {
@@ -731,6 +733,10 @@ std::set<std::string> libraryKernelsCalled(mlir::ModuleOp module) {
                                       : width <= 64 ? 64
                                                     : 128) +
                        (bf16 ? ", true>(" : ", false>(");
+    if (bf16) {
+      names.insert("attentionToBf16(");
+      names.insert("attentionFromBf16(");
+    }
     if (forward) {
       names.insert("attentionForward<" + tile);
     } else {

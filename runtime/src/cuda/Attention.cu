@@ -58,6 +58,8 @@
 
 #include "anvil/runtime/Cuda.h"
 
+#include "CudnnAttention.h"
+
 #ifdef ANVIL_CUDA_EMULATION
 #include "CudaEmulation.h"
 #else
@@ -671,6 +673,35 @@ __launch_bounds__(kThreads, (minBlocksPerSM<Kernel::QueryGrad, DP, BF16>()))
   }
 }
 
+//===- Copies to and from cuDNN's bf16 tensors ----------------------------===//
+
+/// CTA (batch * heads, kRows rows): the rows' elements of `src` rounded to
+/// bf16 into the contiguous (batch, heads, rows, width) `dst`; consecutive
+/// threads take consecutive columns (coalesced on both sides).
+__global__ void __launch_bounds__(kThreads)
+    attentionToBf16(Strided<const float> src, __nv_bfloat16 *dst, int heads,
+                    int rows, int width) {
+  int bh = blockIdx.x, b = bh / heads, h = bh % heads;
+  int r0 = blockIdx.y * kRows;
+  int n = (rows - r0 < kRows ? rows - r0 : kRows) * width;
+  __nv_bfloat16 *out = dst + (static_cast<int64_t>(bh) * rows + r0) * width;
+  for (int i = threadIdx.x; i < n; i += kThreads)
+    out[i] = __float2bfloat16_rn(src.at(b, h, r0 + i / width)[i % width]);
+}
+
+/// The reverse: contiguous bf16 `src` widened into `dst`'s elements.
+__global__ void __launch_bounds__(kThreads)
+    attentionFromBf16(Strided<float> dst, const __nv_bfloat16 *src, int heads,
+                      int rows, int width) {
+  int bh = blockIdx.x, b = bh / heads, h = bh % heads;
+  int r0 = blockIdx.y * kRows;
+  int n = (rows - r0 < kRows ? rows - r0 : kRows) * width;
+  const __nv_bfloat16 *in =
+      src + (static_cast<int64_t>(bh) * rows + r0) * width;
+  for (int i = threadIdx.x; i < n; i += kThreads)
+    dst.at(b, h, r0 + i / width)[i % width] = __bfloat162float(in[i]);
+}
+
 //===- Host side ----------------------------------------------------------===//
 
 [[noreturn]] void fail(const std::string &message) {
@@ -959,7 +990,51 @@ int64_t paddedDim(int64_t dim, int64_t valueDim) {
   return d <= 16 ? 16 : d <= 32 ? 32 : d <= 64 ? 64 : 128;
 }
 
+/// Queues `kernel` (a copy above) over every batch element of a
+/// (batch, heads, rows, width) tensor, in launches of batchChunk's size.
+template <typename Kernel, typename Contiguous, typename Placed>
+void copyAttentionTensor(Kernel kernel, const char *kernelName,
+                         Contiguous *contiguous, Placed *base,
+                         const anvil_rt_attention_layout &layout, int64_t batch,
+                         int64_t heads, int64_t rows, int64_t width,
+                         const char *caller) {
+  auto n = [](int64_t x) { return std::to_string(x); };
+  Call c{caller,
+         "(" + n(batch) + ", " + n(heads) + ", " + n(rows) + ", " + n(width) +
+             ") copied for cuDNN's attention",
+         "", std::chrono::steady_clock::now()};
+  if (batch * heads > INT_MAX || rows > 65535 * int64_t(kRows) ||
+      rows * width > INT_MAX)
+    failShape(c, "a tensor too large to copy");
+  int64_t chunk =
+      batchChunk(c, {{kernelName, layout, heads, rows, width}}, batch);
+  for (int64_t b0 = 0; b0 < batch; b0 += chunk) {
+    int64_t n = std::min(chunk, batch - b0);
+    dim3 grid(static_cast<unsigned>(n * heads), blocksOf(rows));
+    launch(kernel, kernelName, grid, 0, c, chunkOf(base, layout, b0, chunk),
+           contiguous + b0 * heads * rows * width, static_cast<int>(heads),
+           static_cast<int>(rows), static_cast<int>(width));
+  }
+}
+
 } // namespace
+
+void anvil::rt::cuda::copyAttentionTensorToBf16(
+    const float *base, const anvil_rt_attention_layout &layout, int64_t batch,
+    int64_t heads, int64_t rows, int64_t width, void *dst, const char *caller) {
+  copyAttentionTensor(attentionToBf16, "attentionToBf16",
+                      static_cast<__nv_bfloat16 *>(dst), base, layout, batch,
+                      heads, rows, width, caller);
+}
+
+void anvil::rt::cuda::copyAttentionTensorFromBf16(
+    const void *src, float *base, const anvil_rt_attention_layout &layout,
+    int64_t batch, int64_t heads, int64_t rows, int64_t width,
+    const char *caller) {
+  copyAttentionTensor(attentionFromBf16, "attentionFromBf16",
+                      static_cast<const __nv_bfloat16 *>(src), base, layout,
+                      batch, heads, rows, width, caller);
+}
 
 extern "C" void anvil_rt_cuda_attention_f32(
     const float *q, const float *k, const float *v, float *out, float *lse,
@@ -981,6 +1056,14 @@ extern "C" void anvil_rt_cuda_attention_f32(
                               {"v", l[2], kvHeads, keys, valueDim},
                               {"out", l[3], heads, queries, valueDim}},
                              batch);
+#ifndef ANVIL_CUDA_EMULATION
+  if (bf16 && anvil::rt::cuda::cudnnAttentionForward(
+                  q, k, v, out, lse,
+                  {batch, heads, kvHeads, queries, keys, dim, valueDim, scale,
+                   causal != 0},
+                  layouts))
+    return;
+#endif
   Params p{};
   p.heads = static_cast<int>(heads);
   p.kvHeads = static_cast<int>(kvHeads);
@@ -1027,6 +1110,14 @@ extern "C" void anvil_rt_cuda_attention_grad_f32(
                               {"dk", l[6], kvHeads, keys, dim},
                               {"dv", l[7], kvHeads, keys, valueDim}},
                              batch);
+#ifndef ANVIL_CUDA_EMULATION
+  if (bf16 && anvil::rt::cuda::cudnnAttentionBackward(
+                  q, k, v, out, lse, dOut, dq, dk, dv,
+                  {batch, heads, kvHeads, queries, keys, dim, valueDim, scale,
+                   causal != 0},
+                  layouts))
+    return;
+#endif
   Params p{};
   p.heads = static_cast<int>(heads);
   p.kvHeads = static_cast<int>(kvHeads);

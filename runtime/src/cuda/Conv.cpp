@@ -34,6 +34,7 @@
 #include "anvil/runtime/Cuda.h"
 #include "anvil/runtime/RuntimeABI.h"
 
+#include "Cudnn.h"
 #include "DynamicLibrary.h"
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
@@ -64,6 +65,7 @@ constexpr size_t kMaxWorkspace = size_t(1) << 30;
 
 /// The cuDNN entry points Anvil uses.
 struct Cudnn {
+  void *library = nullptr; // dlopen's handle
   decltype(&::cudnnGetVersion) getVersion = nullptr;
   decltype(&::cudnnGetErrorString) getErrorString = nullptr;
   decltype(&::cudnnCreate) create = nullptr;
@@ -111,6 +113,7 @@ Expected<const Cudnn *> cudnn() {
       status = unavailable("libcudnn.so.9 not found (" + library.tried() + ")");
       return;
     }
+    c.library = library.native();
     auto get = [&](auto &fn, const char *name) { library.get(fn, name); };
     get(c.getVersion, "cudnnGetVersion");
     get(c.getErrorString, "cudnnGetErrorString");
@@ -166,8 +169,11 @@ std::string describe(int32_t kind, bool bf16, const int64_t *p) {
                                  "stride", "pad", "dilation"};
   for (int f = 0; f < 6; ++f) {
     s += std::string(", ") + fields[f] + " ";
-    for (int64_t i = 0; i < p[0]; ++i)
-      s += (i ? "x" : "") + std::to_string(p[5 + 6 * i + f]);
+    for (int64_t i = 0; i < p[0]; ++i) {
+      if (i)
+        s += 'x';
+      s += std::to_string(p[5 + 6 * i + f]);
+    }
   }
   return s;
 }
@@ -279,28 +285,38 @@ bool choose(const Perf *perf, int count, bool bf16, Plan &plan,
   return false;
 }
 
-/// The process's cuDNN handle, on the step stream.
-cudnnHandle_t handle(const Cudnn &c) {
+} // namespace
+
+Expected<void *> anvil::rt::cuda::cudnnLibrary() {
+  Expected<const Cudnn *> c = cudnn();
+  if (!c.hasValue())
+    return c.status();
+  return (*c)->library;
+}
+
+cudnnHandle_t anvil::rt::cuda::cudnnHandle(const char *caller) {
   static std::once_flag once;
   static cudnnHandle_t h = nullptr;
   std::call_once(once, [&] {
+    Expected<const Cudnn *> loaded = cudnn();
+    if (!loaded.hasValue())
+      fail(std::string(caller) + ": " + loaded.status().message());
+    const Cudnn &c = **loaded;
     // The process's device current on this thread first (cuDNN's handle
     // and the workspace's pool belong to it).
     if (Status st = anvil::rt::cuda::initialize(); !st.isOk())
-      fail("anvil_rt_cuda_conv: " + st.message());
+      fail(std::string(caller) + ": " + st.message());
     if (cudnnStatus_t s = c.create(&h); s != CUDNN_STATUS_SUCCESS)
-      fail(std::string("anvil_rt_cuda_conv: cudnnCreate failed: ") +
-           c.getErrorString(s));
+      fail(std::string(caller) +
+           ": cudnnCreate failed: " + c.getErrorString(s));
     if (cudnnStatus_t s = c.setStream(
             h, static_cast<cudaStream_t>(anvil::rt::cuda::stepStream()));
         s != CUDNN_STATUS_SUCCESS)
-      fail(std::string("anvil_rt_cuda_conv: cudnnSetStream failed: ") +
-           c.getErrorString(s));
+      fail(std::string(caller) +
+           ": cudnnSetStream failed: " + c.getErrorString(s));
   });
   return h;
 }
-
-} // namespace
 
 Expected<std::vector<int64_t>>
 anvil::rt::cuda::cudnnForwardDims(const int64_t *problem, bool bf16) {
@@ -355,7 +371,7 @@ extern "C" void anvil_rt_cuda_conv(int32_t kind, int32_t bf16,
     fail("anvil_rt_cuda_conv: not a problem of anvil_rt_conv: kind " +
          std::to_string(kind) + ", " + std::to_string(problem[0]) +
          " spatial dimensions");
-  cudnnHandle_t h = handle(c);
+  cudnnHandle_t h = anvil::rt::cuda::cudnnHandle("anvil_rt_cuda_conv");
 
   // The plan, once per problem (the key: kind, bf16 and the problem, the
   // unused spatial entries zero; no allocation per call).

@@ -30,6 +30,8 @@ public:
     }
   }
   bool isOpen() const { return handle != nullptr; }
+  /// dlopen's handle (never closed).
+  void *native() const { return handle; }
   const std::string &tried() const { return errors; }
 
   /// Sets `fn` to the entry point `name`; a missing one is listed by

@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../../src/cuda/CudnnAttention.h"
 #include "AttentionCheck.h"
 #include "CudaEmulation.h"
 
@@ -26,6 +27,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <tuple>
@@ -202,6 +204,64 @@ TEST(AttentionLayouts, TheCpuGivesTheSameBitsInEveryPlacement) {
           EXPECT_EQ(check::changedOutside(p, x->data(), -1.0f), 0u);
       }
     }
+}
+
+//===- The copies to and from cuDNN's bf16 tensors ------------------------===//
+
+/// `x` rounded to bf16 (to nearest even; no NaN here): its bits.
+uint16_t bf16Bits(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  return static_cast<uint16_t>((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+}
+
+// The copies cuDNN's attention path makes (CudnnAttention.h): a strided
+// (batch, heads, rows, width) tensor, gaps between its rows, into contiguous
+// bf16, each element rounded to nearest even; and back into the same
+// layout, widened, leaving the gaps alone. More than one CTA of rows
+// (kRows = 64), a width that is no multiple of anything.
+TEST(AttentionCopies, ToAndFromContiguousBf16) {
+  const int64_t batch = 2, heads = 3, rows = 70, width = 21;
+  const anvil_rt_attention_layout layout = {5, rows * (heads * width + 7),
+                                            width, heads * width + 7};
+  const size_t span = static_cast<size_t>(layout.offset + batch * layout.batch);
+  auto *src = static_cast<float *>(emu::allocate(span * sizeof(float)));
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  for (size_t i = 0; i < span; ++i)
+    src[i] = normal(rng);
+  const size_t n = static_cast<size_t>(batch * heads * rows * width);
+  auto *bf16 = static_cast<uint16_t *>(emu::allocate(n * sizeof(uint16_t)));
+  anvil::rt::cuda::copyAttentionTensorToBf16(src, layout, batch, heads, rows,
+                                             width, bf16, "test");
+  auto *back = static_cast<float *>(emu::allocate(span * sizeof(float)));
+  std::fill(back, back + span, 1234.5f);
+  anvil::rt::cuda::copyAttentionTensorFromBf16(bf16, back, layout, batch, heads,
+                                               rows, width, "test");
+  std::vector<bool> placed(span, false);
+  size_t flat = 0;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < width; ++c, ++flat) {
+          size_t at = static_cast<size_t>(layout.offset + b * layout.batch +
+                                          h * layout.head + r * layout.row + c);
+          uint16_t want = bf16Bits(src[at]);
+          ASSERT_EQ(bf16[flat], want) << "element " << flat;
+          uint32_t widened = static_cast<uint32_t>(want) << 16;
+          float wantBack;
+          std::memcpy(&wantBack, &widened, sizeof(wantBack));
+          ASSERT_EQ(back[at], wantBack) << "element " << flat;
+          placed[at] = true;
+        }
+  for (size_t i = 0; i < span; ++i) {
+    if (!placed[i]) {
+      ASSERT_EQ(back[i], 1234.5f) << "written between the rows at " << i;
+    }
+  }
+  for (void *p : {static_cast<void *>(src), static_cast<void *>(bf16),
+                  static_cast<void *>(back)})
+    emu::release(p);
 }
 
 //===- The checks catch faults --------------------------------------------===//

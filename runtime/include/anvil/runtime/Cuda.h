@@ -127,6 +127,37 @@ makeNCCLCommunicator(std::unique_ptr<Communicator> &host, bool wanted);
 Expected<std::vector<int64_t>> cudnnForwardDims(const int64_t *problem,
                                                 bool bf16);
 
+/// Which implementation runs the fused attention calls with bf16 products
+/// (anvil_rt_cuda_attention_f32 and its gradient with `bf16`):
+/// ANVIL_CUDA_ATTENTION=cudnn (the default: cuDNN's fused scaled-dot-product
+/// attention through its graph API wherever cuDNN takes the shape, Anvil's
+/// kernels elsewhere) or anvil (Anvil's kernels always). Calls with f32
+/// products always run Anvil's kernels (cuDNN's are bf16 and fp8 only).
+/// Any other value aborts the first attention call.
+enum class AttentionLibrary { Cudnn, Anvil };
+AttentionLibrary attentionLibrary();
+/// For tests: overrides ANVIL_CUDA_ATTENTION from now on.
+void setAttentionLibrary(AttentionLibrary library);
+
+/// A fused attention problem (anvil_rt_attention_f32's sizes, RuntimeABI.h).
+struct AttentionShape {
+  int64_t batch, heads, kvHeads, queries, keys, dim, valueDim;
+  float scale;
+  bool causal;
+};
+
+/// For tests, and needing no GPU: whether cuDNN's frontend accepts the
+/// graph anvil_rt_cuda_attention_f32 (or, with `backward`, its gradient)
+/// builds of `shape` for a GPU of compute capability `sm` (90: sm_90), as
+/// its support checks say before any engine is asked; or why not (or why
+/// cuDNN is missing).
+Status cudnnAttentionSupport(const AttentionShape &shape, bool backward,
+                             int sm);
+
+/// For tests: the attention calls (forward and gradient) cuDNN ran in this
+/// process.
+int64_t cudnnAttentionCalls();
+
 /// For tests: with `on`, the GEMMs with epilogues that have a fallback
 /// (anvil_rt_cuda_gemm_weight_bias_grad) take it, as if cuBLASLt had no
 /// algorithm for their epilogue.
@@ -225,7 +256,9 @@ void anvil_rt_cuda_conv(int32_t kind, int32_t bf16, const int64_t *problem,
 /// anvil_rt_attention_f32's contract (RuntimeABI.h) on device pointers,
 /// through Anvil's fused flash-attention kernels (runtime/src/cuda/
 /// Attention.cu): no (queries x keys) matrix is stored. With `bf16` the
-/// products read bf16 operands on the tensor cores (f32 accumulation);
+/// products read bf16 operands on the tensor cores (f32 accumulation),
+/// through cuDNN's fused attention where it takes the shape
+/// (AttentionLibrary; the operands copied to bf16 and the results back);
 /// otherwise they are f32 FMAs (no TF32). dim and valueDim up to 128 (the
 /// tiles are padded to 16, 32, 64 or 128); anything else fails, naming the
 /// call and the shape. `layouts` is host memory. The kernels index each
@@ -247,7 +280,8 @@ void anvil_rt_cuda_attention_f32(const float *q, const float *k, const float *v,
 /// one CTA, in a fixed order: the result does not depend on scheduling (no
 /// atomics). Takes (and returns) a (batch, heads, queries) f32 scratch
 /// from the stream-ordered allocator. Queues the kernels that write the
-/// gradients on the step stream.
+/// gradients on the step stream. Through cuDNN (as the forward), its
+/// deterministic algorithm.
 void anvil_rt_cuda_attention_grad_f32(
     const float *q, const float *k, const float *v, const float *out,
     const float *lse, const float *dOut, float *dq, float *dk, float *dv,

@@ -1,0 +1,431 @@
+//===- CudnnAttention.cpp - fused attention through cuDNN's graph API -----===//
+//
+// anvil_rt_cuda_attention_f32 and its gradient with bf16 products run here
+// when attentionLibrary() is cuDNN and cuDNN takes the shape: one cuDNN
+// graph of scaled-dot-product attention each (cuDNN's frontend: the
+// `sdpa` and `sdpa_backward` nodes, which cuDNN runs as fused
+// flash-attention engines), over contiguous bf16 (batch, heads, rows,
+// width) tensors, f32 statistics and f32 compute:
+//
+// - forward: O and the statistics (each query row's log-sum-exp of its
+//   scaled scores: the call's lse, written in place) of Q, K and V;
+// - backward: dQ, dK and dV of Q, K, V, O, dO and the statistics, with
+//   cuDNN's deterministic algorithm (no atomics: the same sums every run,
+//   like Anvil's kernels); dK and dV summed over a group's query heads.
+//
+// The call's f32 operands are copied to bf16 scratch first and the bf16
+// results copied back into the call's tensors where their layouts place
+// them (Attention.cu's attentionToBf16 / attentionFromBf16): the scratch and
+// cuDNN's workspace are one allocation of the stream-ordered allocator,
+// freed on the step stream after the last copy, so a CUDA graph of the step
+// holds the whole call. causal masks keys after a query's diagonal; with
+// more keys than queries, the diagonal is the bottom-right one (as
+// anvil_rt_attention_f32 says).
+//
+// Each shape's graph is built on its first call (a step's first run is
+// eager), with cuDNN's heuristics (mode A) picking the engine. Where cuDNN
+// refuses the shape (its support checks, no engine), the call returns
+// false and Anvil's kernels run it; that is said once per shape on stderr.
+// A failure to run a built plan aborts, naming the call and the shape (or
+// is recorded during a graph capture).
+//
+// cuDNN's frontend is header-only; its cuDNN calls go through the library
+// the runtime opened (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING: Cudnn.h's
+// cudnnLibrary()), so an executable that never runs attention on cuDNN
+// never needs it.
+//
+//===----------------------------------------------------------------------===//
+
+#define NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING
+#define CUDNN_FRONTEND_SKIP_JSON_LIB
+#include <cudnn_frontend.h>
+
+#include "anvil/runtime/Cuda.h"
+
+#include "Cudnn.h"
+#include "CudnnAttention.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+/// The frontend's cuDNN (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING): set from
+/// cudnnLibrary() before any graph is made.
+namespace cudnn_frontend {
+void *cudnn_dlhandle = nullptr;
+} // namespace cudnn_frontend
+
+namespace fe = cudnn_frontend;
+using anvil::rt::Expected;
+using anvil::rt::Status;
+using anvil::rt::cuda::AttentionLibrary;
+using anvil::rt::cuda::AttentionShape;
+
+namespace {
+
+[[noreturn]] void fail(const std::string &message) {
+  std::fprintf(stderr, "anvil: %s\n", message.c_str());
+  std::abort();
+}
+
+/// The graphs' tensors (their uids in a variant pack).
+enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV };
+
+/// "batch 8, heads 12, kv heads 12, queries 1024, keys 1024, dim 64, value
+/// dim 64, causal".
+std::string describe(const AttentionShape &s) {
+  auto n = [](int64_t x) { return std::to_string(x); };
+  return "batch " + n(s.batch) + ", heads " + n(s.heads) + ", kv heads " +
+         n(s.kvHeads) + ", queries " + n(s.queries) + ", keys " + n(s.keys) +
+         ", dim " + n(s.dim) + ", value dim " + n(s.valueDim) +
+         (s.causal ? ", causal" : ", not causal");
+}
+
+/// The bf16 elements of a contiguous (batch, heads, rows, width) tensor.
+int64_t elements(const AttentionShape &s, int64_t heads, int64_t rows,
+                 int64_t width) {
+  return s.batch * heads * rows * width;
+}
+
+/// Makes `g` the graph of `s`'s forward (or backward) and validates it.
+fe::error_t describeGraph(fe::graph::Graph &g, const AttentionShape &s,
+                          bool backward) {
+  g.set_io_data_type(fe::DataType_t::BFLOAT16)
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  using Tensor = std::shared_ptr<fe::graph::Tensor_attributes>;
+  auto place = [&](fe::graph::Tensor_attributes &t, int64_t heads, int64_t rows,
+                   int64_t width) {
+    t.set_dim({s.batch, heads, rows, width})
+        .set_stride({heads * rows * width, rows * width, width, 1});
+  };
+  auto input = [&](const char *name, Uid uid, int64_t heads, int64_t rows,
+                   int64_t width) {
+    fe::graph::Tensor_attributes t;
+    t.set_name(name).set_uid(uid);
+    place(t, heads, rows, width);
+    return g.tensor(t);
+  };
+  auto output = [&](const Tensor &t, Uid uid, int64_t heads, int64_t rows,
+                    int64_t width) {
+    t->set_output(true).set_uid(uid);
+    place(*t, heads, rows, width);
+  };
+  // The statistics: (batch, heads, queries, 1) f32, the call's lse.
+  auto statistics = [&](fe::graph::Tensor_attributes &t) {
+    t.set_uid(kStats)
+        .set_data_type(fe::DataType_t::FLOAT)
+        .set_dim({s.batch, s.heads, s.queries, 1})
+        .set_stride({s.heads * s.queries, s.queries, 1, 1});
+  };
+  Tensor q = input("q", kQ, s.heads, s.queries, s.dim);
+  Tensor k = input("k", kK, s.kvHeads, s.keys, s.dim);
+  Tensor v = input("v", kV, s.kvHeads, s.keys, s.valueDim);
+  bool bottomRight = s.causal && s.keys != s.queries;
+  if (!backward) {
+    auto options = fe::graph::SDPA_attributes()
+                       .set_name("anvil_attention")
+                       .set_generate_stats(true)
+                       .set_attn_scale(s.scale);
+    if (bottomRight)
+      options.set_causal_mask_bottom_right(true);
+    else if (s.causal)
+      options.set_causal_mask(true);
+    auto [o, stats] = g.sdpa(q, k, v, options);
+    output(o, kO, s.heads, s.queries, s.valueDim);
+    stats->set_output(true);
+    statistics(*stats);
+  } else {
+    Tensor o = input("o", kO, s.heads, s.queries, s.valueDim);
+    Tensor dO = input("dO", kDO, s.heads, s.queries, s.valueDim);
+    fe::graph::Tensor_attributes statsAttributes;
+    statsAttributes.set_name("stats");
+    statistics(statsAttributes);
+    Tensor stats = g.tensor(statsAttributes);
+    auto options = fe::graph::SDPA_backward_attributes()
+                       .set_name("anvil_attention_grad")
+                       .set_attn_scale(s.scale)
+                       .set_deterministic_algorithm(true);
+    if (bottomRight)
+      options.set_causal_mask_bottom_right(true);
+    else if (s.causal)
+      options.set_causal_mask(true);
+    auto [dq, dk, dv] = g.sdpa_backward(q, k, v, o, dO, stats, options);
+    output(dq, kDQ, s.heads, s.queries, s.dim);
+    output(dk, kDK, s.kvHeads, s.keys, s.dim);
+    output(dv, kDV, s.kvHeads, s.keys, s.valueDim);
+  }
+  return g.validate();
+}
+
+/// Gives the frontend the runtime's cuDNN, or says why there is none.
+Status openCudnn() {
+  Expected<void *> library = anvil::rt::cuda::cudnnLibrary();
+  if (!library.hasValue())
+    return library.status();
+  fe::cudnn_dlhandle = *library;
+  return Status::ok();
+}
+
+/// A shape's built graph and the workspace its plan needs.
+struct Plan {
+  fe::graph::Graph graph;
+  int64_t workspace = 0;
+};
+
+/// The plan of `s`'s forward (or backward), built on first use; null where
+/// cuDNN cannot take it (said once on stderr).
+Plan *planOf(const AttentionShape &s, bool backward, const char *caller) {
+  std::array<int64_t, 10> key = {s.batch,  s.heads, s.kvHeads,  s.queries,
+                                 s.keys,   s.dim,   s.valueDim, s.causal,
+                                 backward, 0};
+  std::memcpy(&key[9], &s.scale, sizeof(s.scale));
+  static std::mutex mutex;
+  static std::map<std::array<int64_t, 10>, std::unique_ptr<Plan>> plans;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [slot, inserted] = plans.try_emplace(key);
+  if (!inserted)
+    return slot->second.get();
+  auto refuse = [&](const std::string &why) -> Plan * {
+    std::fprintf(stderr,
+                 "anvil: %s: cuDNN's fused attention does not take the "
+                 "%s (%s): Anvil's kernels run it\n",
+                 caller,
+                 ((backward ? "gradient of " : "") + describe(s)).c_str(),
+                 why.c_str());
+    return nullptr;
+  };
+  if (Status st = openCudnn(); !st.isOk())
+    return refuse(st.message());
+  cudnnHandle_t handle = anvil::rt::cuda::cudnnHandle(caller);
+  auto plan = std::make_unique<Plan>();
+  fe::graph::Graph &g = plan->graph;
+  if (fe::error_t e = describeGraph(g, s, backward); e.is_bad())
+    return refuse(e.get_message());
+  if (fe::error_t e = g.build_operation_graph(handle); e.is_bad())
+    return refuse("build_operation_graph: " + e.get_message());
+  if (fe::error_t e = g.create_execution_plans({fe::HeurMode_t::A}); e.is_bad())
+    return refuse("create_execution_plans: " + e.get_message());
+  if (fe::error_t e = g.check_support(handle); e.is_bad())
+    return refuse("check_support: " + e.get_message());
+  if (fe::error_t e = g.build_plans(handle); e.is_bad())
+    return refuse("build_plans: " + e.get_message());
+  if (fe::error_t e = g.get_workspace_size(plan->workspace); e.is_bad())
+    return refuse("get_workspace_size: " + e.get_message());
+  slot->second = std::move(plan);
+  return slot->second.get();
+}
+
+std::atomic<int64_t> calls{0};
+
+/// ANVIL_CUDA_ATTENTION, read once (an override from the tests wins).
+std::atomic<int> library{-1};
+
+/// One call's scratch: bf16 copies and cuDNN's workspace carved from one
+/// stream-ordered allocation (each piece 256-byte aligned).
+class Scratch {
+public:
+  /// Reserves `bytes` and returns its offset.
+  size_t reserve(int64_t bytes) {
+    size_t at = size;
+    size += (static_cast<size_t>(bytes) + 255) / 256 * 256;
+    return at;
+  }
+  /// Allocates everything reserved on the step stream; false (recorded in
+  /// a capture) when that fails.
+  bool allocate(const std::string &what) {
+    if (size == 0)
+      return true;
+    cudaError_t e = cudaMallocAsync(&base, size, stream());
+    if (e == cudaSuccess)
+      return true;
+    report("cudaMallocAsync of " + std::to_string(size) + " bytes", e, what);
+    return false;
+  }
+  void *at(size_t offset) const { return static_cast<char *>(base) + offset; }
+  void release(const std::string &what) {
+    if (base)
+      if (cudaError_t e = cudaFreeAsync(base, stream()); e != cudaSuccess)
+        report("cudaFreeAsync", e, what);
+  }
+  static cudaStream_t stream() {
+    return static_cast<cudaStream_t>(anvil::rt::cuda::stepStream());
+  }
+  static void report(const std::string &call, cudaError_t e,
+                     const std::string &what) {
+    std::string message =
+        call + " failed: " + cudaGetErrorString(e) + ", for " + what;
+    if (!anvil::rt::cuda::recordCaptureFailure(message))
+      fail(message);
+  }
+
+private:
+  void *base = nullptr;
+  size_t size = 0;
+};
+
+/// Queues `plan` on the step stream with the tensors of `pack`; a failure
+/// aborts (or is recorded in a capture).
+void execute(Plan &plan, std::unordered_map<int64_t, void *> &pack,
+             void *workspace, const std::string &what) {
+  cudnnHandle_t handle = anvil::rt::cuda::cudnnHandle(what.c_str());
+  if (fe::error_t e = plan.graph.execute(handle, pack, workspace); e.is_bad()) {
+    std::string message =
+        "cuDNN's fused attention failed: " + e.get_message() + ", for " + what;
+    if (!anvil::rt::cuda::recordCaptureFailure(message))
+      fail(message);
+  }
+  ++calls;
+}
+
+/// In "sync" mode, waits for the call and adds its time to the profile.
+void finish(const std::string &what, const std::string &profileName,
+            std::chrono::steady_clock::time_point start) {
+  if (anvil::rt::cuda::launchMode() != anvil::rt::cuda::LaunchMode::Sync)
+    return;
+  if (cudaError_t e = cudaStreamSynchronize(Scratch::stream());
+      e != cudaSuccess)
+    fail("cudaStreamSynchronize failed: " + std::string(cudaGetErrorString(e)) +
+         ", for " + what);
+  if (anvil::rt::cuda::profiling())
+    anvil::rt::cuda::profileAdd(
+        profileName,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count());
+}
+
+} // namespace
+
+AttentionLibrary anvil::rt::cuda::attentionLibrary() {
+  int chosen = library.load();
+  if (chosen < 0) {
+    const char *v = std::getenv("ANVIL_CUDA_ATTENTION");
+    std::string value = v ? v : "";
+    if (value != "" && value != "cudnn" && value != "anvil")
+      fail("CUDA: ANVIL_CUDA_ATTENTION='" + value +
+           "': expected cudnn (the default) or anvil");
+    chosen = static_cast<int>(value == "anvil" ? AttentionLibrary::Anvil
+                                               : AttentionLibrary::Cudnn);
+    int unset = -1;
+    library.compare_exchange_strong(unset, chosen);
+    chosen = library.load();
+  }
+  return static_cast<AttentionLibrary>(chosen);
+}
+
+void anvil::rt::cuda::setAttentionLibrary(AttentionLibrary chosen) {
+  library.store(static_cast<int>(chosen));
+}
+
+int64_t anvil::rt::cuda::cudnnAttentionCalls() { return calls.load(); }
+
+Status anvil::rt::cuda::cudnnAttentionSupport(const AttentionShape &shape,
+                                              bool backward, int sm) {
+  if (Status st = openCudnn(); !st.isOk())
+    return st;
+  fe::graph::Graph g;
+  g.set_sm_version(sm);
+  if (fe::error_t e = describeGraph(g, shape, backward); e.is_bad())
+    return Status::error(anvil::rt::ErrorCode::InvalidArgument,
+                         e.get_message());
+  return Status::ok();
+}
+
+bool anvil::rt::cuda::cudnnAttentionForward(
+    const float *q, const float *k, const float *v, float *out, float *lse,
+    const AttentionShape &s, const anvil_rt_attention_layout *layouts) {
+  if (attentionLibrary() != AttentionLibrary::Cudnn)
+    return false;
+  const char *caller = "anvil_rt_cuda_attention_f32";
+  auto start = std::chrono::steady_clock::now();
+  Plan *plan = planOf(s, /*backward=*/false, caller);
+  if (!plan)
+    return false;
+  std::string what = std::string(caller) + " on cuDNN (" + describe(s) + ")";
+  Scratch scratch;
+  size_t qAt = scratch.reserve(2 * elements(s, s.heads, s.queries, s.dim));
+  size_t kAt = scratch.reserve(2 * elements(s, s.kvHeads, s.keys, s.dim));
+  size_t vAt = scratch.reserve(2 * elements(s, s.kvHeads, s.keys, s.valueDim));
+  size_t oAt = scratch.reserve(2 * elements(s, s.heads, s.queries, s.valueDim));
+  size_t wAt = scratch.reserve(plan->workspace);
+  if (!scratch.allocate(what))
+    return true; // recorded in the capture, which is dropped
+  copyAttentionTensorToBf16(q, layouts[0], s.batch, s.heads, s.queries, s.dim,
+                            scratch.at(qAt), caller);
+  copyAttentionTensorToBf16(k, layouts[1], s.batch, s.kvHeads, s.keys, s.dim,
+                            scratch.at(kAt), caller);
+  copyAttentionTensorToBf16(v, layouts[2], s.batch, s.kvHeads, s.keys,
+                            s.valueDim, scratch.at(vAt), caller);
+  std::unordered_map<int64_t, void *> pack = {{kQ, scratch.at(qAt)},
+                                              {kK, scratch.at(kAt)},
+                                              {kV, scratch.at(vAt)},
+                                              {kO, scratch.at(oAt)},
+                                              {kStats, lse}};
+  execute(*plan, pack, plan->workspace ? scratch.at(wAt) : nullptr, what);
+  copyAttentionTensorFromBf16(scratch.at(oAt), out, layouts[3], s.batch,
+                              s.heads, s.queries, s.valueDim, caller);
+  scratch.release(what);
+  finish(what, "cudnn attention forward " + describe(s), start);
+  return true;
+}
+
+bool anvil::rt::cuda::cudnnAttentionBackward(
+    const float *q, const float *k, const float *v, const float *out,
+    const float *lse, const float *dOut, float *dq, float *dk, float *dv,
+    const AttentionShape &s, const anvil_rt_attention_layout *layouts) {
+  if (attentionLibrary() != AttentionLibrary::Cudnn)
+    return false;
+  const char *caller = "anvil_rt_cuda_attention_grad_f32";
+  auto start = std::chrono::steady_clock::now();
+  Plan *plan = planOf(s, /*backward=*/true, caller);
+  if (!plan)
+    return false;
+  std::string what = std::string(caller) + " on cuDNN (" + describe(s) + ")";
+  int64_t qBytes = 2 * elements(s, s.heads, s.queries, s.dim);
+  int64_t kBytes = 2 * elements(s, s.kvHeads, s.keys, s.dim);
+  int64_t vBytes = 2 * elements(s, s.kvHeads, s.keys, s.valueDim);
+  int64_t oBytes = 2 * elements(s, s.heads, s.queries, s.valueDim);
+  Scratch scratch;
+  size_t qAt = scratch.reserve(qBytes), kAt = scratch.reserve(kBytes),
+         vAt = scratch.reserve(vBytes), oAt = scratch.reserve(oBytes),
+         dOAt = scratch.reserve(oBytes), dqAt = scratch.reserve(qBytes),
+         dkAt = scratch.reserve(kBytes), dvAt = scratch.reserve(vBytes),
+         wAt = scratch.reserve(plan->workspace);
+  if (!scratch.allocate(what))
+    return true; // recorded in the capture, which is dropped
+  const anvil_rt_attention_layout *l = layouts;
+  copyAttentionTensorToBf16(q, l[0], s.batch, s.heads, s.queries, s.dim,
+                            scratch.at(qAt), caller);
+  copyAttentionTensorToBf16(k, l[1], s.batch, s.kvHeads, s.keys, s.dim,
+                            scratch.at(kAt), caller);
+  copyAttentionTensorToBf16(v, l[2], s.batch, s.kvHeads, s.keys, s.valueDim,
+                            scratch.at(vAt), caller);
+  copyAttentionTensorToBf16(out, l[3], s.batch, s.heads, s.queries, s.valueDim,
+                            scratch.at(oAt), caller);
+  copyAttentionTensorToBf16(dOut, l[4], s.batch, s.heads, s.queries, s.valueDim,
+                            scratch.at(dOAt), caller);
+  std::unordered_map<int64_t, void *> pack = {
+      {kQ, scratch.at(qAt)},   {kK, scratch.at(kAt)},
+      {kV, scratch.at(vAt)},   {kO, scratch.at(oAt)},
+      {kDO, scratch.at(dOAt)}, {kStats, const_cast<float *>(lse)},
+      {kDQ, scratch.at(dqAt)}, {kDK, scratch.at(dkAt)},
+      {kDV, scratch.at(dvAt)}};
+  execute(*plan, pack, plan->workspace ? scratch.at(wAt) : nullptr, what);
+  copyAttentionTensorFromBf16(scratch.at(dqAt), dq, l[5], s.batch, s.heads,
+                              s.queries, s.dim, caller);
+  copyAttentionTensorFromBf16(scratch.at(dkAt), dk, l[6], s.batch, s.kvHeads,
+                              s.keys, s.dim, caller);
+  copyAttentionTensorFromBf16(scratch.at(dvAt), dv, l[7], s.batch, s.kvHeads,
+                              s.keys, s.valueDim, caller);
+  scratch.release(what);
+  finish(what, "cudnn attention backward " + describe(s), start);
+  return true;
+}

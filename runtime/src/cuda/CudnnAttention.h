@@ -1,0 +1,51 @@
+//===- CudnnAttention.h - fused attention through cuDNN, and its copies ---===//
+//
+// anvil_rt_cuda_attention_f32 and its gradient (Attention.cu) hand calls
+// with bf16 products to cuDNN's fused attention (CudnnAttention.cpp) when
+// attentionLibrary() says so and cuDNN takes the shape; cuDNN reads and
+// writes contiguous bf16 (batch, heads, rows, width) tensors, which the
+// copies below (Attention.cu's kernels) make of the calls' f32 tensors and
+// write back. Private to runtime/src/cuda.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ANVIL_RUNTIME_CUDA_CUDNNATTENTION_H
+#define ANVIL_RUNTIME_CUDA_CUDNNATTENTION_H
+
+#include "anvil/runtime/Cuda.h"
+
+namespace anvil::rt::cuda {
+
+/// Runs anvil_rt_cuda_attention_f32's call (with bf16 products) through
+/// cuDNN and returns true, or returns false having queued nothing when
+/// attentionLibrary() is Anvil or cuDNN cannot take the shape (said once
+/// per shape on stderr). The call's sizes are valid.
+bool cudnnAttentionForward(const float *q, const float *k, const float *v,
+                           float *out, float *lse, const AttentionShape &shape,
+                           const anvil_rt_attention_layout *layouts);
+
+/// The same for anvil_rt_cuda_attention_grad_f32.
+bool cudnnAttentionBackward(const float *q, const float *k, const float *v,
+                            const float *out, const float *lse,
+                            const float *dOut, float *dq, float *dk, float *dv,
+                            const AttentionShape &shape,
+                            const anvil_rt_attention_layout *layouts);
+
+/// Queues on the step stream a copy of the (batch, heads, rows, width) f32
+/// tensor that `layout` places at `base` into the contiguous bf16 tensor
+/// at `dst` (rounded to nearest even). `caller` names the call in errors.
+void copyAttentionTensorToBf16(const float *base,
+                               const anvil_rt_attention_layout &layout,
+                               int64_t batch, int64_t heads, int64_t rows,
+                               int64_t width, void *dst, const char *caller);
+
+/// And back: the contiguous bf16 tensor at `src` into the f32 elements
+/// `layout` places at `base` (nothing else of `base` is written).
+void copyAttentionTensorFromBf16(const void *src, float *base,
+                                 const anvil_rt_attention_layout &layout,
+                                 int64_t batch, int64_t heads, int64_t rows,
+                                 int64_t width, const char *caller);
+
+} // namespace anvil::rt::cuda
+
+#endif // ANVIL_RUNTIME_CUDA_CUDNNATTENTION_H
