@@ -21,7 +21,7 @@ BUILD_TYPE="${ANVIL_BUILD_TYPE:-Release}"
 # fails without mlir-22-tools (mlir-tblgen); llvm-22-tools has lit,
 # FileCheck, not and count. python3 runs lit (/usr/bin/python3).
 PACKAGES=(
-  cmake ninja-build g++ ccache python3
+  cmake ninja-build g++ ccache python3 xz-utils
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libgtest-dev libopenblas-dev
   libopenmpi-dev openmpi-bin

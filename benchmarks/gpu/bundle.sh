@@ -41,8 +41,10 @@
 #   compare_losses.py, tolerances.py      the tests' loss comparison
 #   compare_npy.py                        .npy comparison without NumPy
 #
-# ANVIL_BUILD_DIR (build/) and ANVIL_CUDA_ARCH (sm_90) choose the build and
-# the GPU. The folder must stay under 64 MiB; the script checks.
+# bin/ and ops/ are packed into payload.tar.xz (the executables share the
+# runtime's code, which xz stores once), which run.sh unpacks on its first
+# run. ANVIL_BUILD_DIR (build/) and ANVIL_CUDA_ARCH (sm_90) choose the build
+# and the GPU. The folder must stay under 64 MiB; the script checks.
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -127,6 +129,10 @@ commit="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "built: $(date -u +%Y-%m-%dT%H:%MZ), commit $commit, $ARCH"
   echo "run: OUT=<results dir> ./run.sh"
 } > "$OUT/BUNDLE.txt"
+
+echo "bundle: packing bin/ and ops/"
+tar -C "$OUT" -cf - bin ops | xz -9 -T2 > "$OUT/payload.tar.xz"
+rm -rf "$OUT/bin" "$OUT/ops"
 
 bytes=$(du -sb "$OUT" | cut -f1)
 limit=$((64 * 1024 * 1024))

@@ -2,10 +2,13 @@
 #===- run.sh - the GPU bundle's checks and measurements ------------------===#
 #
 # On a machine with an NVIDIA GPU and the CUDA libraries (cuBLAS, the CUDA
-# runtime, cuDNN 9 for the op cases' convolutions; CUDA_HOME, default
-# /usr/local/cuda), no MLIR:
+# runtime, cuDNN 9 for the convolutions and the fused attention; CUDA_HOME,
+# default /usr/local/cuda), no MLIR:
 #
 #   OUT=results ./run.sh
+#
+# The executables (bin/, ops/) travel compressed (payload.tar.xz: xz, or
+# Python's tarfile where there is no xz); the first run unpacks them here.
 #
 # 1. the runtime's GPU tests (bin/anvil-cuda-tests, and
 #    bin/anvil-cuda-graph-tests in each launch mode),
@@ -14,8 +17,8 @@
 #    bf16 and with each FP8 recipe,
 # 4. a streaming kernel's bandwidth by where its memory lives (bin/membw),
 #    GPT-2 124M training (llm.c's shapes: batch 8 x 1024 tokens), in f32
-#    and in bf16 mixed precision (attention fused, the default, and
-#    decomposed; the MLP's bias and GELU in cuBLASLt's epilogues, the
+#    and in bf16 mixed precision (attention fused, the default: cuDNN's,
+#    and Anvil's kernels (ANVIL_CUDA_ATTENTION=anvil); and decomposed; the MLP's bias and GELU in cuBLASLt's epilogues, the
 #    default, and as kernels; the bf16 step replayed as a CUDA graph, the default, and
 #    launched kernel by kernel, asynchronously and synchronized): tokens/s,
 #    step time, MFU against the GPU's dense bf16 peak,
@@ -50,6 +53,14 @@ check() { # NAME COMMAND...: runs it, notes its last line, counts failure
 cuda_home="${CUDA_HOME:-/usr/local/cuda}"
 export LD_LIBRARY_PATH="$cuda_home/lib64:$cuda_home/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 note "$(head -2 "$here/BUNDLE.txt" | tail -1)"
+if [ -f "$here/payload.tar.xz" ] && [ ! -x "$here/bin/anvil-cuda-tests" ]; then
+  if command -v xz > /dev/null; then
+    tar -C "$here" -xJf "$here/payload.tar.xz"
+  else
+    python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" \
+      "$here/payload.tar.xz" "$here"
+  fi || { note "FAIL unpacking payload.tar.xz"; exit 1; }
+fi
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
 gpu="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
 note "gpu: ${gpu:-unknown}"
@@ -170,9 +181,21 @@ for mode in async sync; do
       --tolerance bf16-training
   fi
 done
+# The fused attention on Anvil's flash-attention kernels against the
+# default, cuDNN's fused attention (the operands copied to bf16 around it):
+# the same model, losses within bf16 training's bound. A shape cuDNN does
+# not take runs Anvil's kernels in both, and the log says so.
+ANVIL_CUDA_ATTENTION=anvil measure gpt2-bf16-anvil-attention \
+  "$here/bin/gpt2-124m-bf16.cuda.train"
+if [ -f "$out/gpt2-bf16.jsonl" ] && [ -f "$out/gpt2-bf16-anvil-attention.jsonl" ]; then
+  check gpt2-bf16-cudnn-attention-losses python3 "$here/compare_losses.py" \
+    "$out/gpt2-bf16.jsonl" "$out/gpt2-bf16-anvil-attention.jsonl" \
+    --tolerance bf16-training
+  grep -h "does not take" "$out/gpt2-bf16.out" | sort -u | tee -a "$summary"
+fi
 # Attention decomposed (the scores and probabilities stored, their
-# products on cuBLAS) against the fused default (Anvil's flash-attention
-# kernels): the same model, losses within bf16 training's bound.
+# products on cuBLAS) against the fused default: the same model, losses
+# within bf16 training's bound.
 measure gpt2-bf16-decomposed "$here/bin/gpt2-124m-bf16-decomposed.cuda.train"
 if [ -f "$out/gpt2-bf16.jsonl" ] && [ -f "$out/gpt2-bf16-decomposed.jsonl" ]; then
   check gpt2-bf16-fused-losses python3 "$here/compare_losses.py" \
@@ -214,6 +237,8 @@ PY
 }
 ratio "Anvil bf16 / Anvil f32" gpt2-bf16 gpt2
 ratio "Anvil bf16 fused attention / decomposed" gpt2-bf16 gpt2-bf16-decomposed
+ratio "Anvil bf16 cuDNN attention / Anvil's attention kernels" gpt2-bf16 \
+  gpt2-bf16-anvil-attention
 ratio "Anvil bf16 GEMM epilogues / bias and GELU kernels" gpt2-bf16 gpt2-bf16-unfused
 ratio "Anvil bf16 CUDA graph / asynchronous launches" gpt2-bf16 gpt2-bf16-async
 ratio "Anvil bf16 CUDA graph / synchronized launches" gpt2-bf16 gpt2-bf16-sync

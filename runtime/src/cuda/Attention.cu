@@ -998,11 +998,10 @@ void copyAttentionTensor(Kernel kernel, const char *kernelName,
                          const anvil_rt_attention_layout &layout, int64_t batch,
                          int64_t heads, int64_t rows, int64_t width,
                          const char *caller) {
-  auto n = [](int64_t x) { return std::to_string(x); };
-  Call c{caller,
-         "(" + n(batch) + ", " + n(heads) + ", " + n(rows) + ", " + n(width) +
-             ") copied for cuDNN's attention",
-         "", std::chrono::steady_clock::now()};
+  Call c{caller, "", "", std::chrono::steady_clock::now()};
+  for (int64_t x : {batch, heads, rows, width})
+    c.shape += (c.shape.empty() ? "(" : ", ") + std::to_string(x);
+  c.shape += ") copied for cuDNN's attention";
   if (batch * heads > INT_MAX || rows > 65535 * int64_t(kRows) ||
       rows * width > INT_MAX)
     failShape(c, "a tensor too large to copy");

@@ -24,8 +24,12 @@
 //
 // Each shape's graph is built on its first call (a step's first run is
 // eager), with cuDNN's heuristics (mode A) picking the engine. Where cuDNN
-// refuses the shape (its support checks, no engine), the call returns
-// false and Anvil's kernels run it; that is said once per shape on stderr.
+// refuses the shape (its support checks, no engine, a plan needing more
+// than 1 GiB of workspace: the deterministic backward keeps a (queries x
+// keys) bf16 matrix per head, 201 MB for GPT-2 124M's batch of 8 x 1024
+// tokens), the call returns false and Anvil's kernels run it; that is said
+// once per shape on stderr. So do they where lse is not 16-byte aligned,
+// as cuDNN's tensors must be (the bf16 tensors are the scratch's).
 // A failure to run a built plan aborts, naming the call and the shape (or
 // is recorded during a graph capture).
 //
@@ -45,11 +49,14 @@
 #include "Cudnn.h"
 #include "CudnnAttention.h"
 
+#include <dlfcn.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -75,6 +82,11 @@ namespace {
   std::fprintf(stderr, "anvil: %s\n", message.c_str());
   std::abort();
 }
+
+/// The most workspace a plan may take (cuDNN's deterministic backward keeps
+/// a (queries x keys) bf16 matrix per head); past it Anvil's kernels run
+/// the shape. As the convolutions' (Conv.cpp).
+constexpr int64_t kMaxWorkspace = int64_t(1) << 30;
 
 /// The graphs' tensors (their uids in a variant pack).
 enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV };
@@ -172,6 +184,11 @@ Status openCudnn() {
   if (!library.hasValue())
     return library.status();
   fe::cudnn_dlhandle = *library;
+  // The frontend opens a CUDA runtime of its own choosing (the first of
+  // libcudart.so.12 and .13 it finds) unless told which: this process's.
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void *>(&cudaGetDevice), &info) && info.dli_fname)
+    setenv("CUDNN_FRONTEND_CUDART_LIB_NAME", info.dli_fname, 0);
   return Status::ok();
 }
 
@@ -208,18 +225,28 @@ Plan *planOf(const AttentionShape &s, bool backward, const char *caller) {
   cudnnHandle_t handle = anvil::rt::cuda::cudnnHandle(caller);
   auto plan = std::make_unique<Plan>();
   fe::graph::Graph &g = plan->graph;
-  if (fe::error_t e = describeGraph(g, s, backward); e.is_bad())
-    return refuse(e.get_message());
-  if (fe::error_t e = g.build_operation_graph(handle); e.is_bad())
-    return refuse("build_operation_graph: " + e.get_message());
-  if (fe::error_t e = g.create_execution_plans({fe::HeurMode_t::A}); e.is_bad())
-    return refuse("create_execution_plans: " + e.get_message());
-  if (fe::error_t e = g.check_support(handle); e.is_bad())
-    return refuse("check_support: " + e.get_message());
-  if (fe::error_t e = g.build_plans(handle); e.is_bad())
-    return refuse("build_plans: " + e.get_message());
-  if (fe::error_t e = g.get_workspace_size(plan->workspace); e.is_bad())
-    return refuse("get_workspace_size: " + e.get_message());
+  // The frontend reports most failures as error_t, some (a cuDNN entry
+  // point it cannot find) as exceptions.
+  try {
+    if (fe::error_t e = describeGraph(g, s, backward); e.is_bad())
+      return refuse(e.get_message());
+    if (fe::error_t e = g.build_operation_graph(handle); e.is_bad())
+      return refuse("build_operation_graph: " + e.get_message());
+    if (fe::error_t e = g.create_execution_plans({fe::HeurMode_t::A});
+        e.is_bad())
+      return refuse("create_execution_plans: " + e.get_message());
+    if (fe::error_t e = g.check_support(handle); e.is_bad())
+      return refuse("check_support: " + e.get_message());
+    if (fe::error_t e = g.build_plans(handle); e.is_bad())
+      return refuse("build_plans: " + e.get_message());
+    if (fe::error_t e = g.get_workspace_size(plan->workspace); e.is_bad())
+      return refuse("get_workspace_size: " + e.get_message());
+    if (plan->workspace > kMaxWorkspace)
+      return refuse("its plan needs " + std::to_string(plan->workspace) +
+                    " bytes of workspace, more than 1 GiB");
+  } catch (const std::exception &e) {
+    return refuse(e.what());
+  }
   slot->second = std::move(plan);
   return slot->second.get();
 }
@@ -228,6 +255,27 @@ std::atomic<int64_t> calls{0};
 
 /// ANVIL_CUDA_ATTENTION, read once (an override from the tests wins).
 std::atomic<int> library{-1};
+
+/// One call, named in errors: "anvil_rt_cuda_attention_f32 on cuDNN (batch
+/// 8, ...)", made only when an error needs it.
+struct Call {
+  const char *caller;
+  const AttentionShape &shape;
+  std::string what() const {
+    return std::string(caller) + " on cuDNN (" + describe(shape) + ")";
+  }
+};
+
+/// Aborts with `message` about `call` (in a graph capture, records it).
+void report(const std::string &message, const Call &call) {
+  std::string full = message + ", for " + call.what();
+  if (!anvil::rt::cuda::recordCaptureFailure(full))
+    fail(full);
+}
+
+cudaStream_t stepStream() {
+  return static_cast<cudaStream_t>(anvil::rt::cuda::stepStream());
+}
 
 /// One call's scratch: bf16 copies and cuDNN's workspace carved from one
 /// stream-ordered allocation (each piece 256-byte aligned).
@@ -241,30 +289,24 @@ public:
   }
   /// Allocates everything reserved on the step stream; false (recorded in
   /// a capture) when that fails.
-  bool allocate(const std::string &what) {
+  bool allocate(const Call &call) {
     if (size == 0)
       return true;
-    cudaError_t e = cudaMallocAsync(&base, size, stream());
+    cudaError_t e = cudaMallocAsync(&base, size, stepStream());
     if (e == cudaSuccess)
       return true;
-    report("cudaMallocAsync of " + std::to_string(size) + " bytes", e, what);
+    report("cudaMallocAsync of " + std::to_string(size) +
+               " bytes failed: " + cudaGetErrorString(e),
+           call);
     return false;
   }
   void *at(size_t offset) const { return static_cast<char *>(base) + offset; }
-  void release(const std::string &what) {
+  /// Frees the allocation after the work queued so far.
+  void release(const Call &call) {
     if (base)
-      if (cudaError_t e = cudaFreeAsync(base, stream()); e != cudaSuccess)
-        report("cudaFreeAsync", e, what);
-  }
-  static cudaStream_t stream() {
-    return static_cast<cudaStream_t>(anvil::rt::cuda::stepStream());
-  }
-  static void report(const std::string &call, cudaError_t e,
-                     const std::string &what) {
-    std::string message =
-        call + " failed: " + cudaGetErrorString(e) + ", for " + what;
-    if (!anvil::rt::cuda::recordCaptureFailure(message))
-      fail(message);
+      if (cudaError_t e = cudaFreeAsync(base, stepStream()); e != cudaSuccess)
+        report(std::string("cudaFreeAsync failed: ") + cudaGetErrorString(e),
+               call);
   }
 
 private:
@@ -272,32 +314,46 @@ private:
   size_t size = 0;
 };
 
+/// Whether cuDNN may run `s` at all: chosen, something to compute (Anvil's
+/// kernels handle the empty cases), and lse on the 16-byte boundary cuDNN's
+/// tensors assume (the other tensors are the scratch's).
+bool wanted(const AttentionShape &s, const float *lse) {
+  return anvil::rt::cuda::attentionLibrary() == AttentionLibrary::Cudnn &&
+         s.batch > 0 && s.queries > 0 && s.keys > 0 &&
+         reinterpret_cast<uintptr_t>(lse) % 16 == 0;
+}
+
 /// Queues `plan` on the step stream with the tensors of `pack`; a failure
 /// aborts (or is recorded in a capture).
 void execute(Plan &plan, std::unordered_map<int64_t, void *> &pack,
-             void *workspace, const std::string &what) {
-  cudnnHandle_t handle = anvil::rt::cuda::cudnnHandle(what.c_str());
-  if (fe::error_t e = plan.graph.execute(handle, pack, workspace); e.is_bad()) {
-    std::string message =
-        "cuDNN's fused attention failed: " + e.get_message() + ", for " + what;
-    if (!anvil::rt::cuda::recordCaptureFailure(message))
-      fail(message);
+             void *workspace, const Call &call) {
+  cudnnHandle_t handle = anvil::rt::cuda::cudnnHandle(call.caller);
+  std::string failure;
+  try {
+    if (fe::error_t e = plan.graph.execute(handle, pack, workspace); e.is_bad())
+      failure = e.get_message();
+  } catch (const std::exception &e) {
+    failure = e.what();
   }
+  // A launch error cuDNN left is its, not the next copy's.
+  if (cudaError_t e = cudaGetLastError(); failure.empty() && e != cudaSuccess)
+    failure = cudaGetErrorString(e);
+  if (!failure.empty())
+    report("cuDNN's fused attention failed: " + failure, call);
   ++calls;
 }
 
 /// In "sync" mode, waits for the call and adds its time to the profile.
-void finish(const std::string &what, const std::string &profileName,
+void finish(const Call &call, const char *pass,
             std::chrono::steady_clock::time_point start) {
   if (anvil::rt::cuda::launchMode() != anvil::rt::cuda::LaunchMode::Sync)
     return;
-  if (cudaError_t e = cudaStreamSynchronize(Scratch::stream());
-      e != cudaSuccess)
+  if (cudaError_t e = cudaStreamSynchronize(stepStream()); e != cudaSuccess)
     fail("cudaStreamSynchronize failed: " + std::string(cudaGetErrorString(e)) +
-         ", for " + what);
+         ", for " + call.what());
   if (anvil::rt::cuda::profiling())
     anvil::rt::cuda::profileAdd(
-        profileName,
+        std::string("cudnn attention ") + pass + " " + describe(call.shape),
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count());
 }
@@ -333,47 +389,53 @@ Status anvil::rt::cuda::cudnnAttentionSupport(const AttentionShape &shape,
     return st;
   fe::graph::Graph g;
   g.set_sm_version(sm);
-  if (fe::error_t e = describeGraph(g, shape, backward); e.is_bad())
-    return Status::error(anvil::rt::ErrorCode::InvalidArgument,
-                         e.get_message());
+  std::string failure;
+  try {
+    if (fe::error_t e = describeGraph(g, shape, backward); e.is_bad())
+      failure = e.get_message();
+  } catch (const std::exception &e) {
+    failure = e.what();
+  }
+  if (!failure.empty())
+    return Status::error(anvil::rt::ErrorCode::InvalidArgument, failure);
   return Status::ok();
 }
 
 bool anvil::rt::cuda::cudnnAttentionForward(
     const float *q, const float *k, const float *v, float *out, float *lse,
     const AttentionShape &s, const anvil_rt_attention_layout *layouts) {
-  if (attentionLibrary() != AttentionLibrary::Cudnn)
+  if (!wanted(s, lse))
     return false;
-  const char *caller = "anvil_rt_cuda_attention_f32";
+  Call call{"anvil_rt_cuda_attention_f32", s};
   auto start = std::chrono::steady_clock::now();
-  Plan *plan = planOf(s, /*backward=*/false, caller);
+  Plan *plan = planOf(s, /*backward=*/false, call.caller);
   if (!plan)
     return false;
-  std::string what = std::string(caller) + " on cuDNN (" + describe(s) + ")";
   Scratch scratch;
-  size_t qAt = scratch.reserve(2 * elements(s, s.heads, s.queries, s.dim));
-  size_t kAt = scratch.reserve(2 * elements(s, s.kvHeads, s.keys, s.dim));
-  size_t vAt = scratch.reserve(2 * elements(s, s.kvHeads, s.keys, s.valueDim));
-  size_t oAt = scratch.reserve(2 * elements(s, s.heads, s.queries, s.valueDim));
-  size_t wAt = scratch.reserve(plan->workspace);
-  if (!scratch.allocate(what))
+  size_t qAt = scratch.reserve(2 * elements(s, s.heads, s.queries, s.dim)),
+         kAt = scratch.reserve(2 * elements(s, s.kvHeads, s.keys, s.dim)),
+         vAt = scratch.reserve(2 * elements(s, s.kvHeads, s.keys, s.valueDim)),
+         oAt = scratch.reserve(2 * elements(s, s.heads, s.queries, s.valueDim)),
+         wAt = scratch.reserve(plan->workspace);
+  if (!scratch.allocate(call))
     return true; // recorded in the capture, which is dropped
-  copyAttentionTensorToBf16(q, layouts[0], s.batch, s.heads, s.queries, s.dim,
-                            scratch.at(qAt), caller);
-  copyAttentionTensorToBf16(k, layouts[1], s.batch, s.kvHeads, s.keys, s.dim,
-                            scratch.at(kAt), caller);
-  copyAttentionTensorToBf16(v, layouts[2], s.batch, s.kvHeads, s.keys,
-                            s.valueDim, scratch.at(vAt), caller);
+  const anvil_rt_attention_layout *l = layouts;
+  copyAttentionTensorToBf16(q, l[0], s.batch, s.heads, s.queries, s.dim,
+                            scratch.at(qAt), call.caller);
+  copyAttentionTensorToBf16(k, l[1], s.batch, s.kvHeads, s.keys, s.dim,
+                            scratch.at(kAt), call.caller);
+  copyAttentionTensorToBf16(v, l[2], s.batch, s.kvHeads, s.keys, s.valueDim,
+                            scratch.at(vAt), call.caller);
   std::unordered_map<int64_t, void *> pack = {{kQ, scratch.at(qAt)},
                                               {kK, scratch.at(kAt)},
                                               {kV, scratch.at(vAt)},
                                               {kO, scratch.at(oAt)},
                                               {kStats, lse}};
-  execute(*plan, pack, plan->workspace ? scratch.at(wAt) : nullptr, what);
-  copyAttentionTensorFromBf16(scratch.at(oAt), out, layouts[3], s.batch,
-                              s.heads, s.queries, s.valueDim, caller);
-  scratch.release(what);
-  finish(what, "cudnn attention forward " + describe(s), start);
+  execute(*plan, pack, plan->workspace ? scratch.at(wAt) : nullptr, call);
+  copyAttentionTensorFromBf16(scratch.at(oAt), out, l[3], s.batch, s.heads,
+                              s.queries, s.valueDim, call.caller);
+  scratch.release(call);
+  finish(call, "forward", start);
   return true;
 }
 
@@ -381,14 +443,13 @@ bool anvil::rt::cuda::cudnnAttentionBackward(
     const float *q, const float *k, const float *v, const float *out,
     const float *lse, const float *dOut, float *dq, float *dk, float *dv,
     const AttentionShape &s, const anvil_rt_attention_layout *layouts) {
-  if (attentionLibrary() != AttentionLibrary::Cudnn)
+  if (!wanted(s, lse))
     return false;
-  const char *caller = "anvil_rt_cuda_attention_grad_f32";
+  Call call{"anvil_rt_cuda_attention_grad_f32", s};
   auto start = std::chrono::steady_clock::now();
-  Plan *plan = planOf(s, /*backward=*/true, caller);
+  Plan *plan = planOf(s, /*backward=*/true, call.caller);
   if (!plan)
     return false;
-  std::string what = std::string(caller) + " on cuDNN (" + describe(s) + ")";
   int64_t qBytes = 2 * elements(s, s.heads, s.queries, s.dim);
   int64_t kBytes = 2 * elements(s, s.kvHeads, s.keys, s.dim);
   int64_t vBytes = 2 * elements(s, s.kvHeads, s.keys, s.valueDim);
@@ -399,9 +460,10 @@ bool anvil::rt::cuda::cudnnAttentionBackward(
          dOAt = scratch.reserve(oBytes), dqAt = scratch.reserve(qBytes),
          dkAt = scratch.reserve(kBytes), dvAt = scratch.reserve(vBytes),
          wAt = scratch.reserve(plan->workspace);
-  if (!scratch.allocate(what))
+  if (!scratch.allocate(call))
     return true; // recorded in the capture, which is dropped
   const anvil_rt_attention_layout *l = layouts;
+  const char *caller = call.caller;
   copyAttentionTensorToBf16(q, l[0], s.batch, s.heads, s.queries, s.dim,
                             scratch.at(qAt), caller);
   copyAttentionTensorToBf16(k, l[1], s.batch, s.kvHeads, s.keys, s.dim,
@@ -418,14 +480,14 @@ bool anvil::rt::cuda::cudnnAttentionBackward(
       {kDO, scratch.at(dOAt)}, {kStats, const_cast<float *>(lse)},
       {kDQ, scratch.at(dqAt)}, {kDK, scratch.at(dkAt)},
       {kDV, scratch.at(dvAt)}};
-  execute(*plan, pack, plan->workspace ? scratch.at(wAt) : nullptr, what);
+  execute(*plan, pack, plan->workspace ? scratch.at(wAt) : nullptr, call);
   copyAttentionTensorFromBf16(scratch.at(dqAt), dq, l[5], s.batch, s.heads,
                               s.queries, s.dim, caller);
   copyAttentionTensorFromBf16(scratch.at(dkAt), dk, l[6], s.batch, s.kvHeads,
                               s.keys, s.dim, caller);
   copyAttentionTensorFromBf16(scratch.at(dvAt), dv, l[7], s.batch, s.kvHeads,
                               s.keys, s.valueDim, caller);
-  scratch.release(what);
-  finish(what, "cudnn attention backward " + describe(s), start);
+  scratch.release(call);
+  finish(call, "backward", start);
   return true;
 }

@@ -875,6 +875,11 @@ int trainerMain(int argc, char **argv) {
           "  ANVIL_PROFILE=1            print each kernel's and library "
           "call's time at exit\n"
           "                             (implies sync)\n"
+          "  ANVIL_CUDA_ATTENTION=anvil Anvil's fused attention kernels "
+          "for every call\n"
+          "                             (the default, cudnn: cuDNN's where "
+          "it takes the\n"
+          "                             shape)\n"
           "  ANVIL_NCCL=0               a mesh's collectives over MPI, not "
           "NCCL\n",
           manifest->stepGraphCapturable

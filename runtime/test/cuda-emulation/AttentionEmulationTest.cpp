@@ -219,9 +219,13 @@ uint16_t bf16Bits(float x) {
 // (batch, heads, rows, width) tensor, gaps between its rows, into contiguous
 // bf16, each element rounded to nearest even; and back into the same
 // layout, widened, leaving the gaps alone. More than one CTA of rows
-// (kRows = 64), a width that is no multiple of anything.
-TEST(AttentionCopies, ToAndFromContiguousBf16) {
-  const int64_t batch = 2, heads = 3, rows = 70, width = 21;
+// (kRows = 64), a width that is no multiple of anything; then with the
+// 32-bit index bound lowered so that each batch element is a launch of
+// its own (batchChunk).
+class AttentionCopies : public testing::TestWithParam<int> {};
+
+TEST_P(AttentionCopies, ToAndFromContiguousBf16) {
+  const int64_t batch = 3, heads = 3, rows = 70, width = 21;
   const anvil_rt_attention_layout layout = {5, rows * (heads * width + 7),
                                             width, heads * width + 7};
   const size_t span = static_cast<size_t>(layout.offset + batch * layout.batch);
@@ -232,12 +236,14 @@ TEST(AttentionCopies, ToAndFromContiguousBf16) {
     src[i] = normal(rng);
   const size_t n = static_cast<size_t>(batch * heads * rows * width);
   auto *bf16 = static_cast<uint16_t *>(emu::allocate(n * sizeof(uint16_t)));
+  emu::options().attentionIndexLimit = GetParam();
   anvil::rt::cuda::copyAttentionTensorToBf16(src, layout, batch, heads, rows,
                                              width, bf16, "test");
   auto *back = static_cast<float *>(emu::allocate(span * sizeof(float)));
   std::fill(back, back + span, 1234.5f);
   anvil::rt::cuda::copyAttentionTensorFromBf16(bf16, back, layout, batch, heads,
                                                rows, width, "test");
+  emu::options().attentionIndexLimit = INT_MAX;
   std::vector<bool> placed(span, false);
   size_t flat = 0;
   for (int64_t b = 0; b < batch; ++b)
@@ -263,6 +269,11 @@ TEST(AttentionCopies, ToAndFromContiguousBf16) {
                   static_cast<void *>(back)})
     emu::release(p);
 }
+
+// One launch for the whole batch; one per batch element (a batch element
+// spans 70 rows of 3 * 21 + 7 floats).
+INSTANTIATE_TEST_SUITE_P(IndexBounds, AttentionCopies,
+                         testing::Values(INT_MAX, 70 * 70));
 
 //===- The checks catch faults --------------------------------------------===//
 

@@ -133,7 +133,7 @@ Expected<std::vector<int64_t>> cudnnForwardDims(const int64_t *problem,
 /// attention through its graph API wherever cuDNN takes the shape, Anvil's
 /// kernels elsewhere) or anvil (Anvil's kernels always). Calls with f32
 /// products always run Anvil's kernels (cuDNN's are bf16 and fp8 only).
-/// Any other value aborts the first attention call.
+/// Any other value aborts the first attention call with bf16 products.
 enum class AttentionLibrary { Cudnn, Anvil };
 AttentionLibrary attentionLibrary();
 /// For tests: overrides ANVIL_CUDA_ATTENTION from now on.
