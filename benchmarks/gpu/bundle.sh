@@ -22,6 +22,10 @@
 #   bin/gpt-tiny-fp8-<recipe>.cuda.train  the tiny GPT in FP8 (current,
 #                                         delayed, mxfp8: the CPU's exact
 #                                         emulation's kernels)
+#   bin/llama-tiny-bf16.cuda.train,       the tiny Llama (grouped-query
+#   bin/resnet-tiny-bf16.cuda.train       attention, RoPE) and ResNet
+#                                         (convolutions on cuDNN), bf16
+#   bin/resnet50-bf16.cuda.train          ResNet-50, batch 128, bf16
 #   bin/anvil-cuda-tests                  the runtime's GPU tests
 #   bin/anvil-cuda-graph-tests            the step stream and the step's
 #                                         CUDA graphs (anvil_rt_run_step)
@@ -36,8 +40,12 @@
 #                                         first 10 steps (seed 1)
 #   ref/gpt-tiny-bf16.cpu.jsonl,          the same in bf16 and FP8
 #   ref/gpt-tiny-fp8-<recipe>.cpu.jsonl
+#   ref/llama-tiny-bf16.cpu.jsonl,        the tiny Llama's and ResNet's in
+#   ref/resnet-tiny-bf16.cpu.jsonl        bf16 (ResNet's on the images of
+#   ref/resnet-tiny-batch/                ref/resnet-tiny-batch)
 #   kernels/gpt2-124m.<arch>.json         ptxas -v of every GPT-2 kernel
 #   run.sh, torch_gpt2.py                 the run and its peer
+#   make_batch.py                         ResNet-50's batch, written there
 #   compare_losses.py, tolerances.py      the tests' loss comparison
 #   compare_npy.py                        .npy comparison without NumPy
 #
@@ -93,6 +101,14 @@ for recipe in current delayed mxfp8; do
   "$BIN/anvil-compile" --model gpt --config gpt-tiny --precision=fp8=$recipe \
     --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/gpt-tiny-fp8-$recipe.cuda.train"
 done
+# Llama (grouped-query attention, RoPE) and ResNet (convolutions on cuDNN):
+# the tiny configs against the CPU's losses; ResNet-50's throughput.
+"$BIN/anvil-compile" --model llama --config llama-tiny --target=cuda \
+  --cuda-arch="$ARCH" -o "$OUT/bin/llama-tiny-bf16.cuda.train"
+"$BIN/anvil-compile" --model resnet --config resnet-tiny --target=cuda \
+  --cuda-arch="$ARCH" -o "$OUT/bin/resnet-tiny-bf16.cuda.train"
+"$BIN/anvil-compile" --model resnet --config resnet50 --set batch=128 \
+  --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/resnet50-bf16.cuda.train"
 cp "$BUILD/runtime/anvil-cuda-tests" "$BUILD/runtime/anvil-cuda-graph-tests" \
   "$OUT/bin/"
 # Where memory lives against a streaming kernel's bandwidth.
@@ -120,7 +136,20 @@ for recipe in current delayed mxfp8; do
     --log "$OUT/ref/gpt-tiny-fp8-$recipe.cpu.jsonl" --log-every 1 > /dev/null
 done
 
+"$BIN/anvil-compile" --model llama --config llama-tiny --precision=bf16 \
+  --target=cpu -o "$work/llama-tiny-bf16.cpu.train"
+"$work/llama-tiny-bf16.cpu.train" --steps 10 --seed 1 --threads 2 \
+  --log "$OUT/ref/llama-tiny-bf16.cpu.jsonl" --log-every 1 > /dev/null
+"$BIN/anvil-compile" --model resnet --config resnet-tiny --precision=bf16 \
+  --library-convs=on --target=cpu -o "$work/resnet-tiny-bf16.cpu.train"
+python3 "$HERE/make_batch.py" "$work/resnet-tiny-bf16.cpu.train" \
+  "$OUT/ref/resnet-tiny-batch" > /dev/null
+"$work/resnet-tiny-bf16.cpu.train" --steps 10 --seed 1 --threads 2 \
+  --batch-dir "$OUT/ref/resnet-tiny-batch" \
+  --log "$OUT/ref/resnet-tiny-bf16.cpu.jsonl" --log-every 1 > /dev/null
+
 cp "$HERE/run.sh" "$HERE/compare_npy.py" "$HERE/torch_gpt2.py" \
+  "$HERE/make_batch.py" \
   "$ROOT/test/Target/CPU/Inputs/compare_losses.py" \
   "$ROOT/test/Inputs/tolerances.py" "$OUT/"
 commit="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"

@@ -14,7 +14,8 @@
 #    bin/anvil-cuda-graph-tests in each launch mode),
 # 2. every op case against the CPU backend's results (ops/),
 # 3. the tiny GPT's first 10 losses against the CPU's (ref/), in f32,
-#    bf16 and with each FP8 recipe,
+#    bf16 and with each FP8 recipe, and the tiny Llama's and ResNet's in
+#    bf16,
 # 4. a streaming kernel's bandwidth by where its memory lives (bin/membw),
 #    GPT-2 124M training (llm.c's shapes: batch 8 x 1024 tokens), in f32
 #    and in bf16 mixed precision (attention fused, the default: cuDNN's,
@@ -22,7 +23,9 @@
 #    default, and as kernels; the bf16 step replayed as a CUDA graph, the default, and
 #    launched kernel by kernel, asynchronously and synchronized): tokens/s,
 #    step time, MFU against the GPU's dense bf16 peak,
-#    and each kernel's time over 4 steps (NAME.profile.txt),
+#    and each kernel's time over 4 steps (NAME.profile.txt); GPT-2 350M in
+#    bf16 and FP8; ResNet-50 in bf16 (batch 128; its "tokens/s" are
+#    images/s),
 # 5. the same model in PyTorch eager and torch.compile when PyTorch is
 #    installed, with the ratios printed last.
 #
@@ -117,6 +120,20 @@ for recipe in current delayed mxfp8; do
     --tolerance fp8-training"
 done
 
+# Llama's grouped-query attention and RoPE, ResNet's convolutions (cuDNN),
+# batch norm and pooling: the tiny configs' losses against the CPU's.
+check llama-tiny-bf16 bash -c "'$here/bin/llama-tiny-bf16.cuda.train' \
+  --steps 10 --seed 1 --log '$out/llama-tiny-bf16.gpu.jsonl' --log-every 1 \
+  > '$out/llama-tiny-bf16.out' && python3 '$here/compare_losses.py' \
+  '$out/llama-tiny-bf16.gpu.jsonl' '$here/ref/llama-tiny-bf16.cpu.jsonl' \
+  --tolerance bf16-training"
+check resnet-tiny-bf16 bash -c "'$here/bin/resnet-tiny-bf16.cuda.train' \
+  --steps 10 --seed 1 --batch-dir '$here/ref/resnet-tiny-batch' \
+  --log '$out/resnet-tiny-bf16.gpu.jsonl' --log-every 1 \
+  > '$out/resnet-tiny-bf16.out' && python3 '$here/compare_losses.py' \
+  '$out/resnet-tiny-bf16.gpu.jsonl' '$here/ref/resnet-tiny-bf16.cpu.jsonl' \
+  --tolerance bf16-training"
+
 # Where memory lives against bandwidth (membw.cu): device memory, and
 # managed memory as the runtime uses it, each as a ratio to device memory.
 if "$here/bin/membw" > "$out/membw.txt" 2>&1; then
@@ -129,12 +146,13 @@ fi
 # 4: GPT-2 124M, f32 (gpt2) and bf16 mixed precision (gpt2-bf16); GPT-2
 # 350M in bf16 and FP8.
 steps="${GPT2_STEPS:-20}"
-measure() { # NAME EXECUTABLE: $out/NAME.json, a line of the summary
+measure() { # NAME EXECUTABLE [ARGS...]: $out/NAME.json, a line of the summary
   local name=$1 exe=$2
+  shift 2
   rm -f "$out/$name.json" "$out/$name.jsonl" "$out/$name.json.tmp"
   "$exe" --print-manifest > "$out/$name.manifest.json"
   if "$exe" --steps "$steps" --seed 1 --log "$out/$name.jsonl" --log-every 1 \
-      > "$out/$name.out" 2>&1 &&
+      "$@" > "$out/$name.out" 2>&1 &&
     python3 - "$out/$name.jsonl" "$out/$name.manifest.json" "$gpu" "$name" \
         > "$out/$name.json.tmp" <<'PY'
 import json, statistics, sys
@@ -215,6 +233,16 @@ fi
 # same model in bf16 (issue 9's target: 1.25x).
 measure gpt2-350m-bf16 "$here/bin/gpt2-350m-bf16.cuda.train"
 measure gpt2-350m-fp8 "$here/bin/gpt2-350m-fp8.cuda.train"
+# ResNet-50 in bf16, batch 128 of 224 x 224 images (written here: the
+# values do not matter to its time), every convolution on cuDNN.
+if python3 "$here/make_batch.py" "$here/bin/resnet50-bf16.cuda.train" \
+    "$out/resnet50-batch" > "$out/resnet50-batch.log" 2>&1; then
+  measure resnet50-bf16 "$here/bin/resnet50-bf16.cuda.train" \
+    --batch-dir "$out/resnet50-batch"
+else
+  note "FAIL resnet50-batch: $(tail -1 "$out/resnet50-batch.log")"
+  failed=$((failed + 1))
+fi
 # Where the time goes: each kernel's and library call's wall time over 4
 # steps (ANVIL_PROFILE=1: every launch synchronized), for the next change.
 for name in gpt2 gpt2-bf16; do

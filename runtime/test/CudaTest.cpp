@@ -495,6 +495,56 @@ TEST(CudaAttention, Bf16OnCudnnMatchesTheHost) {
     }
 }
 
+// The gradient's sums do not depend on scheduling, on cuDNN (its
+// deterministic algorithm) as on Anvil's kernels: two runs of the same
+// gradient agree bit for bit. Grouped heads (dK and dV summed over a
+// group) and GPT-2's causal heads.
+TEST(CudaAttention, Bf16GradientsAreTheSameEveryRun) {
+  SKIP_WITHOUT_GPU();
+  for (cuda::AttentionLibrary library :
+       {cuda::AttentionLibrary::Cudnn, cuda::AttentionLibrary::Anvil}) {
+    AttentionLibraryScope scope(library);
+    for (const check::AttentionCase &c : check::kAttentionCases) {
+      std::string name = c.name;
+      if (name != "GroupedHeads" && name != "Gpt2HeadCausal")
+        continue;
+      check::AttentionReference r = check::referenceAttention(c, true);
+      auto layouts = check::layoutsOf(c, check::Placement::Contiguous);
+      auto copy = [](const std::vector<float> &x) {
+        auto *d = static_cast<float *>(
+            anvil_rt_cuda_alloc(static_cast<int64_t>(x.size() * 4)));
+        std::copy(x.begin(), x.end(), d);
+        return d;
+      };
+      float *q = copy(r.q), *k = copy(r.k), *v = copy(r.v), *out = copy(r.out),
+            *lse = copy(r.lse), *dOut = copy(r.dOut);
+      std::vector<std::vector<float>> runs;
+      for (int run = 0; run < 2; ++run) {
+        float *dq = copy(r.dq), *dk = copy(r.dk), *dv = copy(r.dv);
+        anvil_rt_cuda_attention_grad_f32(q, k, v, out, lse, dOut, dq, dk, dv,
+                                         c.batch, c.heads, c.kvHeads, c.queries,
+                                         c.keys, c.dim, c.valueDim, r.scale,
+                                         c.causal, 1, layouts.data());
+        ASSERT_TRUE(cuda::synchronizeStepStream("gradient").isOk());
+        std::vector<float> all(dq, dq + r.dq.size());
+        all.insert(all.end(), dk, dk + r.dk.size());
+        all.insert(all.end(), dv, dv + r.dv.size());
+        runs.push_back(std::move(all));
+        for (float *x : {dq, dk, dv})
+          anvil_rt_cuda_free(x);
+      }
+      EXPECT_EQ(std::memcmp(runs[0].data(), runs[1].data(),
+                            runs[0].size() * sizeof(float)),
+                0)
+          << name
+          << (library == cuda::AttentionLibrary::Cudnn ? " on cuDNN"
+                                                       : " on Anvil's");
+      for (float *x : {q, k, v, out, lse, dOut})
+        anvil_rt_cuda_free(x);
+    }
+  }
+}
+
 TEST(CudaAttentionDeathTest, RejectsUnsupportedShapesWithTheCallAndShape) {
   // Checked before the device is touched: no GPU needed.
   ::testing::GTEST_FLAG(death_test_style) = "threadsafe";
