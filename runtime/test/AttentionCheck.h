@@ -15,6 +15,7 @@
 #define ANVIL_RUNTIME_TEST_ATTENTIONCHECK_H
 
 #include "anvil/runtime/Cuda.h"
+#include "anvil/runtime/DType.h"
 #include "anvil/runtime/RuntimeABI.h"
 
 #include <algorithm>
@@ -318,6 +319,104 @@ inline AttentionDeviations runOnDevice(const AttentionCase &c, bool bf16,
   for (auto [p, x] : {std::pair{at[5], dq}, {at[6], dk}, {at[7], dv}})
     d.writtenOutside += changedOutside(p, x, sentinel);
   for (float *x : {q, k, v, out, lse, hostOut, hostLse, dOut, dq, dk, dv})
+    memory.release(x);
+  return d;
+}
+
+/// Memory the bf16 entry points read and write, by bytes: the host's, the
+/// GPU's (managed) or the emulator's.
+struct RawMemory {
+  std::function<void *(size_t)> allocate;
+  std::function<void(void *)> release;
+  std::function<void(const char *)> synchronize;
+};
+
+/// Runs `c` through bf16-tensor entry points with anvil_rt_attention_bf16's
+/// and _grad_bf16's signatures (the CPU's, or a device's) with every 4-D
+/// tensor placed by `placement`, and compares with the CPU's contiguous
+/// results of the f32 functions with bf16 products (referenceAttention),
+/// which round the same operands, rounded to bf16 (they are bf16 values
+/// already but for dk and dv of grouped heads: sums of the group's bf16
+/// products, which a bf16 tensor holds rounded once more). Inputs are
+/// rounded to bf16, their gaps NaN; each output starts as NaN with a
+/// sentinel in its gaps (which must stay). The gradient starts from the
+/// CPU's out and lse.
+template <typename Forward, typename Backward>
+AttentionDeviations runBf16(const AttentionCase &c, Placement placement,
+                            const RawMemory &memory, Forward forward,
+                            Backward backward) {
+  using anvil::rt::fromBF16Bits;
+  using anvil::rt::toBF16Bits;
+  AttentionReference r = referenceAttention(c, /*bf16=*/true);
+  std::array<Placed, 8> at = placeAll(c, placement);
+  auto layouts = layoutsOf(c, placement);
+  const uint16_t nan = 0x7fc0, sentinel = 0x1234;
+  std::vector<void *> buffers;
+  // A buffer of `p`'s span: `fill` in its gaps, x rounded (or NaN) inside.
+  auto buffer = [&](const Placed &p, const std::vector<float> *x,
+                    uint16_t fill) {
+    size_t n = std::max<size_t>(p.size, 1);
+    auto *d = static_cast<uint16_t *>(memory.allocate(n * sizeof(uint16_t)));
+    std::fill(d, d + n, fill);
+    p.forEach(
+        [&](int64_t i, int64_t a) { d[a] = x ? toBF16Bits((*x)[i]) : nan; });
+    buffers.push_back(d);
+    return d;
+  };
+  auto floats = [&](const std::vector<float> &x) {
+    auto *d = static_cast<float *>(
+        memory.allocate(std::max<size_t>(x.size(), 1) * sizeof(float)));
+    std::copy(x.begin(), x.end(), d);
+    buffers.push_back(d);
+    return d;
+  };
+  auto widened = [](const Placed &p, const uint16_t *d) {
+    std::vector<float> x(
+        static_cast<size_t>(p.batch * p.heads * p.rows * p.width));
+    p.forEach([&](int64_t i, int64_t a) { x[i] = fromBF16Bits(d[a]); });
+    return x;
+  };
+  auto changedGaps = [](const Placed &p, const uint16_t *d, uint16_t fill) {
+    std::vector<bool> inside(p.size, false);
+    p.forEach([&](int64_t, int64_t a) { inside[a] = true; });
+    size_t changed = 0;
+    for (size_t i = 0; i < p.size; ++i)
+      changed += !inside[i] && d[i] != fill;
+    return changed;
+  };
+  uint16_t *q = buffer(at[0], &r.q, nan), *k = buffer(at[1], &r.k, nan),
+           *v = buffer(at[2], &r.v, nan),
+           *out = buffer(at[3], nullptr, sentinel);
+  float *lse = floats(std::vector<float>(r.lse.size(), NAN));
+  forward(q, k, v, out, lse, c.batch, c.heads, c.kvHeads, c.queries, c.keys,
+          c.dim, c.valueDim, r.scale, c.causal, layouts.data());
+  memory.synchronize("attention (bf16 tensors)");
+  AttentionDeviations d;
+  d.out = deviation(widened(at[3], out), r.out);
+  d.lse = deviation(std::vector<float>(lse, lse + r.lse.size()), r.lse);
+  d.writtenOutside += changedGaps(at[3], out, sentinel);
+
+  uint16_t *hostOut = buffer(at[3], &r.out, nan),
+           *dOut = buffer(at[4], &r.dOut, nan),
+           *dq = buffer(at[5], nullptr, sentinel),
+           *dk = buffer(at[6], nullptr, sentinel),
+           *dv = buffer(at[7], nullptr, sentinel);
+  float *hostLse = floats(r.lse);
+  backward(q, k, v, hostOut, hostLse, dOut, dq, dk, dv, c.batch, c.heads,
+           c.kvHeads, c.queries, c.keys, c.dim, c.valueDim, r.scale, c.causal,
+           layouts.data());
+  memory.synchronize("attention gradient (bf16 tensors)");
+  auto rounded = [](std::vector<float> x) {
+    for (float &e : x)
+      e = fromBF16Bits(toBF16Bits(e));
+    return x;
+  };
+  d.dq = deviation(widened(at[5], dq), rounded(r.dq));
+  d.dk = deviation(widened(at[6], dk), rounded(r.dk));
+  d.dv = deviation(widened(at[7], dv), rounded(r.dv));
+  for (auto [p, x] : {std::pair{at[5], dq}, {at[6], dk}, {at[7], dv}})
+    d.writtenOutside += changedGaps(p, x, sentinel);
+  for (void *x : buffers)
     memory.release(x);
   return d;
 }

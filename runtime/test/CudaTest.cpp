@@ -495,6 +495,61 @@ TEST(CudaAttention, Bf16OnCudnnMatchesTheHost) {
     }
 }
 
+// The functions on bf16 tensors (anvil.flash_attention on bf16): cuDNN
+// reads and writes the tensors where they lie when their starts and
+// strides are 16-byte aligned (the contiguous placement; the (B, T, H, D)
+// ones here have rows 4 or 3 elements apart) and the head widths are
+// multiples of 8 (and, surely taken, as wide for q, k and v); Anvil's
+// kernels run the rest on f32 copies. Each against the CPU's reference
+// within the bf16 tolerance, on cuDNN (the default) and on Anvil's kernels.
+TEST(CudaAttention, Bf16TensorsMatchTheHost) {
+  SKIP_WITHOUT_GPU();
+  check::RawMemory memory{
+      [](size_t bytes) {
+        return anvil_rt_cuda_alloc(
+            static_cast<int64_t>(std::max<size_t>(bytes, 1)));
+      },
+      [](void *p) { anvil_rt_cuda_free(p); },
+      [](const char *what) {
+        ASSERT_TRUE(cuda::synchronizeStepStream(what).isOk()) << what;
+      }};
+  for (cuda::AttentionLibrary library :
+       {cuda::AttentionLibrary::Cudnn, cuda::AttentionLibrary::Anvil}) {
+    AttentionLibraryScope scope(library);
+    bool onCudnn = library == cuda::AttentionLibrary::Cudnn;
+    for (const check::AttentionCase &c : check::kAttentionCases)
+      for (check::Placement placement : check::kPlacements) {
+        SCOPED_TRACE(std::string(c.name) + ", " +
+                     check::placementName(placement) +
+                     (onCudnn ? ", cuDNN" : ", Anvil's kernels"));
+        int64_t before = cuda::cudnnAttentionCalls();
+        check::AttentionDeviations d =
+            check::runBf16(c, placement, memory, anvil_rt_cuda_attention_bf16,
+                           anvil_rt_cuda_attention_grad_bf16);
+        int64_t calls = cuda::cudnnAttentionCalls() - before;
+        std::printf("[ attention] %s (bf16 tensors, %s, %s): max |device - "
+                    "CPU| / max |CPU|: out %.3g, lse %.3g, dq %.3g, dk %.3g, "
+                    "dv %.3g; %lld calls on cuDNN\n",
+                    c.name, check::placementName(placement),
+                    onCudnn ? "cuDNN" : "Anvil", d.out.relative(),
+                    d.lse.relative(), d.dq.relative(), d.dk.relative(),
+                    d.dv.relative(), static_cast<long long>(calls));
+        for (const auto &n : d.named(check::kBf16Tolerance))
+          EXPECT_TRUE(
+              n.deviation.within(n.tolerance, check::kBf16Tolerance.floor))
+              << n.name << ": max |device - CPU| " << n.deviation.error
+              << ", max |CPU| " << n.deviation.magnitude;
+        EXPECT_EQ(d.writtenOutside, 0u);
+        bool aligned = placement == check::Placement::Contiguous &&
+                       c.dim % 8 == 0 && c.valueDim % 8 == 0;
+        if (!onCudnn || !aligned)
+          EXPECT_EQ(calls, 0);
+        else if (c.dim == c.valueDim)
+          EXPECT_EQ(calls, 2);
+      }
+  }
+}
+
 // The gradient's sums do not depend on scheduling, on cuDNN (its
 // deterministic algorithm) as on Anvil's kernels: two runs of the same
 // gradient agree bit for bit. Grouped heads (dK and dV summed over a

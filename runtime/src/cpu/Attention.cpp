@@ -9,6 +9,9 @@
 // f32. Work is split over (batch, key/value head) pairs, so the query heads
 // of a group add their dk and dv on one thread in a fixed order. Every 4-D
 // tensor is read and written where its anvil_rt_attention_layout places it.
+// The bf16 tensors' functions widen their operands into contiguous f32
+// copies, run the f32 functions with `bf16`, and round the results (bf16
+// values already) into place.
 //
 //===----------------------------------------------------------------------===//
 
@@ -203,6 +206,41 @@ void backwardChunk(void *ctx, int64_t lo, int64_t hi) {
   }
 }
 
+/// A (batch, heads, rows, width) tensor, contiguous.
+anvil_rt_attention_layout contiguous(int64_t heads, int64_t rows,
+                                     int64_t width) {
+  return {0, heads * rows * width, rows * width, width};
+}
+
+/// The bf16 tensor `l` places at `base`, widened into a contiguous copy.
+std::vector<float> widen(const uint16_t *base,
+                         const anvil_rt_attention_layout &l, int64_t batch,
+                         int64_t heads, int64_t rows, int64_t width) {
+  std::vector<float> x(static_cast<size_t>(batch * heads * rows * width));
+  Strided<const uint16_t> t(base, l);
+  float *to = x.data();
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t r = 0; r < rows; ++r)
+        for (const uint16_t *row = t.at(b, h, r), *end = row + width;
+             row != end;)
+          *to++ = anvil::rt::fromBF16Bits(*row++);
+  return x;
+}
+
+/// The contiguous `x` rounded to bf16 where `l` places it at `base`.
+void narrow(const std::vector<float> &x, uint16_t *base,
+            const anvil_rt_attention_layout &l, int64_t batch, int64_t heads,
+            int64_t rows, int64_t width) {
+  Strided<uint16_t> t(base, l);
+  const float *from = x.data();
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t r = 0; r < rows; ++r)
+        for (uint16_t *row = t.at(b, h, r), *end = row + width; row != end;)
+          *row++ = anvil::rt::toBF16Bits(*from++);
+}
+
 } // namespace
 
 extern "C" void anvil_rt_attention_f32(
@@ -227,4 +265,52 @@ extern "C" void anvil_rt_attention_grad_f32(
   Backward g{s,          {q, l[0]},  {k, l[1]},  {v, l[2]}, {dOut, l[4]},
              {dq, l[5]}, {dk, l[6]}, {dv, l[7]}, lse};
   anvil_rt_parallel_for(batch * kvHeads, backwardChunk, &g);
+}
+
+extern "C" void
+anvil_rt_attention_bf16(const uint16_t *q, const uint16_t *k, const uint16_t *v,
+                        uint16_t *out, float *lse, int64_t batch, int64_t heads,
+                        int64_t kvHeads, int64_t queries, int64_t keys,
+                        int64_t dim, int64_t valueDim, float scale,
+                        int32_t causal, const anvil_rt_attention_layout *l) {
+  std::vector<float> q32 = widen(q, l[0], batch, heads, queries, dim),
+                     k32 = widen(k, l[1], batch, kvHeads, keys, dim),
+                     v32 = widen(v, l[2], batch, kvHeads, keys, valueDim),
+                     out32(static_cast<size_t>(batch * heads * queries *
+                                               valueDim));
+  anvil_rt_attention_layout at[4] = {contiguous(heads, queries, dim),
+                                     contiguous(kvHeads, keys, dim),
+                                     contiguous(kvHeads, keys, valueDim),
+                                     contiguous(heads, queries, valueDim)};
+  anvil_rt_attention_f32(q32.data(), k32.data(), v32.data(), out32.data(), lse,
+                         batch, heads, kvHeads, queries, keys, dim, valueDim,
+                         scale, causal, /*bf16=*/1, at);
+  narrow(out32, out, l[3], batch, heads, queries, valueDim);
+}
+
+extern "C" void anvil_rt_attention_grad_bf16(
+    const uint16_t *q, const uint16_t *k, const uint16_t *v,
+    const uint16_t * /*out*/, const float *lse, const uint16_t *dOut,
+    uint16_t *dq, uint16_t *dk, uint16_t *dv, int64_t batch, int64_t heads,
+    int64_t kvHeads, int64_t queries, int64_t keys, int64_t dim,
+    int64_t valueDim, float scale, int32_t causal,
+    const anvil_rt_attention_layout *l) {
+  std::vector<float> q32 = widen(q, l[0], batch, heads, queries, dim),
+                     k32 = widen(k, l[1], batch, kvHeads, keys, dim),
+                     v32 = widen(v, l[2], batch, kvHeads, keys, valueDim),
+                     dOut32 =
+                         widen(dOut, l[4], batch, heads, queries, valueDim),
+                     dq32(q32.size()), dk32(k32.size()), dv32(v32.size());
+  anvil_rt_attention_layout qAt = contiguous(heads, queries, dim),
+                            kAt = contiguous(kvHeads, keys, dim),
+                            vAt = contiguous(kvHeads, keys, valueDim),
+                            oAt = contiguous(heads, queries, valueDim);
+  anvil_rt_attention_layout at[8] = {qAt, kAt, vAt, oAt, oAt, qAt, kAt, vAt};
+  anvil_rt_attention_grad_f32(q32.data(), k32.data(), v32.data(), nullptr, lse,
+                              dOut32.data(), dq32.data(), dk32.data(),
+                              dv32.data(), batch, heads, kvHeads, queries, keys,
+                              dim, valueDim, scale, causal, /*bf16=*/1, at);
+  narrow(dq32, dq, l[5], batch, heads, queries, dim);
+  narrow(dk32, dk, l[6], batch, kvHeads, keys, dim);
+  narrow(dv32, dv, l[7], batch, kvHeads, keys, valueDim);
 }

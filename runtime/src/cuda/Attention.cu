@@ -78,6 +78,7 @@
 #include <mutex>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace {
 
@@ -673,33 +674,63 @@ __launch_bounds__(kThreads, (minBlocksPerSM<Kernel::QueryGrad, DP, BF16>()))
   }
 }
 
-//===- Copies to and from cuDNN's bf16 tensors ----------------------------===//
+//===- Copies between f32 and bf16 tensors --------------------------------===//
+//
+// cuDNN's attention reads and writes bf16; calls on f32 tensors copy their
+// operands to contiguous bf16 and the results back (attentionToBf16,
+// attentionFromBf16), and calls on bf16 tensors that Anvil's kernels run
+// widen theirs to contiguous f32 and round the results back
+// (attentionWidenBf16, attentionNarrowToBf16).
 
-/// CTA (batch * heads, kRows rows): the rows' elements of `src` rounded to
-/// bf16 into the contiguous (batch, heads, rows, width) `dst`; consecutive
-/// threads take consecutive columns (coalesced on both sides).
+__device__ __forceinline__ __nv_bfloat16 convertTo(float x, __nv_bfloat16 *) {
+  return __float2bfloat16_rn(x);
+}
+__device__ __forceinline__ float convertTo(__nv_bfloat16 x, float *) {
+  return __bfloat162float(x);
+}
+
+/// CTA (batch * heads, kRows rows): with Gather, the rows of `placed` into
+/// the contiguous (batch, heads, rows, width) `flat`, converted; otherwise
+/// the other way. Consecutive threads take consecutive columns (coalesced
+/// on both sides).
+template <bool Gather, typename Placed, typename Flat>
+__device__ __forceinline__ void copyRows(Strided<Placed> placed, Flat *flat,
+                                         int heads, int rows, int width) {
+  int bh = blockIdx.x, b = bh / heads, h = bh % heads;
+  int r0 = blockIdx.y * kRows;
+  int n = (rows - r0 < kRows ? rows - r0 : kRows) * width;
+  Flat *tile = flat + (static_cast<int64_t>(bh) * rows + r0) * width;
+  for (int i = threadIdx.x; i < n; i += kThreads) {
+    Placed *at = placed.at(b, h, r0 + i / width) + i % width;
+    if constexpr (Gather)
+      tile[i] = convertTo(*at, static_cast<Flat *>(nullptr));
+    else
+      *at = convertTo(tile[i], static_cast<Placed *>(nullptr));
+  }
+}
+
 __global__ void __launch_bounds__(kThreads)
     attentionToBf16(Strided<const float> src, __nv_bfloat16 *dst, int heads,
                     int rows, int width) {
-  int bh = blockIdx.x, b = bh / heads, h = bh % heads;
-  int r0 = blockIdx.y * kRows;
-  int n = (rows - r0 < kRows ? rows - r0 : kRows) * width;
-  __nv_bfloat16 *out = dst + (static_cast<int64_t>(bh) * rows + r0) * width;
-  for (int i = threadIdx.x; i < n; i += kThreads)
-    out[i] = __float2bfloat16_rn(src.at(b, h, r0 + i / width)[i % width]);
+  copyRows<true>(src, dst, heads, rows, width);
 }
 
-/// The reverse: contiguous bf16 `src` widened into `dst`'s elements.
 __global__ void __launch_bounds__(kThreads)
     attentionFromBf16(Strided<float> dst, const __nv_bfloat16 *src, int heads,
                       int rows, int width) {
-  int bh = blockIdx.x, b = bh / heads, h = bh % heads;
-  int r0 = blockIdx.y * kRows;
-  int n = (rows - r0 < kRows ? rows - r0 : kRows) * width;
-  const __nv_bfloat16 *in =
-      src + (static_cast<int64_t>(bh) * rows + r0) * width;
-  for (int i = threadIdx.x; i < n; i += kThreads)
-    dst.at(b, h, r0 + i / width)[i % width] = __bfloat162float(in[i]);
+  copyRows<false>(dst, src, heads, rows, width);
+}
+
+__global__ void __launch_bounds__(kThreads)
+    attentionWidenBf16(Strided<const __nv_bfloat16> src, float *dst, int heads,
+                       int rows, int width) {
+  copyRows<true>(src, dst, heads, rows, width);
+}
+
+__global__ void __launch_bounds__(kThreads)
+    attentionNarrowToBf16(Strided<__nv_bfloat16> dst, const float *src,
+                          int heads, int rows, int width) {
+  copyRows<false>(dst, src, heads, rows, width);
 }
 
 //===- Host side ----------------------------------------------------------===//
@@ -1035,70 +1066,95 @@ void anvil::rt::cuda::copyAttentionTensorFromBf16(
                       batch, heads, rows, width, caller);
 }
 
-extern "C" void anvil_rt_cuda_attention_f32(
-    const float *q, const float *k, const float *v, float *out, float *lse,
-    int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
-    int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
-    int32_t bf16, const anvil_rt_attention_layout *layouts) {
-  Call c = describe("anvil_rt_cuda_attention_f32", "forward", batch, heads,
-                    kvHeads, queries, keys, dim, valueDim, causal, bf16);
-  validate(c, batch, heads, kvHeads, queries, keys, dim, valueDim, causal);
+void anvil::rt::cuda::widenAttentionTensor(
+    const void *base, const anvil_rt_attention_layout &layout, int64_t batch,
+    int64_t heads, int64_t rows, int64_t width, float *dst,
+    const char *caller) {
+  copyAttentionTensor(attentionWidenBf16, "attentionWidenBf16", dst,
+                      static_cast<const __nv_bfloat16 *>(base), layout, batch,
+                      heads, rows, width, caller);
+}
+
+void anvil::rt::cuda::narrowAttentionTensor(
+    const float *src, void *base, const anvil_rt_attention_layout &layout,
+    int64_t batch, int64_t heads, int64_t rows, int64_t width,
+    const char *caller) {
+  copyAttentionTensor(attentionNarrowToBf16, "attentionNarrowToBf16", src,
+                      static_cast<__nv_bfloat16 *>(base), layout, batch, heads,
+                      rows, width, caller);
+}
+
+namespace {
+
+/// One attention problem's sizes, as the entry points take them.
+struct Sizes {
+  int64_t batch, heads, kvHeads, queries, keys, dim, valueDim;
+  float scale;
+  int32_t causal;
+
+  anvil::rt::cuda::AttentionShape shape() const {
+    return {batch, heads,    kvHeads, queries,    keys,
+            dim,   valueDim, scale,   causal != 0};
+  }
+  Params params() const {
+    Params p{};
+    p.heads = static_cast<int>(heads);
+    p.kvHeads = static_cast<int>(kvHeads);
+    p.queries = static_cast<int>(queries);
+    p.keys = static_cast<int>(keys);
+    p.dim = static_cast<int>(dim);
+    p.valueDim = static_cast<int>(valueDim);
+    p.scale = scale;
+    p.causal = causal != 0;
+    return p;
+  }
+};
+
+/// Describes, validates and initializes the call; false when there is
+/// nothing to compute (no queries for the forward, no keys for the
+/// gradient).
+bool begin(Call &c, const Sizes &z, bool backward,
+           const anvil_rt_attention_layout *layouts) {
+  validate(c, z.batch, z.heads, z.kvHeads, z.queries, z.keys, z.dim, z.valueDim,
+           z.causal);
   if (!layouts)
     failShape(c, "no layouts");
   initialize(c);
-  if (batch == 0 || queries == 0)
-    return;
-  const anvil_rt_attention_layout *l = layouts;
+  // No keys for the gradient: no queries either (validate), nothing to
+  // write.
+  return z.batch != 0 && (backward ? z.keys != 0 : z.queries != 0);
+}
+
+/// The forward on Anvil's kernels (f32 tensors).
+void forwardOnKernels(const Call &c, const float *q, const float *k,
+                      const float *v, float *out, float *lse, const Sizes &z,
+                      bool bf16, const anvil_rt_attention_layout *l) {
   int64_t chunk = batchChunk(c,
-                             {{"q", l[0], heads, queries, dim},
-                              {"k", l[1], kvHeads, keys, dim},
-                              {"v", l[2], kvHeads, keys, valueDim},
-                              {"out", l[3], heads, queries, valueDim}},
-                             batch);
-#ifndef ANVIL_CUDA_EMULATION
-  if (bf16 && anvil::rt::cuda::cudnnAttentionForward(
-                  q, k, v, out, lse,
-                  {batch, heads, kvHeads, queries, keys, dim, valueDim, scale,
-                   causal != 0},
-                  layouts))
-    return;
-#endif
-  Params p{};
-  p.heads = static_cast<int>(heads);
-  p.kvHeads = static_cast<int>(kvHeads);
-  p.queries = static_cast<int>(queries);
-  p.keys = static_cast<int>(keys);
-  p.dim = static_cast<int>(dim);
-  p.valueDim = static_cast<int>(valueDim);
-  p.scale = scale;
-  p.causal = causal != 0;
-  Runner run = pickForward(paddedDim(dim, valueDim), bf16 != 0);
-  for (int64_t b0 = 0; b0 < batch; b0 += chunk) {
+                             {{"q", l[0], z.heads, z.queries, z.dim},
+                              {"k", l[1], z.kvHeads, z.keys, z.dim},
+                              {"v", l[2], z.kvHeads, z.keys, z.valueDim},
+                              {"out", l[3], z.heads, z.queries, z.valueDim}},
+                             z.batch);
+  Params p = z.params();
+  Runner run = pickForward(paddedDim(z.dim, z.valueDim), bf16);
+  for (int64_t b0 = 0; b0 < z.batch; b0 += chunk) {
     p.q = chunkOf(q, l[0], b0, chunk);
     p.k = chunkOf(k, l[1], b0, chunk);
     p.v = chunkOf(v, l[2], b0, chunk);
     p.outW = chunkOf(out, l[3], b0, chunk);
-    p.lseW = lse + b0 * heads * queries;
-    run(p, std::min(chunk, batch - b0), c);
+    p.lseW = lse + b0 * z.heads * z.queries;
+    run(p, std::min(chunk, z.batch - b0), c);
   }
-  finish(c);
 }
 
-extern "C" void anvil_rt_cuda_attention_grad_f32(
-    const float *q, const float *k, const float *v, const float *out,
-    const float *lse, const float *dOut, float *dq, float *dk, float *dv,
-    int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
-    int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
-    int32_t bf16, const anvil_rt_attention_layout *layouts) {
-  Call c = describe("anvil_rt_cuda_attention_grad_f32", "backward", batch,
-                    heads, kvHeads, queries, keys, dim, valueDim, causal, bf16);
-  validate(c, batch, heads, kvHeads, queries, keys, dim, valueDim, causal);
-  if (!layouts)
-    failShape(c, "no layouts");
-  initialize(c);
-  if (batch == 0 || keys == 0)
-    return; // no keys: no queries either (validate), nothing to write
-  const anvil_rt_attention_layout *l = layouts;
+/// The gradient on Anvil's kernels (f32 tensors).
+void backwardOnKernels(const Call &c, const float *q, const float *k,
+                       const float *v, const float *out, const float *lse,
+                       const float *dOut, float *dq, float *dk, float *dv,
+                       const Sizes &z, bool bf16,
+                       const anvil_rt_attention_layout *l) {
+  int64_t heads = z.heads, kvHeads = z.kvHeads, queries = z.queries,
+          keys = z.keys, dim = z.dim, valueDim = z.valueDim;
   int64_t chunk = batchChunk(c,
                              {{"q", l[0], heads, queries, dim},
                               {"k", l[1], kvHeads, keys, dim},
@@ -1108,34 +1164,18 @@ extern "C" void anvil_rt_cuda_attention_grad_f32(
                               {"dq", l[5], heads, queries, dim},
                               {"dk", l[6], kvHeads, keys, dim},
                               {"dv", l[7], kvHeads, keys, valueDim}},
-                             batch);
-#ifndef ANVIL_CUDA_EMULATION
-  if (bf16 && anvil::rt::cuda::cudnnAttentionBackward(
-                  q, k, v, out, lse, dOut, dq, dk, dv,
-                  {batch, heads, kvHeads, queries, keys, dim, valueDim, scale,
-                   causal != 0},
-                  layouts))
-    return;
-#endif
-  Params p{};
-  p.heads = static_cast<int>(heads);
-  p.kvHeads = static_cast<int>(kvHeads);
-  p.queries = static_cast<int>(queries);
-  p.keys = static_cast<int>(keys);
-  p.dim = static_cast<int>(dim);
-  p.valueDim = static_cast<int>(valueDim);
-  p.scale = scale;
-  p.causal = causal != 0;
-  int64_t rows = batch * heads * queries;
+                             z.batch);
+  Params p = z.params();
+  int64_t rows = z.batch * heads * queries;
   float *delta = nullptr; // (batch, heads, queries)
   if (rows > 0)
     check(cudaMallocAsync(reinterpret_cast<void **>(&delta),
                           static_cast<size_t>(rows) * sizeof(float),
                           stepStream()),
           "cudaMallocAsync", c);
-  Runner run = pickBackward(paddedDim(dim, valueDim), bf16 != 0);
-  for (int64_t b0 = 0; b0 < batch; b0 += chunk) {
-    int64_t n = std::min(chunk, batch - b0), first = b0 * heads * queries;
+  Runner run = pickBackward(paddedDim(dim, valueDim), bf16);
+  for (int64_t b0 = 0; b0 < z.batch; b0 += chunk) {
+    int64_t n = std::min(chunk, z.batch - b0), first = b0 * heads * queries;
     p.q = chunkOf(q, l[0], b0, chunk);
     p.k = chunkOf(k, l[1], b0, chunk);
     p.v = chunkOf(v, l[2], b0, chunk);
@@ -1157,5 +1197,169 @@ extern "C" void anvil_rt_cuda_attention_grad_f32(
   }
   if (delta)
     check(cudaFreeAsync(delta, stepStream()), "cudaFreeAsync", c);
+}
+
+/// Contiguous f32 copies of a bf16 call's tensors for Anvil's kernels
+/// (which read and write f32), from one stream-ordered allocation.
+class WideCopies {
+public:
+  WideCopies(const Call &c, const Sizes &z) : c(c), z(z) {}
+  /// Room for a (batch, heads, rows, width) tensor (at(i) once allocated,
+  /// the i-th reserved); its contiguous layout.
+  void reserve(int64_t heads, int64_t rows, int64_t width,
+               anvil_rt_attention_layout &layout) {
+    layout = {0, heads * rows * width, rows * width, width};
+    offsets.push_back(total);
+    total += (z.batch * heads * rows * width + 63) / 64 * 64;
+  }
+  /// Allocates every reserved tensor on the step stream (freed there when
+  /// this goes).
+  void allocate() {
+    check(cudaMallocAsync(reinterpret_cast<void **>(&base),
+                          static_cast<size_t>(total) * sizeof(float),
+                          stepStream()),
+          "cudaMallocAsync", c);
+  }
+  float *at(size_t i) const { return base + offsets[i]; }
+  ~WideCopies() {
+    if (base)
+      check(cudaFreeAsync(base, stepStream()), "cudaFreeAsync", c);
+  }
+
+private:
+  const Call &c;
+  const Sizes &z;
+  std::vector<int64_t> offsets;
+  int64_t total = 0;
+  float *base = nullptr;
+};
+
+} // namespace
+
+extern "C" void anvil_rt_cuda_attention_f32(
+    const float *q, const float *k, const float *v, float *out, float *lse,
+    int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
+    int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
+    int32_t bf16, const anvil_rt_attention_layout *layouts) {
+  Call c = describe("anvil_rt_cuda_attention_f32", "forward", batch, heads,
+                    kvHeads, queries, keys, dim, valueDim, causal, bf16);
+  Sizes z{batch, heads, kvHeads, queries, keys, dim, valueDim, scale, causal};
+  if (!begin(c, z, /*backward=*/false, layouts))
+    return;
+#ifndef ANVIL_CUDA_EMULATION
+  if (bf16 && anvil::rt::cuda::cudnnAttentionForward(q, k, v, out, lse,
+                                                     z.shape(), layouts))
+    return;
+#endif
+  forwardOnKernels(c, q, k, v, out, lse, z, bf16 != 0, layouts);
+  finish(c);
+}
+
+extern "C" void anvil_rt_cuda_attention_grad_f32(
+    const float *q, const float *k, const float *v, const float *out,
+    const float *lse, const float *dOut, float *dq, float *dk, float *dv,
+    int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
+    int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
+    int32_t bf16, const anvil_rt_attention_layout *layouts) {
+  Call c = describe("anvil_rt_cuda_attention_grad_f32", "backward", batch,
+                    heads, kvHeads, queries, keys, dim, valueDim, causal, bf16);
+  Sizes z{batch, heads, kvHeads, queries, keys, dim, valueDim, scale, causal};
+  if (!begin(c, z, /*backward=*/true, layouts))
+    return;
+#ifndef ANVIL_CUDA_EMULATION
+  if (bf16 && anvil::rt::cuda::cudnnAttentionBackward(
+                  q, k, v, out, lse, dOut, dq, dk, dv, z.shape(), layouts))
+    return;
+#endif
+  backwardOnKernels(c, q, k, v, out, lse, dOut, dq, dk, dv, z, bf16 != 0,
+                    layouts);
+  finish(c);
+}
+
+extern "C" void anvil_rt_cuda_attention_bf16(
+    const void *q, const void *k, const void *v, void *out, float *lse,
+    int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
+    int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
+    const anvil_rt_attention_layout *layouts) {
+  const char *name = "anvil_rt_cuda_attention_bf16";
+  Call c = describe(name, "forward", batch, heads, kvHeads, queries, keys, dim,
+                    valueDim, causal, 1);
+  Sizes z{batch, heads, kvHeads, queries, keys, dim, valueDim, scale, causal};
+  if (!begin(c, z, /*backward=*/false, layouts))
+    return;
+#ifndef ANVIL_CUDA_EMULATION
+  if (anvil::rt::cuda::cudnnAttentionForwardBf16(q, k, v, out, lse, z.shape(),
+                                                 layouts))
+    return;
+#endif
+  // Anvil's kernels on f32 copies (the results are bf16 values already).
+  namespace cu = anvil::rt::cuda;
+  const anvil_rt_attention_layout *l = layouts;
+  anvil_rt_attention_layout wide[4];
+  WideCopies copies(c, z);
+  copies.reserve(heads, queries, dim, wide[0]);
+  copies.reserve(kvHeads, keys, dim, wide[1]);
+  copies.reserve(kvHeads, keys, valueDim, wide[2]);
+  copies.reserve(heads, queries, valueDim, wide[3]);
+  copies.allocate();
+  cu::widenAttentionTensor(q, l[0], batch, heads, queries, dim, copies.at(0),
+                           name);
+  cu::widenAttentionTensor(k, l[1], batch, kvHeads, keys, dim, copies.at(1),
+                           name);
+  cu::widenAttentionTensor(v, l[2], batch, kvHeads, keys, valueDim,
+                           copies.at(2), name);
+  forwardOnKernels(c, copies.at(0), copies.at(1), copies.at(2), copies.at(3),
+                   lse, z, /*bf16=*/true, wide);
+  cu::narrowAttentionTensor(copies.at(3), out, l[3], batch, heads, queries,
+                            valueDim, name);
+  finish(c);
+}
+
+extern "C" void anvil_rt_cuda_attention_grad_bf16(
+    const void *q, const void *k, const void *v, const void *out,
+    const float *lse, const void *dOut, void *dq, void *dk, void *dv,
+    int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
+    int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
+    const anvil_rt_attention_layout *layouts) {
+  const char *name = "anvil_rt_cuda_attention_grad_bf16";
+  Call c = describe(name, "backward", batch, heads, kvHeads, queries, keys, dim,
+                    valueDim, causal, 1);
+  Sizes z{batch, heads, kvHeads, queries, keys, dim, valueDim, scale, causal};
+  if (!begin(c, z, /*backward=*/true, layouts))
+    return;
+#ifndef ANVIL_CUDA_EMULATION
+  if (anvil::rt::cuda::cudnnAttentionBackwardBf16(q, k, v, out, lse, dOut, dq,
+                                                  dk, dv, z.shape(), layouts))
+    return;
+#endif
+  namespace cu = anvil::rt::cuda;
+  const anvil_rt_attention_layout *l = layouts;
+  anvil_rt_attention_layout wide[8];
+  WideCopies copies(c, z);
+  copies.reserve(heads, queries, dim, wide[0]);
+  copies.reserve(kvHeads, keys, dim, wide[1]);
+  copies.reserve(kvHeads, keys, valueDim, wide[2]);
+  copies.reserve(heads, queries, valueDim, wide[3]);
+  copies.reserve(heads, queries, valueDim, wide[4]);
+  copies.reserve(heads, queries, dim, wide[5]);
+  copies.reserve(kvHeads, keys, dim, wide[6]);
+  copies.reserve(kvHeads, keys, valueDim, wide[7]);
+  copies.allocate();
+  const void *inputs[5] = {q, k, v, out, dOut};
+  int64_t shapes[8][3] = {
+      {heads, queries, dim},      {kvHeads, keys, dim},
+      {kvHeads, keys, valueDim},  {heads, queries, valueDim},
+      {heads, queries, valueDim}, {heads, queries, dim},
+      {kvHeads, keys, dim},       {kvHeads, keys, valueDim}};
+  for (int i = 0; i < 5; ++i)
+    cu::widenAttentionTensor(inputs[i], l[i], batch, shapes[i][0], shapes[i][1],
+                             shapes[i][2], copies.at(i), name);
+  backwardOnKernels(c, copies.at(0), copies.at(1), copies.at(2), copies.at(3),
+                    lse, copies.at(4), copies.at(5), copies.at(6), copies.at(7),
+                    z, /*bf16=*/true, wide);
+  void *outputs[3] = {dq, dk, dv};
+  for (int i = 5; i < 8; ++i)
+    cu::narrowAttentionTensor(copies.at(i), outputs[i - 5], l[i], batch,
+                              shapes[i][0], shapes[i][1], shapes[i][2], name);
   finish(c);
 }

@@ -107,29 +107,48 @@ int64_t elements(const AttentionShape &s, int64_t heads, int64_t rows,
   return s.batch * heads * rows * width;
 }
 
-/// Makes `g` the graph of `s`'s forward (or backward) and validates it.
+/// The batch, head and row strides (in elements) of the graph's bf16
+/// tensors, by uid (kQ .. kDV; a row's elements are contiguous).
+using Strides = std::array<std::array<int64_t, 3>, kDV + 1>;
+
+/// Every tensor contiguous (batch, heads, rows, width): the copies'.
+Strides contiguousStrides(const AttentionShape &s) {
+  auto of = [](int64_t heads, int64_t rows, int64_t width) {
+    return std::array<int64_t, 3>{heads * rows * width, rows * width, width};
+  };
+  Strides t{};
+  t[kQ] = t[kDQ] = of(s.heads, s.queries, s.dim);
+  t[kK] = t[kDK] = of(s.kvHeads, s.keys, s.dim);
+  t[kV] = t[kDV] = of(s.kvHeads, s.keys, s.valueDim);
+  t[kO] = t[kDO] = of(s.heads, s.queries, s.valueDim);
+  return t;
+}
+
+/// Makes `g` the graph of `s`'s forward (or backward), its bf16 tensors laid
+/// out by `strides`, and validates it.
 fe::error_t describeGraph(fe::graph::Graph &g, const AttentionShape &s,
-                          bool backward) {
+                          bool backward, const Strides &strides) {
   g.set_io_data_type(fe::DataType_t::BFLOAT16)
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
   using Tensor = std::shared_ptr<fe::graph::Tensor_attributes>;
-  auto place = [&](fe::graph::Tensor_attributes &t, int64_t heads, int64_t rows,
-                   int64_t width) {
+  auto place = [&](fe::graph::Tensor_attributes &t, Uid uid, int64_t heads,
+                   int64_t rows, int64_t width) {
+    const std::array<int64_t, 3> &at = strides[uid];
     t.set_dim({s.batch, heads, rows, width})
-        .set_stride({heads * rows * width, rows * width, width, 1});
+        .set_stride({at[0], at[1], at[2], 1});
   };
   auto input = [&](const char *name, Uid uid, int64_t heads, int64_t rows,
                    int64_t width) {
     fe::graph::Tensor_attributes t;
     t.set_name(name).set_uid(uid);
-    place(t, heads, rows, width);
+    place(t, uid, heads, rows, width);
     return g.tensor(t);
   };
   auto output = [&](const Tensor &t, Uid uid, int64_t heads, int64_t rows,
                     int64_t width) {
     t->set_output(true).set_uid(uid);
-    place(*t, heads, rows, width);
+    place(*t, uid, heads, rows, width);
   };
   // The statistics: (batch, heads, queries, 1) f32, the call's lse.
   auto statistics = [&](fe::graph::Tensor_attributes &t) {
@@ -198,15 +217,21 @@ struct Plan {
   int64_t workspace = 0;
 };
 
-/// The plan of `s`'s forward (or backward), built on first use; null where
-/// cuDNN cannot take it (said once on stderr).
-Plan *planOf(const AttentionShape &s, bool backward, const char *caller) {
-  std::array<int64_t, 10> key = {s.batch,  s.heads, s.kvHeads,  s.queries,
-                                 s.keys,   s.dim,   s.valueDim, s.causal,
-                                 backward, 0};
+/// The plan of `s`'s forward (or backward) on tensors laid out by
+/// `strides`, built on first use; null where cuDNN cannot take it (said
+/// once on stderr).
+Plan *planOf(const AttentionShape &s, bool backward, const Strides &strides,
+             const char *caller) {
+  constexpr size_t kShape = 10;
+  std::array<int64_t, kShape + 3 * (kDV + 1)> key = {
+      s.batch, s.heads,    s.kvHeads, s.queries, s.keys,
+      s.dim,   s.valueDim, s.causal,  backward,  0};
   std::memcpy(&key[9], &s.scale, sizeof(s.scale));
+  for (size_t uid = 0; uid < strides.size(); ++uid)
+    std::copy(strides[uid].begin(), strides[uid].end(),
+              key.begin() + kShape + 3 * uid);
   static std::mutex mutex;
-  static std::map<std::array<int64_t, 10>, std::unique_ptr<Plan>> plans;
+  static std::map<decltype(key), std::unique_ptr<Plan>> plans;
   std::lock_guard<std::mutex> lock(mutex);
   auto [slot, inserted] = plans.try_emplace(key);
   if (!inserted)
@@ -228,7 +253,7 @@ Plan *planOf(const AttentionShape &s, bool backward, const char *caller) {
   // The frontend reports most failures as error_t, some (a cuDNN entry
   // point it cannot find) as exceptions.
   try {
-    if (fe::error_t e = describeGraph(g, s, backward); e.is_bad())
+    if (fe::error_t e = describeGraph(g, s, backward, strides); e.is_bad())
       return refuse(e.get_message());
     if (fe::error_t e = g.build_operation_graph(handle); e.is_bad())
       return refuse("build_operation_graph: " + e.get_message());
@@ -391,7 +416,9 @@ Status anvil::rt::cuda::cudnnAttentionSupport(const AttentionShape &shape,
   g.set_sm_version(sm);
   std::string failure;
   try {
-    if (fe::error_t e = describeGraph(g, shape, backward); e.is_bad())
+    if (fe::error_t e =
+            describeGraph(g, shape, backward, contiguousStrides(shape));
+        e.is_bad())
       failure = e.get_message();
   } catch (const std::exception &e) {
     failure = e.what();
@@ -408,7 +435,7 @@ bool anvil::rt::cuda::cudnnAttentionForward(
     return false;
   Call call{"anvil_rt_cuda_attention_f32", s};
   auto start = std::chrono::steady_clock::now();
-  Plan *plan = planOf(s, /*backward=*/false, call.caller);
+  Plan *plan = planOf(s, /*backward=*/false, contiguousStrides(s), call.caller);
   if (!plan)
     return false;
   Scratch scratch;
@@ -447,7 +474,7 @@ bool anvil::rt::cuda::cudnnAttentionBackward(
     return false;
   Call call{"anvil_rt_cuda_attention_grad_f32", s};
   auto start = std::chrono::steady_clock::now();
-  Plan *plan = planOf(s, /*backward=*/true, call.caller);
+  Plan *plan = planOf(s, /*backward=*/true, contiguousStrides(s), call.caller);
   if (!plan)
     return false;
   int64_t qBytes = 2 * elements(s, s.heads, s.queries, s.dim);
@@ -487,6 +514,87 @@ bool anvil::rt::cuda::cudnnAttentionBackward(
                               s.keys, s.dim, caller);
   copyAttentionTensorFromBf16(scratch.at(dvAt), dv, l[7], s.batch, s.kvHeads,
                               s.keys, s.valueDim, caller);
+  scratch.release(call);
+  finish(call, "backward", start);
+  return true;
+}
+
+namespace {
+
+/// The strides of a bf16 call's tensors as its layouts give them (q, k, v,
+/// out, dOut, dq, dk, dv: layouts[0..7]), and the tensors' starts: false
+/// where a start or stride is not 16-byte aligned, as cuDNN's tensors must
+/// be.
+bool placeBf16(const void *const *bases, const anvil_rt_attention_layout *l,
+               int count, Strides &strides, void **at) {
+  static const Uid uids[8] = {kQ, kK, kV, kO, kDO, kDQ, kDK, kDV};
+  for (int i = 0; i < count; ++i) {
+    const anvil_rt_attention_layout &t = l[i];
+    char *start =
+        static_cast<char *>(const_cast<void *>(bases[i])) + 2 * t.offset;
+    if (reinterpret_cast<uintptr_t>(start) % 16 || t.batch % 8 || t.head % 8 ||
+        t.row % 8)
+      return false;
+    strides[uids[i]] = {t.batch, t.head, t.row};
+    at[i] = start;
+  }
+  return true;
+}
+
+} // namespace
+
+bool anvil::rt::cuda::cudnnAttentionForwardBf16(
+    const void *q, const void *k, const void *v, void *out, float *lse,
+    const AttentionShape &s, const anvil_rt_attention_layout *layouts) {
+  if (!wanted(s, lse))
+    return false;
+  Call call{"anvil_rt_cuda_attention_bf16", s};
+  auto start = std::chrono::steady_clock::now();
+  Strides strides = contiguousStrides(s);
+  const void *bases[4] = {q, k, v, out};
+  void *at[4];
+  if (!placeBf16(bases, layouts, 4, strides, at))
+    return false;
+  Plan *plan = planOf(s, /*backward=*/false, strides, call.caller);
+  if (!plan)
+    return false;
+  Scratch scratch;
+  size_t wAt = scratch.reserve(plan->workspace);
+  if (!scratch.allocate(call))
+    return true; // recorded in the capture, which is dropped
+  std::unordered_map<int64_t, void *> pack = {
+      {kQ, at[0]}, {kK, at[1]}, {kV, at[2]}, {kO, at[3]}, {kStats, lse}};
+  execute(*plan, pack, plan->workspace ? scratch.at(wAt) : nullptr, call);
+  scratch.release(call);
+  finish(call, "forward", start);
+  return true;
+}
+
+bool anvil::rt::cuda::cudnnAttentionBackwardBf16(
+    const void *q, const void *k, const void *v, const void *out,
+    const float *lse, const void *dOut, void *dq, void *dk, void *dv,
+    const AttentionShape &s, const anvil_rt_attention_layout *layouts) {
+  if (!wanted(s, lse))
+    return false;
+  Call call{"anvil_rt_cuda_attention_grad_bf16", s};
+  auto start = std::chrono::steady_clock::now();
+  Strides strides = contiguousStrides(s);
+  const void *bases[8] = {q, k, v, out, dOut, dq, dk, dv};
+  void *at[8];
+  if (!placeBf16(bases, layouts, 8, strides, at))
+    return false;
+  Plan *plan = planOf(s, /*backward=*/true, strides, call.caller);
+  if (!plan)
+    return false;
+  Scratch scratch;
+  size_t wAt = scratch.reserve(plan->workspace);
+  if (!scratch.allocate(call))
+    return true; // recorded in the capture, which is dropped
+  std::unordered_map<int64_t, void *> pack = {
+      {kQ, at[0]},  {kK, at[1]},  {kV, at[2]},
+      {kO, at[3]},  {kDO, at[4]}, {kStats, const_cast<float *>(lse)},
+      {kDQ, at[5]}, {kDK, at[6]}, {kDV, at[7]}};
+  execute(*plan, pack, plan->workspace ? scratch.at(wAt) : nullptr, call);
   scratch.release(call);
   finish(call, "backward", start);
   return true;

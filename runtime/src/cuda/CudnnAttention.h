@@ -31,6 +31,23 @@ bool cudnnAttentionBackward(const float *q, const float *k, const float *v,
                             const AttentionShape &shape,
                             const anvil_rt_attention_layout *layouts);
 
+/// Runs anvil_rt_cuda_attention_bf16's call through cuDNN, reading and
+/// writing the bf16 tensors where their layouts place them, and returns
+/// true; or returns false having queued nothing (as cudnnAttentionForward,
+/// and where a tensor's start or strides are not 16-byte aligned, as
+/// cuDNN's tensors must be).
+bool cudnnAttentionForwardBf16(const void *q, const void *k, const void *v,
+                               void *out, float *lse,
+                               const AttentionShape &shape,
+                               const anvil_rt_attention_layout *layouts);
+
+/// The same for anvil_rt_cuda_attention_grad_bf16.
+bool cudnnAttentionBackwardBf16(const void *q, const void *k, const void *v,
+                                const void *out, const float *lse,
+                                const void *dOut, void *dq, void *dk, void *dv,
+                                const AttentionShape &shape,
+                                const anvil_rt_attention_layout *layouts);
+
 /// Queues on the step stream a copy of the (batch, heads, rows, width) f32
 /// tensor that `layout` places at `base` into the contiguous bf16 tensor
 /// at `dst` (rounded to nearest even). `caller` names the call in errors.
@@ -45,6 +62,21 @@ void copyAttentionTensorFromBf16(const void *src, float *base,
                                  const anvil_rt_attention_layout &layout,
                                  int64_t batch, int64_t heads, int64_t rows,
                                  int64_t width, const char *caller);
+
+/// Queues on the step stream a copy of the (batch, heads, rows, width) bf16
+/// tensor that `layout` places at `base` into the contiguous f32 tensor at
+/// `dst` (widened exactly).
+void widenAttentionTensor(const void *base,
+                          const anvil_rt_attention_layout &layout,
+                          int64_t batch, int64_t heads, int64_t rows,
+                          int64_t width, float *dst, const char *caller);
+
+/// And back: the contiguous f32 tensor at `src`, rounded to bf16 (to
+/// nearest even), into the elements `layout` places at `base`.
+void narrowAttentionTensor(const float *src, void *base,
+                           const anvil_rt_attention_layout &layout,
+                           int64_t batch, int64_t heads, int64_t rows,
+                           int64_t width, const char *caller);
 
 } // namespace anvil::rt::cuda
 

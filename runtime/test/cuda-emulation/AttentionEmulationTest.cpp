@@ -206,6 +206,52 @@ TEST(AttentionLayouts, TheCpuGivesTheSameBitsInEveryPlacement) {
     }
 }
 
+//===- Attention on bf16 tensors ------------------------------------------===//
+
+/// The emulator's memory (each allocation ends at an inaccessible page).
+check::RawMemory emulatedMemory() {
+  return {[](size_t bytes) { return emu::allocate(bytes); },
+          [](void *p) { emu::release(p); }, [](const char *) {}};
+}
+
+// The CPU's functions on bf16 tensors give the f32 functions' results with
+// bf16 products (bf16 values) bit for bit, wherever the tensors lie, and
+// write nothing between their rows.
+TEST(AttentionBf16Tensors, TheCpuGivesTheF32FunctionsResults) {
+  for (const check::AttentionCase &c : check::kAttentionCases)
+    for (check::Placement placement : check::kPlacements) {
+      SCOPED_TRACE(std::string(c.name) + ", " +
+                   check::placementName(placement));
+      check::AttentionDeviations d =
+          check::runBf16(c, placement, emulatedMemory(),
+                         anvil_rt_attention_bf16, anvil_rt_attention_grad_bf16);
+      for (const auto &n : d.named(check::kBf16Tolerance))
+        EXPECT_EQ(n.deviation.error, 0.0)
+            << n.name << " at flat index " << n.deviation.at;
+      EXPECT_EQ(d.writtenOutside, 0u);
+    }
+}
+
+// The CUDA functions on bf16 tensors where cuDNN does not run them (here:
+// the emulator has no cuDNN): Anvil's kernels on widened copies, the
+// results rounded back into place, within the bf16 tolerance of the CPU.
+TEST(AttentionBf16Tensors, AnvilsKernelsMatchTheCPU) {
+  for (const check::AttentionCase &c : check::kAttentionCases)
+    for (check::Placement placement : check::kPlacements) {
+      SCOPED_TRACE(std::string(c.name) + ", " +
+                   check::placementName(placement));
+      check::AttentionDeviations d = check::runBf16(
+          c, placement, emulatedMemory(), anvil_rt_cuda_attention_bf16,
+          anvil_rt_cuda_attention_grad_bf16);
+      for (const auto &n : d.named(check::kBf16Tolerance))
+        EXPECT_TRUE(
+            n.deviation.within(n.tolerance, check::kBf16Tolerance.floor))
+            << n.name << ": max |device - CPU| " << n.deviation.error
+            << ", max |CPU| " << n.deviation.magnitude;
+      EXPECT_EQ(d.writtenOutside, 0u);
+    }
+}
+
 //===- The copies to and from cuDNN's bf16 tensors ------------------------===//
 
 /// `x` rounded to bf16 (to nearest even; no NaN here): its bits.

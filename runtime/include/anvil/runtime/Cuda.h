@@ -289,6 +289,27 @@ void anvil_rt_cuda_attention_grad_f32(
     int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
     int32_t bf16, const anvil_rt_attention_layout *layouts);
 
+/// anvil_rt_attention_bf16's contract (RuntimeABI.h: bf16 tensors, f32
+/// lse) on device pointers: cuDNN's fused attention on the tensors where
+/// they lie when cuDNN takes the shape and the layouts (16-byte aligned
+/// starts and strides); otherwise Anvil's kernels on f32 copies, the
+/// results rounded back (exactly: they are bf16 values).
+void anvil_rt_cuda_attention_bf16(const void *q, const void *k, const void *v,
+                                  void *out, float *lse, int64_t batch,
+                                  int64_t heads, int64_t kvHeads,
+                                  int64_t queries, int64_t keys, int64_t dim,
+                                  int64_t valueDim, float scale, int32_t causal,
+                                  const anvil_rt_attention_layout *layouts);
+
+/// anvil_rt_attention_grad_bf16's contract on device pointers, as
+/// anvil_rt_cuda_attention_bf16 runs it.
+void anvil_rt_cuda_attention_grad_bf16(
+    const void *q, const void *k, const void *v, const void *out,
+    const float *lse, const void *dOut, void *dq, void *dk, void *dv,
+    int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
+    int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
+    const anvil_rt_attention_layout *layouts);
+
 /// An FP8 GEMM on cuBLASLt (sm_89 and newer), FP32 accumulation, all
 /// operands device pointers: row-major D (m x n, f32, overwritten) =
 /// scaleA[0] scaleB[0] A B^T, A m x k and B n x k row-major (k innermost in

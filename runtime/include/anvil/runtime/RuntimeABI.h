@@ -151,6 +151,30 @@ void anvil_rt_attention_grad_f32(const float *q, const float *k, const float *v,
                                  int32_t causal, int32_t bf16,
                                  const anvil_rt_attention_layout *layouts);
 
+/// anvil_rt_attention_f32 with `bf16` on bf16 tensors (raw 16-bit
+/// patterns; lse stays f32): q, k, v, out where `layouts[0..3]` place them,
+/// out overwritten with the rounded product P V (what the f32 function
+/// writes, in half the bytes). An `anvil.flash_attention` on bf16 tensors.
+void anvil_rt_attention_bf16(const uint16_t *q, const uint16_t *k,
+                             const uint16_t *v, uint16_t *out, float *lse,
+                             int64_t batch, int64_t heads, int64_t kvHeads,
+                             int64_t queries, int64_t keys, int64_t dim,
+                             int64_t valueDim, float scale, int32_t causal,
+                             const anvil_rt_attention_layout *layouts);
+
+/// anvil_rt_attention_grad_f32 with `bf16` on bf16 tensors (lse f32):
+/// dq, dk and dv overwritten with its results rounded to bf16 (they are
+/// bf16 values already, but for dk and dv of grouped heads: the sums over
+/// a group's query heads of rounded products).
+void anvil_rt_attention_grad_bf16(const uint16_t *q, const uint16_t *k,
+                                  const uint16_t *v, const uint16_t *out,
+                                  const float *lse, const uint16_t *dOut,
+                                  uint16_t *dq, uint16_t *dk, uint16_t *dv,
+                                  int64_t batch, int64_t heads, int64_t kvHeads,
+                                  int64_t queries, int64_t keys, int64_t dim,
+                                  int64_t valueDim, float scale, int32_t causal,
+                                  const anvil_rt_attention_layout *layouts);
+
 /// What anvil_rt_conv computes (its `kind`).
 enum {
   ANVIL_RT_CONV_FORWARD = 0,     ///< a = x, b = w, c = y
