@@ -17,6 +17,9 @@
 #   bin/gpt2-124m-bf16-unfused.cuda.train      decomposed, and with the MLP's
 #                                         bias and GELU as kernels
 #                                         (--gemm-epilogues=off)
+#   bin/gpt2-124m-bf16-f32attention.cuda.train  the bf16 step with attention
+#                                         on f32 tensors
+#                                         (--attention-bf16-tensors=off)
 #   bin/gpt2-350m-{bf16,fp8}.cuda.train   GPT-2 350M in bf16 and in FP8 (the
 #                                         blocks' linear layers; the rest bf16)
 #   bin/gpt-tiny-fp8-<recipe>.cuda.train  the tiny GPT in FP8 (current,
@@ -88,6 +91,11 @@ echo "bundle: CUDA executables for $ARCH"
 "$BIN/anvil-compile" --model gpt --config gpt2-124m --precision=bf16 \
   --attention=decomposed --target=cuda --cuda-arch="$ARCH" \
   -o "$OUT/bin/gpt2-124m-bf16-decomposed.cuda.train"
+# The same step with attention on f32 tensors (rounded as the kernels load
+# them), against bf16 tensors (the default, which cuDNN reads in place).
+"$BIN/anvil-compile" --model gpt --config gpt2-124m --precision=bf16 \
+  --attention-bf16-tensors=off --target=cuda --cuda-arch="$ARCH" \
+  -o "$OUT/bin/gpt2-124m-bf16-f32attention.cuda.train"
 # The same step with the MLP's bias and GELU as kernels of their own,
 # against cuBLASLt's epilogues (the default).
 "$BIN/anvil-compile" --model gpt --config gpt2-124m --precision=bf16 \

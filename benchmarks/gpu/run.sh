@@ -18,8 +18,9 @@
 #    bf16,
 # 4. a streaming kernel's bandwidth by where its memory lives (bin/membw),
 #    GPT-2 124M training (llm.c's shapes: batch 8 x 1024 tokens), in f32
-#    and in bf16 mixed precision (attention fused, the default: cuDNN's,
-#    and Anvil's kernels (ANVIL_CUDA_ATTENTION=anvil); and decomposed; the MLP's bias and GELU in cuBLASLt's epilogues, the
+#    and in bf16 mixed precision (attention fused, the default: cuDNN's on
+#    bf16 tensors, and on f32 tensors: Anvil's kernels
+#    (ANVIL_CUDA_ATTENTION=anvil) and cuDNN's; and decomposed; the MLP's bias and GELU in cuBLASLt's epilogues, the
 #    default, and as kernels; the bf16 step replayed as a CUDA graph, the default, and
 #    launched kernel by kernel, asynchronously and synchronized): tokens/s,
 #    step time, MFU against the GPU's dense bf16 peak,
@@ -199,12 +200,15 @@ for mode in async sync; do
       --tolerance bf16-training
   fi
 done
-# The fused attention on Anvil's flash-attention kernels against the
-# default, cuDNN's fused attention (the operands copied to bf16 around it):
-# the same model, losses within bf16 training's bound. A shape cuDNN does
-# not take runs Anvil's kernels in both, and the log says so.
+# The fused attention on Anvil's flash-attention kernels (on f32 tensors,
+# which they read without copies) against the default, cuDNN's fused
+# attention on bf16 tensors: the same model, losses within bf16 training's
+# bound. A shape cuDNN does not take runs Anvil's kernels, and the log says
+# so. And cuDNN on f32 tensors (their copies to bf16 and back around it)
+# against bf16 tensors.
 ANVIL_CUDA_ATTENTION=anvil measure gpt2-bf16-anvil-attention \
-  "$here/bin/gpt2-124m-bf16.cuda.train"
+  "$here/bin/gpt2-124m-bf16-f32attention.cuda.train"
+measure gpt2-bf16-f32attention "$here/bin/gpt2-124m-bf16-f32attention.cuda.train"
 if [ -f "$out/gpt2-bf16.jsonl" ] && [ -f "$out/gpt2-bf16-anvil-attention.jsonl" ]; then
   check gpt2-bf16-cudnn-attention-losses python3 "$here/compare_losses.py" \
     "$out/gpt2-bf16.jsonl" "$out/gpt2-bf16-anvil-attention.jsonl" \
@@ -267,6 +271,8 @@ ratio "Anvil bf16 / Anvil f32" gpt2-bf16 gpt2
 ratio "Anvil bf16 fused attention / decomposed" gpt2-bf16 gpt2-bf16-decomposed
 ratio "Anvil bf16 cuDNN attention / Anvil's attention kernels" gpt2-bf16 \
   gpt2-bf16-anvil-attention
+ratio "Anvil bf16 attention on bf16 / f32 tensors (cuDNN)" gpt2-bf16 \
+  gpt2-bf16-f32attention
 ratio "Anvil bf16 GEMM epilogues / bias and GELU kernels" gpt2-bf16 gpt2-bf16-unfused
 ratio "Anvil bf16 CUDA graph / asynchronous launches" gpt2-bf16 gpt2-bf16-async
 ratio "Anvil bf16 CUDA graph / synchronized launches" gpt2-bf16 gpt2-bf16-sync

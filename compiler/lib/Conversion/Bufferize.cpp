@@ -65,6 +65,8 @@ constexpr StringLiteral kAxisSlice = "anvil_rt_axis_slice_f32";
 constexpr StringLiteral kAxisIndex = "anvil_rt_axis_index";
 constexpr StringLiteral kAttention = "anvil_rt_attention_f32";
 constexpr StringLiteral kAttentionGrad = "anvil_rt_attention_grad_f32";
+constexpr StringLiteral kAttentionBf16 = "anvil_rt_attention_bf16";
+constexpr StringLiteral kAttentionGradBf16 = "anvil_rt_attention_grad_bf16";
 constexpr StringLiteral kGemmBiasGelu = "anvil_rt_gemm_bias_gelu";
 constexpr StringLiteral kGemmDgeluBgrad = "anvil_rt_gemm_dgelu_bgrad";
 constexpr StringLiteral kGemmWeightBiasGrad = "anvil_rt_gemm_weight_bias_grad";
@@ -338,6 +340,7 @@ bool isPacked(anvil::FlashAttentionGradOp op) { return op.getPackedGrads(); }
 ///   (q, k, v, [out, lse, dOut,] results..., batch, heads, kvHeads,
 ///    queries, keys, dim, valueDim, f32 scale, i32 causal, i32 bf16,
 ///    layouts)
+/// On bf16 tensors (lse f32) the bf16 functions, without the bf16 flag.
 /// `layouts` (a constant global, memref<Nxi64>) holds the offset and
 /// strides of each 4-D buffer in argument order (q, k, v, out[, dOut, dq,
 /// dk, dv]) as RuntimeABI.h's anvil_rt_attention_layout, so strided views
@@ -346,7 +349,7 @@ bool isPacked(anvil::FlashAttentionGradOp op) { return op.getPackedGrads(); }
 /// times, dq, dk and dv at their columns. A buffer whose strides are not
 /// static, or whose innermost
 /// dimension is not contiguous, is copied first; so is a strided lse
-/// (contiguous in the ABI). Each buffer is passed as a memref<f32> view of
+/// (contiguous in the ABI). Each buffer is passed as a 0-D memref view of
 /// its allocation's base (one declaration for every shape), which the
 /// host's bare-pointer calling convention passes as the pointer
 /// RuntimeABI.h declares; as views that the call uses, the buffers stay
@@ -359,14 +362,17 @@ struct AttentionBufferization
                           const bufferization::BufferizationOptions &options,
                           bufferization::BufferizationState &state) const {
     auto attention = cast<OpTy>(op);
-    if (failed(requireF32(op, attention.getQuery().getType())))
+    bool bf16Tensors = attention.getQuery().getType().getElementType().isBF16();
+    if (!bf16Tensors &&
+        failed(requireF32(op, attention.getQuery().getType())))
       return failure();
     Location loc = op->getLoc();
     bool bshd = attention.getBshd();
-    // Every buffer as a memref<f32> at its allocation's base, so that one
+    // Every buffer as a 0-D memref at its allocation's base, so that one
     // declaration serves every shape.
-    auto scalar = MemRefType::get({}, rewriter.getF32Type());
     auto base = [&](Value buffer) -> Value {
+      auto scalar = MemRefType::get(
+          {}, cast<MemRefType>(buffer.getType()).getElementType());
       return memref::ReinterpretCastOp::create(
           rewriter, loc, scalar, buffer, /*offset=*/0,
           /*sizes=*/ArrayRef<int64_t>{}, /*strides=*/ArrayRef<int64_t>{});
@@ -442,15 +448,19 @@ struct AttentionBufferization
         arith::ConstantOp::create(rewriter, loc,
                                   rewriter.getF32FloatAttr(static_cast<float>(
                                       attention.getScaleOrDefault()))));
-    for (bool flag : {attention.getCausal(), attention.getBf16Gemms()})
+    SmallVector<bool, 2> flags = {attention.getCausal()};
+    if (!bf16Tensors) // the bf16 functions' products are bf16
+      flags.push_back(attention.getBf16Gemms());
+    for (bool flag : flags)
       args.push_back(arith::ConstantIntOp::create(
           rewriter, loc, rewriter.getI32Type(), flag ? 1 : 0));
     auto module = op->getParentOfType<ModuleOp>();
     args.push_back(constantI64Array(rewriter, loc, module, layouts,
                                     "__anvil_attention_layouts_"));
-    StringLiteral callee = std::is_same_v<OpTy, anvil::FlashAttentionOp>
-                               ? kAttention
-                               : kAttentionGrad;
+    constexpr bool forward = std::is_same_v<OpTy, anvil::FlashAttentionOp>;
+    StringLiteral callee = bf16Tensors ? (forward ? kAttentionBf16
+                                                  : kAttentionGradBf16)
+                                       : (forward ? kAttention : kAttentionGrad);
     callRuntime(rewriter, op, callee, args, results);
     return success();
   }
@@ -742,6 +752,8 @@ struct AnvilBufferizePass
     for (auto [from, to] :
          {std::pair<StringRef, StringRef>{kAttention, attentionCallee},
           {kAttentionGrad, attentionGradCallee},
+          {kAttentionBf16, attentionBf16Callee},
+          {kAttentionGradBf16, attentionGradBf16Callee},
           {kGemmBiasGelu, gemmBiasGeluCallee},
           {kGemmDgeluBgrad, gemmDgeluBgradCallee},
           {kGemmWeightBiasGrad, gemmWeightBiasGradCallee},

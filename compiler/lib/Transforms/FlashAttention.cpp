@@ -13,6 +13,11 @@
 // gradient is then laid out so too, and neither pass of the step moves the
 // heads.
 //
+// With `bf16-tensors`, an op with bf16 products then takes bf16 tensors
+// (its result widened for its users), cast where they are made: the
+// producers write bf16, and the runtime's functions read it in place
+// (cuDNN's attention on CUDA).
+//
 //===----------------------------------------------------------------------===//
 
 #include "anvil/Transforms/Passes.h"
@@ -21,7 +26,10 @@
 #include "anvil/Dialect/Anvil/IR/AnvilOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace mlir::anvil {
 #define GEN_PASS_DEF_ANVILFLASHATTENTIONPASS
@@ -84,6 +92,92 @@ Value swapped(OpBuilder &b, Value value) {
   return TransposeOp::create(b, value.getLoc(), value, kSwap);
 }
 
+/// The reshapes, slices and splits that make `operand`, from the value
+/// they start from (the first one read by anything else too, or made by
+/// another op) down to `operand`, each result on the way read by the next
+/// alone; and that value.
+std::pair<Value, SmallVector<Operation *>> viewChain(Value operand) {
+  SmallVector<Operation *> chain;
+  Value v = operand;
+  while (Operation *def = v.getDefiningOp()) {
+    if (!isa<ReshapeOp, SliceOp, SplitOp>(def) || !v.hasOneUse())
+      break;
+    chain.insert(chain.begin(), def);
+    v = def->getOperand(0);
+  }
+  return {v, chain};
+}
+
+/// `fused` (bf16 products on f32 tensors) on bf16 tensors: each operand is
+/// cast to bf16 where it is made, above the reshapes, slices and splits
+/// between (the q/k/v split of a fused projection), when nothing else reads
+/// what they start from or give, so that its producer writes bf16 (a bias
+/// add's kernel, a GEMM); else at the operand. The result is widened for its
+/// users (a bf16 GEMM's cast of it folds away: anvil.cast's canonicalization).
+void toBf16Tensors(FlashAttentionOp fused) {
+  OpBuilder b(fused);
+  Type bf16 = b.getBF16Type();
+  auto asBf16 = [&](Type t) { return cast<RankedTensorType>(t).clone(bf16); };
+  Value operands[3] = {fused.getQuery(), fused.getKey(), fused.getValue()};
+  std::pair<Value, SmallVector<Operation *>> chains[3] = {
+      viewChain(operands[0]), viewChain(operands[1]), viewChain(operands[2])};
+  llvm::SmallPtrSet<Operation *, 8> inChains;
+  for (auto &[root, chain] : chains)
+    inChains.insert(chain.begin(), chain.end());
+  llvm::DenseMap<Value, Value> narrowRoots;
+  llvm::SmallPtrSet<Operation *, 8> narrowed;
+  Value narrow[3];
+  // Hoisted, a chain's ops read and give bf16: nothing but the chains (and
+  // `fused`) may read what they give or what they start from.
+  auto onlyChains = [&](Value v) {
+    return llvm::all_of(v.getUsers(), [&](Operation *u) {
+      return u == fused.getOperation() || inChains.contains(u);
+    });
+  };
+  // Decided for every operand before anything changes.
+  bool hoist[3];
+  for (auto [i, chainOf] : llvm::enumerate(chains)) {
+    auto &[root, chain] = chainOf;
+    hoist[i] = !chain.empty() && onlyChains(root) &&
+               llvm::all_of(chain, [&](Operation *view) {
+                 return llvm::all_of(view->getResults(), onlyChains);
+               });
+  }
+  for (auto [i, chainOf] : llvm::enumerate(chains)) {
+    auto &[root, chain] = chainOf;
+    if (!hoist[i]) {
+      narrow[i] = CastOp::create(b, fused.getLoc(),
+                                 asBf16(operands[i].getType()), operands[i]);
+      continue;
+    }
+    Value &castRoot = narrowRoots[root];
+    if (!castRoot) {
+      OpBuilder at(fused->getContext());
+      at.setInsertionPointAfterValue(root);
+      castRoot =
+          CastOp::create(at, root.getLoc(), asBf16(root.getType()), root);
+    }
+    // The chain's ops read bf16 now (each once: q, k and v may share one).
+    for (Operation *view : chain) {
+      if (!narrowed.insert(view).second)
+        continue;
+      if (view->getOperand(0) == root)
+        view->setOperand(0, castRoot);
+      for (Value result : view->getResults())
+        result.setType(asBf16(result.getType()));
+    }
+    narrow[i] = operands[i];
+  }
+  auto onBf16 = FlashAttentionOp::create(
+      b, fused.getLoc(), narrow[0], narrow[1], narrow[2], fused.getCausal(),
+      fused.getScaleAttr(), /*bf16_gemms=*/true, fused.getBshd());
+  Value widened = CastOp::create(b, fused.getLoc(), fused.getResult().getType(),
+                                 onBf16.getResult());
+  fused.getResult().replaceAllUsesWith(widened);
+  fused.getLse().replaceAllUsesWith(onBf16.getLse());
+  fused.erase();
+}
+
 struct AnvilFlashAttentionPass
     : mlir::anvil::impl::AnvilFlashAttentionPassBase<AnvilFlashAttentionPass> {
   using Base::Base;
@@ -104,6 +198,7 @@ struct AnvilFlashAttentionPass
           fits(op.getValue().getType().getDimSize(3)))
         chosen.push_back(op);
     });
+    SmallVector<FlashAttentionOp> made;
     for (AttentionOp op : chosen) {
       OpBuilder b(op);
       if (!foldTransposes || bshdSavings(op) <= 0) {
@@ -113,6 +208,7 @@ struct AnvilFlashAttentionPass
             /*bshd=*/false);
         op.getResult().replaceAllUsesWith(fused.getResult());
         op.erase();
+        made.push_back(fused);
         continue;
       }
       llvm::SmallSetVector<Operation *, 3> dead = operandTransposes(op);
@@ -131,7 +227,12 @@ struct AnvilFlashAttentionPass
       for (Operation *t : dead)
         if (t->use_empty())
           t->erase();
+      made.push_back(fused);
     }
+    if (bf16Tensors)
+      for (FlashAttentionOp fused : made)
+        if (fused.getBf16Gemms())
+          toBf16Tensors(fused);
   }
 };
 

@@ -267,6 +267,14 @@ cl::opt<std::string> libraryConvs(
              "calls) or off (linalg convolutions, as kernels; the CPU's "
              "default)"),
     cl::value_desc("on|off"), cl::init(""), cl::cat(category));
+cl::opt<std::string> attentionBf16Tensors(
+    "attention-bf16-tensors",
+    cl::desc("Whether fused attention with bf16 products reads and writes "
+             "bf16 tensors, its inputs cast to bf16 where they are made "
+             "(anvil-flash-attention's bf16-tensors): on (the default with "
+             "--target=cuda or --emulate-cuda-grid: cuDNN reads them in "
+             "place) or off (f32 tensors, rounded as the kernels load them)"),
+    cl::value_desc("on|off"), cl::init(""), cl::cat(category));
 cl::opt<std::string> precision(
     "precision",
     cl::desc("Numeric precision of the step: f32 (the default, but with "
@@ -705,14 +713,19 @@ int64_t countDispatches(mlir::func::FuncOp fn) {
 /// The CUDA runtime's own kernels that `module`'s library calls launch, as
 /// named in their ptxas report: the flash-attention kernels of the head
 /// widths (padded to 16, 32, 64 or 128) and precisions its calls pass, and
-/// for calls with bf16 products, which cuDNN may run, the copies of their
-/// tensors to and from bf16.
+/// the copies around them: for f32 tensors with bf16 products (which cuDNN
+/// may run) to and from bf16, for bf16 tensors (which Anvil's kernels may
+/// run) to and from f32.
 std::set<std::string> libraryKernelsCalled(mlir::ModuleOp module) {
   std::set<std::string> names;
   module.walk([&](mlir::func::CallOp call) {
     StringRef callee = call.getCallee();
-    bool forward = callee == "anvil_rt_cuda_attention_f32";
-    if (!forward && callee != "anvil_rt_cuda_attention_grad_f32")
+    bool bf16Tensors = callee == "anvil_rt_cuda_attention_bf16" ||
+                       callee == "anvil_rt_cuda_attention_grad_bf16";
+    bool forward = callee == "anvil_rt_cuda_attention_f32" ||
+                   callee == "anvil_rt_cuda_attention_bf16";
+    if (!forward && !bf16Tensors &&
+        callee != "anvil_rt_cuda_attention_grad_f32")
       return;
     // The buffers, then batch, heads, kvHeads, queries, keys, dim,
     // valueDim, scale, causal, bf16 (RuntimeABI.h).
@@ -725,7 +738,8 @@ std::set<std::string> libraryKernelsCalled(mlir::ModuleOp module) {
       return -1;
     };
     int64_t width = std::max(constant(dims), constant(dims + 1));
-    int64_t bf16 = constant(dims + 4);
+    // (The bf16 tensors' functions have no bf16 flag: their products are.)
+    int64_t bf16 = bf16Tensors ? 1 : constant(dims + 4);
     if (width < 1 || bf16 < 0)
       return;
     std::string tile = std::to_string(width <= 16   ? 16
@@ -733,7 +747,10 @@ std::set<std::string> libraryKernelsCalled(mlir::ModuleOp module) {
                                       : width <= 64 ? 64
                                                     : 128) +
                        (bf16 ? ", true>(" : ", false>(");
-    if (bf16) {
+    if (bf16Tensors) { // Anvil's kernels run on f32 copies
+      names.insert("attentionWidenBf16(");
+      names.insert("attentionNarrowToBf16(");
+    } else if (bf16) { // cuDNN runs on bf16 copies
       names.insert("attentionToBf16(");
       names.insert("attentionFromBf16(");
     }
@@ -979,7 +996,8 @@ int main(int argc, char **argv) {
         target == Target::CUDA && fusedAttentionRuns ? "fused" : "decomposed";
   // The on|off choices that default to on for the CUDA kernels (the target
   // or its emulated grid).
-  for (cl::opt<std::string> *onOff : {&gemmEpilogues, &libraryConvs}) {
+  for (cl::opt<std::string> *onOff :
+       {&gemmEpilogues, &libraryConvs, &attentionBf16Tensors}) {
     if (onOff->getNumOccurrences() && *onOff != "on" && *onOff != "off")
       return error("--" + onOff->ArgStr.str() + "=" + *onOff + ": on or off");
     if (onOff->empty())
@@ -1204,7 +1222,13 @@ int main(int argc, char **argv) {
         collectFP8Gemms(module);
         if (attentionMode == "fused") {
           mlir::PassManager fuse(&context);
-          if (failed(mlir::parsePassPipeline("anvil-flash-attention", fuse)) ||
+          // With --attention-bf16-tensors (CUDA's and its emulated grid's
+          // default), attention with bf16 products on bf16 tensors: cuDNN's
+          // reads them in place.
+          std::string pass = attentionBf16Tensors == "on"
+                                 ? "anvil-flash-attention{bf16-tensors=true}"
+                                 : "anvil-flash-attention";
+          if (failed(mlir::parsePassPipeline(pass, fuse)) ||
               failed(fuse.run(module)))
             return error("--attention=fused failed (see above)"),
                    mlir::failure();

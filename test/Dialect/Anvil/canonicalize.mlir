@@ -70,6 +70,32 @@ func.func @cast_same_type(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xbf16>) 
 
 // -----
 
+// Tests that a float widened exactly and cast back is itself, also across
+// a reshape (a bf16 attention result widened, reshaped and rounded again
+// for a bf16 GEMM), while a narrowing and widening pair (which rounds) and
+// a widening to a type that does not hold the operand exactly stay.
+// CHECK-LABEL: func.func @exact_round_trips
+// CHECK-SAME: (%[[B:.+]]: tensor<2x4xbf16>, %[[X:.+]]: tensor<2x4xf32>, %[[H:.+]]: tensor<2x4xf16>)
+// CHECK-DAG: %[[R:.+]] = anvil.reshape %[[B]] : tensor<2x4xbf16> -> tensor<8xbf16>
+// CHECK-DAG: %[[N:.+]] = anvil.cast %[[X]] : tensor<2x4xf32> to tensor<2x4xbf16>
+// CHECK-DAG: %[[W:.+]] = anvil.cast %[[N]] : tensor<2x4xbf16> to tensor<2x4xf32>
+// CHECK-DAG: %[[L:.+]] = anvil.cast %[[H]] : tensor<2x4xf16> to tensor<2x4xbf16>
+// CHECK-DAG: %[[M:.+]] = anvil.cast %[[L]] : tensor<2x4xbf16> to tensor<2x4xf16>
+// CHECK: return %[[B]], %[[R]], %[[W]], %[[M]]
+func.func @exact_round_trips(%b: tensor<2x4xbf16>, %x: tensor<2x4xf32>, %h: tensor<2x4xf16>) -> (tensor<2x4xbf16>, tensor<8xbf16>, tensor<2x4xf32>, tensor<2x4xf16>) {
+  %0 = anvil.cast %b : tensor<2x4xbf16> to tensor<2x4xf32>
+  %1 = anvil.cast %0 : tensor<2x4xf32> to tensor<2x4xbf16>
+  %2 = anvil.reshape %0 : tensor<2x4xf32> -> tensor<8xf32>
+  %3 = anvil.cast %2 : tensor<8xf32> to tensor<8xbf16>
+  %4 = anvil.cast %x : tensor<2x4xf32> to tensor<2x4xbf16>
+  %5 = anvil.cast %4 : tensor<2x4xbf16> to tensor<2x4xf32>
+  %6 = anvil.cast %h : tensor<2x4xf16> to tensor<2x4xbf16>
+  %7 = anvil.cast %6 : tensor<2x4xbf16> to tensor<2x4xf16>
+  return %1, %3, %5, %7 : tensor<2x4xbf16>, tensor<8xbf16>, tensor<2x4xf32>, tensor<2x4xf16>
+}
+
+// -----
+
 // Tests that reshape(reshape(x)) becomes one reshape and a reshape to the
 // same shape disappears.
 // CHECK-LABEL: func.func @reshape_chain

@@ -1193,10 +1193,30 @@ module attributes {anvil.mesh = {dp = 2 : i64}} {
 
 // -----
 
-func.func @flash_attention_f32(%q: tensor<1x2x8x4xbf16>) {
+func.func @flash_attention_f16(%q: tensor<1x2x8x4xf16>) {
   // expected-error@+2 {{failed to infer returned types}}
-  // expected-error@+1 {{element type 'bf16' must be f32 or f64}}
-  %o, %lse = anvil.flash_attention %q, %q, %q : (tensor<1x2x8x4xbf16>, tensor<1x2x8x4xbf16>, tensor<1x2x8x4xbf16>) -> (tensor<1x2x8x4xbf16>, tensor<1x2x8xbf16>)
+  // expected-error@+1 {{element type 'f16' must be f32, f64 or bf16}}
+  %o, %lse = anvil.flash_attention %q, %q, %q : (tensor<1x2x8x4xf16>, tensor<1x2x8x4xf16>, tensor<1x2x8x4xf16>) -> (tensor<1x2x8x4xf16>, tensor<1x2x8xf16>)
+  return
+}
+
+// -----
+
+// bf16 tensors only with bf16 products.
+func.func @flash_attention_bf16_tensors(%q: tensor<1x2x8x4xbf16>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{bf16 tensors need bf16_gemms (bf16 products)}}
+  %o, %lse = anvil.flash_attention %q, %q, %q : (tensor<1x2x8x4xbf16>, tensor<1x2x8x4xbf16>, tensor<1x2x8x4xbf16>) -> (tensor<1x2x8x4xbf16>, tensor<1x2x8xf32>)
+  return
+}
+
+// -----
+
+// With bf16 tensors the log-sum-exp is f32.
+func.func @flash_attention_bf16_lse(%q: tensor<1x2x8x4xbf16>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{inferred type(s) 'tensor<1x2x8x4xbf16>', 'tensor<1x2x8xf32>' are incompatible with return type(s) of operation 'tensor<1x2x8x4xbf16>', 'tensor<1x2x8xbf16>'}}
+  %o, %lse = anvil.flash_attention %q, %q, %q {bf16_gemms} : (tensor<1x2x8x4xbf16>, tensor<1x2x8x4xbf16>, tensor<1x2x8x4xbf16>) -> (tensor<1x2x8x4xbf16>, tensor<1x2x8xbf16>)
   return
 }
 

@@ -144,9 +144,9 @@ def AnvilBufferizePass : Pass<"anvil-bufferize", "mlir::ModuleOp"> {
     they describe tensors, and the manifest has recorded them.
 
     `anvil.flash_attention` and `anvil.flash_attention_grad` write new
-    buffers through a runtime call each (`attention`, `attention-grad`:
-    the CPU's reference functions by default, a device's with its
-    backend). Their 4-D buffers are passed where they lie, strided views
+    buffers through a runtime call each (`attention`, `attention-grad`;
+    on bf16 tensors `attention-bf16`, `attention-grad-bf16`: the CPU's
+    reference functions by default, a device's with its backend). Their 4-D buffers are passed where they lie, strided views
     included (the `(B, T, H, D)` slices of a projection under `bshd`),
     with each one's offset and strides in a constant global
     (`__anvil_attention_layouts_N`, RuntimeABI.h's
@@ -191,6 +191,14 @@ def AnvilBufferizePass : Pass<"anvil-bufferize", "mlir::ModuleOp"> {
     Option<"attentionGradCallee", "attention-grad", "std::string",
            /*default=*/"\"anvil_rt_attention_grad_f32\"",
            "The runtime function anvil.flash_attention_grad calls">,
+    Option<"attentionBf16Callee", "attention-bf16", "std::string",
+           /*default=*/"\"anvil_rt_attention_bf16\"",
+           "The runtime function anvil.flash_attention on bf16 tensors "
+           "calls">,
+    Option<"attentionGradBf16Callee", "attention-grad-bf16", "std::string",
+           /*default=*/"\"anvil_rt_attention_grad_bf16\"",
+           "The runtime function anvil.flash_attention_grad on bf16 "
+           "tensors calls">,
     Option<"gemmBiasGeluCallee", "gemm-bias-gelu", "std::string",
            /*default=*/"\"anvil_rt_gemm_bias_gelu\"",
            "The runtime function anvil.linear_gelu calls">,

@@ -218,6 +218,17 @@ def AnvilFlashAttentionPass : Pass<"anvil-flash-attention", "mlir::ModuleOp"> {
     %y, %lse = anvil.flash_attention %x, ... {bshd, causal}
         : (...) -> (tensor<8x1024x12x64xf32>, tensor<8x12x1024xf32>)
     ```
+
+    With `bf16-tensors` (the CUDA backend's and the emulated grid's), an
+    op with `bf16_gemms` then takes bf16 tensors and gives a bf16 result
+    (widened back for its users; `lse` stays f32): the values its kernels
+    read and write are bf16 anyway. Each operand is cast where it is made:
+    above the reshapes and slices between it and the value they start from
+    (a fused q/k/v projection's output), when nothing else reads that
+    value, so that its producer writes bf16 and the runtime reads the
+    slices in place; otherwise at the operand. A bf16 GEMM's cast of the
+    widened result folds away (`anvil.cast`'s canonicalization), and the
+    gradient (the op's VJP) is on bf16 tensors too.
   }];
   let options = [
     Option<"maxHeadDim", "max-head-dim", "int64_t", /*default=*/"128",
@@ -225,6 +236,9 @@ def AnvilFlashAttentionPass : Pass<"anvil-flash-attention", "mlir::ModuleOp"> {
     Option<"foldTransposes", "fold-transposes", "bool", /*default=*/"true",
            "Take (B, T, H, D) operands (bshd) where that removes "
            "transposes">,
+    Option<"bf16Tensors", "bf16-tensors", "bool", /*default=*/"false",
+           "Ops with bf16 products take bf16 tensors, cast where they are "
+           "made">,
   ];
   let dependentDialects = ["mlir::anvil::AnvilDialect"];
 }

@@ -107,6 +107,8 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     AnvilBufferizePassOptions bufferize;
     bufferize.attentionCallee = options.attention;
     bufferize.attentionGradCallee = options.attentionGrad;
+    bufferize.attentionBf16Callee = options.attentionBf16;
+    bufferize.attentionGradBf16Callee = options.attentionGradBf16;
     bufferize.gemmBiasGeluCallee = options.gemmBiasGelu;
     bufferize.gemmDgeluBgradCallee = options.gemmDgeluBgrad;
     bufferize.gemmWeightBiasGradCallee = options.gemmWeightBiasGrad;

@@ -8,8 +8,9 @@
 //      anvil_rt_cuda_gemm_bf16 (cuBLAS, tensor cores), FP8 GEMMs (their
 //      operands laid out with K innermost) anvil_rt_cuda_gemm_f8
 //      (cuBLASLt), fused attention (anvil.flash_attention and its
-//      gradient) Anvil's flash-attention kernels
-//      (anvil_rt_cuda_attention_f32, _grad_f32), GEMMs with a bias and
+//      gradient) cuDNN's or Anvil's flash-attention kernels
+//      (anvil_rt_cuda_attention_f32, _grad_f32; on bf16 tensors
+//      anvil_rt_cuda_attention_bf16, _grad_bf16), GEMMs with a bias and
 //      GELU epilogue (anvil.linear_gelu, anvil.matmul_gelu_bias_grad)
 //      cuBLASLt's (anvil_rt_cuda_gemm_bias_gelu, _dgelu_bgrad), a weight's
 //      gradient with its bias's cuBLASLt's (_weight_bias_grad), the
@@ -112,6 +113,8 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     cpuOptions.gemmBF16Rounded = "anvil_rt_cuda_gemm_bf16_rounded";
     cpuOptions.attention = "anvil_rt_cuda_attention_f32";
     cpuOptions.attentionGrad = "anvil_rt_cuda_attention_grad_f32";
+    cpuOptions.attentionBf16 = "anvil_rt_cuda_attention_bf16";
+    cpuOptions.attentionGradBf16 = "anvil_rt_cuda_attention_grad_bf16";
     cpuOptions.gemmBiasGelu = "anvil_rt_cuda_gemm_bias_gelu";
     cpuOptions.gemmDgeluBgrad = "anvil_rt_cuda_gemm_dgelu_bgrad";
     cpuOptions.gemmWeightBiasGrad = "anvil_rt_cuda_gemm_weight_bias_grad";

@@ -40,6 +40,8 @@ bool queuesOnly(StringRef callee) {
                                           "anvil_rt_cuda_gemm_fp8",
                                           "anvil_rt_cuda_attention_f32",
                                           "anvil_rt_cuda_attention_grad_f32",
+                                          "anvil_rt_cuda_attention_bf16",
+                                          "anvil_rt_cuda_attention_grad_bf16",
                                           "anvil_rt_cuda_gemm_bias_gelu",
                                           "anvil_rt_cuda_gemm_dgelu_bgrad",
                                           "anvil_rt_cuda_gemm_weight_bias_grad",

@@ -195,6 +195,39 @@ func.func @flash_attention_bshd(%q: tensor<2x37x4x16xf32>, %k: tensor<2x45x2x16x
   return %o, %lse, %dq, %dk, %dv, %o2, %dq2, %dk2, %dv2, %dqkv : tensor<2x37x4x16xf32>, tensor<2x4x37xf32>, tensor<2x37x4x16xf32>, tensor<2x45x2x16xf32>, tensor<2x45x2x16xf32>, tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>, tensor<2x40x4x16xf32>, tensor<2x40x192xf32>
 }
 
+// Both on bf16 tensors (lse f32), as the CUDA backend runs fused attention
+// with bf16 products (anvil-flash-attention{bf16-tensors}): q, k and v as
+// column slices of one packed bf16 (B, T, 3 H D) projection, strided views
+// whose rows start 16 bytes apart (cuDNN reads them in place on a GPU), the
+// gradients packed the same way; and causal grouped-query attention in
+// (B, H, T, D) with 64-wide heads.
+// tolerance: bf16-composite
+func.func @flash_attention_bf16_tensors(%qkv: tensor<2x40x192xf32>, %g: tensor<2x40x4x16xf32>, %q: tensor<1x4x70x64xf32>, %k: tensor<1x2x70x64xf32>, %v: tensor<1x2x70x64xf32>, %g2: tensor<1x4x70x64xf32>) -> (tensor<2x40x4x16xf32>, tensor<2x4x40xf32>, tensor<2x40x192xf32>, tensor<1x4x70x64xf32>, tensor<1x4x70xf32>, tensor<1x4x70x64xf32>, tensor<1x2x70x64xf32>, tensor<1x2x70x64xf32>) {
+  %p = anvil.cast %qkv : tensor<2x40x192xf32> to tensor<2x40x192xbf16>
+  %qs = anvil.slice %p [0:2:1, 0:40:1, 0:64:1] : tensor<2x40x192xbf16> -> tensor<2x40x64xbf16>
+  %ks = anvil.slice %p [0:2:1, 0:40:1, 64:128:1] : tensor<2x40x192xbf16> -> tensor<2x40x64xbf16>
+  %vs = anvil.slice %p [0:2:1, 0:40:1, 128:192:1] : tensor<2x40x192xbf16> -> tensor<2x40x64xbf16>
+  %q1 = anvil.reshape %qs : tensor<2x40x64xbf16> -> tensor<2x40x4x16xbf16>
+  %k1 = anvil.reshape %ks : tensor<2x40x64xbf16> -> tensor<2x40x4x16xbf16>
+  %v1 = anvil.reshape %vs : tensor<2x40x64xbf16> -> tensor<2x40x4x16xbf16>
+  %g1 = anvil.cast %g : tensor<2x40x4x16xf32> to tensor<2x40x4x16xbf16>
+  %o1, %lse1 = anvil.flash_attention %q1, %k1, %v1 {bshd, causal, bf16_gemms} : (tensor<2x40x4x16xbf16>, tensor<2x40x4x16xbf16>, tensor<2x40x4x16xbf16>) -> (tensor<2x40x4x16xbf16>, tensor<2x4x40xf32>)
+  %d1 = anvil.flash_attention_grad %q1, %k1, %v1, %o1, %lse1, %g1 {bshd, causal, bf16_gemms, packed_grads} : (tensor<2x40x4x16xbf16>, tensor<2x40x4x16xbf16>, tensor<2x40x4x16xbf16>, tensor<2x40x4x16xbf16>, tensor<2x4x40xf32>, tensor<2x40x4x16xbf16>) -> tensor<2x40x192xbf16>
+  %q2 = anvil.cast %q : tensor<1x4x70x64xf32> to tensor<1x4x70x64xbf16>
+  %k2 = anvil.cast %k : tensor<1x2x70x64xf32> to tensor<1x2x70x64xbf16>
+  %v2 = anvil.cast %v : tensor<1x2x70x64xf32> to tensor<1x2x70x64xbf16>
+  %h2 = anvil.cast %g2 : tensor<1x4x70x64xf32> to tensor<1x4x70x64xbf16>
+  %o2, %lse2 = anvil.flash_attention %q2, %k2, %v2 {causal, bf16_gemms} : (tensor<1x4x70x64xbf16>, tensor<1x2x70x64xbf16>, tensor<1x2x70x64xbf16>) -> (tensor<1x4x70x64xbf16>, tensor<1x4x70xf32>)
+  %dq2, %dk2, %dv2 = anvil.flash_attention_grad %q2, %k2, %v2, %o2, %lse2, %h2 {causal, bf16_gemms} : (tensor<1x4x70x64xbf16>, tensor<1x2x70x64xbf16>, tensor<1x2x70x64xbf16>, tensor<1x4x70x64xbf16>, tensor<1x4x70xf32>, tensor<1x4x70x64xbf16>) -> (tensor<1x4x70x64xbf16>, tensor<1x2x70x64xbf16>, tensor<1x2x70x64xbf16>)
+  %ro1 = anvil.cast %o1 : tensor<2x40x4x16xbf16> to tensor<2x40x4x16xf32>
+  %rd1 = anvil.cast %d1 : tensor<2x40x192xbf16> to tensor<2x40x192xf32>
+  %ro2 = anvil.cast %o2 : tensor<1x4x70x64xbf16> to tensor<1x4x70x64xf32>
+  %rq2 = anvil.cast %dq2 : tensor<1x4x70x64xbf16> to tensor<1x4x70x64xf32>
+  %rk2 = anvil.cast %dk2 : tensor<1x2x70x64xbf16> to tensor<1x2x70x64xf32>
+  %rv2 = anvil.cast %dv2 : tensor<1x2x70x64xbf16> to tensor<1x2x70x64xf32>
+  return %ro1, %lse1, %rd1, %ro2, %lse2, %rq2, %rk2, %rv2 : tensor<2x40x4x16xf32>, tensor<2x4x40xf32>, tensor<2x40x192xf32>, tensor<1x4x70x64xf32>, tensor<1x4x70xf32>, tensor<1x4x70x64xf32>, tensor<1x2x70x64xf32>, tensor<1x2x70x64xf32>
+}
+
 // tolerance: f32-composite
 // int-high: 7
 func.func @cross_entropy(%z: tensor<3x5x7xf32>, %t: tensor<3x5xi64>) -> (tensor<f32>, tensor<3x5xf32>, tensor<f32>) {

@@ -66,6 +66,9 @@ struct CPUPipelineOptions {
   /// (anvil-bufferize attention, attention-grad).
   std::string attention = "anvil_rt_attention_f32";
   std::string attentionGrad = "anvil_rt_attention_grad_f32";
+  /// The same on bf16 tensors (attention-bf16, attention-grad-bf16).
+  std::string attentionBf16 = "anvil_rt_attention_bf16";
+  std::string attentionGradBf16 = "anvil_rt_attention_grad_bf16";
   /// The runtime functions the GEMMs with epilogues call
   /// (anvil-bufferize gemm-bias-gelu, gemm-dgelu-bgrad,
   /// gemm-weight-bias-grad).

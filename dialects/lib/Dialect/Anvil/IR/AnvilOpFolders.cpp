@@ -3,8 +3,9 @@
 // Folds that are always profitable and exact up to the sign of a zero (like
 // XLA, `x + 0` folds to `x` even for `x = -0.0`): identities with splat
 // constants (`x + 0`, `x - 0`, `x * 1`, `x / 1`), `neg(neg(x))`, casts and
-// broadcasts to the operand's own type, and chains of reshapes and
-// transposes, which fold into one op.
+// broadcasts to the operand's own type, a float widened exactly and cast
+// back (also across a reshape: a canonicalization pattern), and chains of
+// reshapes and transposes, which fold into one op.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,8 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
 using namespace mlir::anvil;
@@ -32,10 +35,55 @@ static bool isSplatOf(Attribute attr, int64_t value) {
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
+/// The operand of `inner`, a cast that widens floats exactly, when `outer`
+/// casts its result back to the operand's type; null otherwise.
+static Value exactlyWidened(CastOp inner, Type outer) {
+  if (!inner || getElementTypeOrSelf(inner.getOperand().getType()) !=
+                    getElementTypeOrSelf(outer))
+    return {};
+  auto from = dyn_cast<FloatType>(getElementTypeOrSelf(outer));
+  auto via = dyn_cast<FloatType>(getElementTypeOrSelf(inner.getType()));
+  if (!from || !via ||
+      !llvm::APFloatBase::isRepresentableBy(from.getFloatSemantics(),
+                                            via.getFloatSemantics()))
+    return {};
+  return inner.getOperand();
+}
+
 OpFoldResult CastOp::fold(FoldAdaptor) {
   if (getOperand().getType() == getType())
     return getOperand();
+  // cast(cast(x)) with the inner one widening x exactly: x.
+  if (Value x = exactlyWidened(getOperand().getDefiningOp<CastOp>(), getType());
+      x && x.getType() == getType())
+    return x;
   return {};
+}
+
+namespace {
+/// cast(reshape(cast(x))), the inner cast widening x exactly and the outer
+/// one casting back: reshape(x). (A bf16 tensor widened, reshaped and
+/// rounded again for a bf16 GEMM.)
+struct CastOfReshapedWidening : OpRewritePattern<CastOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CastOp op,
+                                PatternRewriter &rewriter) const override {
+    auto reshape = op.getOperand().getDefiningOp<ReshapeOp>();
+    if (!reshape)
+      return failure();
+    Value x = exactlyWidened(reshape.getOperand().getDefiningOp<CastOp>(),
+                             op.getType());
+    if (!x)
+      return failure();
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), x);
+    return success();
+  }
+};
+} // namespace
+
+void CastOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                         MLIRContext *context) {
+  results.add<CastOfReshapedWidening>(context);
 }
 
 OpFoldResult AddOp::fold(FoldAdaptor adaptor) {

@@ -925,11 +925,18 @@ flashAttentionTypes(const Fail<OpTy> &fail, Adaptor adaptor) {
   if (failed(checkAttentionOperands(failChecked, q, k, v, adaptor.getCausal(),
                                     adaptor.getScaleAttr())))
     return failure();
-  if (!q.getElementType().isF32() && !q.getElementType().isF64())
-    return fail("element type ", q.getElementType(), " must be f32 or f64");
+  Type element = q.getElementType();
+  if (!element.isF32() && !element.isF64() && !element.isBF16())
+    return fail("element type ", element, " must be f32, f64 or bf16");
+  if (element.isBF16() && !adaptor.getBf16Gemms())
+    return fail("bf16 tensors need bf16_gemms (bf16 products)");
   int64_t b = q.getDimSize(0), h = q.getDimSize(1), t = q.getDimSize(2);
   RankedTensorType out = q.clone({b, h, t, v.getDimSize(3)});
-  return std::pair(bshd ? swapHeadsAndSequence(out) : out, q.clone({b, h, t}));
+  // The log-sum-exp stays f32 with bf16 tensors.
+  Type lseElement =
+      element.isBF16() ? Float32Type::get(element.getContext()) : element;
+  return std::pair(bshd ? swapHeadsAndSequence(out) : out,
+                   RankedTensorType::get({b, h, t}, lseElement));
 }
 
 LogicalResult

@@ -41,6 +41,10 @@ def Anvil_CastOp : Anvil_Op<"cast", [Anvil_VJP, Elementwise,
     floats), floats to integers truncate toward zero, and any non-zero value
     becomes `true` in `i1`. The result type is chosen, not inferred.
 
+    A float widened exactly and cast back is itself: the folder removes
+    such a pair, and the canonicalizer a pair with a reshape between them
+    (`cast(reshape(cast(x)))` is `reshape(x)`).
+
     ```mlir
     %h = anvil.cast %x : tensor<4x8xf32> to tensor<4x8xbf16>
     ```
@@ -49,6 +53,7 @@ def Anvil_CastOp : Anvil_Op<"cast", [Anvil_VJP, Elementwise,
   let results = (outs Anvil_Tensor:$result);
   let assemblyFormat = "$operand attr-dict `:` type($operand) `to` type($result)";
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
   let extraClassDeclaration = [{
     static constexpr int64_t kFlopsPerElement = 0;
   }];
@@ -900,8 +905,10 @@ def Anvil_FlashAttentionOp : Anvil_CostedOp<"flash_attention",
     `(B, Hq, Tq)` is each row's log-sum-exp of the scaled (masked) scores,
     from which the gradient (`anvil.flash_attention_grad`) recomputes the
     probabilities. `anvil-flash-attention` makes it from `anvil.attention`.
-    The element type is f32 (the backends' fused kernels) or f64 (the
-    interpreter).
+    The element type is f32 (the backends' fused kernels), f64 (the
+    interpreter) or, with `bf16_gemms`, bf16: the operands and the result
+    in bf16 (the result is the rounded product P V either way), `lse` in
+    f32.
 
     `bshd` lays the query, key, value and result out as `(B, T, H, D)`
     (batch, sequence, heads, head dimension) instead of `(B, H, T, D)`:
