@@ -121,27 +121,54 @@ void toBf16Tensors(FlashAttentionOp fused) {
   Value operands[3] = {fused.getQuery(), fused.getKey(), fused.getValue()};
   std::pair<Value, SmallVector<Operation *>> chains[3] = {
       viewChain(operands[0]), viewChain(operands[1]), viewChain(operands[2])};
-  llvm::SmallPtrSet<Operation *, 8> inChains;
-  for (auto &[root, chain] : chains)
-    inChains.insert(chain.begin(), chain.end());
   llvm::DenseMap<Value, Value> narrowRoots;
   llvm::SmallPtrSet<Operation *, 8> narrowed;
   Value narrow[3];
-  // Hoisted, a chain's ops read and give bf16: nothing but the chains (and
-  // `fused`) may read what they give or what they start from.
-  auto onlyChains = [&](Value v) {
-    return llvm::all_of(v.getUsers(), [&](Operation *u) {
-      return u == fused.getOperation() || inChains.contains(u);
-    });
-  };
-  // Decided for every operand before anything changes.
-  bool hoist[3];
-  for (auto [i, chainOf] : llvm::enumerate(chains)) {
-    auto &[root, chain] = chainOf;
-    hoist[i] = !chain.empty() && onlyChains(root) &&
-               llvm::all_of(chain, [&](Operation *view) {
-                 return llvm::all_of(view->getResults(), onlyChains);
-               });
+  // Decided for every root before anything changes: a root's chains are
+  // hoisted together or not at all. Hoisted, their ops read and give bf16,
+  // so nothing but them (and `fused`) may read the root or what they give;
+  // and the chains must read disjoint parts of the root (distinct results
+  // of one split, nothing else shared), or the operands' gradients would
+  // meet, and be summed, in bf16 rather than each widened first.
+  bool hoist[3] = {false, false, false};
+  for (int i = 0; i < 3; ++i) {
+    Value root = chains[i].first;
+    SmallVector<int> same;
+    for (int j = 0; j < 3; ++j)
+      if (chains[j].first == root)
+        same.push_back(j);
+    if (same.front() != i)
+      continue; // decided with the root's first chain
+    llvm::SmallPtrSet<Operation *, 8> ops;
+    for (int j : same)
+      ops.insert(chains[j].second.begin(), chains[j].second.end());
+    auto onlyChains = [&](Value v) {
+      return llvm::all_of(v.getUsers(), [&](Operation *u) {
+        return u == fused.getOperation() || ops.contains(u);
+      });
+    };
+    bool ok = onlyChains(root);
+    for (int j : same)
+      ok = ok && !chains[j].second.empty() &&
+           llvm::all_of(chains[j].second, [&](Operation *view) {
+             return llvm::all_of(view->getResults(), onlyChains);
+           });
+    if (ok && same.size() > 1) {
+      // One split first, a distinct result of it each, nothing else shared.
+      Operation *first = chains[same[0]].second.front();
+      llvm::SmallPtrSet<Operation *, 8> seen;
+      llvm::SmallDenseSet<Value, 4> pieces;
+      ok = isa<SplitOp>(first);
+      for (int j : same) {
+        ArrayRef<Operation *> chain = chains[j].second;
+        Value piece = chain.size() > 1 ? chain[1]->getOperand(0) : operands[j];
+        ok = ok && chain.front() == first && pieces.insert(piece).second;
+        for (Operation *view : chain.drop_front())
+          ok = ok && seen.insert(view).second;
+      }
+    }
+    for (int j : same)
+      hoist[j] = ok;
   }
   for (auto [i, chainOf] : llvm::enumerate(chains)) {
     auto &[root, chain] = chainOf;

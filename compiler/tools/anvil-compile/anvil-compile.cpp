@@ -1003,6 +1003,10 @@ int main(int argc, char **argv) {
     if (onOff->empty())
       *onOff = target == Target::CUDA || emulateCUDAGrid ? "on" : "off";
   }
+  if (attentionBf16Tensors.getNumOccurrences() &&
+      attentionBf16Tensors == "on" && attentionMode != "fused")
+    return error("--attention-bf16-tensors=on: attention is not fused "
+                 "(add --attention=fused)");
   std::string fp8Recipe;
   if (precision != "f32" && precision != "bf16") {
     auto [kind, recipe] = StringRef(precision).split('=');

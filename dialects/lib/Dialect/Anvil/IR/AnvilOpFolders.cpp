@@ -43,9 +43,18 @@ static Value exactlyWidened(CastOp inner, Type outer) {
     return {};
   auto from = dyn_cast<FloatType>(getElementTypeOrSelf(outer));
   auto via = dyn_cast<FloatType>(getElementTypeOrSelf(inner.getType()));
-  if (!from || !via ||
-      !llvm::APFloatBase::isRepresentableBy(from.getFloatSemantics(),
-                                            via.getFloatSemantics()))
+  if (!from || !via)
+    return {};
+  // Every value of `from` exactly in `via`: its finite values, and its
+  // infinities, NaNs and signed zeros where it has them.
+  using llvm::APFloatBase;
+  const llvm::fltSemantics &f = from.getFloatSemantics(),
+                           &v = via.getFloatSemantics();
+  if (!APFloatBase::isRepresentableBy(f, v) ||
+      (APFloatBase::semanticsHasInf(f) && !APFloatBase::semanticsHasInf(v)) ||
+      (APFloatBase::semanticsHasNaN(f) && !APFloatBase::semanticsHasNaN(v)) ||
+      (APFloatBase::semanticsHasSignedRepr(f) &&
+       !APFloatBase::semanticsHasSignedRepr(v)))
     return {};
   return inner.getOperand();
 }
