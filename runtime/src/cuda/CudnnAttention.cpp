@@ -1,11 +1,11 @@
 //===- CudnnAttention.cpp - fused attention through cuDNN's graph API -----===//
 //
-// anvil_rt_cuda_attention_f32 and its gradient with bf16 products run here
-// when attentionLibrary() is cuDNN and cuDNN takes the shape: one cuDNN
-// graph of scaled-dot-product attention each (cuDNN's frontend: the
-// `sdpa` and `sdpa_backward` nodes, which cuDNN runs as fused
-// flash-attention engines), over contiguous bf16 (batch, heads, rows,
-// width) tensors, f32 statistics and f32 compute:
+// The fused attention calls with bf16 products run here when
+// attentionLibrary() is cuDNN and cuDNN takes the shape: one cuDNN graph of
+// scaled-dot-product attention each (cuDNN's frontend: the `sdpa` and
+// `sdpa_backward` nodes, which cuDNN runs as fused flash-attention
+// engines), over bf16 (batch, heads, rows, width) tensors, f32 statistics
+// and f32 compute:
 //
 // - forward: O and the statistics (each query row's log-sum-exp of its
 //   scaled scores: the call's lse, written in place) of Q, K and V;
@@ -13,14 +13,17 @@
 //   cuDNN's deterministic algorithm (no atomics: the same sums every run,
 //   like Anvil's kernels); dK and dV summed over a group's query heads.
 //
-// The call's f32 operands are copied to bf16 scratch first and the bf16
-// results copied back into the call's tensors where their layouts place
-// them (Attention.cu's attentionToBf16 / attentionFromBf16): the scratch and
-// cuDNN's workspace are one allocation of the stream-ordered allocator,
-// freed on the step stream after the last copy, so a CUDA graph of the step
-// holds the whole call. causal masks keys after a query's diagonal; with
-// more keys than queries, the diagonal is the bottom-right one (as
-// anvil_rt_attention_f32 says).
+// anvil_rt_cuda_attention_bf16 and its gradient (bf16 tensors, the CUDA
+// backend's default) hand cuDNN the tensors where their layouts place them
+// (a graph per set of strides), when every start and stride is 16-byte
+// aligned as cuDNN's tensors must be. anvil_rt_cuda_attention_f32 and its
+// gradient with bf16 products copy their f32 operands to contiguous bf16
+// scratch first and the results back (Attention.cu's attentionToBf16 /
+// attentionFromBf16). The scratch and cuDNN's workspace are one allocation
+// of the stream-ordered allocator, freed on the step stream after the last
+// use, so a CUDA graph of the step holds the whole call. causal masks keys
+// after a query's diagonal; with more keys than queries, the diagonal is
+// the bottom-right one (as anvil_rt_attention_f32 says).
 //
 // Each shape's graph is built on its first call (a step's first run is
 // eager), with cuDNN's heuristics (mode A) picking the engine. Where cuDNN
@@ -28,8 +31,8 @@
 // than 1 GiB of workspace: the deterministic backward keeps a (queries x
 // keys) bf16 matrix per head, 201 MB for GPT-2 124M's batch of 8 x 1024
 // tokens), the call returns false and Anvil's kernels run it; that is said
-// once per shape on stderr. So do they where lse is not 16-byte aligned,
-// as cuDNN's tensors must be (the bf16 tensors are the scratch's).
+// once per shape on stderr. So do they where lse (or, on bf16 tensors, a
+// tensor's start or stride) is not 16-byte aligned.
 // A failure to run a built plan aborts, naming the call and the shape (or
 // is recorded during a graph capture).
 //
@@ -51,6 +54,7 @@
 
 #include <dlfcn.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -60,7 +64,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <unordered_map>
 
