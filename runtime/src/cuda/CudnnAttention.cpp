@@ -93,6 +93,9 @@ constexpr int64_t kMaxWorkspace = int64_t(1) << 30;
 
 /// The graphs' tensors (their uids in a variant pack).
 enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV };
+/// The bf16 ones in the calls' order (anvil_rt_attention_layout's: q, k, v,
+/// out, then the gradient's dOut, dq, dk, dv).
+constexpr Uid kTensorUids[8] = {kQ, kK, kV, kO, kDO, kDQ, kDK, kDV};
 
 /// "batch 8, heads 12, kv heads 12, queries 1024, keys 1024, dim 64, value
 /// dim 64, causal".
@@ -431,106 +434,66 @@ Status anvil::rt::cuda::cudnnAttentionSupport(const AttentionShape &shape,
   return Status::ok();
 }
 
-bool anvil::rt::cuda::cudnnAttentionForward(
-    const float *q, const float *k, const float *v, float *out, float *lse,
-    const AttentionShape &s, const anvil_rt_attention_layout *layouts) {
-  if (!wanted(s, lse))
-    return false;
-  Call call{"anvil_rt_cuda_attention_f32", s};
-  auto start = std::chrono::steady_clock::now();
-  Plan *plan = planOf(s, /*backward=*/false, contiguousStrides(s), call.caller);
-  if (!plan)
-    return false;
-  Scratch scratch;
-  size_t qAt = scratch.reserve(2 * elements(s, s.heads, s.queries, s.dim)),
-         kAt = scratch.reserve(2 * elements(s, s.kvHeads, s.keys, s.dim)),
-         vAt = scratch.reserve(2 * elements(s, s.kvHeads, s.keys, s.valueDim)),
-         oAt = scratch.reserve(2 * elements(s, s.heads, s.queries, s.valueDim)),
-         wAt = scratch.reserve(plan->workspace);
-  if (!scratch.allocate(call))
-    return true; // recorded in the capture, which is dropped
-  const anvil_rt_attention_layout *l = layouts;
-  copyAttentionTensorToBf16(q, l[0], s.batch, s.heads, s.queries, s.dim,
-                            scratch.at(qAt), call.caller);
-  copyAttentionTensorToBf16(k, l[1], s.batch, s.kvHeads, s.keys, s.dim,
-                            scratch.at(kAt), call.caller);
-  copyAttentionTensorToBf16(v, l[2], s.batch, s.kvHeads, s.keys, s.valueDim,
-                            scratch.at(vAt), call.caller);
-  std::unordered_map<int64_t, void *> pack = {{kQ, scratch.at(qAt)},
-                                              {kK, scratch.at(kAt)},
-                                              {kV, scratch.at(vAt)},
-                                              {kO, scratch.at(oAt)},
-                                              {kStats, lse}};
-  execute(*plan, pack, plan->workspace ? scratch.at(wAt) : nullptr, call);
-  copyAttentionTensorFromBf16(scratch.at(oAt), out, l[3], s.batch, s.heads,
-                              s.queries, s.valueDim, call.caller);
-  scratch.release(call);
-  finish(call, "forward", start);
-  return true;
-}
-
-bool anvil::rt::cuda::cudnnAttentionBackward(
-    const float *q, const float *k, const float *v, const float *out,
-    const float *lse, const float *dOut, float *dq, float *dk, float *dv,
-    const AttentionShape &s, const anvil_rt_attention_layout *layouts) {
-  if (!wanted(s, lse))
-    return false;
-  Call call{"anvil_rt_cuda_attention_grad_f32", s};
-  auto start = std::chrono::steady_clock::now();
-  Plan *plan = planOf(s, /*backward=*/true, contiguousStrides(s), call.caller);
-  if (!plan)
-    return false;
-  int64_t qBytes = 2 * elements(s, s.heads, s.queries, s.dim);
-  int64_t kBytes = 2 * elements(s, s.kvHeads, s.keys, s.dim);
-  int64_t vBytes = 2 * elements(s, s.kvHeads, s.keys, s.valueDim);
-  int64_t oBytes = 2 * elements(s, s.heads, s.queries, s.valueDim);
-  Scratch scratch;
-  size_t qAt = scratch.reserve(qBytes), kAt = scratch.reserve(kBytes),
-         vAt = scratch.reserve(vBytes), oAt = scratch.reserve(oBytes),
-         dOAt = scratch.reserve(oBytes), dqAt = scratch.reserve(qBytes),
-         dkAt = scratch.reserve(kBytes), dvAt = scratch.reserve(vBytes),
-         wAt = scratch.reserve(plan->workspace);
-  if (!scratch.allocate(call))
-    return true; // recorded in the capture, which is dropped
-  const anvil_rt_attention_layout *l = layouts;
-  const char *caller = call.caller;
-  copyAttentionTensorToBf16(q, l[0], s.batch, s.heads, s.queries, s.dim,
-                            scratch.at(qAt), caller);
-  copyAttentionTensorToBf16(k, l[1], s.batch, s.kvHeads, s.keys, s.dim,
-                            scratch.at(kAt), caller);
-  copyAttentionTensorToBf16(v, l[2], s.batch, s.kvHeads, s.keys, s.valueDim,
-                            scratch.at(vAt), caller);
-  copyAttentionTensorToBf16(out, l[3], s.batch, s.heads, s.queries, s.valueDim,
-                            scratch.at(oAt), caller);
-  copyAttentionTensorToBf16(dOut, l[4], s.batch, s.heads, s.queries, s.valueDim,
-                            scratch.at(dOAt), caller);
-  std::unordered_map<int64_t, void *> pack = {
-      {kQ, scratch.at(qAt)},   {kK, scratch.at(kAt)},
-      {kV, scratch.at(vAt)},   {kO, scratch.at(oAt)},
-      {kDO, scratch.at(dOAt)}, {kStats, const_cast<float *>(lse)},
-      {kDQ, scratch.at(dqAt)}, {kDK, scratch.at(dkAt)},
-      {kDV, scratch.at(dvAt)}};
-  execute(*plan, pack, plan->workspace ? scratch.at(wAt) : nullptr, call);
-  copyAttentionTensorFromBf16(scratch.at(dqAt), dq, l[5], s.batch, s.heads,
-                              s.queries, s.dim, caller);
-  copyAttentionTensorFromBf16(scratch.at(dkAt), dk, l[6], s.batch, s.kvHeads,
-                              s.keys, s.dim, caller);
-  copyAttentionTensorFromBf16(scratch.at(dvAt), dv, l[7], s.batch, s.kvHeads,
-                              s.keys, s.valueDim, caller);
-  scratch.release(call);
-  finish(call, "backward", start);
-  return true;
-}
-
 namespace {
 
+/// One of a call's f32 tensors that cuDNN reads (`in`) or writes (`out`)
+/// through a contiguous bf16 copy in the scratch.
+struct Copied {
+  Uid uid;
+  const float *in;
+  float *out;
+  const anvil_rt_attention_layout &layout;
+  int64_t heads, rows, width;
+};
+
+/// Runs `call`'s forward (or backward) on cuDNN over its bf16 tensors,
+/// laid out by `strides`: each at `placed[uid]`, or for those in `copied`,
+/// in the scratch (copied in before, out after). False, with nothing
+/// queued, where cuDNN does not take the shape.
+bool attend(const Call &call, bool backward, const Strides &strides,
+            const std::array<void *, kDV + 1> &placed,
+            std::initializer_list<Copied> copied, float *lse) {
+  auto start = std::chrono::steady_clock::now();
+  const AttentionShape &s = call.shape;
+  Plan *plan = planOf(s, backward, strides, call.caller);
+  if (!plan)
+    return false;
+  Scratch scratch;
+  std::array<size_t, kDV + 1> at{};
+  for (const Copied &c : copied)
+    at[c.uid] = scratch.reserve(2 * elements(s, c.heads, c.rows, c.width));
+  size_t workspace = scratch.reserve(plan->workspace);
+  if (!scratch.allocate(call))
+    return true; // recorded in the capture, which is dropped
+  std::unordered_map<int64_t, void *> pack = {{kStats, lse}};
+  // The forward's tensors are the first four of the backward's.
+  for (int i = 0; i < (backward ? 8 : 4); ++i)
+    pack[kTensorUids[i]] = placed[kTensorUids[i]];
+  for (const Copied &c : copied) {
+    pack[c.uid] = scratch.at(at[c.uid]);
+    if (c.in)
+      anvil::rt::cuda::copyAttentionTensorToBf16(c.in, c.layout, s.batch,
+                                                 c.heads, c.rows, c.width,
+                                                 pack[c.uid], call.caller);
+  }
+  execute(*plan, pack, plan->workspace ? scratch.at(workspace) : nullptr, call);
+  for (const Copied &c : copied)
+    if (c.out)
+      anvil::rt::cuda::copyAttentionTensorFromBf16(pack[c.uid], c.out, c.layout,
+                                                   s.batch, c.heads, c.rows,
+                                                   c.width, call.caller);
+  scratch.release(call);
+  finish(call, backward ? "backward" : "forward", start);
+  return true;
+}
+
 /// The strides of a bf16 call's tensors as its layouts give them (q, k, v,
-/// out, dOut, dq, dk, dv: layouts[0..7]), and the tensors' starts: false
-/// where a start or stride is not 16-byte aligned, as cuDNN's tensors must
-/// be.
+/// out, dOut, dq, dk, dv: layouts[0..count)) and the tensors' starts, by
+/// uid: false where a start or stride is not 16-byte aligned, as cuDNN's
+/// tensors must be.
 bool placeBf16(const void *const *bases, const anvil_rt_attention_layout *l,
-               int count, Strides &strides, void **at) {
-  static const Uid uids[8] = {kQ, kK, kV, kO, kDO, kDQ, kDK, kDV};
+               int count, Strides &strides,
+               std::array<void *, kDV + 1> &placed) {
   for (int i = 0; i < count; ++i) {
     const anvil_rt_attention_layout &t = l[i];
     char *start =
@@ -538,67 +501,68 @@ bool placeBf16(const void *const *bases, const anvil_rt_attention_layout *l,
     if (reinterpret_cast<uintptr_t>(start) % 16 || t.batch % 8 || t.head % 8 ||
         t.row % 8)
       return false;
-    strides[uids[i]] = {t.batch, t.head, t.row};
-    at[i] = start;
+    strides[kTensorUids[i]] = {t.batch, t.head, t.row};
+    placed[kTensorUids[i]] = start;
   }
   return true;
 }
 
 } // namespace
 
+bool anvil::rt::cuda::cudnnAttentionForward(
+    const float *q, const float *k, const float *v, float *out, float *lse,
+    const AttentionShape &s, const anvil_rt_attention_layout *l) {
+  if (!wanted(s, lse))
+    return false;
+  return attend({"anvil_rt_cuda_attention_f32", s}, /*backward=*/false,
+                contiguousStrides(s), {},
+                {{kQ, q, nullptr, l[0], s.heads, s.queries, s.dim},
+                 {kK, k, nullptr, l[1], s.kvHeads, s.keys, s.dim},
+                 {kV, v, nullptr, l[2], s.kvHeads, s.keys, s.valueDim},
+                 {kO, nullptr, out, l[3], s.heads, s.queries, s.valueDim}},
+                lse);
+}
+
+bool anvil::rt::cuda::cudnnAttentionBackward(
+    const float *q, const float *k, const float *v, const float *out,
+    const float *lse, const float *dOut, float *dq, float *dk, float *dv,
+    const AttentionShape &s, const anvil_rt_attention_layout *l) {
+  if (!wanted(s, lse))
+    return false;
+  return attend({"anvil_rt_cuda_attention_grad_f32", s}, /*backward=*/true,
+                contiguousStrides(s), {},
+                {{kQ, q, nullptr, l[0], s.heads, s.queries, s.dim},
+                 {kK, k, nullptr, l[1], s.kvHeads, s.keys, s.dim},
+                 {kV, v, nullptr, l[2], s.kvHeads, s.keys, s.valueDim},
+                 {kO, out, nullptr, l[3], s.heads, s.queries, s.valueDim},
+                 {kDO, dOut, nullptr, l[4], s.heads, s.queries, s.valueDim},
+                 {kDQ, nullptr, dq, l[5], s.heads, s.queries, s.dim},
+                 {kDK, nullptr, dk, l[6], s.kvHeads, s.keys, s.dim},
+                 {kDV, nullptr, dv, l[7], s.kvHeads, s.keys, s.valueDim}},
+                const_cast<float *>(lse));
+}
+
 bool anvil::rt::cuda::cudnnAttentionForwardBf16(
     const void *q, const void *k, const void *v, void *out, float *lse,
     const AttentionShape &s, const anvil_rt_attention_layout *layouts) {
-  if (!wanted(s, lse))
-    return false;
-  Call call{"anvil_rt_cuda_attention_bf16", s};
-  auto start = std::chrono::steady_clock::now();
   Strides strides = contiguousStrides(s);
+  std::array<void *, kDV + 1> placed{};
   const void *bases[4] = {q, k, v, out};
-  void *at[4];
-  if (!placeBf16(bases, layouts, 4, strides, at))
+  if (!wanted(s, lse) || !placeBf16(bases, layouts, 4, strides, placed))
     return false;
-  Plan *plan = planOf(s, /*backward=*/false, strides, call.caller);
-  if (!plan)
-    return false;
-  Scratch scratch;
-  size_t wAt = scratch.reserve(plan->workspace);
-  if (!scratch.allocate(call))
-    return true; // recorded in the capture, which is dropped
-  std::unordered_map<int64_t, void *> pack = {
-      {kQ, at[0]}, {kK, at[1]}, {kV, at[2]}, {kO, at[3]}, {kStats, lse}};
-  execute(*plan, pack, plan->workspace ? scratch.at(wAt) : nullptr, call);
-  scratch.release(call);
-  finish(call, "forward", start);
-  return true;
+  return attend({"anvil_rt_cuda_attention_bf16", s}, /*backward=*/false,
+                strides, placed, {}, lse);
 }
 
 bool anvil::rt::cuda::cudnnAttentionBackwardBf16(
     const void *q, const void *k, const void *v, const void *out,
     const float *lse, const void *dOut, void *dq, void *dk, void *dv,
     const AttentionShape &s, const anvil_rt_attention_layout *layouts) {
-  if (!wanted(s, lse))
-    return false;
-  Call call{"anvil_rt_cuda_attention_grad_bf16", s};
-  auto start = std::chrono::steady_clock::now();
   Strides strides = contiguousStrides(s);
+  std::array<void *, kDV + 1> placed{};
   const void *bases[8] = {q, k, v, out, dOut, dq, dk, dv};
-  void *at[8];
-  if (!placeBf16(bases, layouts, 8, strides, at))
+  if (!wanted(s, lse) || !placeBf16(bases, layouts, 8, strides, placed))
     return false;
-  Plan *plan = planOf(s, /*backward=*/true, strides, call.caller);
-  if (!plan)
-    return false;
-  Scratch scratch;
-  size_t wAt = scratch.reserve(plan->workspace);
-  if (!scratch.allocate(call))
-    return true; // recorded in the capture, which is dropped
-  std::unordered_map<int64_t, void *> pack = {
-      {kQ, at[0]},  {kK, at[1]},  {kV, at[2]},
-      {kO, at[3]},  {kDO, at[4]}, {kStats, const_cast<float *>(lse)},
-      {kDQ, at[5]}, {kDK, at[6]}, {kDV, at[7]}};
-  execute(*plan, pack, plan->workspace ? scratch.at(wAt) : nullptr, call);
-  scratch.release(call);
-  finish(call, "backward", start);
-  return true;
+  return attend({"anvil_rt_cuda_attention_grad_bf16", s}, /*backward=*/true,
+                strides, placed, {}, const_cast<float *>(lse));
 }
