@@ -363,8 +363,7 @@ struct AttentionBufferization
                           bufferization::BufferizationState &state) const {
     auto attention = cast<OpTy>(op);
     bool bf16Tensors = attention.getQuery().getType().getElementType().isBF16();
-    if (!bf16Tensors &&
-        failed(requireF32(op, attention.getQuery().getType())))
+    if (!bf16Tensors && failed(requireF32(op, attention.getQuery().getType())))
       return failure();
     Location loc = op->getLoc();
     bool bshd = attention.getBshd();
@@ -458,9 +457,9 @@ struct AttentionBufferization
     args.push_back(constantI64Array(rewriter, loc, module, layouts,
                                     "__anvil_attention_layouts_"));
     constexpr bool forward = std::is_same_v<OpTy, anvil::FlashAttentionOp>;
-    StringLiteral callee = bf16Tensors ? (forward ? kAttentionBf16
-                                                  : kAttentionGradBf16)
-                                       : (forward ? kAttention : kAttentionGrad);
+    StringLiteral callee = bf16Tensors
+                               ? (forward ? kAttentionBf16 : kAttentionGradBf16)
+                               : (forward ? kAttention : kAttentionGrad);
     callRuntime(rewriter, op, callee, args, results);
     return success();
   }
