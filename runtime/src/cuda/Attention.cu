@@ -1032,7 +1032,7 @@ void copyAttentionTensor(Kernel kernel, const char *kernelName,
   Call c{caller, "", "", std::chrono::steady_clock::now()};
   for (int64_t x : {batch, heads, rows, width})
     c.shape += (c.shape.empty() ? "(" : ", ") + std::to_string(x);
-  c.shape += ") copied for cuDNN's attention";
+  c.shape += ") copied between f32 and bf16 around the attention";
   if (batch * heads > INT_MAX || rows > 65535 * int64_t(kRows) ||
       rows * width > INT_MAX)
     failShape(c, "a tensor too large to copy");
@@ -1213,12 +1213,14 @@ public:
     total += (z.batch * heads * rows * width + 63) / 64 * 64;
   }
   /// Allocates every reserved tensor on the step stream (freed there when
-  /// this goes).
-  void allocate() {
+  /// this goes); false when that failed in a graph capture (recorded: the
+  /// call queues nothing more).
+  bool allocate() {
     check(cudaMallocAsync(reinterpret_cast<void **>(&base),
                           static_cast<size_t>(total) * sizeof(float),
                           stepStream()),
           "cudaMallocAsync", c);
+    return base != nullptr;
   }
   float *at(size_t i) const { return base + offsets[i]; }
   ~WideCopies() {
@@ -1301,7 +1303,8 @@ extern "C" void anvil_rt_cuda_attention_bf16(
   copies.reserve(kvHeads, keys, dim, wide[1]);
   copies.reserve(kvHeads, keys, valueDim, wide[2]);
   copies.reserve(heads, queries, valueDim, wide[3]);
-  copies.allocate();
+  if (!copies.allocate())
+    return;
   cu::widenAttentionTensor(q, l[0], batch, heads, queries, dim, copies.at(0),
                            name);
   cu::widenAttentionTensor(k, l[1], batch, kvHeads, keys, dim, copies.at(1),
@@ -1344,7 +1347,8 @@ extern "C" void anvil_rt_cuda_attention_grad_bf16(
   copies.reserve(heads, queries, dim, wide[5]);
   copies.reserve(kvHeads, keys, dim, wide[6]);
   copies.reserve(kvHeads, keys, valueDim, wide[7]);
-  copies.allocate();
+  if (!copies.allocate())
+    return;
   const void *inputs[5] = {q, k, v, out, dOut};
   int64_t shapes[8][3] = {
       {heads, queries, dim},      {kvHeads, keys, dim},

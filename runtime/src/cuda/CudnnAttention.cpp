@@ -498,7 +498,10 @@ bool placeBf16(const void *const *bases, const anvil_rt_attention_layout *l,
     const anvil_rt_attention_layout &t = l[i];
     char *start =
         static_cast<char *>(const_cast<void *>(bases[i])) + 2 * t.offset;
-    if (reinterpret_cast<uintptr_t>(start) % 16 || t.batch % 8 || t.head % 8 ||
+    // (A negative offset or stride is left to Anvil's path, which fails
+    // on it naming the tensor.)
+    if (t.offset < 0 || t.batch < 0 || t.head < 0 || t.row < 0 ||
+        reinterpret_cast<uintptr_t>(start) % 16 || t.batch % 8 || t.head % 8 ||
         t.row % 8)
       return false;
     strides[kTensorUids[i]] = {t.batch, t.head, t.row};
