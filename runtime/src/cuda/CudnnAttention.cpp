@@ -318,18 +318,34 @@ public:
     size += (static_cast<size_t>(bytes) + 255) / 256 * 256;
     return at;
   }
-  /// Allocates everything reserved on the step stream; false (recorded in
-  /// a capture) when that fails.
-  bool allocate(const Call &call) {
+  /// What allocate() did.
+  enum Outcome { Allocated, OutOfMemory, Recorded };
+  /// Allocates everything reserved on the step stream. Out of memory
+  /// outside a graph capture, says so (the call can go to Anvil's kernels,
+  /// which need less); in a capture a failure is recorded (the capture is
+  /// dropped); any other failure aborts.
+  Outcome allocate(const Call &call) {
     if (size == 0)
-      return true;
+      return Allocated;
     cudaError_t e = cudaMallocAsync(&base, size, stepStream());
     if (e == cudaSuccess)
-      return true;
+      return Allocated;
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    if (e == cudaErrorMemoryAllocation &&
+        cudaStreamIsCapturing(stepStream(), &capturing) == cudaSuccess &&
+        capturing == cudaStreamCaptureStatusNone) {
+      (void)cudaGetLastError(); // not the next launch's error
+      base = nullptr;
+      std::fprintf(stderr,
+                   "anvil: %s: no memory for cuDNN's %zu bytes of scratch "
+                   "and workspace: Anvil's kernels run this call\n",
+                   call.what().c_str(), size);
+      return OutOfMemory;
+    }
     report("cudaMallocAsync of " + std::to_string(size) +
                " bytes failed: " + cudaGetErrorString(e),
            call);
-    return false;
+    return Recorded;
   }
   void *at(size_t offset) const { return static_cast<char *>(base) + offset; }
   /// Frees the allocation after the work queued so far.
@@ -463,8 +479,14 @@ bool attend(const Call &call, bool backward, const Strides &strides,
   for (const Copied &c : copied)
     at[c.uid] = scratch.reserve(2 * elements(s, c.heads, c.rows, c.width));
   size_t workspace = scratch.reserve(plan->workspace);
-  if (!scratch.allocate(call))
+  switch (scratch.allocate(call)) {
+  case Scratch::Allocated:
+    break;
+  case Scratch::OutOfMemory:
+    return false; // nothing queued: Anvil's kernels run it
+  case Scratch::Recorded:
     return true; // recorded in the capture, which is dropped
+  }
   std::unordered_map<int64_t, void *> pack = {{kStats, lse}};
   // The forward's tensors are the first four of the backward's.
   for (int i = 0; i < (backward ? 8 : 4); ++i)
@@ -488,14 +510,24 @@ bool attend(const Call &call, bool backward, const Strides &strides,
 }
 
 /// The strides of a bf16 call's tensors as its layouts give them (q, k, v,
-/// out, dOut, dq, dk, dv: layouts[0..count)) and the tensors' starts, by
-/// uid: false where a start or stride is not 16-byte aligned, as cuDNN's
-/// tensors must be.
-bool placeBf16(const void *const *bases, const anvil_rt_attention_layout *l,
-               int count, Strides &strides,
+/// out, dOut, dq, dk, dv: layouts[0..count)) into `strides` (the
+/// contiguous ones on entry) and the tensors' starts, by uid: false where
+/// a start or stride is not 16-byte aligned, as cuDNN's tensors must be.
+bool placeBf16(const AttentionShape &s, const void *const *bases,
+               const anvil_rt_attention_layout *l, int count, Strides &strides,
                std::array<void *, kDV + 1> &placed) {
   for (int i = 0; i < count; ++i) {
-    const anvil_rt_attention_layout &t = l[i];
+    // A dimension of extent 1 is never stepped along: it takes the
+    // contiguous layout's stride (`strides` on entry), aligned, and one
+    // plan serves every layout that differs there only.
+    Uid uid = kTensorUids[i];
+    bool queryLike = uid == kQ || uid == kO || uid == kDO || uid == kDQ;
+    int64_t heads = queryLike ? s.heads : s.kvHeads,
+            rows = queryLike ? s.queries : s.keys;
+    anvil_rt_attention_layout t = l[i];
+    t.batch = s.batch > 1 ? t.batch : strides[uid][0];
+    t.head = heads > 1 ? t.head : strides[uid][1];
+    t.row = rows > 1 ? t.row : strides[uid][2];
     char *start =
         static_cast<char *>(const_cast<void *>(bases[i])) + 2 * t.offset;
     // (A negative offset or stride is left to Anvil's path, which fails
@@ -551,7 +583,7 @@ bool anvil::rt::cuda::cudnnAttentionForwardBf16(
   Strides strides = contiguousStrides(s);
   std::array<void *, kDV + 1> placed{};
   const void *bases[4] = {q, k, v, out};
-  if (!wanted(s, lse) || !placeBf16(bases, layouts, 4, strides, placed))
+  if (!wanted(s, lse) || !placeBf16(s, bases, layouts, 4, strides, placed))
     return false;
   return attend({"anvil_rt_cuda_attention_bf16", s}, /*backward=*/false,
                 strides, placed, {}, lse);
@@ -564,7 +596,7 @@ bool anvil::rt::cuda::cudnnAttentionBackwardBf16(
   Strides strides = contiguousStrides(s);
   std::array<void *, kDV + 1> placed{};
   const void *bases[8] = {q, k, v, out, dOut, dq, dk, dv};
-  if (!wanted(s, lse) || !placeBf16(bases, layouts, 8, strides, placed))
+  if (!wanted(s, lse) || !placeBf16(s, bases, layouts, 8, strides, placed))
     return false;
   return attend({"anvil_rt_cuda_attention_grad_bf16", s}, /*backward=*/true,
                 strides, placed, {}, const_cast<float *>(lse));
