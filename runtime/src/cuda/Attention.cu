@@ -1199,42 +1199,49 @@ void backwardOnKernels(const Call &c, const float *q, const float *k,
     check(cudaFreeAsync(delta, stepStream()), "cudaFreeAsync", c);
 }
 
-/// Contiguous f32 copies of a bf16 call's tensors for Anvil's kernels
-/// (which read and write f32), from one stream-ordered allocation.
-class WideCopies {
-public:
-  WideCopies(const Call &c, const Sizes &z) : c(c), z(z) {}
-  /// Room for a (batch, heads, rows, width) tensor (at(i) once allocated,
-  /// the i-th reserved); its contiguous layout.
-  void reserve(int64_t heads, int64_t rows, int64_t width,
-               anvil_rt_attention_layout &layout) {
-    layout = {0, heads * rows * width, rows * width, width};
-    offsets.push_back(total);
+/// Runs Anvil's kernels (`run`, given the copies and their contiguous
+/// layouts) on a bf16 call's first `count` tensors (anvil_rt_attention_layout's
+/// order: q, k, v, out, dOut, dq, dk, dv) as f32 copies from one
+/// stream-ordered allocation: the first `inputs` widened before, the rest
+/// rounded back into place after (exactly: they are bf16 values).
+template <typename Run>
+void onWideCopies(const Call &c, const Sizes &z, const void *const *tensors,
+                  int inputs, int count,
+                  const anvil_rt_attention_layout *layouts, Run run) {
+  const int64_t shapes[8][3] = {
+      {z.heads, z.queries, z.dim},      {z.kvHeads, z.keys, z.dim},
+      {z.kvHeads, z.keys, z.valueDim},  {z.heads, z.queries, z.valueDim},
+      {z.heads, z.queries, z.valueDim}, {z.heads, z.queries, z.dim},
+      {z.kvHeads, z.keys, z.dim},       {z.kvHeads, z.keys, z.valueDim}};
+  anvil_rt_attention_layout wide[8];
+  int64_t offsets[8], total = 0;
+  for (int i = 0; i < count; ++i) {
+    auto [heads, rows, width] = shapes[i];
+    wide[i] = {0, heads * rows * width, rows * width, width};
+    offsets[i] = total;
     total += (z.batch * heads * rows * width + 63) / 64 * 64;
   }
-  /// Allocates every reserved tensor on the step stream (freed there when
-  /// this goes); false when that failed in a graph capture (recorded: the
-  /// call queues nothing more).
-  bool allocate() {
-    check(cudaMallocAsync(reinterpret_cast<void **>(&base),
-                          static_cast<size_t>(total) * sizeof(float),
-                          stepStream()),
-          "cudaMallocAsync", c);
-    return base != nullptr;
-  }
-  float *at(size_t i) const { return base + offsets[i]; }
-  ~WideCopies() {
-    if (base)
-      check(cudaFreeAsync(base, stepStream()), "cudaFreeAsync", c);
-  }
-
-private:
-  const Call &c;
-  const Sizes &z;
-  std::vector<int64_t> offsets;
-  int64_t total = 0;
   float *base = nullptr;
-};
+  check(cudaMallocAsync(reinterpret_cast<void **>(&base),
+                        static_cast<size_t>(total) * sizeof(float),
+                        stepStream()),
+        "cudaMallocAsync", c);
+  if (!base)
+    return; // recorded in a graph capture: the call queues nothing more
+  float *copies[8];
+  for (int i = 0; i < count; ++i)
+    copies[i] = base + offsets[i];
+  namespace cu = anvil::rt::cuda;
+  for (int i = 0; i < inputs; ++i)
+    cu::widenAttentionTensor(tensors[i], layouts[i], z.batch, shapes[i][0],
+                             shapes[i][1], shapes[i][2], copies[i], c.name);
+  run(copies, wide);
+  for (int i = inputs; i < count; ++i)
+    cu::narrowAttentionTensor(copies[i], const_cast<void *>(tensors[i]),
+                              layouts[i], z.batch, shapes[i][0], shapes[i][1],
+                              shapes[i][2], c.name);
+  check(cudaFreeAsync(base, stepStream()), "cudaFreeAsync", c);
+}
 
 } // namespace
 
@@ -1295,26 +1302,12 @@ extern "C" void anvil_rt_cuda_attention_bf16(
     return;
 #endif
   // Anvil's kernels on f32 copies (the results are bf16 values already).
-  namespace cu = anvil::rt::cuda;
-  const anvil_rt_attention_layout *l = layouts;
-  anvil_rt_attention_layout wide[4];
-  WideCopies copies(c, z);
-  copies.reserve(heads, queries, dim, wide[0]);
-  copies.reserve(kvHeads, keys, dim, wide[1]);
-  copies.reserve(kvHeads, keys, valueDim, wide[2]);
-  copies.reserve(heads, queries, valueDim, wide[3]);
-  if (!copies.allocate())
-    return;
-  cu::widenAttentionTensor(q, l[0], batch, heads, queries, dim, copies.at(0),
-                           name);
-  cu::widenAttentionTensor(k, l[1], batch, kvHeads, keys, dim, copies.at(1),
-                           name);
-  cu::widenAttentionTensor(v, l[2], batch, kvHeads, keys, valueDim,
-                           copies.at(2), name);
-  forwardOnKernels(c, copies.at(0), copies.at(1), copies.at(2), copies.at(3),
-                   lse, z, /*bf16=*/true, wide);
-  cu::narrowAttentionTensor(copies.at(3), out, l[3], batch, heads, queries,
-                            valueDim, name);
+  const void *tensors[4] = {q, k, v, out};
+  onWideCopies(c, z, tensors, /*inputs=*/3, /*count=*/4, layouts,
+               [&](float *const *t, const anvil_rt_attention_layout *wide) {
+                 forwardOnKernels(c, t[0], t[1], t[2], t[3], lse, z,
+                                  /*bf16=*/true, wide);
+               });
   finish(c);
 }
 
@@ -1335,35 +1328,11 @@ extern "C" void anvil_rt_cuda_attention_grad_bf16(
                                                   dk, dv, z.shape(), layouts))
     return;
 #endif
-  namespace cu = anvil::rt::cuda;
-  const anvil_rt_attention_layout *l = layouts;
-  anvil_rt_attention_layout wide[8];
-  WideCopies copies(c, z);
-  copies.reserve(heads, queries, dim, wide[0]);
-  copies.reserve(kvHeads, keys, dim, wide[1]);
-  copies.reserve(kvHeads, keys, valueDim, wide[2]);
-  copies.reserve(heads, queries, valueDim, wide[3]);
-  copies.reserve(heads, queries, valueDim, wide[4]);
-  copies.reserve(heads, queries, dim, wide[5]);
-  copies.reserve(kvHeads, keys, dim, wide[6]);
-  copies.reserve(kvHeads, keys, valueDim, wide[7]);
-  if (!copies.allocate())
-    return;
-  const void *inputs[5] = {q, k, v, out, dOut};
-  int64_t shapes[8][3] = {
-      {heads, queries, dim},      {kvHeads, keys, dim},
-      {kvHeads, keys, valueDim},  {heads, queries, valueDim},
-      {heads, queries, valueDim}, {heads, queries, dim},
-      {kvHeads, keys, dim},       {kvHeads, keys, valueDim}};
-  for (int i = 0; i < 5; ++i)
-    cu::widenAttentionTensor(inputs[i], l[i], batch, shapes[i][0], shapes[i][1],
-                             shapes[i][2], copies.at(i), name);
-  backwardOnKernels(c, copies.at(0), copies.at(1), copies.at(2), copies.at(3),
-                    lse, copies.at(4), copies.at(5), copies.at(6), copies.at(7),
-                    z, /*bf16=*/true, wide);
-  void *outputs[3] = {dq, dk, dv};
-  for (int i = 5; i < 8; ++i)
-    cu::narrowAttentionTensor(copies.at(i), outputs[i - 5], l[i], batch,
-                              shapes[i][0], shapes[i][1], shapes[i][2], name);
+  const void *tensors[8] = {q, k, v, out, dOut, dq, dk, dv};
+  onWideCopies(c, z, tensors, /*inputs=*/5, /*count=*/8, layouts,
+               [&](float *const *t, const anvil_rt_attention_layout *wide) {
+                 backwardOnKernels(c, t[0], t[1], t[2], t[3], lse, t[4], t[5],
+                                   t[6], t[7], z, /*bf16=*/true, wide);
+               });
   finish(c);
 }
