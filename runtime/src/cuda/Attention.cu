@@ -68,6 +68,7 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <climits>
 #include <cmath>
@@ -1208,11 +1209,9 @@ template <typename Run>
 void onWideCopies(const Call &c, const Sizes &z, const void *const *tensors,
                   int inputs, int count,
                   const anvil_rt_attention_layout *layouts, Run run) {
-  const int64_t shapes[8][3] = {
-      {z.heads, z.queries, z.dim},      {z.kvHeads, z.keys, z.dim},
-      {z.kvHeads, z.keys, z.valueDim},  {z.heads, z.queries, z.valueDim},
-      {z.heads, z.queries, z.valueDim}, {z.heads, z.queries, z.dim},
-      {z.kvHeads, z.keys, z.dim},       {z.kvHeads, z.keys, z.valueDim}};
+  std::array<int64_t, 3> shapes[8];
+  for (int i = 0; i < count; ++i)
+    shapes[i] = anvil::rt::cuda::attentionTensorShape(z.shape(), i);
   anvil_rt_attention_layout wide[8];
   int64_t offsets[8], total = 0;
   for (int i = 0; i < count; ++i) {

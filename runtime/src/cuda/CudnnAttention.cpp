@@ -119,14 +119,11 @@ using Strides = std::array<std::array<int64_t, 3>, kDV + 1>;
 
 /// Every tensor contiguous (batch, heads, rows, width): the copies'.
 Strides contiguousStrides(const AttentionShape &s) {
-  auto of = [](int64_t heads, int64_t rows, int64_t width) {
-    return std::array<int64_t, 3>{heads * rows * width, rows * width, width};
-  };
   Strides t{};
-  t[kQ] = t[kDQ] = of(s.heads, s.queries, s.dim);
-  t[kK] = t[kDK] = of(s.kvHeads, s.keys, s.dim);
-  t[kV] = t[kDV] = of(s.kvHeads, s.keys, s.valueDim);
-  t[kO] = t[kDO] = of(s.heads, s.queries, s.valueDim);
+  for (int i = 0; i < 8; ++i) {
+    auto [heads, rows, width] = anvil::rt::cuda::attentionTensorShape(s, i);
+    t[kTensorUids[i]] = {heads * rows * width, rows * width, width};
+  }
   return t;
 }
 
@@ -452,32 +449,35 @@ Status anvil::rt::cuda::cudnnAttentionSupport(const AttentionShape &shape,
 
 namespace {
 
-/// One of a call's f32 tensors that cuDNN reads (`in`) or writes (`out`)
-/// through a contiguous bf16 copy in the scratch.
+/// One of a call's f32 tensors (its index in the layouts' order) that
+/// cuDNN reads (`in`) or writes (`out`) through a contiguous bf16 copy in
+/// the scratch.
 struct Copied {
-  Uid uid;
+  int index;
   const float *in;
   float *out;
-  const anvil_rt_attention_layout &layout;
-  int64_t heads, rows, width;
 };
 
 /// Runs `call`'s forward (or backward) on cuDNN over its bf16 tensors,
 /// laid out by `strides`: each at `placed[uid]`, or for those in `copied`,
-/// in the scratch (copied in before, out after). False, with nothing
-/// queued, where cuDNN does not take the shape.
+/// in the scratch (copied in from, or out to, where `layouts` place them).
+/// False, with nothing queued, where cuDNN does not take the shape.
 bool attend(const Call &call, bool backward, const Strides &strides,
             const std::array<void *, kDV + 1> &placed,
-            std::initializer_list<Copied> copied, float *lse) {
+            std::initializer_list<Copied> copied, float *lse,
+            const anvil_rt_attention_layout *layouts) {
   auto start = std::chrono::steady_clock::now();
   const AttentionShape &s = call.shape;
   Plan *plan = planOf(s, backward, strides, call.caller);
   if (!plan)
     return false;
   Scratch scratch;
-  std::array<size_t, kDV + 1> at{};
-  for (const Copied &c : copied)
-    at[c.uid] = scratch.reserve(2 * elements(s, c.heads, c.rows, c.width));
+  std::array<size_t, 8> at{};
+  for (const Copied &c : copied) {
+    auto [heads, rows, width] =
+        anvil::rt::cuda::attentionTensorShape(s, c.index);
+    at[c.index] = scratch.reserve(2 * elements(s, heads, rows, width));
+  }
   size_t workspace = scratch.reserve(plan->workspace);
   switch (scratch.allocate(call)) {
   case Scratch::Allocated:
@@ -492,18 +492,23 @@ bool attend(const Call &call, bool backward, const Strides &strides,
   for (int i = 0; i < (backward ? 8 : 4); ++i)
     pack[kTensorUids[i]] = placed[kTensorUids[i]];
   for (const Copied &c : copied) {
-    pack[c.uid] = scratch.at(at[c.uid]);
+    void *copy = pack[kTensorUids[c.index]] = scratch.at(at[c.index]);
+    auto [heads, rows, width] =
+        anvil::rt::cuda::attentionTensorShape(s, c.index);
     if (c.in)
-      anvil::rt::cuda::copyAttentionTensorToBf16(c.in, c.layout, s.batch,
-                                                 c.heads, c.rows, c.width,
-                                                 pack[c.uid], call.caller);
+      anvil::rt::cuda::copyAttentionTensorToBf16(c.in, layouts[c.index],
+                                                 s.batch, heads, rows, width,
+                                                 copy, call.caller);
   }
   execute(*plan, pack, plan->workspace ? scratch.at(workspace) : nullptr, call);
-  for (const Copied &c : copied)
+  for (const Copied &c : copied) {
+    auto [heads, rows, width] =
+        anvil::rt::cuda::attentionTensorShape(s, c.index);
     if (c.out)
-      anvil::rt::cuda::copyAttentionTensorFromBf16(pack[c.uid], c.out, c.layout,
-                                                   s.batch, c.heads, c.rows,
-                                                   c.width, call.caller);
+      anvil::rt::cuda::copyAttentionTensorFromBf16(
+          scratch.at(at[c.index]), c.out, layouts[c.index], s.batch, heads,
+          rows, width, call.caller);
+  }
   scratch.release(call);
   finish(call, backward ? "backward" : "forward", start);
   return true;
@@ -521,9 +526,7 @@ bool placeBf16(const AttentionShape &s, const void *const *bases,
     // contiguous layout's stride (`strides` on entry), aligned, and one
     // plan serves every layout that differs there only.
     Uid uid = kTensorUids[i];
-    bool queryLike = uid == kQ || uid == kO || uid == kDO || uid == kDQ;
-    int64_t heads = queryLike ? s.heads : s.kvHeads,
-            rows = queryLike ? s.queries : s.keys;
+    auto [heads, rows, width] = anvil::rt::cuda::attentionTensorShape(s, i);
     anvil_rt_attention_layout t = l[i];
     t.batch = s.batch > 1 ? t.batch : strides[uid][0];
     t.head = heads > 1 ? t.head : strides[uid][1];
@@ -549,13 +552,11 @@ bool anvil::rt::cuda::cudnnAttentionForward(
     const AttentionShape &s, const anvil_rt_attention_layout *l) {
   if (!wanted(s, lse))
     return false;
-  return attend({"anvil_rt_cuda_attention_f32", s}, /*backward=*/false,
-                contiguousStrides(s), {},
-                {{kQ, q, nullptr, l[0], s.heads, s.queries, s.dim},
-                 {kK, k, nullptr, l[1], s.kvHeads, s.keys, s.dim},
-                 {kV, v, nullptr, l[2], s.kvHeads, s.keys, s.valueDim},
-                 {kO, nullptr, out, l[3], s.heads, s.queries, s.valueDim}},
-                lse);
+  return attend(
+      {"anvil_rt_cuda_attention_f32", s}, /*backward=*/false,
+      contiguousStrides(s), {},
+      {{0, q, nullptr}, {1, k, nullptr}, {2, v, nullptr}, {3, nullptr, out}},
+      lse, l);
 }
 
 bool anvil::rt::cuda::cudnnAttentionBackward(
@@ -566,15 +567,15 @@ bool anvil::rt::cuda::cudnnAttentionBackward(
     return false;
   return attend({"anvil_rt_cuda_attention_grad_f32", s}, /*backward=*/true,
                 contiguousStrides(s), {},
-                {{kQ, q, nullptr, l[0], s.heads, s.queries, s.dim},
-                 {kK, k, nullptr, l[1], s.kvHeads, s.keys, s.dim},
-                 {kV, v, nullptr, l[2], s.kvHeads, s.keys, s.valueDim},
-                 {kO, out, nullptr, l[3], s.heads, s.queries, s.valueDim},
-                 {kDO, dOut, nullptr, l[4], s.heads, s.queries, s.valueDim},
-                 {kDQ, nullptr, dq, l[5], s.heads, s.queries, s.dim},
-                 {kDK, nullptr, dk, l[6], s.kvHeads, s.keys, s.dim},
-                 {kDV, nullptr, dv, l[7], s.kvHeads, s.keys, s.valueDim}},
-                const_cast<float *>(lse));
+                {{0, q, nullptr},
+                 {1, k, nullptr},
+                 {2, v, nullptr},
+                 {3, out, nullptr},
+                 {4, dOut, nullptr},
+                 {5, nullptr, dq},
+                 {6, nullptr, dk},
+                 {7, nullptr, dv}},
+                const_cast<float *>(lse), l);
 }
 
 bool anvil::rt::cuda::cudnnAttentionForwardBf16(
@@ -586,7 +587,7 @@ bool anvil::rt::cuda::cudnnAttentionForwardBf16(
   if (!wanted(s, lse) || !placeBf16(s, bases, layouts, 4, strides, placed))
     return false;
   return attend({"anvil_rt_cuda_attention_bf16", s}, /*backward=*/false,
-                strides, placed, {}, lse);
+                strides, placed, {}, lse, layouts);
 }
 
 bool anvil::rt::cuda::cudnnAttentionBackwardBf16(
@@ -599,5 +600,5 @@ bool anvil::rt::cuda::cudnnAttentionBackwardBf16(
   if (!wanted(s, lse) || !placeBf16(s, bases, layouts, 8, strides, placed))
     return false;
   return attend({"anvil_rt_cuda_attention_grad_bf16", s}, /*backward=*/true,
-                strides, placed, {}, const_cast<float *>(lse));
+                strides, placed, {}, const_cast<float *>(lse), layouts);
 }

@@ -14,7 +14,20 @@
 
 #include "anvil/runtime/Cuda.h"
 
+#include <array>
+#include <cstdint>
+
 namespace anvil::rt::cuda {
+
+/// The (heads, rows, width) of a call's i-th 4-D tensor in
+/// anvil_rt_attention_layout's order: q, k, v, out, dOut, dq, dk, dv.
+inline std::array<int64_t, 3> attentionTensorShape(const AttentionShape &s,
+                                                   int i) {
+  bool queryRows = i == 0 || i == 3 || i == 4 || i == 5;
+  bool valueWide = i == 2 || i == 3 || i == 4 || i == 7;
+  return {queryRows ? s.heads : s.kvHeads, queryRows ? s.queries : s.keys,
+          valueWide ? s.valueDim : s.dim};
+}
 
 /// Runs anvil_rt_cuda_attention_f32's call (with bf16 products) through
 /// cuDNN and returns true, or returns false having queued nothing when
