@@ -324,89 +324,122 @@ uint8_t moderateFp8(std::mt19937 &rng, int32_t format) {
                               mantissa);
 }
 
-TEST(CudaGemmFp8, MatchesTheHostOnExactProducts) {
-  SKIP_WITHOUT_FP8_GEMMS();
-  const int64_t m = 64, n = 48, k = 96;
-  for (int32_t bFormat : {0, 1}) {
-    auto *a = static_cast<uint8_t *>(anvil_rt_cuda_alloc(m * k));
-    auto *b = static_cast<uint8_t *>(anvil_rt_cuda_alloc(n * k));
-    auto *d = static_cast<float *>(anvil_rt_cuda_alloc(m * n * 4));
-    // The scales 16-byte aligned, as cuBLASLt's FP8 GEMM needs.
-    auto *scales = static_cast<float *>(anvil_rt_cuda_alloc(8 * 4));
-    std::mt19937 rng(8);
-    auto pick = [&](int32_t format) { return moderateFp8(rng, format); };
-    for (int64_t i = 0; i < m * k; ++i)
-      a[i] = pick(0);
-    for (int64_t i = 0; i < n * k; ++i)
-      b[i] = pick(bFormat);
-    scales[0] = 0.5f;
-    scales[4] = 4.0f;
-    anvil_rt_cuda_gemm_fp8(m, n, k, a, 0, b, bFormat, d, scales, scales + 4);
-    ASSERT_TRUE(cuda::synchronizeStepStream("FP8 GEMM").isOk());
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double want = 0, magnitude = 0;
-        for (int64_t l = 0; l < k; ++l) {
-          double p =
-              decodeFp8(a[i * k + l], 0) * decodeFp8(b[j * k + l], bFormat);
-          want += p;
-          magnitude += std::abs(p);
-        }
-        want *= 0.5 * 4.0;
-        magnitude *= 0.5 * 4.0;
-        // The tensor cores accumulate with fewer bits than f32 between
-        // promotions (seen on an H200: 2.0e-4 of the products' magnitude).
-        ASSERT_NEAR(d[i * n + j], want, 1e-3 * magnitude + 1e-6)
-            << "D[" << i << ", " << j << "], B in "
-            << (bFormat ? "E5M2" : "E4M3");
-      }
-    for (void *p : {static_cast<void *>(a), static_cast<void *>(b),
-                    static_cast<void *>(d), static_cast<void *>(scales)})
-      anvil_rt_cuda_free(p);
-  }
+/// The f32 value of D's element `at`: f32, or bf16 bits with `dBf16`.
+double elementOf(const void *d, bool dBf16, int64_t at) {
+  if (!dBf16)
+    return static_cast<const float *>(d)[at];
+  uint32_t bits = static_cast<uint32_t>(static_cast<const uint16_t *>(d)[at])
+                  << 16;
+  float x;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
 }
 
-// The generated code's FP8 GEMM (anvil_rt_cuda_gemm_f8): both operands K
-// innermost, rows wider than K (lda = ldb = 2k), a batch of two with its
-// strides, C accumulated (it starts at 1) or overwritten (it starts as NaN,
-// not read: accumulate 0), E4M3 by E5M2.
-TEST(CudaGemmF8, AccumulatesStridedBatchesInTheTNForm) {
+// The generated code's FP8 GEMM (anvil_rt_cuda_gemm_f8): D = sA sB A B^T
+// with the scales as cuBLASLt's scale pointers (in device memory), E4M3 by
+// E4M3 or E5M2, into f32 and into bf16.
+TEST(CudaGemmF8, ScalesIntoF32AndBf16) {
   SKIP_WITHOUT_FP8_GEMMS();
-  for (int accumulate : {1, 0}) {
-    const int64_t m = 32, n = 48, k = 64, ld = 2 * k, batch = 2;
-    const int64_t strideA = m * ld, strideB = n * ld, strideC = m * n;
-    auto *a = static_cast<uint8_t *>(anvil_rt_cuda_alloc(batch * strideA));
-    auto *b = static_cast<uint8_t *>(anvil_rt_cuda_alloc(batch * strideB));
-    auto *c = static_cast<float *>(anvil_rt_cuda_alloc(batch * strideC * 4));
-    std::mt19937 rng(9);
-    auto pick = [&](int32_t format) { return moderateFp8(rng, format); };
-    for (int64_t i = 0; i < batch * strideA; ++i)
-      a[i] = pick(0);
-    for (int64_t i = 0; i < batch * strideB; ++i)
-      b[i] = pick(1);
-    for (int64_t i = 0; i < batch * strideC; ++i)
-      c[i] = accumulate ? 1.0f : NAN;
-    anvil_rt_cuda_gemm_f8(0, 1, m, n, k, a, 0, ld, strideA, b, 1, ld, strideB,
-                          c, n, strideC, batch, accumulate);
-    ASSERT_TRUE(cuda::synchronizeStepStream("FP8 GEMM").isOk());
-    for (int64_t t = 0; t < batch; ++t)
+  const int64_t m = 64, n = 48, k = 96;
+  for (int32_t bFormat : {0, 1})
+    for (int32_t dBf16 : {0, 1}) {
+      auto *a = static_cast<uint8_t *>(anvil_rt_cuda_alloc(m * k));
+      auto *b = static_cast<uint8_t *>(anvil_rt_cuda_alloc(n * k));
+      void *d = anvil_rt_cuda_alloc(m * n * 4);
+      // The scales 16-byte aligned, as cuBLASLt's FP8 GEMM needs.
+      auto *scales = static_cast<float *>(anvil_rt_cuda_alloc(8 * 4));
+      std::mt19937 rng(8);
+      auto pick = [&](int32_t format) { return moderateFp8(rng, format); };
+      for (int64_t i = 0; i < m * k; ++i)
+        a[i] = pick(0);
+      for (int64_t i = 0; i < n * k; ++i)
+        b[i] = pick(bFormat);
+      scales[0] = 0.5f;
+      scales[4] = 0.375f;
+      anvil_rt_cuda_gemm_f8(0, 1, m, n, k, a, 0, k, 0, b, bFormat, k, 0, scales,
+                            scales + 4, d, dBf16, n, 0, 1);
+      ASSERT_TRUE(cuda::synchronizeStepStream("FP8 GEMM").isOk());
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {
-          double want = accumulate ? 1.0 : 0.0, magnitude = 1.0;
+          double want = 0, magnitude = 0;
           for (int64_t l = 0; l < k; ++l) {
-            double p = decodeFp8(a[t * strideA + i * ld + l], 0) *
-                       decodeFp8(b[t * strideB + j * ld + l], 1);
+            double p =
+                decodeFp8(a[i * k + l], 0) * decodeFp8(b[j * k + l], bFormat);
             want += p;
             magnitude += std::abs(p);
           }
-          ASSERT_NEAR(c[t * strideC + i * n + j], want, 1e-3 * magnitude)
-              << "accumulate " << accumulate << ", C[" << t << ", " << i << ", "
-              << j << "]";
+          want *= 0.5 * 0.375;
+          magnitude *= 0.5 * 0.375;
+          // The tensor cores accumulate with fewer bits than f32 between
+          // promotions (seen on an H200: 2.0e-4 of the products'
+          // magnitude); bf16 adds half a step of its 8 bits.
+          double rounding = dBf16 ? std::ldexp(std::abs(want), -8) : 0.0;
+          ASSERT_NEAR(elementOf(d, dBf16, i * n + j), want,
+                      1e-3 * magnitude + rounding + 1e-6)
+              << "D[" << i << ", " << j << "], B in "
+              << (bFormat ? "E5M2" : "E4M3") << ", D in "
+              << (dBf16 ? "bf16" : "f32");
         }
-    for (void *p : {static_cast<void *>(a), static_cast<void *>(b),
-                    static_cast<void *>(c)})
-      anvil_rt_cuda_free(p);
-  }
+      for (void *p : {static_cast<void *>(a), static_cast<void *>(b), d,
+                      static_cast<void *>(scales)})
+        anvil_rt_cuda_free(p);
+    }
+}
+
+// Batches in the TN form: rows wider than K (lda = ldb = 2k), a batch of
+// two with its own B, a B the batch shares with A's and D's rows stacked
+// (one product of 2m rows) and not stacked (D's batch stride wider: one
+// product per entry); D starts as NaN and is overwritten, f32 and bf16;
+// E4M3 by E5M2.
+TEST(CudaGemmF8, TakesStridedBatchesInTheTNForm) {
+  SKIP_WITHOUT_FP8_GEMMS();
+  const int64_t m = 32, n = 48, k = 64, ld = 2 * k, batch = 2;
+  auto *scales = static_cast<float *>(anvil_rt_cuda_alloc(8 * 4));
+  scales[0] = 2.0f;
+  scales[4] = 0.25f;
+  enum class B { PerEntry, SharedStacked, SharedApart };
+  for (B form : {B::PerEntry, B::SharedStacked, B::SharedApart})
+    for (int32_t dBf16 : {0, 1}) {
+      const int64_t strideA = m * ld,
+                    strideB = form == B::PerEntry ? n * ld : 0,
+                    strideD = form == B::SharedApart ? (m + 8) * n : m * n;
+      const int64_t bytes = dBf16 ? 2 : 4;
+      auto *a = static_cast<uint8_t *>(anvil_rt_cuda_alloc(batch * strideA));
+      auto *b = static_cast<uint8_t *>(anvil_rt_cuda_alloc(batch * n * ld));
+      void *d = anvil_rt_cuda_alloc(batch * strideD * bytes);
+      std::mt19937 rng(9);
+      auto pick = [&](int32_t format) { return moderateFp8(rng, format); };
+      for (int64_t i = 0; i < batch * strideA; ++i)
+        a[i] = pick(0);
+      for (int64_t i = 0; i < batch * n * ld; ++i)
+        b[i] = pick(1);
+      std::memset(d, 0xFF, batch * strideD * bytes); // NaN in both types
+      anvil_rt_cuda_gemm_f8(0, 1, m, n, k, a, 0, ld, strideA, b, 1, ld, strideB,
+                            scales, scales + 4, d, dBf16, n, strideD, batch);
+      ASSERT_TRUE(cuda::synchronizeStepStream("FP8 GEMM").isOk());
+      for (int64_t t = 0; t < batch; ++t)
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double want = 0.0, magnitude = 0.0;
+            for (int64_t l = 0; l < k; ++l) {
+              double p = decodeFp8(a[t * strideA + i * ld + l], 0) *
+                         decodeFp8(b[t * strideB + j * ld + l], 1);
+              want += p;
+              magnitude += std::abs(p);
+            }
+            want *= 0.5;
+            magnitude *= 0.5;
+            double rounding = dBf16 ? std::ldexp(std::abs(want), -8) : 0.0;
+            ASSERT_NEAR(elementOf(d, dBf16, t * strideD + i * n + j), want,
+                        1e-3 * magnitude + rounding + 1e-6)
+                << "form " << static_cast<int>(form) << ", D in "
+                << (dBf16 ? "bf16" : "f32") << ", D[" << t << ", " << i << ", "
+                << j << "]";
+          }
+      for (void *p : {static_cast<void *>(a), static_cast<void *>(b), d})
+        anvil_rt_cuda_free(p);
+    }
+  anvil_rt_cuda_free(scales);
 }
 
 /// Runs `c` through anvil_rt_cuda_attention_f32 and its gradient with its

@@ -3,7 +3,8 @@
 // The CPU's 8-bit GEMM widens its operands exactly: every code's value
 // (the formats' edges: zeros, subnormals, the largest finite values,
 // infinities and NaNs), and the layouts anvil_rt_sgemm takes (transposes,
-// row strides wider than the matrix, batches, a B shared by the batch).
+// row strides wider than the matrix, batches, a B shared by the batch); it
+// scales the sums and writes them as f32 or rounded to bf16.
 // The bf16 GEMM widens its operands the same way. The GEMMs with GELU
 // epilogues match their formulas.
 //
@@ -29,13 +30,13 @@ using anvil::test::decodeFp8;
 using anvil::test::fromBF16;
 using anvil::test::toBF16;
 
-/// c = a * b for one code each (1 x 1 x 1). (BLAS's sums do not keep the
-/// sign of a zero.)
+/// d = a * b for one code each (1 x 1 x 1, scales 1). (BLAS's sums do not
+/// keep the sign of a zero.)
 float product(uint8_t a, int32_t aFormat, uint8_t b, int32_t bFormat) {
-  float c = 0.0f;
-  anvil_rt_gemm_f8(0, 0, 1, 1, 1, &a, aFormat, 1, 0, &b, bFormat, 1, 0, &c, 1,
-                   0, 1, /*accumulate=*/1);
-  return c;
+  float d = 0.0f, one = 1.0f;
+  anvil_rt_gemm_f8(0, 0, 1, 1, 1, &a, aFormat, 1, 0, &b, bFormat, 1, 0, &one,
+                   &one, &d, /*dBf16=*/0, 1, 0, 1);
+  return d;
 }
 
 constexpr uint8_t kOneE4M3 = 0x38, kOneE5M2 = 0x3C;
@@ -114,26 +115,94 @@ void checkLayouts(Draw draw, Value value, Gemm gemm) {
         }
 }
 
-TEST(GemmF8, TakesSgemmLayouts) {
+/// A finite code of moderate size: the products are exact and the sums
+/// round alike. E4M3 (format 0) or E5M2 (1).
+uint8_t moderateCode(std::mt19937 &rng, int32_t format) {
+  int exponentBits = format == 1 ? 5 : 4, mantissaBits = 7 - exponentBits;
+  int exponent = (1 << (exponentBits - 1)) - 3 + static_cast<int>(rng() % 6);
+  int mantissa = static_cast<int>(rng() % (1u << mantissaBits));
+  return static_cast<uint8_t>(((rng() & 1) << 7) | (exponent << mantissaBits) |
+                              mantissa);
+}
+
+// D = sA sB op(A) op(B) in every layout anvil_rt_sgemm takes (each
+// transpose, a B shared by the batch or not, rows stored wider than
+// needed), into f32 and into bf16 (rounded once, from the scaled f32 sum);
+// D starts as NaN and is overwritten; the columns past n are not written.
+// A in E4M3, B in E5M2.
+TEST(GemmF8, ScalesAndRoundsInEveryLayout) {
   std::mt19937 rng(3);
-  // Finite codes of moderate size: the products are exact and the sums
-  // round alike. A in E4M3, B in E5M2.
-  auto pick = [&](bool isB) {
-    int exponentBits = isB ? 5 : 4, mantissaBits = 7 - exponentBits;
-    int exponent = (1 << (exponentBits - 1)) - 3 + static_cast<int>(rng() % 6);
-    int mantissa = static_cast<int>(rng() % (1u << mantissaBits));
-    return static_cast<uint8_t>(((rng() & 1) << 7) |
-                                (exponent << mantissaBits) | mantissa);
-  };
-  checkLayouts<uint8_t>(
-      pick, [](uint8_t code, bool isB) { return decodeFp8(code, isB ? 1 : 0); },
-      [](int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
-         const uint8_t *a, int64_t lda, int64_t sa, const uint8_t *b,
-         int64_t ldb, int64_t sb, float *c, int64_t ldc, int64_t sc,
-         int64_t batch, int32_t accumulate) {
-        anvil_rt_gemm_f8(ta, tb, m, n, k, a, 0, lda, sa, b, 1, ldb, sb, c, ldc,
-                         sc, batch, accumulate);
-      });
+  const int64_t m = 5, n = 7, k = 9, batch = 3;
+  const float scaleA = 0.5f, scaleB = 0.375f;
+  for (int dBf16 : {0, 1})
+    for (int transA : {0, 1})
+      for (int transB : {0, 1})
+        for (bool sharedB : {false, true}) {
+          int64_t aRows = transA ? k : m, aCols = transA ? m : k;
+          int64_t bRows = transB ? n : k, bCols = transB ? k : n;
+          int64_t lda = aCols + 3, ldb = bCols + 3, ldd = n + 3;
+          int64_t strideA = aRows * lda, strideB = sharedB ? 0 : bRows * ldb,
+                  strideD = m * ldd;
+          std::vector<uint8_t> a(batch * strideA), b(bRows * ldb * batch);
+          for (uint8_t &x : a)
+            x = moderateCode(rng, 0);
+          for (uint8_t &x : b)
+            x = moderateCode(rng, 1);
+          std::vector<float> d32(batch * strideD, NAN);
+          std::vector<uint16_t> d16(batch * strideD, 0x7FC0);
+          void *d = dBf16 ? static_cast<void *>(d16.data()) : d32.data();
+          anvil_rt_gemm_f8(transA, transB, m, n, k, a.data(), 0, lda, strideA,
+                           b.data(), 1, ldb, strideB, &scaleA, &scaleB, d,
+                           dBf16, ldd, strideD, batch);
+          for (int64_t t = 0; t < batch; ++t)
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < ldd; ++j) {
+                int64_t at = t * strideD + i * ldd + j;
+                SCOPED_TRACE(::testing::Message()
+                             << (dBf16 ? "bf16" : "f32") << " D, transA "
+                             << transA << " transB " << transB
+                             << (sharedB ? " shared B" : "") << ", D[" << t
+                             << ", " << i << ", " << j << "]");
+                if (j >= n) { // between the rows: untouched
+                  if (dBf16)
+                    EXPECT_EQ(d16[at], 0x7FC0);
+                  else
+                    EXPECT_TRUE(std::isnan(d32[at]));
+                  continue;
+                }
+                double sum = 0.0;
+                for (int64_t l = 0; l < k; ++l)
+                  sum += decodeFp8(transA ? a[t * strideA + l * lda + i]
+                                          : a[t * strideA + i * lda + l],
+                                   0) *
+                         decodeFp8(transB ? b[t * strideB + j * ldb + l]
+                                          : b[t * strideB + l * ldb + j],
+                                   1);
+                double want = sum * (scaleA * scaleB);
+                if (dBf16) // one rounding of the f32 value: half a bf16 step
+                  ASSERT_NEAR(fromBF16(d16[at]), want,
+                              std::ldexp(std::abs(want), -8) + 1e-6);
+                else
+                  ASSERT_NEAR(d32[at], want, 1e-5 * (std::abs(want) + 1.0));
+              }
+        }
+}
+
+// The bf16 D is the scaled f32 value rounded to nearest even, ties to the
+// even significand: 1 + 2^-8 (halfway between 1 and 1 + 2^-7) to 1, and
+// 1 + 3 * 2^-8 (halfway between 1 + 2^-7 and 1 + 2^-6) to 1 + 2^-6.
+TEST(GemmF8, RoundsTheScaledSumOnceToBf16) {
+  // A = [1, 2^-8] (E4M3 1 = 0x38, 2^-8 = 0x02: subnormal 2 * 2^-9), B = 1.
+  uint8_t a[2] = {0x38, 0x02}, b[2] = {0x3C, 0x3C};
+  float two = 2.0f, half = 0.5f;
+  uint16_t d = 0;
+  anvil_rt_gemm_f8(0, 1, 1, 1, 2, a, 0, 2, 0, b, 1, 2, 0, &two, &half, &d, 1, 1,
+                   0, 1);
+  EXPECT_EQ(fromBF16(d), 1.0f); // 1 + 2^-8 is the tie between 1 and 1 + 2^-7
+  a[1] = 0x06;                  // 3 * 2^-8 = 6 * 2^-9
+  anvil_rt_gemm_f8(0, 1, 1, 1, 2, a, 0, 2, 0, b, 1, 2, 0, &two, &half, &d, 1, 1,
+                   0, 1);
+  EXPECT_EQ(fromBF16(d), 1.0f + std::ldexp(1.0f, -6));
 }
 
 TEST(GemmBF16, WidensExactly) {

@@ -1,34 +1,42 @@
 // RUN: anvil-opt %s --split-input-file --anvil-decompose | FileCheck %s --check-prefix=F8
 // RUN: anvil-opt %s --split-input-file --anvil-decompose=fp8-gemms=f8-k-inner | FileCheck %s --check-prefix=KINNER
+// RUN: anvil-opt %s --split-input-file --anvil-decompose="fp8-gemms=f8-k-inner fp8-gemm-result=bf16" | FileCheck %s --check-prefix=BF16
 // RUN: anvil-opt %s --split-input-file --anvil-decompose=fp8-gemms=dequantized | FileCheck %s --check-prefix=DEQ --implicit-check-not=anvil.matmul_f8
 // RUN: not anvil-opt %s --split-input-file --anvil-decompose=fp8-gemms=bf16 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not anvil-opt %s --split-input-file --anvil-decompose=fp8-gemm-result=f16 2>&1 | FileCheck %s --check-prefix=BADRESULT
 
 // Tests how anvil-decompose lowers a GEMM of two tensorwise FP8
 // quantizations. fp8-gemms=f8 (the default, the CPU's): anvil.matmul_f8 of
-// the 8-bit codes, whatever their layout, times 1 / (s_x s_w).
+// the 8-bit codes, whatever their layout, scaled by (1 / s_x) (1 / s_w).
 // f8-k-inner (the CUDA backend's): both operands with K innermost, as
 // cuBLASLt's FP8 GEMM reads them (a transposed copy of the codes where an
 // operand is not: a pass over 8-bit data), unless K is not a multiple of
-// 16 or N of 4. dequantized: an f32 GEMM of the dequantized values.
+// 16 or the result's rows of 16 bytes (N of 4 for f32, 8 for bf16).
+// fp8-gemm-result=bf16 (--precision=fp8's): a bf16 result, widened for the
+// GEMM's users. dequantized: an f32 GEMM of the dequantized values.
 // BAD: anvil-decompose: fp8-gemms=bf16: the choices are dequantized, f8 and f8-k-inner
+// BADRESULT: anvil-decompose: fp8-gemm-result=f16: the choices are f32 and bf16
 
-// A linear layer, y = x W with W [in, out]. The result is unscaled by
-// (1 / s_x) (1 / s_w): each factor alone, since 1 / (s_x s_w) overflows to
-// 0 for tiny amaxes.
+// A linear layer, y = x W with W [in, out]. The scales are the
+// dequantization factors 1 / s_x and 1 / s_w, each alone (1 / (s_x s_w)
+// overflows to 0 for tiny amaxes), which the GEMM multiplies.
 // F8-LABEL: func.func @linear
+// F8: %[[SX:.+]] = anvil.select %{{.+}}, %{{.+}}, %{{.+}} : tensor<f32>
 // F8: %[[X8:.+]] = anvil.cast %{{.+}} : tensor<4x32x64xf32> to tensor<4x32x64xf8E4M3FN>
+// F8: %[[SW:.+]] = anvil.select %{{.+}}, %{{.+}}, %{{.+}} : tensor<f32>
 // F8: %[[W8:.+]] = anvil.cast %{{.+}} : tensor<64x96xf32> to tensor<64x96xf8E4M3FN>
-// F8: %[[P:.+]] = anvil.matmul_f8 %[[X8]], %[[W8]] : (tensor<4x32x64xf8E4M3FN>, tensor<64x96xf8E4M3FN>) -> tensor<4x32x96xf32>
-// F8: %[[UW:.+]] = anvil.div %{{.+}}, %{{.+}} : tensor<f32>
-// F8: %[[UX:.+]] = anvil.div %{{.+}}, %{{.+}} : tensor<f32>
-// F8: %[[U:.+]] = anvil.mul %[[UX]], %[[UW]] : tensor<f32>
-// F8: %[[UB:.+]] = anvil.broadcast %[[U]], dims = [] : tensor<f32> -> tensor<4x32x96xf32>
-// F8: %[[Y:.+]] = anvil.mul %[[P]], %[[UB]] : tensor<4x32x96xf32>
+// F8: %[[UX:.+]] = anvil.div %[[ONE:.+]], %[[SX]] : tensor<f32>
+// F8: %[[UW:.+]] = anvil.div %[[ONE]], %[[SW]] : tensor<f32>
+// F8: %[[Y:.+]] = anvil.matmul_f8 %[[X8]], %[[W8]] scales(%[[UX]], %[[UW]]) : (tensor<4x32x64xf8E4M3FN>, tensor<64x96xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<4x32x96xf32>
 // F8: return %[[Y]]
 // KINNER-LABEL: func.func @linear
 // KINNER: %[[W8:.+]] = anvil.cast %{{.+}} : tensor<64x96xf32> to tensor<64x96xf8E4M3FN>
 // KINNER: %[[WT:.+]] = anvil.transpose %[[W8]], [1, 0] : tensor<64x96xf8E4M3FN> -> tensor<96x64xf8E4M3FN>
-// KINNER: anvil.matmul_f8 %{{.+}}, %[[WT]] {transpose_rhs} : (tensor<4x32x64xf8E4M3FN>, tensor<96x64xf8E4M3FN>) -> tensor<4x32x96xf32>
+// KINNER: anvil.matmul_f8 %{{.+}}, %[[WT]] scales(%{{.+}}, %{{.+}}) {transpose_rhs} : (tensor<4x32x64xf8E4M3FN>, tensor<96x64xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<4x32x96xf32>
+// BF16-LABEL: func.func @linear
+// BF16: %[[P:.+]] = anvil.matmul_f8 {{.+}} -> tensor<4x32x96xbf16>
+// BF16: %[[Y:.+]] = anvil.cast %[[P]] : tensor<4x32x96xbf16> to tensor<4x32x96xf32>
+// BF16: return %[[Y]]
 // DEQ-LABEL: func.func @linear
 // DEQ: anvil.matmul %{{.+}}, %{{.+}} : (tensor<4x32x64xf32>, tensor<64x96xf32>) -> tensor<4x32x96xf32>
 func.func @linear(%x: tensor<4x32x64xf32>, %w: tensor<64x96xf32>) -> tensor<4x32x96xf32> {
@@ -43,11 +51,11 @@ func.func @linear(%x: tensor<4x32x64xf32>, %w: tensor<64x96xf32>) -> tensor<4x32
 // The weight's gradient, dW = X^T dY, with the gradient in E5M2: K is the
 // tokens (128). With K innermost both operands are transposed copies.
 // F8-LABEL: func.func @weight_gradient
-// F8: anvil.matmul_f8 %{{.+}}, %{{.+}} {transpose_lhs} : (tensor<128x64xf8E4M3FN>, tensor<128x96xf8E5M2>) -> tensor<64x96xf32>
+// F8: anvil.matmul_f8 %{{.+}}, %{{.+}} scales(%{{.+}}, %{{.+}}) {transpose_lhs} : (tensor<128x64xf8E4M3FN>, tensor<128x96xf8E5M2>, tensor<f32>, tensor<f32>) -> tensor<64x96xf32>
 // KINNER-LABEL: func.func @weight_gradient
 // KINNER: anvil.transpose %{{.+}}, [1, 0] : tensor<128x64xf8E4M3FN> -> tensor<64x128xf8E4M3FN>
 // KINNER: anvil.transpose %{{.+}}, [1, 0] : tensor<128x96xf8E5M2> -> tensor<96x128xf8E5M2>
-// KINNER: anvil.matmul_f8 %{{.+}}, %{{.+}} {transpose_rhs} : (tensor<64x128xf8E4M3FN>, tensor<96x128xf8E5M2>) -> tensor<64x96xf32>
+// KINNER: anvil.matmul_f8 %{{.+}}, %{{.+}} scales(%{{.+}}, %{{.+}}) {transpose_rhs} : (tensor<64x128xf8E4M3FN>, tensor<96x128xf8E5M2>, tensor<f32>, tensor<f32>) -> tensor<64x96xf32>
 func.func @weight_gradient(%x: tensor<128x64xf32>, %g: tensor<128x96xf32>) -> tensor<64x96xf32> {
   %qx = anvil.fp8_quantize %x forward f8E4M3FN : tensor<128x64xf32>
   %qg = anvil.fp8_quantize %g forward f8E5M2 : tensor<128x96xf32>
@@ -62,7 +70,7 @@ func.func @weight_gradient(%x: tensor<128x64xf32>, %g: tensor<128x96xf32>) -> te
 // f32 rows), two E5M2 operands (no FP8 GEMM takes them), and MX blocks
 // (their scales vary along K).
 // F8-LABEL: func.func @stays
-// F8: anvil.matmul_f8 %{{.+}} : (tensor<8x10xf8E4M3FN>, tensor<10x16xf8E4M3FN>) -> tensor<8x16xf32>
+// F8: anvil.matmul_f8 {{.+}} -> tensor<8x16xf32>
 // F8: anvil.matmul %{{.+}} : (tensor<8x10xf32>, tensor<10x16xf32>) -> tensor<8x16xf32>
 // F8: anvil.matmul %{{.+}} : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
 // KINNER-LABEL: func.func @stays
@@ -94,14 +102,18 @@ func.func @stays(%a: tensor<8x10xf32>, %b: tensor<10x16xf32>, %c: tensor<8x32xf3
 // F8: %[[W8:.+]] = anvil.cast %{{.+}} : tensor<32x16xf32> to tensor<32x16xf8E4M3FN>
 // F8: %[[BACK:.+]] = anvil.cast %[[W8]] : tensor<32x16xf8E4M3FN> to tensor<32x16xf32>
 // F8: anvil.div %[[BACK]], %{{.+}} : tensor<32x16xf32>
-// F8: anvil.matmul_f8 %{{.+}}, %[[W8]] : (tensor<8x32xf8E4M3FN>, tensor<32x16xf8E4M3FN>) -> tensor<8x16xf32>
-// F8: anvil.matmul_f8 %{{.+}}, %[[W8]] {transpose_rhs} : (tensor<8x16xf8E5M2>, tensor<32x16xf8E4M3FN>) -> tensor<8x32xf32>
+// F8: anvil.matmul_f8 %{{.+}}, %[[W8]] scales({{.+}}) : (tensor<8x32xf8E4M3FN>, tensor<32x16xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<8x16xf32>
+// F8: anvil.matmul_f8 %{{.+}}, %[[W8]] scales({{.+}}) {transpose_rhs} : (tensor<8x16xf8E5M2>, tensor<32x16xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<8x32xf32>
 // F8: anvil.matmul_f8 {{.+}} -> tensor<8x6xf32>
 // F8-NOT: anvil.all_reduce
 // KINNER-LABEL: func.func @shared
-// KINNER: anvil.matmul_f8 {{.+}} {transpose_rhs} : (tensor<8x32xf8E4M3FN>, tensor<16x32xf8E4M3FN>) -> tensor<8x16xf32>
-// KINNER: anvil.matmul_f8 {{.+}} {transpose_rhs} : (tensor<8x16xf8E5M2>, tensor<32x16xf8E4M3FN>) -> tensor<8x32xf32>
+// KINNER: anvil.matmul_f8 {{.+}} {transpose_rhs} : (tensor<8x32xf8E4M3FN>, tensor<16x32xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<8x16xf32>
+// KINNER: anvil.matmul_f8 {{.+}} {transpose_rhs} : (tensor<8x16xf8E5M2>, tensor<32x16xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<8x32xf32>
 // KINNER: anvil.matmul %{{.+}} : (tensor<8x32xf32>, tensor<32x6xf32>) -> tensor<8x6xf32>
+// With bf16 results, N = 16 is a multiple of 8 and N = 32 too.
+// BF16-LABEL: func.func @shared
+// BF16: anvil.matmul_f8 {{.+}} -> tensor<8x16xbf16>
+// BF16: anvil.matmul_f8 {{.+}} -> tensor<8x32xbf16>
 module attributes {anvil.mesh = {tp = 2 : i64}} {
 func.func @shared(%x: tensor<8x32xf32>, %w: tensor<32x16xf32>, %g: tensor<8x16xf32>, %s: tensor<f32>, %v: tensor<32x6xf32>) -> (tensor<8x16xf32>, tensor<8x32xf32>, tensor<32x16xf32>, tensor<8x6xf32>) {
   %qx = anvil.fp8_quantize %x scale %s forward f8E4M3FN : tensor<8x32xf32>

@@ -1,5 +1,6 @@
 // RUN: anvil-opt %s --split-input-file --anvil-fuse=merge-amax=true | FileCheck %s
 // RUN: anvil-opt %s --split-input-file --anvil-fuse | FileCheck %s --check-prefix=APART
+// RUN: anvil-opt %s --split-input-file --anvil-fuse="merge-amax=true recompute-cheap=true" | FileCheck %s --check-prefix=CUDA
 
 // Tests anvil-fuse's merge-amax (the CUDA backend's): a tensor that an
 // elementwise op casts (FP8's codes, by a scale that does not come from this
@@ -105,4 +106,49 @@ func.func @captured(%x: tensor<8x64xf32>) -> tensor<8x64xf8E4M3FN> {
     linalg.yield %t : f8E4M3FN
   } -> tensor<8x64xf8E4M3FN>
   return %c : tensor<8x64xf8E4M3FN>
+}
+
+// -----
+
+// A bf16 tensor widened and viewed with its heads merged, read through the
+// view by an amax and by the delayed recipe's cast (a scale of its own):
+// the two merge into one generic that reads the bf16 tensor once; with
+// recompute-cheap too (the CUDA backend's options) the view stays shared
+// rather than split for a copy of the widening per reader.
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#sc3 = affine_map<(d0, d1, d2) -> ()>
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-LABEL: func.func @delayed_widened_view
+// CHECK: linalg.generic {{.+}} ins(%arg0, %arg1 : tensor<2x8x4x16xbf16>, tensor<f32>) outs(%{{.+}}, %{{.+}} : tensor<2x8x4x16xf8E4M3FN>, tensor<f32>)
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// CUDA-LABEL: func.func @delayed_widened_view
+// CUDA: linalg.generic {{.+}} ins(%arg0, %arg1 : tensor<2x8x4x16xbf16>, tensor<f32>) outs(%{{.+}}, %{{.+}} : tensor<2x8x4x16xf8E4M3FN>, tensor<f32>)
+// CUDA-NOT: linalg.generic
+// CUDA: return
+func.func @delayed_widened_view(%h: tensor<2x8x4x16xbf16>, %s: tensor<f32>) -> (tensor<2x8x64xf8E4M3FN>, tensor<f32>) {
+  %e = tensor.empty() : tensor<2x8x4x16xf32>
+  %w = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%h : tensor<2x8x4x16xbf16>) outs(%e : tensor<2x8x4x16xf32>) {
+  ^bb0(%p: bf16, %o: f32):
+    %x = arith.extf %p : bf16 to f32
+    linalg.yield %x : f32
+  } -> tensor<2x8x4x16xf32>
+  %v = tensor.collapse_shape %w [[0], [1], [2, 3]] : tensor<2x8x4x16xf32> into tensor<2x8x64xf32>
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %init = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %amax = linalg.generic {indexing_maps = [#id3, #sc3], iterator_types = ["reduction", "reduction", "reduction"]} ins(%v : tensor<2x8x64xf32>) outs(%init : tensor<f32>) {
+  ^bb0(%p: f32, %o: f32):
+    %ab = math.absf %p : f32
+    %mx = arith.maximumf %o, %ab : f32
+    linalg.yield %mx : f32
+  } -> tensor<f32>
+  %e8 = tensor.empty() : tensor<2x8x64xf8E4M3FN>
+  %c = linalg.generic {indexing_maps = [#id3, #sc3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%v, %s : tensor<2x8x64xf32>, tensor<f32>) outs(%e8 : tensor<2x8x64xf8E4M3FN>) {
+  ^bb0(%p: f32, %a: f32, %o: f8E4M3FN):
+    %m = arith.mulf %p, %a : f32
+    %t = arith.truncf %m : f32 to f8E4M3FN
+    linalg.yield %t : f8E4M3FN
+  } -> tensor<2x8x64xf8E4M3FN>
+  return %c, %amax : tensor<2x8x64xf8E4M3FN>, tensor<f32>
 }

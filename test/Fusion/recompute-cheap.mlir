@@ -837,3 +837,53 @@ func.func @transposed_write(%x: tensor<8x8xf32>, %s: tensor<1x1xf32>)
   } -> tensor<8x8xf32>
   return %sum, %neg : tensor<8x1xf32>, tensor<8x8xf32>
 }
+
+// -----
+
+// A bf16 tensor widened to f32 and viewed with its heads merged (attention's
+// output, B x T x H x D to B x T x (H D)), read through the one view by an
+// amax and by the current recipe's cast, which scales by that amax: each
+// reader gets a view of its own and so a copy of the widening; both read
+// the bf16 tensor, and no kernel writes the f32 one.
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#sc3 = affine_map<(d0, d1, d2) -> ()>
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// (Reshape propagation moves the view below the cast.)
+// CHECK-LABEL: func.func @widened_view
+// CHECK: linalg.generic {{.+}} ins(%arg0 : tensor<2x8x4x16xbf16>) outs(%{{.+}} : tensor<f32>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.extf
+// CHECK-NEXT: math.absf
+// CHECK: linalg.generic {{.+}} ins(%arg0, %{{.+}} : tensor<2x8x4x16xbf16>, tensor<f32>) outs(%{{.+}} : tensor<2x8x4x16xf8E4M3FN>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.extf
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// OFF-LABEL: func.func @widened_view
+// OFF: linalg.generic {{.+}} outs(%{{.+}} : tensor<2x8x4x16xf32>)
+func.func @widened_view(%h: tensor<2x8x4x16xbf16>) -> tensor<2x8x64xf8E4M3FN> {
+  %e = tensor.empty() : tensor<2x8x4x16xf32>
+  %w = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%h : tensor<2x8x4x16xbf16>) outs(%e : tensor<2x8x4x16xf32>) {
+  ^bb0(%p: bf16, %o: f32):
+    %x = arith.extf %p : bf16 to f32
+    linalg.yield %x : f32
+  } -> tensor<2x8x4x16xf32>
+  %v = tensor.collapse_shape %w [[0], [1], [2, 3]] : tensor<2x8x4x16xf32> into tensor<2x8x64xf32>
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %init = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %amax = linalg.generic {indexing_maps = [#id3, #sc3], iterator_types = ["reduction", "reduction", "reduction"]} ins(%v : tensor<2x8x64xf32>) outs(%init : tensor<f32>) {
+  ^bb0(%p: f32, %o: f32):
+    %ab = math.absf %p : f32
+    %mx = arith.maximumf %o, %ab : f32
+    linalg.yield %mx : f32
+  } -> tensor<f32>
+  %e8 = tensor.empty() : tensor<2x8x64xf8E4M3FN>
+  %c = linalg.generic {indexing_maps = [#id3, #sc3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%v, %amax : tensor<2x8x64xf32>, tensor<f32>) outs(%e8 : tensor<2x8x64xf8E4M3FN>) {
+  ^bb0(%p: f32, %a: f32, %o: f8E4M3FN):
+    %s = arith.divf %p, %a : f32
+    %t = arith.truncf %s : f32 to f8E4M3FN
+    linalg.yield %t : f8E4M3FN
+  } -> tensor<2x8x64xf8E4M3FN>
+  return %c : tensor<2x8x64xf8E4M3FN>
+}

@@ -160,15 +160,30 @@ TEST_F(InterpTest, LinearGeluAndItsGradients) {
 }
 
 // matmul_f8: 8-bit operands (E4M3 by E5M2 here, B transposed), the exact
-// products summed into f32.
+// products summed, times the scales' product (0.1875); with roundResults
+// a bf16 result is rounded (168.1875 to 168, -335.90625 to -336: bf16
+// steps by 1 and 2 there).
 TEST_F(InterpTest, MatmulF8) {
   Buffer a = B({2, 2}, {1, 2, 0.5, -4}), b = B({2, 2}, {3, 0.25, 1, 448});
-  Buffer r = run1(
-      "%a: tensor<2x2xf8E4M3FN>, %b: tensor<2x2xf8E5M2>", "tensor<2x2xf32>",
-      "%r = anvil.matmul_f8 %a, %b {transpose_rhs} : (tensor<2x2xf8E4M3FN>, "
-      "tensor<2x2xf8E5M2>) -> tensor<2x2xf32>\nreturn %r : tensor<2x2xf32>",
-      {a, b});
-  expectNear(r, {2, 2}, {3.5, 897, 0.5, -1791.5});
+  Buffer sa = B({}, {0.5}), sb = B({}, {0.375});
+  Options options;
+  options.roundResults = true;
+  for (const char *type : {"f32", "bf16"}) {
+    std::string result = std::string("tensor<2x2x") + type + ">";
+    Buffer r = run1(
+        "%a: tensor<2x2xf8E4M3FN>, %b: tensor<2x2xf8E5M2>, %sa: tensor<f32>, "
+        "%sb: tensor<f32>",
+        result,
+        "%r = anvil.matmul_f8 %a, %b scales(%sa, %sb) {transpose_rhs} : "
+        "(tensor<2x2xf8E4M3FN>, tensor<2x2xf8E5M2>, tensor<f32>, tensor<f32>) "
+        "-> " +
+            result + "\nreturn %r : " + result,
+        {a, b, sa, sb}, options);
+    if (std::string(type) == "f32")
+      expectNear(r, {2, 2}, {0.65625, 168.1875, 0.09375, -335.90625});
+    else
+      expectNear(r, {2, 2}, {0.65625, 168, 0.09375, -336});
+  }
 }
 
 TEST_F(InterpTest, ArithmeticAndMath) {

@@ -683,8 +683,7 @@ struct LowerReduce : OpRewritePattern<OpTy> {
 };
 
 /// lowerMatmul with the linalg op's result type `out` (op's shape).
-template <typename MatmulLike>
-Value lowerMatmulAs(PatternRewriter &rewriter, MatmulLike op, Value acc,
+Value lowerMatmulAs(PatternRewriter &rewriter, MatmulOp op, Value acc,
                     RankedTensorType out) {
   {
     Location loc = op.getLoc();
@@ -784,13 +783,11 @@ Value lowerMatmulAs(PatternRewriter &rewriter, MatmulLike op, Value acc,
   }
 }
 
-/// anvil.matmul (accumulating into `acc` when given) or anvil.matmul_f8
-/// (8-bit operands, which linalg widens to the f32 result's type) as
-/// linalg.matmul or batch_matmul. A bf16 or f16 matmul's linalg op widens
+/// anvil.matmul (accumulating into `acc` when given) as linalg.matmul or
+/// batch_matmul. A bf16 or f16 matmul's linalg op widens
 /// its operands to an f32 result (exact products, f32 sums), rounded to
 /// the element type by a linalg.generic after it.
-template <typename MatmulLike>
-Value lowerMatmul(PatternRewriter &rewriter, MatmulLike op, Value acc) {
+Value lowerMatmul(PatternRewriter &rewriter, MatmulOp op, Value acc) {
   auto narrow = op.getType();
   if (accumulatesInF32(narrow.getElementType())) {
     assert(!acc && "a narrow matmul takes no accumulator");
@@ -806,10 +803,9 @@ Value lowerMatmul(PatternRewriter &rewriter, MatmulLike op, Value acc) {
   return lowerMatmulAs(rewriter, op, acc, narrow);
 }
 
-template <typename MatmulLike>
-struct LowerMatmul : OpRewritePattern<MatmulLike> {
-  using OpRewritePattern<MatmulLike>::OpRewritePattern;
-  LogicalResult matchAndRewrite(MatmulLike op,
+struct LowerMatmul : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatmulOp op,
                                 PatternRewriter &rewriter) const override {
     rewriter.replaceOp(op, lowerMatmul(rewriter, op, Value()));
     return success();
@@ -1177,10 +1173,9 @@ struct AnvilConvertToLinalgPass
       patterns.add<LowerElementwise>(ctx, name);
     patterns.add<LowerArgmax, LowerBroadcast, LowerConcat, LowerConstant,
                  LowerEmbedding, LowerEmbeddingGrad, LowerFp8Blocks,
-                 LowerGather, LowerMatmul<MatmulOp>, LowerMatmul<MatmulF8Op>,
-                 LowerPad, LowerReshape, LowerSlice, LowerSplit,
-                 LowerIdentity<StopGradientOp>, LowerIdentity<AxisCopyOp>,
-                 LowerTranspose>(ctx);
+                 LowerGather, LowerMatmul, LowerPad, LowerReshape, LowerSlice,
+                 LowerSplit, LowerIdentity<StopGradientOp>,
+                 LowerIdentity<AxisCopyOp>, LowerTranspose>(ctx);
     populateWindowLoweringPatterns(patterns);
     patterns.add<LowerReduce<ReduceSumOp, Combine::Sum>,
                  LowerReduce<ReduceMeanOp, Combine::Sum, /*Mean=*/true>,
@@ -1204,14 +1199,14 @@ struct AnvilConvertToLinalgPass
       if (std::optional<OperationName> root = pattern->getRootKind())
         lowered.insert(root->getStringRef());
     bool missing = false;
-    // Collectives, fused attention and the GEMMs with epilogues stay:
-    // anvil-bufferize turns them into runtime calls.
+    // Collectives, fused attention, the FP8 GEMMs and the GEMMs with
+    // epilogues stay: anvil-bufferize turns them into runtime calls.
     for (StringRef name :
          {AllReduceOp::getOperationName(), AxisIndexOp::getOperationName(),
           AllGatherOp::getOperationName(), ReduceScatterOp::getOperationName(),
           AxisSliceOp::getOperationName(), FlashAttentionOp::getOperationName(),
           FlashAttentionGradOp::getOperationName(),
-          LinearGeluOp::getOperationName(),
+          LinearGeluOp::getOperationName(), MatmulF8Op::getOperationName(),
           MatmulGeluBiasGradOp::getOperationName(),
           MatmulBiasGradOp::getOperationName()})
       lowered.insert(name);
@@ -1249,7 +1244,7 @@ struct AnvilConvertToLinalgPass
       if (!lowers.contains(op->getDialect()) ||
           isa<AllReduceOp, AxisIndexOp, AllGatherOp, ReduceScatterOp,
               AxisSliceOp, FlashAttentionOp, FlashAttentionGradOp, LinearGeluOp,
-              MatmulGeluBiasGradOp, MatmulBiasGradOp>(op) ||
+              MatmulF8Op, MatmulGeluBiasGradOp, MatmulBiasGradOp>(op) ||
           libraryCall(op))
         return WalkResult::advance();
       op->emitError("anvil-convert-to-linalg: failed to lower '")

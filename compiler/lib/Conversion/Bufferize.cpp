@@ -71,6 +71,7 @@ constexpr StringLiteral kGemmBiasGelu = "anvil_rt_gemm_bias_gelu";
 constexpr StringLiteral kGemmDgeluBgrad = "anvil_rt_gemm_dgelu_bgrad";
 constexpr StringLiteral kGemmWeightBiasGrad = "anvil_rt_gemm_weight_bias_grad";
 constexpr StringLiteral kConv = "anvil_rt_conv";
+constexpr StringLiteral kGemmF8 = "anvil_rt_gemm_f8";
 
 /// The runtime's name for mesh axis `axis` of `op`'s module: its position
 /// in the module's `anvil.mesh`, or -1 without a mesh (a world of one).
@@ -552,6 +553,85 @@ struct GemmEpilogueBufferization
   }
 };
 
+/// The runtime's code of an 8-bit float format: 0 E4M3, 1 E5M2.
+int32_t f8Format(Type t) { return isa<Float8E5M2Type>(t) ? 1 : 0; }
+
+/// anvil.matmul_f8: a new buffer for the result, written by one call
+/// (RuntimeABI.h):
+///   anvil_rt_gemm_f8(transA, transB, m, n, k, a, aFormat, lda, strideA,
+///                    b, bFormat, ldb, strideB, scaleA, scaleB, d, dBf16,
+///                    ldd, strideD, batch)
+/// with the leading dimensions of the result as the batch (an rhs of rank
+/// 2 shared by it: stride 0), row and batch strides those of the operands
+/// made contiguous, and every buffer as a pointer to its first element.
+struct MatmulF8Bufferization
+    : NewBufferModel<MatmulF8Bufferization, anvil::MatmulF8Op> {
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const bufferization::BufferizationOptions &options,
+                          bufferization::BufferizationState &state) const {
+    auto gemm = cast<anvil::MatmulF8Op>(op);
+    Location loc = op->getLoc();
+    RankedTensorType result = gemm.getType();
+    auto lhs = cast<RankedTensorType>(gemm.getLhs().getType());
+    auto rhs = cast<RankedTensorType>(gemm.getRhs().getType());
+    int64_t rank = result.getRank();
+    int64_t m = result.getDimSize(rank - 2), n = result.getDimSize(rank - 1);
+    int64_t k =
+        lhs.getDimSize(lhs.getRank() - (gemm.getTransposeLhs() ? 2 : 1));
+    int64_t batch = result.getNumElements() / (m * n);
+    // A matrix's row stride (its last dimension) and batch stride (its
+    // last two; 0 for a matrix the batch shares).
+    auto strides = [&](RankedTensorType t) {
+      int64_t r = t.getRank(), cols = t.getDimSize(r - 1);
+      return std::pair{cols, r < rank ? 0 : t.getDimSize(r - 2) * cols};
+    };
+    Value d = memref::AllocOp::create(
+        rewriter, loc,
+        MemRefType::get(result.getShape(), result.getElementType()));
+    SmallVector<Value> buffers;
+    for (Value operand : op->getOperands()) {
+      FailureOr<Value> buffer =
+          bufferization::getBuffer(rewriter, operand, options, state);
+      if (failed(buffer))
+        return failure();
+      buffers.push_back(
+          pointerTo(rewriter, loc, contiguous(rewriter, loc, *buffer)));
+    }
+    auto i64 = [&](int64_t v) -> Value {
+      return arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
+                                          v);
+    };
+    auto i32 = [&](int32_t v) -> Value {
+      return arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(),
+                                          v);
+    };
+    auto [lda, strideA] = strides(lhs);
+    auto [ldb, strideB] = strides(rhs);
+    SmallVector<Value> args = {i32(gemm.getTransposeLhs()),
+                               i32(gemm.getTransposeRhs()),
+                               i64(m),
+                               i64(n),
+                               i64(k),
+                               buffers[0],
+                               i32(f8Format(lhs.getElementType())),
+                               i64(lda),
+                               i64(strideA),
+                               buffers[1],
+                               i32(f8Format(rhs.getElementType())),
+                               i64(ldb),
+                               i64(strideB),
+                               buffers[2],
+                               buffers[3],
+                               pointerTo(rewriter, loc, d),
+                               i32(result.getElementType().isBF16()),
+                               i64(n),
+                               i64(m * n),
+                               i64(batch)};
+    callRuntime(rewriter, op, kGemmF8, args, {d});
+    return success();
+  }
+};
+
 /// A convolution marked anvil.library_call (anvil-library-convs): a new
 /// buffer for the result, written by one runtime call (RuntimeABI.h):
 ///   anvil_rt_conv(i32 kind, i32 bf16, problem, a, b, c)
@@ -699,6 +779,7 @@ struct AnvilBufferizePass
           GemmEpilogueBufferization<anvil::MatmulGeluBiasGradOp>>(*ctx);
       anvil::MatmulBiasGradOp::attachInterface<
           GemmEpilogueBufferization<anvil::MatmulBiasGradOp>>(*ctx);
+      anvil::MatmulF8Op::attachInterface<MatmulF8Bufferization>(*ctx);
       anvil::ConvOp::attachInterface<ConvBufferization<anvil::ConvOp>>(*ctx);
       anvil::ConvTransposeOp::attachInterface<
           ConvBufferization<anvil::ConvTransposeOp>>(*ctx);
@@ -756,6 +837,7 @@ struct AnvilBufferizePass
           {kGemmBiasGelu, gemmBiasGeluCallee},
           {kGemmDgeluBgrad, gemmDgeluBgradCallee},
           {kGemmWeightBiasGrad, gemmWeightBiasGradCallee},
+          {kGemmF8, gemmF8Callee},
           {kConv, convCallee}}) {
       auto callee = getOperation().lookupSymbol<func::FuncOp>(from);
       if (!callee || from == to)

@@ -131,19 +131,20 @@ Value swapLastTwo(Emit &e, Value x) {
 }
 
 /// A GEMM of two tensorwise quantizations as an FP8 GEMM: matmul_f8 of the
-/// 8-bit codes, times (1 / s_a) (1 / s_b). With `kInner`, both operands are
-/// laid out with K innermost, as cuBLASLt's FP8 GEMM takes them (a
-/// transposed copy of the codes where an operand is not), and a GEMM whose
-/// K is not a multiple of 16 or whose N is not a multiple of 4 (its rows
-/// of codes and of f32 results must start 16 bytes apart) stays a GEMM of
-/// the dequantized values. Each quantization is computed once, after its
-/// op, for every GEMM that reads it (its amax all-reduce too); its other
-/// users read the dequantized codes.
-void lowerFp8Gemms(ModuleOp module, bool kInner) {
+/// 8-bit codes scaled by (1 / s_a) (1 / s_b), its result of type `result`
+/// (f32, or bf16 widened back to f32 for the GEMM's users). With `kInner`,
+/// both operands are laid out with K innermost, as cuBLASLt's FP8 GEMM
+/// takes them (a transposed copy of the codes where an operand is not),
+/// and a GEMM whose K is not a multiple of 16 or whose rows of results are
+/// not a multiple of 16 bytes stays a GEMM of the dequantized values. Each
+/// quantization is computed once, after its op, for every GEMM that reads
+/// it (its amax all-reduce too); its other users read the dequantized
+/// codes.
+void lowerFp8Gemms(ModuleOp module, bool kInner, FloatType result) {
   SmallVector<MatmulOp> gemms;
   module.walk([&](MatmulOp op) {
     std::optional<std::string> why =
-        fp8GemmForm(op, kInner ? "f8-k-inner" : "f8");
+        fp8GemmForm(op, kInner ? "f8-k-inner" : "f8", result);
     if (why && why->empty())
       gemms.push_back(op);
   });
@@ -180,13 +181,14 @@ void lowerFp8Gemms(ModuleOp module, bool kInner) {
       b8 = swapLastTwo(e, b8);
       tb = true;
     }
-    Value product = MatmulF8Op::create(b, op.getLoc(), a8, b8, ta, tb);
-    // Each factor alone: their product's inverse would overflow for tiny
-    // amaxes, where each scale is large.
-    Value unscale =
-        e.mul(e.div(e.like(sa, 1.0), sa), e.div(e.like(sb, 1.0), sb));
-    op.replaceAllUsesWith(
-        e.mul(product, e.broadcast(unscale, op.getType(), {})));
+    // The dequantization factors, each alone: the inverse of s_a s_b would
+    // overflow for tiny amaxes, where each scale is large.
+    Value ua = e.div(e.like(sa, 1.0), sa), ub = e.div(e.like(sb, 1.0), sb);
+    Value product = MatmulF8Op::create(
+        b, op.getLoc(), op.getType().clone(result), a8, b8, ua, ub, ta, tb);
+    if (product.getType() != op.getType())
+      product = CastOp::create(b, op.getLoc(), op.getType(), product);
+    op.replaceAllUsesWith(product);
     op.erase();
   }
   // Other users of a quantization the GEMMs read dequantize its codes.
@@ -701,8 +703,8 @@ struct DecomposeConvTranspose : OpRewritePattern<ConvTransposeOp> {
 
 } // namespace
 
-std::optional<std::string> mlir::anvil::fp8GemmForm(MatmulOp op,
-                                                    StringRef form) {
+std::optional<std::string> mlir::anvil::fp8GemmForm(MatmulOp op, StringRef form,
+                                                    FloatType result) {
   Fp8QuantizeOp qa = quantizationOf(op.getLhs()),
                 qb = quantizationOf(op.getRhs());
   if (!qa || !qb || !qa.getForward() || !qb.getForward())
@@ -720,13 +722,15 @@ std::optional<std::string> mlir::anvil::fp8GemmForm(MatmulOp op,
   int64_t k =
       lhsType.getDimSize(lhsType.getRank() - (op.getTransposeLhs() ? 2 : 1));
   int64_t n = op.getType().getDimSize(op.getType().getRank() - 1);
-  // cuBLASLt's FP8 GEMM: rows of codes and of f32 results 16-byte aligned.
+  // cuBLASLt's FP8 GEMM: rows of codes and of results 16-byte aligned.
   if (form == "f8-k-inner" && k % 16 != 0)
     return "K = " + std::to_string(k) +
            " is not a multiple of 16 (cuBLASLt's FP8 GEMM)";
-  if (form == "f8-k-inner" && n % 4 != 0)
-    return "N = " + std::to_string(n) +
-           " is not a multiple of 4 (cuBLASLt's FP8 GEMM)";
+  int64_t perRow = 128 / result.getWidth();
+  if (form == "f8-k-inner" && n % perRow != 0)
+    return "N = " + std::to_string(n) + " is not a multiple of " +
+           std::to_string(perRow) + " (cuBLASLt's FP8 GEMM, " +
+           (result.isF32() ? "f32" : "bf16") + " results)";
   return std::string();
 }
 
@@ -742,8 +746,16 @@ struct AnvilDecomposePass
           << fp8Gemms << ": the choices are dequantized, f8 and f8-k-inner";
       return signalPassFailure();
     }
+    if (fp8GemmResult != "f32" && fp8GemmResult != "bf16") {
+      getOperation().emitError("anvil-decompose: fp8-gemm-result=")
+          << fp8GemmResult << ": the choices are f32 and bf16";
+      return signalPassFailure();
+    }
+    Builder b(&getContext());
+    FloatType result =
+        fp8GemmResult == "bf16" ? FloatType(b.getBF16Type()) : b.getF32Type();
     if (fp8Gemms != "dequantized")
-      lowerFp8Gemms(getOperation(), fp8Gemms == "f8-k-inner");
+      lowerFp8Gemms(getOperation(), fp8Gemms == "f8-k-inner", result);
     RewritePatternSet patterns(&getContext());
     patterns.add<DecomposeFp8Quantize>(&getContext());
     patterns.add<DecomposeAttention, DecomposeCrossEntropy, DecomposeLayerNorm,

@@ -195,9 +195,63 @@ void mergeCastAndAmax(RewriterBase &rewriter, linalg::GenericOp codes,
   rewriter.replaceOp(amax, merged.getResult(1));
 }
 
+/// Whether `codes` and `amax`, the two readers of `x`, merge into one
+/// generic (mergeCastAndAmax): `codes` is elementwise over the amax's
+/// loops, reads `x` once through the identity, and neither depends on the
+/// other (a codes by the delayed recipe's scale); what the CUDA mapping
+/// runs on a grid (an f32 amax, static loops, a cast that does not read
+/// its output), with no value captured from above but constants (the
+/// dependence and placement checks follow operands only).
+bool mergeable(linalg::GenericOp codes, linalg::GenericOp amax, Value x) {
+  if (codes == amax || codes->getBlock() != amax->getBlock() ||
+      codes.getNumDpsInits() != 1 ||
+      codes.getNumParallelLoops() != codes.getNumLoops() ||
+      codes.getStaticLoopRanges() != amax.getStaticLoopRanges() ||
+      !codes.getIndexingMapsArray().back().isIdentity() ||
+      llvm::count(codes.getDpsInputs(), x) != 1)
+    return false;
+  OpOperand *xUse = nullptr;
+  for (OpOperand *in : codes.getDpsInputOperands())
+    if (in->get() == x)
+      xUse = in;
+  auto capturesOnlyConstants = [](linalg::GenericOp op) {
+    SetVector<Value> captured;
+    getUsedValuesDefinedAbove(op->getRegion(0), captured);
+    return llvm::all_of(captured, [](Value v) {
+      Operation *def = v.getDefiningOp();
+      return def && def->hasTrait<OpTrait::ConstantLike>();
+    });
+  };
+  return cast<RankedTensorType>(amax.getResult(0).getType())
+             .getElementType()
+             .isF32() &&
+         llvm::none_of(amax.getStaticLoopRanges(), ShapedType::isDynamic) &&
+         codes.getBody()->getArguments().back().use_empty() &&
+         capturesOnlyConstants(codes) && capturesOnlyConstants(amax) &&
+         codes.getMatchingIndexingMap(xUse).isIdentity() &&
+         llvm::none_of(codes->getOperands(),
+                       [&](Value v) { return dependsOn(v, amax); }) &&
+         llvm::none_of(amax->getOperands(),
+                       [&](Value v) { return dependsOn(v, codes); });
+}
+
+/// Whether `x` is read by exactly an amax and an op it merges with
+/// (mergeable).
+bool readByMergeablePair(Value x) {
+  if (!x.hasNUses(2))
+    return false;
+  auto user = [&](int i) {
+    return dyn_cast<linalg::GenericOp>(*std::next(x.user_begin(), i));
+  };
+  for (auto [amax, codes] : {std::pair{user(0), user(1)}, {user(1), user(0)}})
+    if (amax && codes && amax.hasPureTensorSemantics() && isAmax(amax) &&
+        amax.getDpsInputs()[0] == x && mergeable(codes, amax, x))
+      return true;
+  return false;
+}
+
 /// mergeCastAndAmax for every tensor read by exactly an amax and an
-/// elementwise op over the same loops whose inputs do not depend on that
-/// amax (a codes by the delayed recipe's scale).
+/// elementwise op it merges with (mergeable).
 void mergeCastsAndAmaxes(ModuleOp module) {
   IRRewriter rewriter(module.getContext());
   SmallVector<std::pair<linalg::GenericOp, linalg::GenericOp>> pairs;
@@ -207,47 +261,10 @@ void mergeCastsAndAmaxes(ModuleOp module) {
     Value x = amax.getDpsInputs()[0];
     if (!x.hasNUses(2))
       return;
-    for (Operation *user : x.getUsers()) {
-      auto codes = dyn_cast<linalg::GenericOp>(user);
-      if (!codes || codes == amax || codes->getBlock() != amax->getBlock() ||
-          codes.getNumDpsInits() != 1 ||
-          codes.getNumParallelLoops() != codes.getNumLoops() ||
-          codes.getStaticLoopRanges() != amax.getStaticLoopRanges() ||
-          !codes.getIndexingMapsArray().back().isIdentity() ||
-          llvm::count(codes.getDpsInputs(), x) != 1)
-        continue;
-      OpOperand *xUse = nullptr;
-      for (OpOperand *in : codes.getDpsInputOperands())
-        if (in->get() == x)
-          xUse = in;
-      // What the CUDA mapping runs on a grid (an f32 amax, static loops, a
-      // cast that does not read its output), with no value captured from
-      // above but constants (the dependence and placement checks follow
-      // operands only).
-      auto capturesOnlyConstants = [](linalg::GenericOp op) {
-        SetVector<Value> captured;
-        getUsedValuesDefinedAbove(op->getRegion(0), captured);
-        return llvm::all_of(captured, [](Value v) {
-          Operation *def = v.getDefiningOp();
-          return def && def->hasTrait<OpTrait::ConstantLike>();
-        });
-      };
-      Block *castBody = codes.getBody();
-      if (!cast<RankedTensorType>(amax.getResult(0).getType())
-               .getElementType()
-               .isF32() ||
-          llvm::any_of(amax.getStaticLoopRanges(), ShapedType::isDynamic) ||
-          !castBody->getArguments().back().use_empty() ||
-          !capturesOnlyConstants(codes) || !capturesOnlyConstants(amax))
-        continue;
-      if (!codes.getMatchingIndexingMap(xUse).isIdentity() ||
-          llvm::any_of(codes->getOperands(),
-                       [&](Value v) { return dependsOn(v, amax); }) ||
-          llvm::any_of(amax->getOperands(),
-                       [&](Value v) { return dependsOn(v, codes); }))
-        continue;
-      pairs.emplace_back(codes, amax);
-    }
+    for (Operation *user : x.getUsers())
+      if (auto codes = dyn_cast<linalg::GenericOp>(user);
+          codes && mergeable(codes, amax, x))
+        pairs.emplace_back(codes, amax);
   });
   // (A cast of two tensors, each with an amax, merges with the first.) The
   // merged generic goes where the earlier of the two was: what the later
@@ -446,6 +463,38 @@ std::optional<int64_t> workOf(Operation &op) {
           math::CbrtOp>(op))
     return 8;
   return std::nullopt;
+}
+
+/// Gives each reader of a reshape of a generic's result a reshape of its
+/// own, when every reader is a generic that reads each point once: the
+/// generic then has one use per reader, each through a reshape read once,
+/// which duplicateCheapProducers counts (a bf16 tensor widened to f32 and
+/// viewed with its heads merged, read by an amax and by a cast to 8 bits).
+/// Reshapes are views: nothing is computed twice. With `keepAmaxPairs`
+/// (merge-amax), a reshape read by an amax and a cast that merge with it
+/// stays shared: the merged generic reads it once. Returns whether any was
+/// split.
+bool splitSharedReshapes(Operation *root, bool keepAmaxPairs) {
+  SmallVector<Operation *> shared;
+  root->walk([&](Operation *op) {
+    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op) ||
+        !op->getOperand(0).getDefiningOp<linalg::GenericOp>())
+      return;
+    Value reshaped = op->getResult(0);
+    if (!reshaped.hasOneUse() && !reshaped.use_empty() &&
+        llvm::all_of(reshaped.getUses(), readOnceByGeneric) &&
+        !(keepAmaxPairs && readByMergeablePair(reshaped)))
+      shared.push_back(op);
+  });
+  for (Operation *op : shared) {
+    SmallVector<OpOperand *> uses = llvm::map_to_vector(
+        op->getResult(0).getUses(), [](OpOperand &u) { return &u; });
+    OpBuilder b(op);
+    b.setInsertionPointAfter(op);
+    for (OpOperand *use : llvm::drop_begin(uses))
+      use->set(b.clone(*op)->getResult(0));
+  }
+  return !shared.empty();
 }
 
 /// Gives each user of a cheap elementwise producer a copy of its own, so
@@ -815,6 +864,7 @@ struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
     // round: a few rounds); copies left unfused merge again.
     int64_t groups = 0;
     for (int round = 0; recomputeCheap && round < 8; ++round) {
+      splitSharedReshapes(getOperation(), mergeAmax);
       if (!duplicateCheapProducers(getOperation(), groups))
         break;
       if (failed(applyPatternsGreedily(getOperation(), frozen, config)))

@@ -423,10 +423,20 @@ void registerShapeEvaluators(EvaluatorTable &t) {
   });
 
   // (..., M, K) x (..., K, N), transposes applied to the last two dims; a
-  // rank-2 rhs is shared by every batch. matmul_f8's operands hold 8-bit
-  // values already (products exact, sums rounded to f32 at the end).
+  // rank-2 rhs is shared by every batch.
   t.add<ad::MatmulOp>(matmul<ad::MatmulOp>);
-  t.add<ad::MatmulF8Op>(matmul<ad::MatmulF8Op>);
+  // matmul_f8's operands hold 8-bit values already (products exact): the
+  // sums times the scales' product (rounded to the result's type with
+  // roundResults, as every result is).
+  t.add<ad::MatmulF8Op>([](ad::MatmulF8Op op, ArrayRef<const Buffer *> in,
+                           std::vector<Buffer> &out) {
+    if (failed(matmul(op, in, out)))
+      return failure();
+    double scale = in[2]->data[0] * in[3]->data[0];
+    for (double &x : out[0].data)
+      x *= scale;
+    return success();
+  });
 }
 
 } // namespace anvil::interp

@@ -453,11 +453,13 @@ std::string emulatedGridFp8GemmsForm() {
   return mlir::anvil::cuda::fp8GemmsForm("sm_90");
 }
 
-/// Collects the FP8 GEMMs of `step` that anvil-decompose{fp8-gemms=`form`}
-/// multiplies dequantized.
+/// Collects the FP8 GEMMs of `step` that anvil-decompose{fp8-gemms=`form`
+/// fp8-gemm-result=bf16} (--precision=fp8's) multiplies dequantized.
 void collectDequantizedFP8Gemms(mlir::func::FuncOp step, StringRef form) {
+  mlir::Builder b(step.getContext());
   step.walk([&](mlir::anvil::MatmulOp op) {
-    std::optional<std::string> why = mlir::anvil::fp8GemmForm(op, form);
+    std::optional<std::string> why =
+        mlir::anvil::fp8GemmForm(op, form, b.getBF16Type());
     fp8GemmsInStep += why.has_value();
     if (!why || why->empty())
       return;
@@ -1290,6 +1292,11 @@ int main(int argc, char **argv) {
                    ? emulatedGridFp8GemmsForm()
                    : mlir::anvil::cpu::CPUPipelineOptions().fp8Gemms);
 
+  // The FP8 GEMMs' result type: with --precision=fp8, bf16, as the other
+  // GEMMs' (anvil-bf16 runs after anvil-fp8); f32 for the FP8 GEMMs an
+  // input writes itself (f32 matmuls of fp8_quantize results).
+  std::string fp8GemmResult = fp8Recipe.empty() ? "f32" : "bf16";
+
   // The backend's stages.
   std::optional<mlir::anvil::ModuleABI> abi;
   int64_t dispatches = -1, plannedBytes = -1;
@@ -1309,6 +1316,7 @@ int main(int argc, char **argv) {
       options.splitReductions = splitReductions;
       options.warpReductions = warpReductions;
       options.libraryConvs = libraryConvs == "on";
+      options.fp8GemmResult = fp8GemmResult;
       options.target.chip = cudaArch;
       options.target.toolkit = cudaToolkit;
       mlir::anvil::cuda::buildCUDAPipeline(
@@ -1329,6 +1337,7 @@ int main(int argc, char **argv) {
       // The CPU's reference of the library's convolutions (where CUDA
       // calls cuDNN).
       options.libraryConvs = libraryConvs == "on";
+      options.fp8GemmResult = fp8GemmResult;
       // The emulated grid runs what CUDA runs: FP8 GEMMs with K innermost.
       if (emulateCUDAGrid) {
         options.fp8Gemms = emulatedGridFp8GemmsForm();

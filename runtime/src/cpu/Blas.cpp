@@ -104,17 +104,37 @@ extern "C" void anvil_rt_gemm_f8(int32_t transA, int32_t transB, int64_t m,
                                  int64_t n, int64_t k, const void *a,
                                  int32_t aFormat, int64_t lda, int64_t strideA,
                                  const void *b, int32_t bFormat, int64_t ldb,
-                                 int64_t strideB, float *c, int64_t ldc,
-                                 int64_t strideC, int64_t batch,
-                                 int32_t accumulate) {
+                                 int64_t strideB, const float *scaleA,
+                                 const float *scaleB, void *d, int32_t dBf16,
+                                 int64_t ldd, int64_t strideD, int64_t batch) {
   // The widened operands: the products of 8-bit values are exact in f32,
   // so BLAS on them computes the 8-bit GEMM with f32 accumulation.
-  thread_local std::vector<float> wideA, wideB;
+  thread_local std::vector<float> wideA, wideB, sums;
   widen(a, aFormat, transA ? k : m, transA ? m : k, lda, strideA, batch, wideA);
   widen(b, bFormat, transB ? n : k, transB ? k : n, ldb, strideB, batch, wideB);
+  // The sums in D itself (f32) or, for a bf16 D, in (batch, m, n).
+  float *c = static_cast<float *>(d);
+  int64_t ldc = ldd, strideC = strideD;
+  if (dBf16) {
+    sums.resize(static_cast<size_t>(batch * m * n));
+    c = sums.data();
+    ldc = n;
+    strideC = m * n;
+  }
   anvil_rt_sgemm(transA, transB, m, n, k, wideA.data(), lda, strideA,
                  wideB.data(), ldb, strideB, c, ldc, strideC, batch,
-                 accumulate);
+                 /*accumulate=*/0);
+  const float scale = *scaleA * *scaleB;
+  for (int64_t i = 0; i < batch; ++i)
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t j = 0; j < n; ++j) {
+        float x = c[i * strideC + r * ldc + j] * scale;
+        if (dBf16)
+          static_cast<uint16_t *>(d)[i * strideD + r * ldd + j] =
+              anvil::rt::toBF16Bits(x);
+        else
+          c[i * strideC + r * ldc + j] = x;
+      }
 }
 
 namespace {

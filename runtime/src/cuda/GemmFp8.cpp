@@ -4,11 +4,10 @@
 // transposed, the second not. Row-major D (m x n) = A (m x k) B^T with B
 // stored n x k (a linear layer's [out, in] weight, or any operand laid out
 // with k innermost) is, read column-major, D^T = (B as k x n)^T (A as
-// k x m): exactly that form, with no copy. The quantization scales are the
-// descriptor's A/B scale pointers; accumulation is FP32, D is f32.
-// anvil_rt_cuda_gemm_f8 (the generated code's FP8 GEMMs) adds the product
-// to C (beta = 1; or overwrites it, beta = 0, with `accumulate` 0), a batch
-// in one strided-batched call, unscaled. One
+// k x m): exactly that form, with no copy. The dequantization scales are
+// the descriptor's A/B scale pointers (device memory: the step computes
+// them); accumulation is FP32, D is f32 or bf16, overwritten (beta = 0), a
+// batch in one strided-batched call. One
 // handle and one 32 MiB workspace per process (Lt.h); each GEMM is queued on
 // the step stream with the generated code's kernels (cuda::stepStream) and
 // waited for only in "sync" mode (LaunchMode).
@@ -47,20 +46,21 @@ cudaDataType_t fp8Type(int32_t format) {
 
 const char *formatName(int32_t format) { return format == 1 ? "E5M2" : "E4M3"; }
 
-/// Row-major D (m x n, f32, row stride ldd) = scaleA scaleB A B^T + beta D,
-/// A m x k and B n x k row-major with row strides lda and ldb (bytes: one
-/// per element), through cuBLASLt's TN form; null scales are 1; `batch`
+/// Row-major D (m x n, f32 or with `dBf16` bf16, row stride ldd) =
+/// scaleA scaleB A B^T, A m x k and B n x k row-major with row strides lda
+/// and ldb (bytes: one per element), through cuBLASLt's TN form; `batch`
 /// such products at the given element strides, in one call. `caller` names
 /// the entry point in errors.
 void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
             int32_t aFormat, int64_t lda, const void *b, int32_t bFormat,
-            int64_t ldb, float *d, int64_t ldd, const float *scaleA,
-            const float *scaleB, float beta, int64_t batch = 1,
-            int64_t strideA = 0, int64_t strideB = 0, int64_t strideD = 0) {
+            int64_t ldb, const float *scaleA, const float *scaleB, void *d,
+            bool dBf16, int64_t ldd, int64_t batch, int64_t strideA,
+            int64_t strideB, int64_t strideD) {
   std::string what = "an FP8 GEMM (" + std::to_string(m) + " x " +
                      std::to_string(k) + " " + formatName(aFormat) + " by " +
                      std::to_string(n) + " x " + std::to_string(k) + " " +
-                     formatName(bFormat) + ")";
+                     formatName(bFormat) + " into " + (dBf16 ? "bf16" : "f32") +
+                     ")";
   // A failure in a graph capture is recorded, and sets `failed` (the GEMM
   // then returns without queuing anything); otherwise it aborts.
   bool failed = false;
@@ -81,17 +81,18 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
   auto aligned = [](const void *p) {
     return reinterpret_cast<uintptr_t>(p) % 16 == 0;
   };
-  if (k % 16 != 0 || lda % 16 != 0 || ldb % 16 != 0 || ldd % 4 != 0 ||
-      strideA % 16 != 0 || strideB % 16 != 0 || strideD % 4 != 0 ||
+  const int64_t perRow = dBf16 ? 8 : 4; // D's elements in 16 bytes
+  if (k % 16 != 0 || lda % 16 != 0 || ldb % 16 != 0 || ldd % perRow != 0 ||
+      strideA % 16 != 0 || strideB % 16 != 0 || strideD % perRow != 0 ||
       !aligned(a) || !aligned(b) || !aligned(d) || !aligned(scaleA) ||
       !aligned(scaleB))
     fail(std::string(caller) +
          ": cuBLASLt's FP8 GEMM needs 16-byte aligned operands, scales, rows "
          "and batch entries (k, the 8-bit row and batch strides multiples of "
-         "16, "
-         "the f32 ones of 4), for " +
-         what + " with lda " + std::to_string(lda) + ", ldb " +
-         std::to_string(ldb) + ", ldd " + std::to_string(ldd));
+         "16, D's of " +
+         std::to_string(perRow) + "), for " + what + " with lda " +
+         std::to_string(lda) + ", ldb " + std::to_string(ldb) + ", ldd " +
+         std::to_string(ldd));
   const anvil::rt::cuda::lt::Handle &h =
       anvil::rt::cuda::lt::handle("cuBLASLt FP8 GEMM");
   anvil::rt::cuda::lt::Descriptors desc;
@@ -105,21 +106,20 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
                                        &plain, sizeof plain),
         "cublasLtMatmulDescSetAttribute(TRANSB)");
   // cuBLASLt's A is our B, its B our A.
-  if (scaleB)
-    check(cublasLtMatmulDescSetAttribute(desc.op,
-                                         CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
-                                         &scaleB, sizeof scaleB),
-          "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)");
-  if (scaleA)
-    check(cublasLtMatmulDescSetAttribute(desc.op,
-                                         CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
-                                         &scaleA, sizeof scaleA),
-          "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)");
+  check(cublasLtMatmulDescSetAttribute(desc.op,
+                                       CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                       &scaleB, sizeof scaleB),
+        "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)");
+  check(cublasLtMatmulDescSetAttribute(desc.op,
+                                       CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                       &scaleA, sizeof scaleA),
+        "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)");
   check(cublasLtMatrixLayoutCreate(&desc.a, fp8Type(bFormat), k, n, ldb),
         "cublasLtMatrixLayoutCreate(B)");
   check(cublasLtMatrixLayoutCreate(&desc.b, fp8Type(aFormat), k, m, lda),
         "cublasLtMatrixLayoutCreate(A)");
-  check(cublasLtMatrixLayoutCreate(&desc.d, CUDA_R_32F, n, m, ldd),
+  check(cublasLtMatrixLayoutCreate(&desc.d, dBf16 ? CUDA_R_16BF : CUDA_R_32F, n,
+                                   m, ldd),
         "cublasLtMatrixLayoutCreate(D)");
   if (batch > 1) {
     int32_t count = static_cast<int32_t>(batch);
@@ -147,25 +147,13 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
   using anvil::rt::cuda::lt::alignment;
   // The heuristic's choice, once per shape, layout and alignment: a step
   // runs the same GEMMs every time.
-  std::array<int64_t, 17> key = {m,
-                                 n,
-                                 k,
-                                 lda,
-                                 ldb,
-                                 ldd,
-                                 aFormat,
-                                 bFormat,
-                                 batch,
-                                 strideA,
-                                 strideB,
-                                 strideD,
-                                 scaleA != nullptr,
-                                 scaleB != nullptr,
-                                 alignment(a),
-                                 alignment(b),
-                                 alignment(d)};
+  std::array<int64_t, 16> key = {
+      m,           n,       k,       lda,          ldb,
+      ldd,         aFormat, bFormat, dBf16,        batch,
+      strideA,     strideB, strideD, alignment(a), alignment(b),
+      alignment(d)};
   static std::mutex cacheMutex;
-  static std::map<std::array<int64_t, 17>, cublasLtMatmulAlgo_t> cache;
+  static std::map<std::array<int64_t, 16>, cublasLtMatmulAlgo_t> cache;
   std::optional<cublasLtMatmulAlgo_t> cached;
   {
     std::lock_guard<std::mutex> lock(cacheMutex);
@@ -201,7 +189,7 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
     std::lock_guard<std::mutex> lock(cacheMutex);
     cache.emplace(key, heuristic.algo);
   }
-  const float one = 1.0f;
+  const float one = 1.0f, beta = 0.0f;
   auto start = std::chrono::steady_clock::now();
   check(
       cublasLtMatmul(h.handle, desc.op, &one, b, desc.a, a, desc.b, &beta, d,
@@ -226,42 +214,36 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
 
 } // namespace
 
-extern "C" void anvil_rt_cuda_gemm_fp8(int64_t m, int64_t n, int64_t k,
-                                       const void *a, int32_t aFormat,
-                                       const void *b, int32_t bFormat, float *d,
-                                       const float *scaleA,
-                                       const float *scaleB) {
-  ltGemm("anvil_rt_cuda_gemm_fp8", m, n, k, a, aFormat, k, b, bFormat, k, d, n,
-         scaleA, scaleB, 0.0f);
-}
-
 extern "C" void
 anvil_rt_cuda_gemm_f8(int32_t transA, int32_t transB, int64_t m, int64_t n,
                       int64_t k, const void *a, int32_t aFormat, int64_t lda,
                       int64_t strideA, const void *b, int32_t bFormat,
-                      int64_t ldb, int64_t strideB, float *c, int64_t ldc,
-                      int64_t strideC, int64_t batch, int32_t accumulate) {
-  const float beta = accumulate ? 1.0f : 0.0f;
+                      int64_t ldb, int64_t strideB, const float *scaleA,
+                      const float *scaleB, void *d, int32_t dBf16, int64_t ldd,
+                      int64_t strideD, int64_t batch) {
   if (transA || !transB)
     fail("anvil_rt_cuda_gemm_f8: cuBLASLt's FP8 GEMM takes both operands "
          "with K innermost (A m x k, B n x k, row-major); got A" +
          std::string(transA ? " transposed" : "") + " and B" +
          std::string(transB ? "" : " not transposed") +
          " (anvil-decompose fp8-gemms=f8-k-inner lays them out so)");
+  const char *caller = "anvil_rt_cuda_gemm_f8";
   if (batch > 1 && strideB == 0) {
     // A B shared by the batch: one product of the batch's rows stacked,
     // when they lie one after another.
-    if (strideA == m * lda && strideC == m * ldc) {
-      ltGemm("anvil_rt_cuda_gemm_f8", m * batch, n, k, a, aFormat, lda, b,
-             bFormat, ldb, c, ldc, nullptr, nullptr, beta);
+    if (strideA == m * lda && strideD == m * ldd) {
+      ltGemm(caller, m * batch, n, k, a, aFormat, lda, b, bFormat, ldb, scaleA,
+             scaleB, d, dBf16, ldd, 1, 0, 0, 0);
       return;
     }
+    const int64_t bytes = dBf16 ? 2 : 4;
     for (int64_t i = 0; i < batch; ++i)
-      ltGemm("anvil_rt_cuda_gemm_f8", m, n, k,
-             static_cast<const uint8_t *>(a) + i * strideA, aFormat, lda, b,
-             bFormat, ldb, c + i * strideC, ldc, nullptr, nullptr, beta);
+      ltGemm(caller, m, n, k, static_cast<const uint8_t *>(a) + i * strideA,
+             aFormat, lda, b, bFormat, ldb, scaleA, scaleB,
+             static_cast<uint8_t *>(d) + i * strideD * bytes, dBf16, ldd, 1, 0,
+             0, 0);
     return;
   }
-  ltGemm("anvil_rt_cuda_gemm_f8", m, n, k, a, aFormat, lda, b, bFormat, ldb, c,
-         ldc, nullptr, nullptr, beta, batch, strideA, strideB, strideC);
+  ltGemm(caller, m, n, k, a, aFormat, lda, b, bFormat, ldb, scaleA, scaleB, d,
+         dBf16, ldd, batch, strideA, strideB, strideD);
 }

@@ -1364,3 +1364,43 @@ func.func @library_call_elsewhere(%x: tensor<4xf32>) {
   %0 = anvil.exp %x {anvil.library_call} : tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @matmul_f8_of_f32(%a: tensor<4x16xf32>, %b: tensor<8x16xf8E4M3FN>, %s: tensor<f32>) {
+  // expected-error@+1 {{'anvil.matmul_f8' op operands must be f8E4M3FN or f8E5M2 tensors, got lhs 'tensor<4x16xf32>' and rhs 'tensor<8x16xf8E4M3FN>'}}
+  %0 = anvil.matmul_f8 %a, %b scales(%s, %s) {transpose_rhs} : (tensor<4x16xf32>, tensor<8x16xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_f8_two_e5m2(%a: tensor<4x16xf8E5M2>, %b: tensor<8x16xf8E5M2>, %s: tensor<f32>) {
+  // expected-error@+1 {{'anvil.matmul_f8' op at most one operand may be f8E5M2 (as in FP8 GEMMs)}}
+  %0 = anvil.matmul_f8 %a, %b scales(%s, %s) {transpose_rhs} : (tensor<4x16xf8E5M2>, tensor<8x16xf8E5M2>, tensor<f32>, tensor<f32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_f8_f16_result(%a: tensor<4x16xf8E4M3FN>, %b: tensor<8x16xf8E4M3FN>, %s: tensor<f32>) {
+  // expected-error@+1 {{'anvil.matmul_f8' op result must be an f32 or bf16 tensor, got 'tensor<4x8xf16>'}}
+  %0 = anvil.matmul_f8 %a, %b scales(%s, %s) {transpose_rhs} : (tensor<4x16xf8E4M3FN>, tensor<8x16xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<4x8xf16>
+  return
+}
+
+// -----
+
+func.func @matmul_f8_wrong_shape(%a: tensor<4x16xf8E4M3FN>, %b: tensor<8x16xf8E4M3FN>, %s: tensor<f32>) {
+  // expected-error@+1 {{'anvil.matmul_f8' op result must be 'tensor<4x8xbf16>' (the product's shape), got 'tensor<4x16xbf16>'}}
+  %0 = anvil.matmul_f8 %a, %b scales(%s, %s) {transpose_rhs} : (tensor<4x16xf8E4M3FN>, tensor<8x16xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @matmul_f8_scale_not_scalar(%a: tensor<4x16xf8E4M3FN>, %b: tensor<8x16xf8E4M3FN>, %s: tensor<1xf32>) {
+  // expected-error@+1 {{'anvil.matmul_f8' op operand #2 must be 0D tensor of 32-bit float values}}
+  %0 = anvil.matmul_f8 %a, %b scales(%s, %s) {transpose_rhs} : (tensor<4x16xf8E4M3FN>, tensor<8x16xf8E4M3FN>, tensor<1xf32>, tensor<1xf32>) -> tensor<4x8xf32>
+  return
+}

@@ -26,11 +26,13 @@ namespace mlir::anvil {
 
 class MatmulOp;
 
-/// How anvil-decompose{fp8-gemms=`form`} multiplies `op`: std::nullopt when
-/// it is not an FP8 GEMM (a GEMM of two fp8_quantize results with forward
-/// formats); an empty string when it reads their 8-bit codes
-/// (anvil.matmul_f8); otherwise why it multiplies their dequantized values.
-std::optional<std::string> fp8GemmForm(MatmulOp op, llvm::StringRef form);
+/// How anvil-decompose{fp8-gemms=`form` fp8-gemm-result=`result`}
+/// multiplies `op`: std::nullopt when it is not an FP8 GEMM (a GEMM of two
+/// fp8_quantize results with forward formats); an empty string when it
+/// reads their 8-bit codes (anvil.matmul_f8 with a `result` result);
+/// otherwise why it multiplies their dequantized values.
+std::optional<std::string> fp8GemmForm(MatmulOp op, llvm::StringRef form,
+                                       FloatType result);
 
 /// A convolution as one call of a library (RuntimeABI.h's anvil_rt_conv):
 /// its kind (ANVIL_RT_CONV_FORWARD, _DATA_GRAD, _FILTER_GRAD: 0, 1, 2, as

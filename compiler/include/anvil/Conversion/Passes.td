@@ -37,10 +37,13 @@ def AnvilDecomposePass : Pass<"anvil-decompose", "mlir::ModuleOp"> {
     A tensorwise `anvil.fp8_quantize` becomes its definition: `x * s` cast
     to the 8-bit format and back, over `s`. A matmul of two of them
     (`fp8-gemms=f8`, the default) becomes an FP8 GEMM instead:
-    `anvil.matmul_f8` of the 8-bit codes, times `1 / (s_a s_b)`;
+    `anvil.matmul_f8` of the 8-bit codes scaled by `(1 / s_a) (1 / s_b)`,
+    with an f32 result or, with `fp8-gemm-result=bf16` (`--precision=fp8`,
+    whose other GEMMs are bf16), a bf16 one widened for its users;
     `fp8-gemms=f8-k-inner` also lays both operands out with K innermost
     (the CUDA backend's choice: cuBLASLt's FP8 GEMM takes them so, with K a
-    multiple of 16 and N of 4; other GEMMs stay dequantized), and
+    multiple of 16 and rows of results a multiple of 16 bytes, N a multiple
+    of 4 for f32 and of 8 for bf16; other GEMMs stay dequantized), and
     `fp8-gemms=dequantized` multiplies the dequantized f32 values instead.
     Each quantization is computed once for all the GEMMs that read it; its
     other users read its dequantized codes. matmul_f8 has no VJP: run this
@@ -52,6 +55,10 @@ def AnvilDecomposePass : Pass<"anvil-decompose", "mlir::ModuleOp"> {
            "of the 8-bit codes), f8-k-inner (the same with K innermost in "
            "both operands), or dequantized (an f32 GEMM of the dequantized "
            "values)">,
+    Option<"fp8GemmResult", "fp8-gemm-result", "std::string",
+           /*default=*/"\"f32\"",
+           "The FP8 GEMMs' result type: f32, or bf16 (rounded once, as "
+           "bf16 mixed precision's GEMMs are)">,
   ];
   let dependentDialects = ["mlir::anvil::AnvilDialect"];
 }
@@ -161,6 +168,13 @@ def AnvilBufferizePass : Pass<"anvil-bufferize", "mlir::ModuleOp"> {
     with the CUDA backend), every buffer passed as a pointer to its first
     element (one that is not contiguous is copied first).
 
+    `anvil.matmul_f8` writes a new buffer through one call of `gemm-f8`
+    (RuntimeABI.h's `anvil_rt_gemm_f8`: the transposes, M, N, K, each 8-bit
+    operand's pointer, format, row and batch strides, the two scales'
+    pointers, and the result's pointer, type (f32 or bf16), row and batch
+    strides, and the batch; cuBLASLt's FP8 GEMM with the scales as its
+    scale pointers with the CUDA backend).
+
     A convolution marked `anvil.library_call` (`anvil-library-convs`)
     writes a new buffer through one call of `conv` (RuntimeABI.h's
     `anvil_rt_conv`: the kind, bf16 or not, the problem in a constant
@@ -205,6 +219,9 @@ def AnvilBufferizePass : Pass<"anvil-bufferize", "mlir::ModuleOp"> {
     Option<"gemmDgeluBgradCallee", "gemm-dgelu-bgrad", "std::string",
            /*default=*/"\"anvil_rt_gemm_dgelu_bgrad\"",
            "The runtime function anvil.matmul_gelu_bias_grad calls">,
+    Option<"gemmF8Callee", "gemm-f8", "std::string",
+           /*default=*/"\"anvil_rt_gemm_f8\"",
+           "The runtime function anvil.matmul_f8 calls">,
     Option<"gemmWeightBiasGradCallee", "gemm-weight-bias-grad", "std::string",
            /*default=*/"\"anvil_rt_gemm_weight_bias_grad\"",
            "The runtime function anvil.matmul_bias_grad calls">,

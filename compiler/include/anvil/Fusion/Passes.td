@@ -60,7 +60,9 @@ def AnvilFusePass : Pass<"anvil-fuse", "mlir::ModuleOp"> {
     and its work is cheap: at most 6, or the copies' extra work,
     (N - 1) x its work, at most the bits a point saves, (N + 1) B_out -
     (N - 1) B_in (an H200 issues about 7 f32 instructions in the time it
-    moves a byte), and never more than 64. An arith op counts 1, a
+    moves a byte), and never more than 64. A reshape of its result that
+    several such readers read is split into one per reader first (but,
+    with merge-amax, one read by an amax and a cast that merge with it). An arith op counts 1, a
     division or a transcendental or root (exp, tanh, erf, sqrt, ...) 8;
     a body with a remainder, an integer division, a power or another op
     of unknown cost is not copied. The bf16 rounding of a GEMM's product

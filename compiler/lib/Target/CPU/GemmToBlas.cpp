@@ -15,10 +15,8 @@
 //    module). The call keeps linalg's semantics, C += A B, or, when C was
 //    just filled with zeros (the fill the last op before it that touches
 //    memory), overwrites C (accumulate 0) and the fill goes. A contraction
-//    of two 8-bit float operands widened to f32 (anvil.matmul_f8's) calls
-//    anvil_rt_gemm_f8 instead, with each operand's format after its
-//    pointer; one of two bf16 operands widened to f32 (a bf16
-//    anvil.matmul's) calls anvil_rt_gemm_bf16. When that product overwrites
+//    of two bf16 operands widened to f32 (a bf16 anvil.matmul's) calls
+//    anvil_rt_gemm_bf16 instead. When that product overwrites
 //    a buffer of its own whose readers only round it to bf16 (each reads
 //    it, or a reshape or subview of it, as an input its body only
 //    truncates to bf16: a bf16 anvil.matmul's result), the buffer becomes
@@ -55,23 +53,12 @@ struct Matrix {
   int64_t offset = 0;      ///< Elements from the aligned base.
 };
 
-/// What a GEMM's operands are stored in: f32, 8-bit floats or bf16 (the
-/// last two widened to f32 by the contraction's body).
-enum class Operands { F32, F8, BF16 };
-
-/// The runtime's code of an 8-bit float format: 0 E4M3, 1 E5M2.
-std::optional<int32_t> f8Format(Type t) {
-  if (isa<Float8E4M3FNType>(t))
-    return 0;
-  if (isa<Float8E5M2Type>(t))
-    return 1;
-  return std::nullopt;
-}
+/// What a GEMM's operands are stored in: f32 or bf16 (widened to f32 by
+/// the contraction's body).
+enum class Operands { F32, BF16 };
 
 /// The kind of GEMM operand an element type makes, if any.
 std::optional<Operands> kindOf(Type t) {
-  if (f8Format(t))
-    return Operands::F8;
   if (t.isBF16())
     return Operands::BF16;
   if (t.isF32())
@@ -259,13 +246,12 @@ Value narrowToBF16(PatternRewriter &rewriter, memref::AllocOp c, Value gemmC,
 }
 
 struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
-  GemmToBlas(MLIRContext *context, StringRef callee, StringRef calleeF8,
-             StringRef calleeBF16, StringRef calleeBF16Rounded)
+  GemmToBlas(MLIRContext *context, StringRef callee, StringRef calleeBF16,
+             StringRef calleeBF16Rounded)
       : OpInterfaceRewritePattern(context), calleeName(callee.str()),
-        calleeF8Name(calleeF8.str()), calleeBF16Name(calleeBF16.str()),
+        calleeBF16Name(calleeBF16.str()),
         calleeBF16RoundedName(calleeBF16Rounded.str()) {}
   std::string calleeName;     ///< anvil_rt_sgemm, or a device's variant.
-  std::string calleeF8Name;   ///< anvil_rt_gemm_f8, or a device's variant.
   std::string calleeBF16Name; ///< anvil_rt_gemm_bf16, or a device's.
   /// anvil_rt_gemm_bf16_rounded, or a device's; empty: C stays f32.
   std::string calleeBF16RoundedName;
@@ -274,8 +260,8 @@ struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
     if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
         op.getNumDpsInits() != 1 || !linalg::isaContractionOpInterface(op))
       return rewriter.notifyMatchFailure(op, "not a bufferized contraction");
-    // Exactly acc + a * b of f32, or acc + extf(a) * extf(b) of two 8-bit
-    // or two bf16 operands and an f32 acc: the contraction interface would
+    // Exactly acc + a * b of f32, or acc + extf(a) * extf(b) of two bf16
+    // operands and an f32 acc: the contraction interface would
     // also accept bodies with unary ops (negations, other casts) that a
     // GEMM call drops.
     Block *body = op.getBlock();
@@ -289,8 +275,8 @@ struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
         kind != rhsKind ||
         body->getOperations().size() != (kind == Operands::F32 ? 3u : 5u))
       return rewriter.notifyMatchFailure(
-          op, "body is not acc + a * b (of f32, or of two widened 8-bit or "
-              "bf16 operands)");
+          op, "body is not acc + a * b (of f32, or of two widened bf16 "
+              "operands)");
     FailureOr<linalg::ContractionDimensions> dims =
         linalg::inferContractionDims(op);
     if (failed(dims) || dims->m.empty() || dims->n.empty() || dims->k.empty())
@@ -320,8 +306,7 @@ struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
         asMatrix(b, maps[1], batch, kDims, nDims, true, true, kind);
     if (!ma || !mb || !mc)
       return rewriter.notifyMatchFailure(
-          op, "operands are not row-major (batched) f32, 8-bit or bf16 "
-              "matrices");
+          op, "operands are not row-major (batched) f32 or bf16 matrices");
 
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     auto product = [&](ArrayRef<unsigned> group) {
@@ -350,11 +335,6 @@ struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
           arith::AddIOp::create(rewriter, loc, asInt, i64(m.offset * bytes));
       return LLVM::IntToPtrOp::create(rewriter, loc, ptrType, withOffset);
     };
-    auto format = [&](Value buffer) {
-      return arith::ConstantIntOp::create(
-          rewriter, loc,
-          *f8Format(cast<MemRefType>(buffer.getType()).getElementType()), 32);
-    };
     // (A product that reads C as an operand still needs its zeros.)
     linalg::FillOp zeroFill = a == c || b == c ? nullptr : zeroFillOf(op, c);
     // A bf16 product that C's readers only round to bf16, into a buffer of
@@ -382,16 +362,9 @@ struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
         i64(mb->ld),         i64(mb->batchStride), address(c, *mc),
         i64(mc->ld),         i64(mc->batchStride), i64(product(batch)),
         i32(!zeroFill)};
-    if (kind == Operands::F8) {
-      // (a, aFormat, lda, ..., b, bFormat, ldb, ...)
-      args.insert(args.begin() + 9, format(b));
-      args.insert(args.begin() + 6, format(a));
-    }
-
     if (rounded)
       args.pop_back(); // always overwritten
-    StringRef name = kind == Operands::F8     ? calleeF8Name
-                     : rounded                ? calleeBF16RoundedName
+    StringRef name = rounded                  ? calleeBF16RoundedName
                      : kind == Operands::BF16 ? calleeBF16Name
                                               : calleeName;
     auto module = op->getParentOfType<ModuleOp>();
@@ -423,7 +396,7 @@ struct AnvilCPUGemmToBlasPass
   using Base::Base;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<GemmToBlas>(&getContext(), callee, calleeF8, calleeBF16,
+    patterns.add<GemmToBlas>(&getContext(), callee, calleeBF16,
                              calleeBF16Rounded);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();

@@ -81,6 +81,7 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
       pm.addPass(createAnvilLibraryConvsPass());
     AnvilDecomposePassOptions decompose;
     decompose.fp8Gemms = options.fp8Gemms;
+    decompose.fp8GemmResult = options.fp8GemmResult;
     pm.addPass(createAnvilDecomposePass(decompose));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
@@ -112,6 +113,7 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     bufferize.gemmBiasGeluCallee = options.gemmBiasGelu;
     bufferize.gemmDgeluBgradCallee = options.gemmDgeluBgrad;
     bufferize.gemmWeightBiasGradCallee = options.gemmWeightBiasGrad;
+    bufferize.gemmF8Callee = options.gemmF8;
     bufferize.convCallee = options.conv;
     pm.addPass(createAnvilBufferizePass(bufferize));
     pm.addPass(createCanonicalizerPass());
@@ -121,7 +123,6 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
     AnvilCPUGemmToBlasPassOptions gemm;
     gemm.callee = options.sgemm;
-    gemm.calleeF8 = options.gemmF8;
     gemm.calleeBF16 = options.gemmBF16;
     gemm.calleeBF16Rounded = options.gemmBF16Rounded;
     pm.addPass(createAnvilCPUGemmToBlasPass(gemm));

@@ -7,10 +7,10 @@
 //      call the CUDA runtime's anvil_rt_cuda_sgemm (cuBLAS), bf16 GEMMs
 //      anvil_rt_cuda_gemm_bf16 (cuBLAS, tensor cores), FP8 GEMMs (their
 //      operands laid out with K innermost) anvil_rt_cuda_gemm_f8
-//      (cuBLASLt), fused attention (anvil.flash_attention and its
-//      gradient) cuDNN's or Anvil's flash-attention kernels
-//      (anvil_rt_cuda_attention_f32, _grad_f32; on bf16 tensors
-//      anvil_rt_cuda_attention_bf16, _grad_bf16), GEMMs with a bias and
+//      (cuBLASLt, the scales its scale pointers), fused attention
+//      (anvil.flash_attention and its gradient) cuDNN's or Anvil's
+//      flash-attention kernels (anvil_rt_cuda_attention_f32, _grad_f32; on bf16
+//      tensors anvil_rt_cuda_attention_bf16, _grad_bf16), GEMMs with a bias and
 //      GELU epilogue (anvil.linear_gelu, anvil.matmul_gelu_bias_grad)
 //      cuBLASLt's (anvil_rt_cuda_gemm_bias_gelu, _dgelu_bgrad), a weight's
 //      gradient with its bias's cuBLASLt's (_weight_bias_grad), the
@@ -107,7 +107,8 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     cpuOptions.splitReductions = options.splitReductions;
     cpuOptions.sgemm = "anvil_rt_cuda_sgemm";
     // cuBLASLt's FP8 GEMM (sm_89 and newer) takes both operands with K
-    // innermost; older chips multiply the dequantized values.
+    // innermost, and the scales as its scale pointers; older chips multiply
+    // the dequantized values.
     cpuOptions.gemmF8 = "anvil_rt_cuda_gemm_f8";
     cpuOptions.gemmBF16 = "anvil_rt_cuda_gemm_bf16";
     cpuOptions.gemmBF16Rounded = "anvil_rt_cuda_gemm_bf16_rounded";
@@ -124,6 +125,7 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     cpuOptions.recomputeCheap = true;
     cpuOptions.mergeCheapReaders = true;
     cpuOptions.fp8Gemms = fp8GemmsForm(options.target.chip);
+    cpuOptions.fp8GemmResult = options.fp8GemmResult;
     Stage upTo = std::min(last, Stage::Bufferized);
     cpu::buildCPUPipeline(pm, shared(upTo),
                           after ? std::optional(shared(*after)) : std::nullopt,

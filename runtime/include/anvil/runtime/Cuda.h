@@ -310,30 +310,21 @@ void anvil_rt_cuda_attention_grad_bf16(
     int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
     const anvil_rt_attention_layout *layouts);
 
-/// An FP8 GEMM on cuBLASLt (sm_89 and newer), FP32 accumulation, all
-/// operands device pointers: row-major D (m x n, f32, overwritten) =
-/// scaleA[0] scaleB[0] A B^T, A m x k and B n x k row-major (k innermost in
-/// both: a linear layer's [out, in] weight as it is), in E4M3 (format 0)
-/// or E5M2 (1), not both E5M2. k must be a multiple of 16. The scales are
-/// the dequantization factors (1/s of each operand's quantization). Queues
-/// the product on the step stream; a failure names the call and the
-/// shapes.
-void anvil_rt_cuda_gemm_fp8(int64_t m, int64_t n, int64_t k, const void *a,
-                            int32_t aFormat, const void *b, int32_t bFormat,
-                            float *d, const float *scaleA, const float *scaleB);
-
-/// anvil_rt_gemm_f8's contract (RuntimeABI.h) on device pointers, through
-/// cuBLASLt: for i in [0, batch): C_i += A_i B_i^T (C_i = with
-/// `accumulate` 0) with both operands K
-/// innermost (transA = 0, transB = 1; anything else fails, naming the
-/// layouts), k and the row strides multiples of 16. Queues the product
-/// on the step stream.
+/// anvil_rt_gemm_f8's contract (RuntimeABI.h) on device pointers (the
+/// scales too), through cuBLASLt's FP8 GEMM (sm_89 and newer): for i in
+/// [0, batch), D_i = scaleA[0] scaleB[0] A_i B_i^T with the scales as its
+/// A and B scale pointers, FP32 accumulation, D f32 or bf16. Both operands
+/// K innermost (transA = 0, transB = 1; anything else fails, naming the
+/// layouts), not both E5M2; every pointer, row and batch stride 16-byte
+/// aligned (k a multiple of 16). Queues the product on the step stream; a
+/// failure names the call and the shapes.
 void anvil_rt_cuda_gemm_f8(int32_t transA, int32_t transB, int64_t m, int64_t n,
                            int64_t k, const void *a, int32_t aFormat,
                            int64_t lda, int64_t strideA, const void *b,
                            int32_t bFormat, int64_t ldb, int64_t strideB,
-                           float *c, int64_t ldc, int64_t strideC,
-                           int64_t batch, int32_t accumulate);
+                           const float *scaleA, const float *scaleB, void *d,
+                           int32_t dBf16, int64_t ldd, int64_t strideD,
+                           int64_t batch);
 } // extern "C"
 
 #endif // ANVIL_RUNTIME_CUDA_H

@@ -55,7 +55,8 @@ struct CPUPipelineOptions {
   int64_t splitReductions = 0;
   /// The runtime function f32 GEMMs call (anvil-cpu-gemm-to-blas callee).
   std::string sgemm = "anvil_rt_sgemm";
-  /// The runtime function 8-bit float GEMMs call (callee-f8).
+  /// The runtime function FP8 GEMMs (anvil.matmul_f8) call
+  /// (anvil-bufferize gemm-f8).
   std::string gemmF8 = "anvil_rt_gemm_f8";
   /// The runtime function bf16 GEMMs call (callee-bf16).
   std::string gemmBF16 = "anvil_rt_gemm_bf16";
@@ -85,6 +86,9 @@ struct CPUPipelineOptions {
   /// GEMMs of two tensorwise FP8 quantizations (anvil-decompose
   /// fp8-gemms): f8, f8-k-inner or dequantized.
   std::string fp8Gemms = "f8";
+  /// Their result type (anvil-decompose fp8-gemm-result): f32, or bf16
+  /// (with bf16 mixed precision's other GEMMs: --precision=fp8).
+  std::string fp8GemmResult = "f32";
 };
 
 /// Adds the passes of the stages after `after` (from the start when not

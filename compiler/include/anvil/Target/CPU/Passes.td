@@ -23,17 +23,14 @@ def AnvilCPUGemmToBlasPass : Pass<"anvil-cpu-gemm-to-blas", "mlir::ModuleOp"> {
     and the fill goes, a pass over C saved. Other matmuls (other types,
     strided inner dimensions) are left to the loop lowering.
 
-    A contraction of two 8-bit float buffers (`f8E4M3FN`, `f8E5M2`) into f32,
-    as `anvil.matmul_f8` lowers (the body widens both operands), calls
-    `anvil_rt_gemm_f8` instead: the same arguments, with each 8-bit
-    operand's format (0 for E4M3, 1 for E5M2) after its pointer. One of two
-    bf16 buffers into f32, as a bf16 `anvil.matmul` lowers (its product is
-    rounded to bf16 afterwards), calls `anvil_rt_gemm_bf16` with the
-    sgemm's arguments. When that product overwrites a buffer of its own
-    (a zero fill before it) whose readers only round it to bf16 (each
-    reads it, or an expand_shape, collapse_shape or subview of it, as an
-    input that its body only truncates to bf16: what a bf16
-    `anvil.matmul`'s result is), C becomes a bf16 buffer that
+    A contraction of two bf16 buffers into f32, as a bf16 `anvil.matmul`
+    lowers (its product is rounded to bf16 afterwards), calls
+    `anvil_rt_gemm_bf16` with the sgemm's arguments. When that product
+    overwrites a buffer of its own (a zero fill before it) whose readers
+    only round it to bf16 (each reads it, or an expand_shape,
+    collapse_shape or subview of it, as an input that its body only
+    truncates to bf16: what a bf16 `anvil.matmul`'s result is), C becomes
+    a bf16 buffer that
     `anvil_rt_gemm_bf16_rounded` writes rounded (to nearest even), and the
     readers read it without their truncations: the same values, half the
     bytes written and read.
@@ -55,11 +52,6 @@ def AnvilCPUGemmToBlasPass : Pass<"anvil-cpu-gemm-to-blas", "mlir::ModuleOp"> {
            "The runtime function called (same arguments): anvil_rt_sgemm "
            "(OpenBLAS) on the CPU, anvil_rt_cuda_sgemm (cuBLAS) for "
            "--target=cuda">,
-    Option<"calleeF8", "callee-f8", "std::string",
-           /*default=*/"\"anvil_rt_gemm_f8\"",
-           "The runtime function 8-bit GEMMs call: anvil_rt_gemm_f8 (widened "
-           "to f32, OpenBLAS) on the CPU, anvil_rt_cuda_gemm_f8 (cuBLASLt) "
-           "for --target=cuda">,
     Option<"calleeBF16", "callee-bf16", "std::string",
            /*default=*/"\"anvil_rt_gemm_bf16\"",
            "The runtime function bf16 GEMMs call: anvil_rt_gemm_bf16 "

@@ -79,6 +79,9 @@ struct CUDAPipelineOptions {
   /// Convolutions that cuDNN takes run as one call each
   /// (anvil-library-convs; anvil_rt_cuda_conv); off: as kernels.
   bool libraryConvs = true;
+  /// The FP8 GEMMs' result type (anvil-decompose fp8-gemm-result): f32, or
+  /// bf16 (with bf16 mixed precision's other GEMMs: --precision=fp8).
+  std::string fp8GemmResult = "f32";
   CUDATarget target; ///< The llvm stage's cubin.
 };
 

@@ -588,27 +588,32 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
                                inferred);
 }
 
-LogicalResult MatmulF8Op::inferReturnTypes(MLIRContext *ctx,
-                                           std::optional<Location> loc,
-                                           Adaptor adaptor,
-                                           SmallVectorImpl<Type> &inferred) {
-  RankedTensorType lhs = tensorType(adaptor.getLhs());
-  RankedTensorType rhs = tensorType(adaptor.getRhs());
+LogicalResult MatmulF8Op::verify() {
+  Fail<MatmulF8Op> fail{getLoc()};
+  RankedTensorType lhs = tensorType(getLhs());
+  RankedTensorType rhs = tensorType(getRhs());
   auto eightBit = [](Type t) {
     return isa<Float8E4M3FNType, Float8E5M2Type>(t);
   };
   if (!eightBit(lhs.getElementType()) || !eightBit(rhs.getElementType()))
-    return Fail<MatmulF8Op>{loc}(
-        "operands must be f8E4M3FN or f8E5M2 tensors, got lhs ", lhs,
-        " and rhs ", rhs);
+    return fail("operands must be f8E4M3FN or f8E5M2 tensors, got lhs ", lhs,
+                " and rhs ", rhs);
   if (isa<Float8E5M2Type>(lhs.getElementType()) &&
       isa<Float8E5M2Type>(rhs.getElementType()))
-    return Fail<MatmulF8Op>{loc}(
-        "at most one operand may be f8E5M2 (as in FP8 GEMMs), got lhs ", lhs,
-        " and rhs ", rhs);
-  return inferMatmul<MatmulF8Op>(loc, lhs, rhs, adaptor.getTransposeLhs(),
-                                 adaptor.getTransposeRhs(),
-                                 Float32Type::get(ctx), inferred);
+    return fail("at most one operand may be f8E5M2 (as in FP8 GEMMs), got lhs ",
+                lhs, " and rhs ", rhs);
+  RankedTensorType result = getType();
+  Type element = result.getElementType();
+  if (!element.isF32() && !element.isBF16())
+    return fail("result must be an f32 or bf16 tensor, got ", result);
+  SmallVector<Type> product;
+  if (failed(inferMatmul<MatmulF8Op>(getLoc(), lhs, rhs, getTransposeLhs(),
+                                     getTransposeRhs(), element, product)))
+    return failure();
+  if (product[0] != result)
+    return fail("result must be ", product[0], " (the product's shape), got ",
+                result);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

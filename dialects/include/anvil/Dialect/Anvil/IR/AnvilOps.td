@@ -498,30 +498,42 @@ def Anvil_MatmulOp : Anvil_CostedOp<"matmul", [Anvil_VJP, InferTypeOpAdaptor]> {
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-def Anvil_MatmulF8Op : Anvil_CostedOp<"matmul_f8", [InferTypeOpAdaptor]> {
-  let summary = "Matrix product of 8-bit float operands, accumulated in f32";
+def Anvil_MatmulF8Op : Anvil_CostedOp<"matmul_f8"> {
+  let summary = "Scaled matrix product of 8-bit float operands, accumulated in f32";
   let description = [{
     `anvil.matmul`'s product (the same shapes and transposes) of operands
-    stored in 8 bits (`f8E4M3FN` or `f8E5M2`, not both `f8E5M2`), as an
-    `f32` tensor: every product of two 8-bit floats is exact in `f32`, and
-    the products are accumulated in `f32` (on the CPU; Hopper's FP8 tensor
-    cores keep fewer bits between cuBLASLt's promotions to `f32`).
+    stored in 8 bits (`f8E4M3FN` or `f8E5M2`, not both `f8E5M2`), times the
+    product of two scalars: `(lhs_scale rhs_scale) sum_k lhs rhs`. Every
+    product of two 8-bit floats is exact in `f32` and the products are
+    accumulated in `f32` (on the CPU; Hopper's FP8 tensor cores keep fewer
+    bits between cuBLASLt's promotions to `f32`); the sum is multiplied by
+    the two scales' `f32` product and rounded once to the result's element
+    type, `f32` or `bf16` (what cuBLASLt's FP8 GEMM computes with the scales
+    as its A and B scale pointers and D of that type).
+
     anvil-decompose makes it, after differentiation (it has no VJP), of an
     `anvil.matmul` whose operands are both tensorwise `anvil.fp8_quantize`
     results: the GEMM reads the 8-bit codes (a quarter of the bytes), and
-    the two dequantization factors multiply its result. The CPU backend
-    widens the codes and calls BLAS; the CUDA backend calls cuBLASLt's FP8
-    GEMM, which takes both operands with K innermost (`transpose_rhs`, no
+    the scales are their dequantization factors, `1 / s`. Each backend
+    calls one runtime function for it (anvil-bufferize): the CPU's widens
+    the codes and calls BLAS; the CUDA backend's is cuBLASLt's FP8 GEMM,
+    which takes both operands with K innermost (`transpose_rhs`, no
     `transpose_lhs`).
 
     ```mlir
-    %y = anvil.matmul_f8 %x8, %w8 {transpose_rhs} : (tensor<128x768xf8E4M3FN>, tensor<3072x768xf8E4M3FN>) -> tensor<128x3072xf32>
+    %y = anvil.matmul_f8 %x8, %w8 scales(%ux, %uw) {transpose_rhs} : (tensor<128x768xf8E4M3FN>, tensor<3072x768xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<128x3072xbf16>
     ```
   }];
   let arguments = (ins Anvil_FloatTensor:$lhs, Anvil_FloatTensor:$rhs,
+                       0DTensorOf<[F32]>:$lhs_scale,
+                       0DTensorOf<[F32]>:$rhs_scale,
                        UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
   let results = (outs Anvil_FloatTensor:$result);
-  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = [{
+    $lhs `,` $rhs `scales` `(` $lhs_scale `,` $rhs_scale `)` attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
 }
 
 // The GEMMs with cuBLASLt's epilogues (anvil-gemm-epilogues).
