@@ -127,7 +127,7 @@ uint8_t moderateCode(std::mt19937 &rng, int32_t format) {
 
 // D = sA sB op(A) op(B) in every layout anvil_rt_sgemm takes (each
 // transpose, a B shared by the batch or not, rows stored wider than
-// needed), into f32 and into bf16 (rounded once, from the scaled f32 sum);
+// needed), into f32 and into bf16 (the scaled f32 sum rounded to bf16);
 // D starts as NaN and is overwritten; the columns past n are not written.
 // A in E4M3, B in E5M2.
 TEST(GemmF8, ScalesAndRoundsInEveryLayout) {
@@ -179,7 +179,7 @@ TEST(GemmF8, ScalesAndRoundsInEveryLayout) {
                                           : b[t * strideB + l * ldb + j],
                                    1);
                 double want = sum * (scaleA * scaleB);
-                if (dBf16) // one rounding of the f32 value: half a bf16 step
+                if (dBf16) // the f32 value rounded: half a bf16 step
                   ASSERT_NEAR(fromBF16(d16[at]), want,
                               std::ldexp(std::abs(want), -8) + 1e-6);
                 else

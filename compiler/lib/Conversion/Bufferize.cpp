@@ -578,7 +578,6 @@ struct MatmulF8Bufferization
     int64_t m = result.getDimSize(rank - 2), n = result.getDimSize(rank - 1);
     int64_t k =
         lhs.getDimSize(lhs.getRank() - (gemm.getTransposeLhs() ? 2 : 1));
-    int64_t batch = result.getNumElements() / (m * n);
     // A matrix's row stride (its last dimension) and batch stride (its
     // last two; 0 for a matrix the batch shares).
     auto strides = [&](RankedTensorType t) {
@@ -588,6 +587,11 @@ struct MatmulF8Bufferization
     Value d = memref::AllocOp::create(
         rewriter, loc,
         MemRefType::get(result.getShape(), result.getElementType()));
+    if (result.getNumElements() == 0) { // nothing to compute
+      bufferization::replaceOpWithBufferizedValues(rewriter, op, {d});
+      return success();
+    }
+    int64_t batch = result.getNumElements() / (m * n);
     SmallVector<Value> buffers;
     for (Value operand : op->getOperands()) {
       FailureOr<Value> buffer =

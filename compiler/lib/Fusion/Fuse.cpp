@@ -470,11 +470,13 @@ std::optional<int64_t> workOf(Operation &op) {
 /// generic then has one use per reader, each through a reshape read once,
 /// which duplicateCheapProducers counts (a bf16 tensor widened to f32 and
 /// viewed with its heads merged, read by an amax and by a cast to 8 bits).
-/// Reshapes are views: nothing is computed twice. With `keepAmaxPairs`
-/// (merge-amax), a reshape read by an amax and a cast that merge with it
-/// stays shared: the merged generic reads it once. Returns whether any was
-/// split.
-bool splitSharedReshapes(Operation *root, bool keepAmaxPairs) {
+/// Reshapes are views: nothing is computed twice. The views of one reshape
+/// are marked as a group of copies (kCopyOf, numbered from `groups`), so
+/// that those whose producer was not copied merge again
+/// (mergeUnfusedCopies). With `keepAmaxPairs` (merge-amax), a reshape read
+/// by an amax and a cast that merge with it stays shared: the merged
+/// generic reads it once. Returns whether any was split.
+bool splitSharedReshapes(Operation *root, bool keepAmaxPairs, int64_t &groups) {
   SmallVector<Operation *> shared;
   root->walk([&](Operation *op) {
     if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op) ||
@@ -491,6 +493,7 @@ bool splitSharedReshapes(Operation *root, bool keepAmaxPairs) {
         op->getResult(0).getUses(), [](OpOperand &u) { return &u; });
     OpBuilder b(op);
     b.setInsertionPointAfter(op);
+    op->setAttr(kCopyOf, b.getI64IntegerAttr(groups++));
     for (OpOperand *use : llvm::drop_begin(uses))
       use->set(b.clone(*op)->getResult(0));
   }
@@ -604,7 +607,8 @@ bool duplicateCheapProducers(Operation *root, int64_t &groups) {
   return copied;
 }
 
-/// Merges the copies of a producer that did not fuse (identical ops of the
+/// Merges the copies of a producer that did not fuse, and the views of a
+/// split reshape whose producer was not copied (identical ops of the
 /// same group: the first, which comes before the others, stays) and drops
 /// the marks.
 void mergeUnfusedCopies(Operation *root) {
@@ -864,7 +868,7 @@ struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
     // round: a few rounds); copies left unfused merge again.
     int64_t groups = 0;
     for (int round = 0; recomputeCheap && round < 8; ++round) {
-      splitSharedReshapes(getOperation(), mergeAmax);
+      splitSharedReshapes(getOperation(), mergeAmax, groups);
       if (!duplicateCheapProducers(getOperation(), groups))
         break;
       if (failed(applyPatternsGreedily(getOperation(), frozen, config)))

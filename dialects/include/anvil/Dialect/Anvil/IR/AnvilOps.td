@@ -506,10 +506,11 @@ def Anvil_MatmulF8Op : Anvil_CostedOp<"matmul_f8"> {
     product of two scalars: `(lhs_scale rhs_scale) sum_k lhs rhs`. Every
     product of two 8-bit floats is exact in `f32` and the products are
     accumulated in `f32` (on the CPU; Hopper's FP8 tensor cores keep fewer
-    bits between cuBLASLt's promotions to `f32`); the sum is multiplied by
-    the two scales' `f32` product and rounded once to the result's element
-    type, `f32` or `bf16` (what cuBLASLt's FP8 GEMM computes with the scales
-    as its A and B scale pointers and D of that type).
+    bits between cuBLASLt's promotions to `f32`); the `f32` sum is
+    multiplied by the two scales' `f32` product, and a `bf16` result is
+    that `f32` value rounded to nearest even (what cuBLASLt's FP8 GEMM
+    computes with the scales as its A and B scale pointers and D of that
+    type).
 
     anvil-decompose makes it, after differentiation (it has no VJP), of an
     `anvil.matmul` whose operands are both tensorwise `anvil.fp8_quantize`
