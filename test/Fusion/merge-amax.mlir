@@ -152,3 +152,50 @@ func.func @delayed_widened_view(%h: tensor<2x8x4x16xbf16>, %s: tensor<f32>) -> (
   } -> tensor<2x8x64xf8E4M3FN>
   return %c, %amax : tensor<2x8x64xf8E4M3FN>, tensor<f32>
 }
+
+// -----
+
+// The current recipe's amax of a tensor that stays written (a layer norm's
+// backward writes the residual's gradient, which the cast and the next
+// layer read): the amax becomes one more output of the producer, whose
+// loops all become reductions, so no pass reads the tensor for it. The
+// cast, which scales by the amax, still reads the tensor. The row
+// statistic is read at (d0, 0). Without merge-amax the amax stays a pass.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0, 0)>
+#sc = affine_map<(d0, d1) -> ()>
+// CHECK-LABEL: func.func @written
+// CHECK: %[[G:.+]]:2 = linalg.generic {{{.+}}iterator_types = ["reduction", "reduction"]} ins(%arg0, %arg1 : tensor<8x64xf32>, tensor<8x1xf32>) outs(%{{.+}}, %{{.+}} : tensor<8x64xf32>, tensor<f32>)
+// CHECK: %[[X:.+]] = arith.mulf
+// CHECK: %[[A:.+]] = math.absf %[[X]]
+// CHECK: %[[M:.+]] = arith.maximumf %{{.+}}, %[[A]]
+// CHECK: linalg.yield %[[X]], %[[M]] : f32, f32
+// CHECK: linalg.generic {{.+}} ins(%[[G]]#0, %[[G]]#1 : tensor<8x64xf32>, tensor<f32>)
+// CHECK: return %{{.+}}, %[[G]]#0
+// APART-LABEL: func.func @written
+// APART-COUNT-3: linalg.generic
+func.func @written(%a: tensor<8x64xf32>, %r: tensor<8x1xf32>) -> (tensor<8x64xf8E5M2>, tensor<8x64xf32>) {
+  %e = tensor.empty() : tensor<8x64xf32>
+  %x = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%a, %r : tensor<8x64xf32>, tensor<8x1xf32>) outs(%e : tensor<8x64xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %m = arith.mulf %p, %q : f32
+    linalg.yield %m : f32
+  } -> tensor<8x64xf32>
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %init = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %amax = linalg.generic {indexing_maps = [#id, #sc], iterator_types = ["reduction", "reduction"]} ins(%x : tensor<8x64xf32>) outs(%init : tensor<f32>) {
+  ^bb0(%p: f32, %o: f32):
+    %ab = math.absf %p : f32
+    %mx = arith.maximumf %o, %ab : f32
+    linalg.yield %mx : f32
+  } -> tensor<f32>
+  %e8 = tensor.empty() : tensor<8x64xf8E5M2>
+  %c = linalg.generic {indexing_maps = [#id, #sc, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %amax : tensor<8x64xf32>, tensor<f32>) outs(%e8 : tensor<8x64xf8E5M2>) {
+  ^bb0(%p: f32, %s: f32, %o: f8E5M2):
+    %d = arith.divf %p, %s : f32
+    %t = arith.truncf %d : f32 to f8E5M2
+    linalg.yield %t : f8E5M2
+  } -> tensor<8x64xf8E5M2>
+  return %c, %x : tensor<8x64xf8E5M2>, tensor<8x64xf32>
+}

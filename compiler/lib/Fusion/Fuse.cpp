@@ -195,6 +195,17 @@ void mergeCastAndAmax(RewriterBase &rewriter, linalg::GenericOp codes,
   rewriter.replaceOp(amax, merged.getResult(1));
 }
 
+/// Whether `op`'s body uses no value from above but constants (the
+/// dependence and placement checks of the merges follow operands only).
+bool capturesOnlyConstants(linalg::GenericOp op) {
+  SetVector<Value> captured;
+  getUsedValuesDefinedAbove(op->getRegion(0), captured);
+  return llvm::all_of(captured, [](Value v) {
+    Operation *def = v.getDefiningOp();
+    return def && def->hasTrait<OpTrait::ConstantLike>();
+  });
+}
+
 /// Whether `codes` and `amax`, the two readers of `x`, merge into one
 /// generic (mergeCastAndAmax): `codes` is elementwise over the amax's
 /// loops, reads `x` once through the identity, and neither depends on the
@@ -214,14 +225,6 @@ bool mergeable(linalg::GenericOp codes, linalg::GenericOp amax, Value x) {
   for (OpOperand *in : codes.getDpsInputOperands())
     if (in->get() == x)
       xUse = in;
-  auto capturesOnlyConstants = [](linalg::GenericOp op) {
-    SetVector<Value> captured;
-    getUsedValuesDefinedAbove(op->getRegion(0), captured);
-    return llvm::all_of(captured, [](Value v) {
-      Operation *def = v.getDefiningOp();
-      return def && def->hasTrait<OpTrait::ConstantLike>();
-    });
-  };
   return cast<RankedTensorType>(amax.getResult(0).getType())
              .getElementType()
              .isF32() &&
@@ -842,6 +845,97 @@ bool mergeCheapReaders(Operation *root) {
   return merged;
 }
 
+/// `producer` (isElementwiseWrite) and `amax`, the amax of its result `r`
+/// over the same loops, as one generic at the producer's place: every loop
+/// a reduction, the producer's outputs written at every point as before,
+/// the amax folded over result `r`'s values. What the amax's init reads
+/// must be available there.
+void mergeAmaxIntoProducer(RewriterBase &rewriter, linalg::GenericOp producer,
+                           linalg::GenericOp amax, unsigned r) {
+  Location loc = producer.getLoc();
+  rewriter.setInsertionPoint(producer);
+  SmallVector<AffineMap> maps = producer.getIndexingMapsArray();
+  maps.push_back(
+      AffineMap::get(producer.getNumLoops(), 0, rewriter.getContext()));
+  SmallVector<Value> inits(producer.getDpsInits());
+  inits.push_back(amax.getDpsInits()[0]);
+  SmallVector<Type> types(producer->getResultTypes());
+  types.push_back(amax.getResult(0).getType());
+  auto merged = linalg::GenericOp::create(
+      rewriter, loc, types, producer.getDpsInputs(), inits, maps,
+      SmallVector<utils::IteratorType>(producer.getNumLoops(),
+                                       utils::IteratorType::reduction));
+  merged->setDiscardableAttrs(producer->getDiscardableAttrDictionary());
+  Block *from = producer.getBody();
+  SmallVector<Type> argTypes(from->getArgumentTypes());
+  SmallVector<Location> argLocs(argTypes.size(), loc);
+  argTypes.push_back(amax.getBody()->getArgument(1).getType());
+  argLocs.push_back(amax.getLoc());
+  Block *body =
+      rewriter.createBlock(&merged.getRegion(), {}, argTypes, argLocs);
+  IRMapping map;
+  for (auto [old, now] : llvm::zip(from->getArguments(), body->getArguments()))
+    map.map(old, now);
+  for (Operation &op : from->without_terminator())
+    rewriter.clone(op, map);
+  SmallVector<Value> yielded = llvm::map_to_vector(
+      cast<linalg::YieldOp>(from->getTerminator()).getOperands(),
+      [&](Value v) { return map.lookupOrDefault(v); });
+  IRMapping amaxMap;
+  amaxMap.map(amax.getBody()->getArgument(0), yielded[r]);
+  amaxMap.map(amax.getBody()->getArgument(1), body->getArguments().back());
+  for (Operation &op : amax.getBody()->without_terminator())
+    rewriter.clone(op, amaxMap);
+  yielded.push_back(amaxMap.lookup(
+      cast<linalg::YieldOp>(amax.getBody()->getTerminator()).getOperand(0)));
+  linalg::YieldOp::create(rewriter, loc, yielded);
+  rewriter.replaceOp(amax, merged->getResults().back());
+  rewriter.replaceOp(producer, merged->getResults().drop_back());
+}
+
+/// With merge-amax: an amax of a tensor that an elementwise generic writes
+/// and other ops read too (the current recipe's amax of a gradient that a
+/// layer norm's backward writes for the residual, before the cast that
+/// scales by it) becomes one more output of that generic: the kernel that
+/// writes the tensor folds its amax too, and no pass reads the tensor for
+/// it. The producer's maps must be what the CUDA mapping's grid-stride
+/// loop reads (loop dimensions or constants), its static loops the
+/// amax's. Returns whether any merged.
+bool mergeAmaxesIntoProducers(Operation *root) {
+  SmallVector<std::tuple<linalg::GenericOp, linalg::GenericOp, unsigned>> pairs;
+  root->walk([&](linalg::GenericOp amax) {
+    if (!amax.hasPureTensorSemantics() || !isAmax(amax))
+      return;
+    auto x = dyn_cast<OpResult>(amax.getDpsInputs()[0]);
+    auto producer =
+        x ? dyn_cast<linalg::GenericOp>(x.getOwner()) : linalg::GenericOp();
+    if (!producer || !isElementwiseWrite(producer) ||
+        producer->getBlock() != amax->getBlock() ||
+        producer.getStaticLoopRanges() != amax.getStaticLoopRanges() ||
+        !capturesOnlyConstants(producer) ||
+        !cast<RankedTensorType>(amax.getResult(0).getType())
+             .getElementType()
+             .isF32())
+      return;
+    for (AffineMap map : producer.getIndexingMapsArray())
+      if (!llvm::all_of(map.getResults(), [](AffineExpr e) {
+            return isa<AffineDimExpr, AffineConstantExpr>(e);
+          }))
+        return;
+    pairs.emplace_back(producer, amax, x.getResultNumber());
+  });
+  IRRewriter rewriter(root->getContext());
+  DenseSet<Operation *> merged; // producers merged (and erased)
+  for (auto [producer, amax, r] : pairs) {
+    if (merged.contains(producer) ||
+        !availableBefore(amax.getDpsInits()[0], producer))
+      continue;
+    merged.insert(producer);
+    mergeAmaxIntoProducer(rewriter, producer, amax, r);
+  }
+  return !merged.empty();
+}
+
 struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
   using AnvilFusePassBase::AnvilFusePassBase;
   void runOnOperation() override {
@@ -898,7 +992,9 @@ struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
       return;
     mergeCastsAndAmaxes(getOperation());
     if (failed(applyPatternsGreedily(getOperation(), frozen, config)))
-      signalPassFailure();
+      return signalPassFailure();
+    // The amaxes of tensors that stay written, in their producers' kernels.
+    mergeAmaxesIntoProducers(getOperation());
   }
 };
 

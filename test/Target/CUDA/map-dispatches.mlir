@@ -476,20 +476,26 @@ func.func private @step__dispatch_17(%x: memref<8x300xf32>, %s: memref<8xf32>) {
 // -----
 
 // A full amax reduction (FP8's scale: max(out, |x|) over the whole tensor)
-// on a grid: 64 x 1000 = 64,000 elements, at least 64 a thread, so 4 blocks
-// of 256 threads; each folds its grid-stride elements from -inf, then its
-// partial into the output with one atomic signed max of the bits (the
-// output's address its aligned base plus its offset).
+// on a grid: 64 x 1000 = 64,000 elements, at least 16 a thread, so 16
+// blocks of 256 threads; each folds its grid-stride elements from -inf,
+// the warp folds its lanes' partials by a butterfly of shuffles, and lane 0
+// folds the warp's into the output with one atomic signed max of the bits
+// (the output's address its aligned base plus its offset).
 // CHECK-LABEL: func.func private @step__dispatch_5
-// CHECK: gpu.launch blocks({{.+}}) in ({{.+}} = %c4{{[_0-9]*}}, {{.+}}) threads({{.+}}) in ({{.+}} = %c256{{[_0-9]*}}, {{.+}})
+// CHECK: gpu.launch blocks({{.+}}) in ({{.+}} = %c16{{[_0-9]*}}, {{.+}}) threads({{.+}}) in ({{.+}} = %c256{{[_0-9]*}}, {{.+}})
 // CHECK-DAG: %[[NEGINF:.+]] = arith.constant 0xFF800000 : f32
-// CHECK-DAG: %[[STRIDE:.+]] = arith.constant 1024 : index
+// CHECK-DAG: %[[STRIDE:.+]] = arith.constant 4096 : index
 // CHECK-DAG: %[[TOTAL:.+]] = arith.constant 64000 : index
 // CHECK: %[[P:.+]] = scf.for %{{.+}} = %{{.+}} to %[[TOTAL]] step %[[STRIDE]] iter_args(%[[ACC:.+]] = %[[NEGINF]]) -> (f32) {
 // CHECK: %[[A:.+]] = math.absf
 // CHECK: arith.maximumf %[[ACC]], %[[A]] : f32
 // CHECK: memref.extract_strided_metadata
-// CHECK: %[[BITS:.+]] = arith.bitcast %[[P]] : f32 to i32
+// CHECK: %[[S16:.+]], %{{.+}} = gpu.shuffle  xor %[[P]], %c16{{.*}}, %c32
+// CHECK: %[[M16:.+]] = arith.maximumf %[[P]], %[[S16]] : f32
+// CHECK-COUNT-4: gpu.shuffle  xor
+// CHECK: %[[W:.+]] = arith.maximumf
+// CHECK: scf.if
+// CHECK: %[[BITS:.+]] = arith.bitcast %[[W]] : f32 to i32
 // CHECK: llvm.atomicrmw max %{{.+}}, %[[BITS]] monotonic : !llvm.ptr, i32
 // CHECK: gpu.terminator
 func.func private @step__dispatch_5(%a: memref<64x1000xf32>, %b: memref<f32>) {
@@ -533,11 +539,38 @@ func.func private @step__dispatch_6(%a: memref<64x1000xf32>, %b: memref<64x1000x
 
 // -----
 
+// A producer's kernel with the amax of one of its outputs merged in
+// (anvil-fuse's merge-amax): a row statistic read at (d0, 0), both outputs
+// stored at each point as it is visited, the amax folded as above.
+// CHECK-LABEL: func.func private @step__dispatch_41
+// CHECK: gpu.launch
+// CHECK: scf.for
+// CHECK: memref.load %{{.+}}[%{{.+}}, %c0{{[_0-9]*}}] : memref<64x1xf32>
+// CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}] : memref<64x1000xf32>
+// CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}] : memref<64x1000xf32>
+// CHECK: scf.yield
+// CHECK: llvm.atomicrmw max
+func.func private @step__dispatch_41(%a: memref<64x1000xf32>, %r: memref<64x1xf32>, %y: memref<64x1000xf32>, %z: memref<64x1000xf32>, %m: memref<f32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>],
+                  iterator_types = ["reduction", "reduction"]}
+      ins(%a, %r : memref<64x1000xf32>, memref<64x1xf32>) outs(%y, %z, %m : memref<64x1000xf32>, memref<64x1000xf32>, memref<f32>) {
+  ^bb0(%x0: f32, %x1: f32, %o0: f32, %o1: f32, %acc: f32):
+    %x = arith.mulf %x0, %x1 : f32
+    %w = arith.addf %x, %x0 : f32
+    %ab = math.absf %x : f32
+    %mx = arith.maximumf %acc, %ab : f32
+    linalg.yield %x, %w, %mx : f32, f32, f32
+  }
+  return
+}
+
+// -----
+
 // The loops' indices (linalg.index, from a fused producer) are the point's;
 // an output that stores the running maximum (a prefix maximum, which a grid
 // would not give) keeps its dispatch on one thread.
 // CHECK-LABEL: func.func private @step__dispatch_10
-// CHECK: gpu.launch blocks({{.+}}) in ({{.+}} = %c4{{[_0-9]*}}, {{.+}}) threads({{.+}}) in ({{.+}} = %c256{{[_0-9]*}}, {{.+}})
+// CHECK: gpu.launch blocks({{.+}}) in ({{.+}} = %c16{{[_0-9]*}}, {{.+}}) threads({{.+}}) in ({{.+}} = %c256{{[_0-9]*}}, {{.+}})
 // CHECK-NOT: linalg.index
 // CHECK: arith.index_cast
 // CHECK: llvm.atomicrmw max

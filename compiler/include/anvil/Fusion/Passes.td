@@ -46,9 +46,14 @@ def AnvilFusePass : Pass<"anvil-fuse", "mlir::ModuleOp"> {
     with both outputs (the codes at every point, the amax folded over all of
     them), into which the tensor's producers then fuse, so the kernel that
     computes the tensor writes its 8-bit codes and its amax without writing
-    it. The CUDA mapping runs such a generic on a grid (its amax by atomic
-    max); the CPU backend leaves them apart (a whole-tensor reduction would
-    take its dispatch off the threads).
+    it. Then an amax of a tensor that an elementwise generic writes anyway
+    (other ops read it: the current recipe's cast, which scales by this
+    amax, among them) becomes one more output of that generic, every loop
+    a reduction: the kernel that writes the tensor folds its amax, and no
+    pass reads the tensor for it (the producer's maps must be loop indices
+    or constants). The CUDA mapping runs such generics on a grid (the amax
+    by atomic max); the CPU backend leaves them apart (a whole-tensor
+    reduction would take its dispatch off the threads).
 
     With `recompute-cheap` (the CUDA backend's), the one exception to
     rule 1: an elementwise producer of 2 to 8 readers (arith and math

@@ -599,25 +599,33 @@ Operation *amaxCombiner(linalg::GenericOp op, unsigned r) {
 
 /// A dispatch that is one full amax reduction (FP8's: `max(out, |x|)` over
 /// a whole tensor) on a grid: each thread folds its elements (grid-stride,
-/// so a warp reads consecutive elements) from -inf with maximumf, then
-/// folds its partial into the output with an atomic signed-integer max of
-/// the bits. A partial is +0 or more, or a NaN with a clear sign, and
-/// among such values (and against any output that is not a NaN with its
-/// sign set: a fill's -inf or 0) the bits order as the floats do, a NaN
-/// above every number; maximumf is associative and commutative (NaN
-/// propagating, -0 below +0), so any order gives the sequential result bit
-/// for bit. Other outputs the generic writes at every point (anvil-fuse's
-/// merge-amax: FP8's codes of the same tensor) are stored as each point is
+/// so a warp reads consecutive elements) from -inf with maximumf, the warp
+/// folds its lanes' partials by shuffles, and lane 0 folds the warp's into
+/// the output with an atomic signed-integer max of the bits. A partial is
+/// -inf (no elements), +0 or more, or a NaN with a clear sign, and among
+/// such values (and against any output that is not a NaN with its sign
+/// set: a fill's -inf or 0) the bits order as the floats do, a NaN above
+/// every number; maximumf is associative
+/// and commutative (NaN propagating, -0 below +0), so any order gives the
+/// sequential result bit for bit. Other outputs the generic writes at every
+/// point (anvil-fuse's merge-amax: FP8's codes of the same tensor, or the
+/// tensor itself and its producer's other outputs) are stored as each point is
 /// visited. `fn`'s body must be `op` and constants.
 bool mapFullReduction(func::FuncOp fn, int64_t blockSize) {
   linalg::GenericOp op = soleGeneric(fn);
+  // Each input read at loop indices or constants (a row statistic's
+  // (d0, d1, 0)).
+  auto atIndices = [](AffineMap m) {
+    return llvm::all_of(m.getResults(), [](AffineExpr e) {
+      return isa<AffineDimExpr, AffineConstantExpr>(e);
+    });
+  };
   if (!op || !op.hasPureBufferSemantics() || op.getNumLoops() == 0 ||
       llvm::any_of(op.getIteratorTypesArray(),
                    [](utils::IteratorType t) {
                      return t != utils::IteratorType::reduction;
                    }) ||
-      !llvm::all_of(op.getIndexingMapsArray(),
-                    [](AffineMap m) { return m.isProjectedPermutation(); }))
+      !llvm::all_of(op.getIndexingMapsArray(), atIndices))
     return false;
   // One rank-0 f32 amax output; any other output written at every point
   // (identity map, its old value unread).
@@ -671,10 +679,11 @@ bool mapFullReduction(func::FuncOp fn, int64_t blockSize) {
   auto index = [&](int64_t v) {
     return arith::ConstantIndexOp::create(b, loc, v).getResult();
   };
-  // At least 64 elements a thread, at most 256 blocks: few atomics.
+  // At least 16 elements a thread, at most 2048 blocks: one atomic per
+  // warp (its lanes' partials folded by shuffles first), at most 16384.
   int64_t threads = std::min(blockSize, (total + 31) / 32 * 32);
   int64_t blocks =
-      std::clamp<int64_t>((total + threads * 64 - 1) / (threads * 64), 1, 256);
+      std::clamp<int64_t>((total + threads * 16 - 1) / (threads * 16), 1, 2048);
   gpu::LaunchOp launch = createLaunch(b, loc, blocks, threads);
   Value first = arith::AddIOp::create(
       b, loc,
@@ -705,7 +714,9 @@ bool mapFullReduction(func::FuncOp fn, int64_t blockSize) {
       }
       SmallVector<Value> at;
       for (AffineExpr e : op.getIndexingMapsArray()[i].getResults())
-        at.push_back(ivs[cast<AffineDimExpr>(e).getPosition()]);
+        at.push_back(isa<AffineConstantExpr>(e)
+                         ? index(cast<AffineConstantExpr>(e).getValue())
+                         : ivs[cast<AffineDimExpr>(e).getPosition()]);
       map.map(body->getArgument(i),
               memref::LoadOp::create(b, loc, input, at).getResult());
     }
@@ -726,8 +737,8 @@ bool mapFullReduction(func::FuncOp fn, int64_t blockSize) {
     auto yield = cast<linalg::YieldOp>(body->getTerminator());
     for (auto [r, init] : llvm::enumerate(op.getDpsInits()))
       if (init != output)
-        memref::StoreOp::create(b, loc, map.lookup(yield.getOperand(r)), init,
-                                ivs);
+        memref::StoreOp::create(
+            b, loc, map.lookupOrDefault(yield.getOperand(r)), init, ivs);
     scf::YieldOp::create(b, loc, map.lookup(combine->getResult(0)));
   }
   // The output's address: its aligned base plus its offset (a view into
@@ -744,8 +755,23 @@ bool mapFullReduction(func::FuncOp fn, int64_t blockSize) {
                             arith::ConstantIntOp::create(b, loc, 4, 64)));
   Value pointer = LLVM::IntToPtrOp::create(
       b, loc, LLVM::LLVMPointerType::get(b.getContext()), address);
-  Value bits =
-      arith::BitcastOp::create(b, loc, b.getI32Type(), loop.getResult(0));
+  // The warp's partials folded by a butterfly of shuffles (xor 16 ... 1:
+  // every lane ends with the warp's maximum; `threads` is whole warps),
+  // then lane 0 folds it into the output.
+  Value partial = loop.getResult(0);
+  for (int32_t offset = 16; offset >= 1; offset /= 2) {
+    Value other = gpu::ShuffleOp::create(b, loc, partial, offset, 32,
+                                         gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    partial = arith::MaximumFOp::create(b, loc, partial, other);
+  }
+  Value firstLane = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq,
+      arith::RemUIOp::create(b, loc, launch.getThreadIds().x, index(32)),
+      index(0));
+  auto guard = scf::IfOp::create(b, loc, firstLane, /*withElseRegion=*/false);
+  b.setInsertionPoint(guard.thenBlock()->getTerminator());
+  Value bits = arith::BitcastOp::create(b, loc, b.getI32Type(), partial);
   LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::max, pointer, bits,
                             LLVM::AtomicOrdering::monotonic);
   op.erase();
