@@ -78,3 +78,50 @@ func.func @down(%a: memref<32xf32>) {
   }
   return
 }
+
+// -----
+
+// Shared memory (a workgroup buffer): one host buffer, made before the
+// blocks' loop, that every block reuses; thread t writes slot t, and after
+// the barrier reads its neighbour's (a rotation within each block).
+// CHECK-LABEL: func.func @shared
+// CHECK: %[[S:.+]] = memref.alloca() : memref<32xf32>
+// CHECK: scf.for %[[BX:.+]] = %c0 to %c2
+// CHECK:   scf.for %[[T0:.+]] = %c0
+// CHECK:     memref.store %{{.+}}, %[[S]][%[[T0]]] : memref<32xf32>
+// CHECK:   scf.for %[[T1:.+]] = %c0
+// CHECK:     memref.load %[[S]][%{{.+}}] : memref<32xf32>
+func.func @shared(%a: memref<64xf32>, %b: memref<64xf32>) {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c32 = arith.constant 32 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c2, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1)
+             workgroup(%s : memref<32xf32, #gpu.address_space<workgroup>>) {
+    %base = arith.muli %bx, %c32 : index
+    %i = arith.addi %base, %tx : index
+    %x = memref.load %a[%i] : memref<64xf32>
+    memref.store %x, %s[%tx] : memref<32xf32, #gpu.address_space<workgroup>>
+    gpu.barrier
+    %n = arith.addi %tx, %c1 : index
+    %m = arith.remui %n, %c32 : index
+    %y = memref.load %s[%m] : memref<32xf32, #gpu.address_space<workgroup>>
+    memref.store %y, %b[%i] : memref<64xf32>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @private_memory(%a: memref<32xf32>) {
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  // expected-error @+1 {{anvil-cuda-emulate-launches: only a synchronous launch of one block without private memory or dynamically sized shared memory can be emulated}}
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1)
+             private(%p : memref<1xf32, #gpu.address_space<private>>) {
+    gpu.terminator
+  }
+  return
+}

@@ -566,6 +566,28 @@ func.func private @step__dispatch_41(%a: memref<64x1000xf32>, %r: memref<64x1xf3
 
 // -----
 
+// A transpose that moves the input's innermost dimension (96, the GEMM's K)
+// to the front: 32 x 32 tiles through shared memory (rows 33 long), 12
+// blocks (3 tiles along 96, 2 along 64, 2 points of the middle dimension)
+// of 32 x 8 threads. Each thread reads 4 elements along the input's rows
+// (tx the innermost index: a warp reads 32 consecutive bytes) into the
+// tile, waits, and writes 4 along the output's rows (tx innermost again).
+// CHECK-LABEL: func.func private @step__dispatch_42
+// CHECK: gpu.launch blocks({{.+}}) in ({{.+}} = %c12{{[_0-9]*}}, {{.+}}) threads({{.+}}) in ({{.+}} = %c256{{[_0-9]*}}, {{.+}}) workgroup(%[[TILE:.+]] : memref<32x33xf8E4M3FN, #gpu.address_space<workgroup>>)
+// CHECK: %[[TX:.+]] = arith.remui %{{.+}}, %c32
+// CHECK-COUNT-4: memref.store %{{.+}}, %[[TILE]][%{{.+}}, %[[TX]]]
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[TILE]][%[[TX]], %{{.+}}]
+// CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}, %[[C:.+]]] : memref<96x2x64xf8E4M3FN>
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.terminator
+func.func private @step__dispatch_42(%a: memref<2x64x96xf8E4M3FN>, %b: memref<96x2x64xf8E4M3FN>) {
+  linalg.transpose ins(%a : memref<2x64x96xf8E4M3FN>) outs(%b : memref<96x2x64xf8E4M3FN>) permutation = [2, 0, 1]
+  return
+}
+
+// -----
+
 // The loops' indices (linalg.index, from a fused producer) are the point's;
 // an output that stores the running maximum (a prefix maximum, which a grid
 // would not give) keeps its dispatch on one thread.

@@ -7,12 +7,14 @@
 // without barriers or shuffles.
 //
 // A body with `gpu.barrier`s and `gpu.shuffle`s at its top level (the warp
-// reductions of anvil-cuda-map-dispatches) runs in phases: the body is cut
+// reductions and tiled transposes of anvil-cuda-map-dispatches) runs in
+// phases: the body is cut
 // at each of them, and each piece runs for every thread of the block before
 // the next begins, as a barrier demands. A value a later phase uses is
 // either made again there (constants and other pure ops, from what is
 // available) or kept per thread in a scratch buffer; a shuffle's result is
-// its partner thread's value from such a buffer.
+// its partner thread's value from such a buffer. Shared memory (static
+// workgroup buffers) is a host buffer the blocks reuse in turn.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,11 +66,15 @@ struct AnvilCUDAEmulateLaunchesPass
   LogicalResult emulate(gpu::LaunchOp launch) {
     if (launch.getAsyncToken() || !launch.getBody().hasOneBlock() ||
         launch.getDynamicSharedMemorySize() ||
-        !launch.getWorkgroupAttributions().empty() ||
-        !launch.getPrivateAttributions().empty())
+        !launch.getPrivateAttributions().empty() ||
+        llvm::any_of(launch.getWorkgroupAttributions(), [](BlockArgument a) {
+          auto type = dyn_cast<MemRefType>(a.getType());
+          return !type || !type.hasStaticShape();
+        }))
       return launch.emitError("anvil-cuda-emulate-launches: only a "
                               "synchronous launch of one block without "
-                              "shared or private memory can be emulated");
+                              "private memory or dynamically sized shared "
+                              "memory can be emulated");
     Block &body = launch.getBody().front();
     gpu::KernelDim3 ids[] = {launch.getBlockIds(), launch.getThreadIds()};
     gpu::KernelDim3 sizes[] = {launch.getGridSize(), launch.getBlockSize()};
@@ -170,8 +176,17 @@ struct AnvilCUDAEmulateLaunchesPass
       }
     }
 
-    // Blocks, then per phase the block's threads.
+    // Blocks, then per phase the block's threads. Each shared buffer is one
+    // host buffer that the blocks, run one after another, reuse (a kernel
+    // writes its shared memory before it reads it).
     IRMapping blockMap;
+    for (BlockArgument shared : launch.getWorkgroupAttributions()) {
+      auto type = cast<MemRefType>(shared.getType());
+      blockMap.map(
+          shared,
+          memref::AllocaOp::create(
+              b, loc, MemRefType::get(type.getShape(), type.getElementType())));
+    }
     {
       Value id[3] = {ids[0].z, ids[0].y, ids[0].x};
       Value size[3] = {sizes[0].z, sizes[0].y, sizes[0].x};
