@@ -67,52 +67,80 @@ TEST(GemmF8, WidensEveryEdgeOfE5M2) {
   EXPECT_TRUE(std::isnan(value(0xFF)));
 }
 
+/// One of the layouts anvil_rt_sgemm takes for `batch` products of m x k
+/// by k x n: each transpose, a B shared by the batch or not, rows stored 3
+/// elements wider than needed.
+struct Layout {
+  int transA, transB;
+  bool sharedB;
+  int64_t lda, ldb, ldc, strideA, strideB, strideC;
+  size_t aSize, bSize, cSize; ///< Elements each buffer holds.
+  /// Where op(A)[t][i][l], op(B)[t][l][j] and C[t][i][j] are stored.
+  int64_t a(int64_t t, int64_t i, int64_t l) const {
+    return t * strideA + (transA ? l * lda + i : i * lda + l);
+  }
+  int64_t b(int64_t t, int64_t l, int64_t j) const {
+    return t * strideB + (transB ? j * ldb + l : l * ldb + j);
+  }
+  int64_t c(int64_t t, int64_t i, int64_t j) const {
+    return t * strideC + i * ldc + j;
+  }
+};
+
+std::vector<Layout> everyLayout(int64_t m, int64_t n, int64_t k,
+                                int64_t batch) {
+  std::vector<Layout> layouts;
+  for (int transA : {0, 1})
+    for (int transB : {0, 1})
+      for (bool sharedB : {false, true}) {
+        Layout l{transA, transB, sharedB};
+        int64_t aRows = transA ? k : m, aCols = transA ? m : k;
+        int64_t bRows = transB ? n : k, bCols = transB ? k : n;
+        l.lda = aCols + 3;
+        l.ldb = bCols + 3;
+        l.ldc = n + 3;
+        l.strideA = aRows * l.lda;
+        l.strideB = sharedB ? 0 : bRows * l.ldb;
+        l.strideC = m * l.ldc;
+        l.aSize = static_cast<size_t>(batch * l.strideA);
+        l.bSize = static_cast<size_t>(batch * bRows * l.ldb);
+        l.cSize = static_cast<size_t>(batch * l.strideC);
+        layouts.push_back(l);
+      }
+  return layouts;
+}
+
 /// Runs `gemm` (anvil_rt_sgemm's arguments, operands stored as `T`) in
-/// every layout anvil_rt_sgemm takes: each transpose, a B shared by the
-/// batch or not, rows stored 3 elements wider than needed; accumulating
-/// (C 0.5 before: C += A B) and not (C NaN before, not read: C = A B).
-/// `draw(isB)` makes each stored element of A (isB false) or B and
-/// `value(x, isB)` its value; C is checked against a float64 sum of the
-/// same values.
+/// every layout; accumulating (C 0.5 before: C += A B) and not (C NaN
+/// before, not read: C = A B). `draw(isB)` makes each stored element of A
+/// (isB false) or B and `value(x, isB)` its value; C is checked against a
+/// float64 sum of the same values.
 template <typename T, typename Draw, typename Value, typename Gemm>
 void checkLayouts(Draw draw, Value value, Gemm gemm) {
   const int64_t m = 5, n = 7, k = 9, batch = 3;
   for (int accumulate : {1, 0})
-    for (int transA : {0, 1})
-      for (int transB : {0, 1})
-        for (bool sharedB : {false, true}) {
-          int64_t aRows = transA ? k : m, aCols = transA ? m : k;
-          int64_t bRows = transB ? n : k, bCols = transB ? k : n;
-          int64_t lda = aCols + 3, ldb = bCols + 3, ldc = n + 3;
-          int64_t strideA = aRows * lda, strideB = sharedB ? 0 : bRows * ldb,
-                  strideC = m * ldc;
-          std::vector<T> a(batch * strideA), b(bRows * ldb * batch);
-          for (T &x : a)
-            x = draw(false);
-          for (T &x : b)
-            x = draw(true);
-          std::vector<float> c(batch * strideC, accumulate ? 0.5f : NAN);
-          gemm(transA, transB, m, n, k, a.data(), lda, strideA, b.data(), ldb,
-               strideB, c.data(), ldc, strideC, batch, accumulate);
-          for (int64_t t = 0; t < batch; ++t)
-            for (int64_t i = 0; i < m; ++i)
-              for (int64_t j = 0; j < n; ++j) {
-                double want = accumulate ? 0.5 : 0.0;
-                for (int64_t l = 0; l < k; ++l)
-                  want += static_cast<double>(
-                              value(transA ? a[t * strideA + l * lda + i]
-                                           : a[t * strideA + i * lda + l],
-                                    false)) *
-                          value(transB ? b[t * strideB + j * ldb + l]
-                                       : b[t * strideB + l * ldb + j],
-                                true);
-                ASSERT_NEAR(c[t * strideC + i * ldc + j], want,
-                            1e-5 * (std::abs(want) + 1.0))
-                    << "accumulate " << accumulate << " transA " << transA
-                    << " transB " << transB << (sharedB ? " shared B" : "")
-                    << ", C[" << t << ", " << i << ", " << j << "]";
-              }
-        }
+    for (const Layout &l : everyLayout(m, n, k, batch)) {
+      std::vector<T> a(l.aSize), b(l.bSize);
+      for (T &x : a)
+        x = draw(false);
+      for (T &x : b)
+        x = draw(true);
+      std::vector<float> c(l.cSize, accumulate ? 0.5f : NAN);
+      gemm(l.transA, l.transB, m, n, k, a.data(), l.lda, l.strideA, b.data(),
+           l.ldb, l.strideB, c.data(), l.ldc, l.strideC, batch, accumulate);
+      for (int64_t t = 0; t < batch; ++t)
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double want = accumulate ? 0.5 : 0.0;
+            for (int64_t p = 0; p < k; ++p)
+              want += static_cast<double>(value(a[l.a(t, i, p)], false)) *
+                      value(b[l.b(t, p, j)], true);
+            ASSERT_NEAR(c[l.c(t, i, j)], want, 1e-5 * (std::abs(want) + 1.0))
+                << "accumulate " << accumulate << " transA " << l.transA
+                << " transB " << l.transB << (l.sharedB ? " shared B" : "")
+                << ", C[" << t << ", " << i << ", " << j << "]";
+          }
+    }
 }
 
 /// A finite code of moderate size: the products are exact and the sums
@@ -135,57 +163,46 @@ TEST(GemmF8, ScalesAndRoundsInEveryLayout) {
   const int64_t m = 5, n = 7, k = 9, batch = 3;
   const float scaleA = 0.5f, scaleB = 0.375f;
   for (int dBf16 : {0, 1})
-    for (int transA : {0, 1})
-      for (int transB : {0, 1})
-        for (bool sharedB : {false, true}) {
-          int64_t aRows = transA ? k : m, aCols = transA ? m : k;
-          int64_t bRows = transB ? n : k, bCols = transB ? k : n;
-          int64_t lda = aCols + 3, ldb = bCols + 3, ldd = n + 3;
-          int64_t strideA = aRows * lda, strideB = sharedB ? 0 : bRows * ldb,
-                  strideD = m * ldd;
-          std::vector<uint8_t> a(batch * strideA), b(bRows * ldb * batch);
-          for (uint8_t &x : a)
-            x = moderateCode(rng, 0);
-          for (uint8_t &x : b)
-            x = moderateCode(rng, 1);
-          std::vector<float> d32(batch * strideD, NAN);
-          std::vector<uint16_t> d16(batch * strideD, 0x7FC0);
-          void *d = dBf16 ? static_cast<void *>(d16.data()) : d32.data();
-          anvil_rt_gemm_f8(transA, transB, m, n, k, a.data(), 0, lda, strideA,
-                           b.data(), 1, ldb, strideB, &scaleA, &scaleB, d,
-                           dBf16, ldd, strideD, batch);
-          for (int64_t t = 0; t < batch; ++t)
-            for (int64_t i = 0; i < m; ++i)
-              for (int64_t j = 0; j < ldd; ++j) {
-                int64_t at = t * strideD + i * ldd + j;
-                SCOPED_TRACE(::testing::Message()
-                             << (dBf16 ? "bf16" : "f32") << " D, transA "
-                             << transA << " transB " << transB
-                             << (sharedB ? " shared B" : "") << ", D[" << t
-                             << ", " << i << ", " << j << "]");
-                if (j >= n) { // between the rows: untouched
-                  if (dBf16)
-                    EXPECT_EQ(d16[at], 0x7FC0);
-                  else
-                    EXPECT_TRUE(std::isnan(d32[at]));
-                  continue;
-                }
-                double sum = 0.0;
-                for (int64_t l = 0; l < k; ++l)
-                  sum += decodeFp8(transA ? a[t * strideA + l * lda + i]
-                                          : a[t * strideA + i * lda + l],
-                                   0) *
-                         decodeFp8(transB ? b[t * strideB + j * ldb + l]
-                                          : b[t * strideB + l * ldb + j],
-                                   1);
-                double want = sum * (scaleA * scaleB);
-                if (dBf16) // the f32 value rounded: half a bf16 step
-                  ASSERT_NEAR(fromBF16(d16[at]), want,
-                              std::ldexp(std::abs(want), -8) + 1e-6);
-                else
-                  ASSERT_NEAR(d32[at], want, 1e-5 * (std::abs(want) + 1.0));
-              }
-        }
+    for (const Layout &l : everyLayout(m, n, k, batch)) {
+      std::vector<uint8_t> a(l.aSize), b(l.bSize);
+      for (uint8_t &x : a)
+        x = moderateCode(rng, 0);
+      for (uint8_t &x : b)
+        x = moderateCode(rng, 1);
+      std::vector<float> d32(l.cSize, NAN);
+      std::vector<uint16_t> d16(l.cSize, 0x7FC0);
+      void *d = dBf16 ? static_cast<void *>(d16.data()) : d32.data();
+      anvil_rt_gemm_f8(l.transA, l.transB, m, n, k, a.data(), 0, l.lda,
+                       l.strideA, b.data(), 1, l.ldb, l.strideB, &scaleA,
+                       &scaleB, d, dBf16, l.ldc, l.strideC, batch);
+      for (int64_t t = 0; t < batch; ++t)
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < l.ldc; ++j) {
+            int64_t at = l.c(t, i, j);
+            SCOPED_TRACE(::testing::Message()
+                         << (dBf16 ? "bf16" : "f32") << " D, transA "
+                         << l.transA << " transB " << l.transB
+                         << (l.sharedB ? " shared B" : "") << ", D[" << t
+                         << ", " << i << ", " << j << "]");
+            if (j >= n) { // between the rows: untouched
+              if (dBf16)
+                EXPECT_EQ(d16[at], 0x7FC0);
+              else
+                EXPECT_TRUE(std::isnan(d32[at]));
+              continue;
+            }
+            double sum = 0.0;
+            for (int64_t p = 0; p < k; ++p)
+              sum +=
+                  decodeFp8(a[l.a(t, i, p)], 0) * decodeFp8(b[l.b(t, p, j)], 1);
+            double want = sum * (scaleA * scaleB);
+            if (dBf16) // the f32 value rounded: half a bf16 step
+              ASSERT_NEAR(fromBF16(d16[at]), want,
+                          std::ldexp(std::abs(want), -8) + 1e-6);
+            else
+              ASSERT_NEAR(d32[at], want, 1e-5 * (std::abs(want) + 1.0));
+          }
+    }
 }
 
 // The bf16 D is the scaled f32 value rounded to nearest even, ties to the
