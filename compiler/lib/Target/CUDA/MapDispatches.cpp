@@ -8,8 +8,8 @@
 // one full amax reduction (FP8's) folds grid-stride partials per thread and
 // then atomically into its output; one that reduces long contiguous rows
 // runs a warp per row; one that transposes its innermost dimension away
-// goes through 32 x 32 tiles in shared memory. The host functions' copies between
-// device buffers become kernels too (the workspace is device memory).
+// goes through 32 x 32 tiles in shared memory. The host functions' copies
+// between device buffers become kernels too (the workspace is device memory).
 //
 //===----------------------------------------------------------------------===//
 
@@ -561,6 +561,21 @@ bool hoistColumnLoops(scf::ForOp loop, ArrayRef<func::CallOp> calls) {
   return true;
 }
 
+/// The one `OpTy` of `fn`, whose body is that op and constants; null
+/// otherwise.
+template <typename OpTy> OpTy soleOp(func::FuncOp fn) {
+  OpTy op;
+  for (Operation &o : fn.front().without_terminator()) {
+    if (o.hasTrait<OpTrait::ConstantLike>())
+      continue;
+    auto only = dyn_cast<OpTy>(o);
+    if (!only || op)
+      return nullptr;
+    op = only;
+  }
+  return op;
+}
+
 /// A dispatch that only transposes (one linalg.transpose between
 /// contiguous row-major buffers of 1-, 2- or 4-byte elements) and moves the
 /// input's innermost dimension away from the output's innermost one (an
@@ -575,15 +590,7 @@ bool hoistColumnLoops(scf::ForOp loop, ArrayRef<func::CallOp> calls) {
 /// row tx to the output at (q0 + ty + R k, l0 + tx). A row of the tile is
 /// 33 elements long (the bank of a column's elements differ).
 bool mapTranspose(func::FuncOp fn, int64_t blockSize) {
-  linalg::TransposeOp op;
-  for (Operation &o : fn.front().without_terminator()) {
-    if (o.hasTrait<OpTrait::ConstantLike>())
-      continue;
-    auto transpose = dyn_cast<linalg::TransposeOp>(o);
-    if (!transpose || op)
-      return false;
-    op = transpose;
-  }
+  auto op = soleOp<linalg::TransposeOp>(fn);
   if (!op || !op.hasPureBufferSemantics())
     return false;
   auto inType = dyn_cast<MemRefType>(op.getInput().getType());
@@ -648,9 +655,10 @@ bool mapTranspose(func::FuncOp fn, int64_t blockSize) {
   SmallVector<Value> at(rank);
   for (int64_t i = static_cast<int64_t>(others.size()) - 1; i >= 0; --i) {
     int64_t d = others[i];
-    at[d] = i > 0 ? arith::RemUIOp::create(b, loc, rest, index(shape[d]))
-                        .getResult()
-                  : rest;
+    at[d] =
+        i > 0
+            ? arith::RemUIOp::create(b, loc, rest, index(shape[d])).getResult()
+            : rest;
     if (i > 0)
       rest = arith::DivUIOp::create(b, loc, rest, index(shape[d]));
   }
@@ -687,16 +695,7 @@ bool mapTranspose(func::FuncOp fn, int64_t blockSize) {
 /// The one linalg.generic of `fn`, whose body is that generic and
 /// constants; null otherwise.
 linalg::GenericOp soleGeneric(func::FuncOp fn) {
-  linalg::GenericOp op;
-  for (Operation &o : fn.front().without_terminator()) {
-    if (o.hasTrait<OpTrait::ConstantLike>())
-      continue;
-    auto generic = dyn_cast<linalg::GenericOp>(o);
-    if (!generic || op)
-      return nullptr;
-    op = generic;
-  }
-  return op;
+  return soleOp<linalg::GenericOp>(fn);
 }
 
 /// The combining op of the reduction body `op` yields as result `r`, when
