@@ -122,6 +122,24 @@ Value pointerTo(RewriterBase &rewriter, Location loc, Value buffer) {
       addressOf(rewriter, loc, buffer));
 }
 
+/// Pointers to `op`'s operands' buffers, each made contiguous first (what
+/// the runtime's library calls take).
+FailureOr<SmallVector<Value>>
+operandPointers(RewriterBase &rewriter, Operation *op,
+                const bufferization::BufferizationOptions &options,
+                bufferization::BufferizationState &state) {
+  SmallVector<Value> pointers;
+  for (Value operand : op->getOperands()) {
+    FailureOr<Value> buffer =
+        bufferization::getBuffer(rewriter, operand, options, state);
+    if (failed(buffer))
+      return failure();
+    pointers.push_back(pointerTo(rewriter, op->getLoc(),
+                                 contiguous(rewriter, op->getLoc(), *buffer)));
+  }
+  return pointers;
+}
+
 LogicalResult requireF32(Operation *op, Type type) {
   Type element = cast<ShapedType>(type).getElementType();
   if (element.isF32())
@@ -532,13 +550,11 @@ struct GemmEpilogueBufferization
     auto pointer = [&](Value buffer) {
       return pointerTo(rewriter, loc, buffer);
     };
-    for (Value operand : op->getOperands()) {
-      FailureOr<Value> buffer =
-          bufferization::getBuffer(rewriter, operand, options, state);
-      if (failed(buffer))
-        return failure();
-      args.push_back(pointer(contiguous(rewriter, loc, *buffer)));
-    }
+    FailureOr<SmallVector<Value>> operands =
+        operandPointers(rewriter, op, options, state);
+    if (failed(operands))
+      return failure();
+    args.append(*operands);
     args.push_back(pointer(results[0]));
     args.push_back(dropPre ? LLVM::ZeroOp::create(rewriter, loc,
                                                   LLVM::LLVMPointerType::get(
@@ -592,15 +608,11 @@ struct MatmulF8Bufferization
       return success();
     }
     int64_t batch = result.getNumElements() / (m * n);
-    SmallVector<Value> buffers;
-    for (Value operand : op->getOperands()) {
-      FailureOr<Value> buffer =
-          bufferization::getBuffer(rewriter, operand, options, state);
-      if (failed(buffer))
-        return failure();
-      buffers.push_back(
-          pointerTo(rewriter, loc, contiguous(rewriter, loc, *buffer)));
-    }
+    FailureOr<SmallVector<Value>> operands =
+        operandPointers(rewriter, op, options, state);
+    if (failed(operands))
+      return failure();
+    ArrayRef<Value> buffers = *operands;
     auto i64 = [&](int64_t v) -> Value {
       return arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
                                           v);
@@ -671,13 +683,11 @@ struct ConvBufferization : NewBufferModel<ConvBufferization<OpTy>, OpTy> {
         i32(call->kind), i32(resultType.getElementType().isBF16() ? 1 : 0),
         pointer(constantI64Array(rewriter, loc, op->getParentOfType<ModuleOp>(),
                                  call->problem, "__anvil_conv_problem_"))};
-    for (Value operand : op->getOperands()) {
-      FailureOr<Value> buffer =
-          bufferization::getBuffer(rewriter, operand, options, state);
-      if (failed(buffer))
-        return failure();
-      args.push_back(pointer(contiguous(rewriter, loc, *buffer)));
-    }
+    FailureOr<SmallVector<Value>> operands =
+        operandPointers(rewriter, op, options, state);
+    if (failed(operands))
+      return failure();
+    args.append(*operands);
     args.push_back(pointer(result));
     callRuntime(rewriter, op, kConv, args, {result});
     return success();
