@@ -337,7 +337,7 @@ double elementOf(const void *d, bool dBf16, int64_t at) {
 
 // The generated code's FP8 GEMM (anvil_rt_cuda_gemm_f8): D = sA sB A B^T
 // with the scales as cuBLASLt's scale pointers (in device memory), E4M3 by
-// E4M3 or E5M2, into f32 and into bf16.
+// E4M3 or E5M2, into f32 and into bf16 with a bias (the BIAS epilogue).
 TEST(CudaGemmF8, ScalesIntoF32AndBf16) {
   SKIP_WITHOUT_FP8_GEMMS();
   const int64_t m = 64, n = 48, k = 96;
@@ -356,8 +356,14 @@ TEST(CudaGemmF8, ScalesIntoF32AndBf16) {
         b[i] = pick(bFormat);
       scales[0] = 0.5f;
       scales[4] = 0.375f;
+      // A bias for each column (j / 4 - 1, exact in bf16), in D's type, on
+      // the bf16 runs.
+      void *bias = dBf16 ? anvil_rt_cuda_alloc(n * 2) : nullptr;
+      for (int64_t j = 0; bias && j < n; ++j)
+        static_cast<uint16_t *>(bias)[j] =
+            toBF16(static_cast<float>(j) / 4 - 1);
       anvil_rt_cuda_gemm_f8(0, 1, m, n, k, a, 0, k, 0, b, bFormat, k, 0, scales,
-                            scales + 4, d, dBf16, n, 0, 1);
+                            scales + 4, bias, d, dBf16, n, 0, 1);
       ASSERT_TRUE(cuda::synchronizeStepStream("FP8 GEMM").isOk());
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {
@@ -368,7 +374,8 @@ TEST(CudaGemmF8, ScalesIntoF32AndBf16) {
             want += p;
             magnitude += std::abs(p);
           }
-          want *= 0.5 * 0.375;
+          want =
+              want * 0.5 * 0.375 + (bias ? static_cast<double>(j) / 4 - 1 : 0);
           magnitude *= 0.5 * 0.375;
           // The tensor cores accumulate with fewer bits than f32 between
           // promotions (seen on an H200: 2.0e-4 of the products'
@@ -381,8 +388,9 @@ TEST(CudaGemmF8, ScalesIntoF32AndBf16) {
               << (dBf16 ? "bf16" : "f32");
         }
       for (void *p : {static_cast<void *>(a), static_cast<void *>(b), d,
-                      static_cast<void *>(scales)})
-        anvil_rt_cuda_free(p);
+                      static_cast<void *>(scales), bias})
+        if (p)
+          anvil_rt_cuda_free(p);
     }
 }
 
@@ -415,7 +423,8 @@ TEST(CudaGemmF8, TakesStridedBatchesInTheTNForm) {
         b[i] = pick(1);
       std::memset(d, 0xFF, batch * strideD * bytes); // NaN in both types
       anvil_rt_cuda_gemm_f8(0, 1, m, n, k, a, 0, ld, strideA, b, 1, ld, strideB,
-                            scales, scales + 4, d, dBf16, n, strideD, batch);
+                            scales, scales + 4, nullptr, d, dBf16, n, strideD,
+                            batch);
       ASSERT_TRUE(cuda::synchronizeStepStream("FP8 GEMM").isOk());
       for (int64_t t = 0; t < batch; ++t)
         for (int64_t i = 0; i < m; ++i)

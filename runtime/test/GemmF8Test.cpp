@@ -35,7 +35,7 @@ using anvil::test::toBF16;
 float product(uint8_t a, int32_t aFormat, uint8_t b, int32_t bFormat) {
   float d = 0.0f, one = 1.0f;
   anvil_rt_gemm_f8(0, 0, 1, 1, 1, &a, aFormat, 1, 0, &b, bFormat, 1, 0, &one,
-                   &one, &d, /*dBf16=*/0, 1, 0, 1);
+                   &one, /*bias=*/nullptr, &d, /*dBf16=*/0, 1, 0, 1);
   return d;
 }
 
@@ -153,17 +153,27 @@ uint8_t moderateCode(std::mt19937 &rng, int32_t format) {
                               mantissa);
 }
 
-// D = sA sB op(A) op(B) in every layout anvil_rt_sgemm takes (each
-// transpose, a B shared by the batch or not, rows stored wider than
-// needed), into f32 and into bf16 (the scaled f32 sum rounded to bf16);
-// D starts as NaN and is overwritten; the columns past n are not written.
-// A in E4M3, B in E5M2.
+// D = sA sB op(A) op(B) (+ a bf16 bias per column, into bf16) in every
+// layout anvil_rt_sgemm takes (each transpose, a B shared by the batch or
+// not, rows stored wider than needed), into f32 and into bf16 (the scaled
+// f32 sum plus the bias rounded to bf16); D starts as NaN and is
+// overwritten; the columns past n are not written. A in E4M3, B in E5M2.
 TEST(GemmF8, ScalesAndRoundsInEveryLayout) {
   std::mt19937 rng(3);
   const int64_t m = 5, n = 7, k = 9, batch = 3;
   const float scaleA = 0.5f, scaleB = 0.375f;
-  for (int dBf16 : {0, 1})
+  // Column j's bias: j / 4 - 1, exact in bf16.
+  std::vector<float> bias32(n);
+  std::vector<uint16_t> bias16(n);
+  for (int64_t j = 0; j < n; ++j) {
+    bias32[j] = static_cast<float>(j) / 4 - 1;
+    bias16[j] = toBF16(bias32[j]);
+  }
+  // (A bias only with a bf16 D.)
+  for (auto [dBf16, withBias] :
+       {std::pair{0, false}, std::pair{1, false}, std::pair{1, true}})
     for (const Layout &l : everyLayout(m, n, k, batch)) {
+      const void *bias = withBias ? bias16.data() : nullptr;
       std::vector<uint8_t> a(l.aSize), b(l.bSize);
       for (uint8_t &x : a)
         x = moderateCode(rng, 0);
@@ -174,13 +184,14 @@ TEST(GemmF8, ScalesAndRoundsInEveryLayout) {
       void *d = dBf16 ? static_cast<void *>(d16.data()) : d32.data();
       anvil_rt_gemm_f8(l.transA, l.transB, m, n, k, a.data(), 0, l.lda,
                        l.strideA, b.data(), 1, l.ldb, l.strideB, &scaleA,
-                       &scaleB, d, dBf16, l.ldc, l.strideC, batch);
+                       &scaleB, bias, d, dBf16, l.ldc, l.strideC, batch);
       for (int64_t t = 0; t < batch; ++t)
         for (int64_t i = 0; i < m; ++i)
           for (int64_t j = 0; j < l.ldc; ++j) {
             int64_t at = l.c(t, i, j);
             SCOPED_TRACE(::testing::Message()
-                         << (dBf16 ? "bf16" : "f32") << " D, transA "
+                         << (dBf16 ? "bf16" : "f32") << " D"
+                         << (withBias ? " with a bias" : "") << ", transA "
                          << l.transA << " transB " << l.transB
                          << (l.sharedB ? " shared B" : "") << ", D[" << t
                          << ", " << i << ", " << j << "]");
@@ -195,7 +206,7 @@ TEST(GemmF8, ScalesAndRoundsInEveryLayout) {
             for (int64_t p = 0; p < k; ++p)
               sum +=
                   decodeFp8(a[l.a(t, i, p)], 0) * decodeFp8(b[l.b(t, p, j)], 1);
-            double want = sum * (scaleA * scaleB);
+            double want = sum * (scaleA * scaleB) + (withBias ? bias32[j] : 0);
             if (dBf16) // the f32 value rounded: half a bf16 step
               ASSERT_NEAR(fromBF16(d16[at]), want,
                           std::ldexp(std::abs(want), -8) + 1e-6);
@@ -213,13 +224,24 @@ TEST(GemmF8, RoundsTheScaledSumOnceToBf16) {
   uint8_t a[2] = {0x38, 0x02}, b[2] = {0x3C, 0x3C};
   float two = 2.0f, half = 0.5f;
   uint16_t d = 0;
-  anvil_rt_gemm_f8(0, 1, 1, 1, 2, a, 0, 2, 0, b, 1, 2, 0, &two, &half, &d, 1, 1,
-                   0, 1);
+  anvil_rt_gemm_f8(0, 1, 1, 1, 2, a, 0, 2, 0, b, 1, 2, 0, &two, &half, nullptr,
+                   &d, 1, 1, 0, 1);
   EXPECT_EQ(fromBF16(d), 1.0f); // 1 + 2^-8 is the tie between 1 and 1 + 2^-7
   a[1] = 0x06;                  // 3 * 2^-8 = 6 * 2^-9
-  anvil_rt_gemm_f8(0, 1, 1, 1, 2, a, 0, 2, 0, b, 1, 2, 0, &two, &half, &d, 1, 1,
-                   0, 1);
+  anvil_rt_gemm_f8(0, 1, 1, 1, 2, a, 0, 2, 0, b, 1, 2, 0, &two, &half, nullptr,
+                   &d, 1, 1, 0, 1);
   EXPECT_EQ(fromBF16(d), 1.0f + std::ldexp(1.0f, -6));
+  // A bias is added before the rounding: 1 + 2^-8 - 2^-9 (the bias -2^-9,
+  // bf16) is below the tie, so 1; + 2^-9 above it, so 1 + 2^-7.
+  a[1] = 0x02;
+  for (auto [biasValue, want] :
+       {std::pair{-std::ldexp(1.0f, -9), 1.0f},
+        {std::ldexp(1.0f, -9), 1.0f + std::ldexp(1.0f, -7)}}) {
+    uint16_t bias = toBF16(biasValue);
+    anvil_rt_gemm_f8(0, 1, 1, 1, 2, a, 0, 2, 0, b, 1, 2, 0, &two, &half, &bias,
+                     &d, 1, 1, 0, 1);
+    EXPECT_EQ(fromBF16(d), want) << "bias " << biasValue;
+  }
 }
 
 TEST(GemmBF16, WidensExactly) {

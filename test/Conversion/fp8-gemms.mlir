@@ -127,3 +127,48 @@ func.func @shared(%x: tensor<8x32xf32>, %w: tensor<32x16xf32>, %g: tensor<8x16xf
   return %y, %dx, %e, %z : tensor<8x16xf32>, tensor<8x32xf32>, tensor<32x16xf32>, tensor<8x6xf32>
 }
 }
+
+// -----
+
+// The q, k and v projection's form: the product (through its gradient's
+// quantization, an identity forward), plus a bias, rounded to bf16. With
+// bf16 results the bias (rounded to bf16) joins the GEMM, which replaces
+// the rounding; with f32 results the add stays.
+// BF16-LABEL: func.func @bias_then_round
+// BF16: %[[B:.+]] = anvil.cast %arg2 : tensor<96xf32> to tensor<96xbf16>
+// BF16: %[[Y:.+]] = anvil.matmul_f8 %{{.+}}, %{{.+}} scales(%{{.+}}, %{{.+}}) bias(%[[B]]) {transpose_rhs} : (tensor<4x32x64xf8E4M3FN>, tensor<96x64xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<96xbf16>) -> tensor<4x32x96xbf16>
+// BF16-NOT: anvil.add
+// BF16: return %[[Y]]
+// F8-LABEL: func.func @bias_then_round
+// F8: anvil.matmul_f8 {{.+}} -> tensor<4x32x96xf32>
+// F8: anvil.add
+// F8: anvil.cast %{{.+}} : tensor<4x32x96xf32> to tensor<4x32x96xbf16>
+func.func @bias_then_round(%x: tensor<4x32x64xf32>, %w: tensor<64x96xf32>, %b: tensor<96xf32>) -> tensor<4x32x96xbf16> {
+  %qx = anvil.fp8_quantize %x forward f8E4M3FN : tensor<4x32x64xf32>
+  %qw = anvil.fp8_quantize %w forward f8E4M3FN : tensor<64x96xf32>
+  %y = anvil.matmul %qx, %qw : (tensor<4x32x64xf32>, tensor<64x96xf32>) -> tensor<4x32x96xf32>
+  %g = anvil.fp8_quantize %y backward f8E5M2 : tensor<4x32x96xf32>
+  %bb = anvil.broadcast %b, dims = [2] : tensor<96xf32> -> tensor<4x32x96xf32>
+  %s = anvil.add %g, %bb : tensor<4x32x96xf32>
+  %r = anvil.cast %s : tensor<4x32x96xf32> to tensor<4x32x96xbf16>
+  return %r : tensor<4x32x96xbf16>
+}
+
+// -----
+
+// A bias computed after the product: the GEMM goes where the rounding was,
+// after the bias.
+// BF16-LABEL: func.func @bias_after_product
+// BF16: %[[B2:.+]] = anvil.add %arg2, %arg2 : tensor<96xf32>
+// BF16: %[[B:.+]] = anvil.cast %[[B2]] : tensor<96xf32> to tensor<96xbf16>
+// BF16: anvil.matmul_f8 {{.+}} bias(%[[B]])
+func.func @bias_after_product(%x: tensor<4x32x64xf32>, %w: tensor<64x96xf32>, %b: tensor<96xf32>) -> tensor<4x32x96xbf16> {
+  %qx = anvil.fp8_quantize %x forward f8E4M3FN : tensor<4x32x64xf32>
+  %qw = anvil.fp8_quantize %w forward f8E4M3FN : tensor<64x96xf32>
+  %y = anvil.matmul %qx, %qw : (tensor<4x32x64xf32>, tensor<64x96xf32>) -> tensor<4x32x96xf32>
+  %b2 = anvil.add %b, %b : tensor<96xf32>
+  %bb = anvil.broadcast %b2, dims = [2] : tensor<96xf32> -> tensor<4x32x96xf32>
+  %s = anvil.add %bb, %y : tensor<4x32x96xf32>
+  %r = anvil.cast %s : tensor<4x32x96xf32> to tensor<4x32x96xbf16>
+  return %r : tensor<4x32x96xbf16>
+}

@@ -184,6 +184,18 @@ TEST_F(InterpTest, MatmulF8) {
     else
       expectNear(r, {2, 2}, {0.65625, 168, 0.09375, -336});
   }
+  // A bias per column (-1, 0.5), added before the rounding: 168.1875 + 0.5
+  // rounds to 169 (without the bias, 168), -335.90625 + 0.5 to -336.
+  Buffer bias = B({2}, {-1, 0.5});
+  Buffer r = run1(
+      "%a: tensor<2x2xf8E4M3FN>, %b: tensor<2x2xf8E5M2>, %sa: tensor<f32>, "
+      "%sb: tensor<f32>, %c: tensor<2xbf16>",
+      "tensor<2x2xbf16>",
+      "%r = anvil.matmul_f8 %a, %b scales(%sa, %sb) bias(%c) {transpose_rhs} "
+      ": (tensor<2x2xf8E4M3FN>, tensor<2x2xf8E5M2>, tensor<f32>, tensor<f32>, "
+      "tensor<2xbf16>) -> tensor<2x2xbf16>\nreturn %r : tensor<2x2xbf16>",
+      {a, b, sa, sb, bias}, options);
+  expectNear(r, {2, 2}, {-0.34375, 169, -0.90625, -336});
 }
 
 TEST_F(InterpTest, ArithmeticAndMath) {

@@ -575,11 +575,12 @@ int32_t f8Format(Type t) { return isa<Float8E5M2Type>(t) ? 1 : 0; }
 /// anvil.matmul_f8: a new buffer for the result, written by one call
 /// (RuntimeABI.h):
 ///   anvil_rt_gemm_f8(transA, transB, m, n, k, a, aFormat, lda, strideA,
-///                    b, bFormat, ldb, strideB, scaleA, scaleB, d, dBf16,
-///                    ldd, strideD, batch)
+///                    b, bFormat, ldb, strideB, scaleA, scaleB, bias, d,
+///                    dBf16, ldd, strideD, batch)
 /// with the leading dimensions of the result as the batch (an rhs of rank
 /// 2 shared by it: stride 0), row and batch strides those of the operands
-/// made contiguous, and every buffer as a pointer to its first element.
+/// made contiguous, and every buffer as a pointer to its first element (a
+/// null bias without one).
 struct MatmulF8Bufferization
     : NewBufferModel<MatmulF8Bufferization, anvil::MatmulF8Op> {
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
@@ -623,26 +624,31 @@ struct MatmulF8Bufferization
     };
     auto [lda, strideA] = strides(lhs);
     auto [ldb, strideB] = strides(rhs);
-    SmallVector<Value> args = {i32(gemm.getTransposeLhs()),
-                               i32(gemm.getTransposeRhs()),
-                               i64(m),
-                               i64(n),
-                               i64(k),
-                               buffers[0],
-                               i32(f8Format(lhs.getElementType())),
-                               i64(lda),
-                               i64(strideA),
-                               buffers[1],
-                               i32(f8Format(rhs.getElementType())),
-                               i64(ldb),
-                               i64(strideB),
-                               buffers[2],
-                               buffers[3],
-                               pointerTo(rewriter, loc, d),
-                               i32(result.getElementType().isBF16()),
-                               i64(n),
-                               i64(m * n),
-                               i64(batch)};
+    SmallVector<Value> args = {
+        i32(gemm.getTransposeLhs()),
+        i32(gemm.getTransposeRhs()),
+        i64(m),
+        i64(n),
+        i64(k),
+        buffers[0],
+        i32(f8Format(lhs.getElementType())),
+        i64(lda),
+        i64(strideA),
+        buffers[1],
+        i32(f8Format(rhs.getElementType())),
+        i64(ldb),
+        i64(strideB),
+        buffers[2],
+        buffers[3],
+        gemm.getBias() ? buffers[4]
+                       : LLVM::ZeroOp::create(
+                             rewriter, loc,
+                             LLVM::LLVMPointerType::get(rewriter.getContext())),
+        pointerTo(rewriter, loc, d),
+        i32(result.getElementType().isBF16()),
+        i64(n),
+        i64(m * n),
+        i64(batch)};
     callRuntime(rewriter, op, kGemmF8, args, {d});
     return success();
   }

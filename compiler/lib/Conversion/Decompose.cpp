@@ -130,13 +130,57 @@ Value swapLastTwo(Emit &e, Value x) {
   return e.transpose(x, perm);
 }
 
+/// A bias added to `gemm`'s product and the sum rounded to bf16 (the q, k
+/// and v projection's, which attention reads in bf16): the rounding, the
+/// add and the f32 bias it broadcasts over the last dimension, when the
+/// product (through quantizations of its gradient alone, identities
+/// forward) is read by the add alone and the add by the rounding alone.
+struct BiasThenRound {
+  CastOp rounding;
+  AddOp add;
+  Value bias;
+  SmallVector<Operation *> through; ///< The gradients' quantizations.
+};
+std::optional<BiasThenRound> biasThenRound(MatmulOp gemm) {
+  BiasThenRound m;
+  Value v = gemm.getResult();
+  while (v.hasOneUse()) {
+    auto q = dyn_cast<Fp8QuantizeOp>(*v.user_begin());
+    if (!q || q.getForward())
+      break;
+    m.through.push_back(q);
+    v = q.getResult();
+  }
+  if (!v.hasOneUse() || !(m.add = dyn_cast<AddOp>(*v.user_begin())) ||
+      !m.add->hasOneUse() ||
+      !(m.rounding = dyn_cast<CastOp>(*m.add->user_begin())) ||
+      !m.rounding.getType().getElementType().isBF16())
+    return std::nullopt;
+  Value other = m.add.getLhs() == v ? m.add.getRhs() : m.add.getLhs();
+  auto broadcast = other.getDefiningOp<BroadcastOp>();
+  auto type = cast<RankedTensorType>(v.getType());
+  if (!broadcast || m.add.getLhs() == m.add.getRhs())
+    return std::nullopt;
+  auto bias = cast<RankedTensorType>(broadcast.getOperand().getType());
+  if (bias.getRank() != 1 || !bias.getElementType().isF32() ||
+      bias.getDimSize(0) != type.getShape().back() ||
+      broadcast.getDimensions() != ArrayRef<int64_t>{type.getRank() - 1})
+    return std::nullopt;
+  m.bias = broadcast.getOperand();
+  return m;
+}
+
 /// A GEMM of two tensorwise quantizations as an FP8 GEMM: matmul_f8 of the
 /// 8-bit codes scaled by (1 / s_a) (1 / s_b), its result of type `result`
 /// (f32, or bf16 widened back to f32 for the GEMM's users). With `kInner`,
 /// both operands are laid out with K innermost, as cuBLASLt's FP8 GEMM
 /// takes them (a transposed copy of the codes where an operand is not),
 /// and a GEMM whose K is not a multiple of 16 or whose rows of results are
-/// not a multiple of 16 bytes stays a GEMM of the dequantized values. Each
+/// not a multiple of 16 bytes stays a GEMM of the dequantized values. With
+/// bf16 results, a bias added to the product and the sum rounded to bf16
+/// (biasThenRound) join the GEMM: its bias, rounded to bf16 (as cuBLASLt's
+/// BIAS epilogue adds a bf16 GEMM's, and as a bf16 GEMM's linear_gelu), is
+/// added before its result is rounded, which replaces the rounding. Each
 /// quantization is computed once, after its op, for every GEMM that reads
 /// it (its amax all-reduce too); its other users read the dequantized
 /// codes.
@@ -184,8 +228,34 @@ void lowerFp8Gemms(ModuleOp module, bool kInner, FloatType result) {
     // The dequantization factors, each alone: the inverse of s_a s_b would
     // overflow for tiny amaxes, where each scale is large.
     Value ua = e.div(e.like(sa, 1.0), sa), ub = e.div(e.like(sb, 1.0), sb);
-    Value product = MatmulF8Op::create(
-        b, op.getLoc(), op.getType().clone(result), a8, b8, ua, ub, ta, tb);
+    std::optional<BiasThenRound> epilogue;
+    if (result.isBF16())
+      epilogue = biasThenRound(op);
+    if (epilogue) {
+      // At the rounding: the bias may be computed after the product.
+      OpBuilder at(epilogue->rounding);
+      auto biasType = cast<RankedTensorType>(epilogue->bias.getType());
+      Value bias = CastOp::create(at, op.getLoc(), biasType.clone(result),
+                                  epilogue->bias);
+      Value product =
+          MatmulF8Op::create(at, op.getLoc(), op.getType().clone(result), a8,
+                             b8, ua, ub, bias, ta, tb);
+      epilogue->rounding.replaceAllUsesWith(product);
+      Operation *broadcast = epilogue->add.getLhs().getDefiningOp<BroadcastOp>()
+                                 ? epilogue->add.getLhs().getDefiningOp()
+                                 : epilogue->add.getRhs().getDefiningOp();
+      epilogue->rounding.erase();
+      epilogue->add.erase();
+      if (broadcast->use_empty())
+        broadcast->erase();
+      for (Operation *q : llvm::reverse(epilogue->through))
+        q->erase();
+      op.erase();
+      continue;
+    }
+    Value product =
+        MatmulF8Op::create(b, op.getLoc(), op.getType().clone(result), a8, b8,
+                           ua, ub, Value(), ta, tb);
     if (product.getType() != op.getType())
       product = CastOp::create(b, op.getLoc(), op.getType(), product);
     op.replaceAllUsesWith(product);

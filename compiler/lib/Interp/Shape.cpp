@@ -426,8 +426,8 @@ void registerShapeEvaluators(EvaluatorTable &t) {
   // rank-2 rhs is shared by every batch.
   t.add<ad::MatmulOp>(matmul<ad::MatmulOp>);
   // matmul_f8's operands hold 8-bit values already (products exact): the
-  // sums times the scales' product (rounded to the result's type with
-  // roundResults, as every result is).
+  // sums times the scales' product, plus the bias (rounded to the result's
+  // type with roundResults, as every result is).
   t.add<ad::MatmulF8Op>([](ad::MatmulF8Op op, ArrayRef<const Buffer *> in,
                            std::vector<Buffer> &out) {
     if (failed(matmul(op, in, out)))
@@ -435,6 +435,12 @@ void registerShapeEvaluators(EvaluatorTable &t) {
     double scale = in[2]->data[0] * in[3]->data[0];
     for (double &x : out[0].data)
       x *= scale;
+    if (op.getBias()) {
+      const Buffer &bias = *in[4];
+      int64_t n = bias.numElements();
+      for (size_t i = 0; i < out[0].data.size(); ++i)
+        out[0].data[i] += bias.data[i % n];
+    }
     return success();
   });
 }

@@ -105,8 +105,9 @@ extern "C" void anvil_rt_gemm_f8(int32_t transA, int32_t transB, int64_t m,
                                  int32_t aFormat, int64_t lda, int64_t strideA,
                                  const void *b, int32_t bFormat, int64_t ldb,
                                  int64_t strideB, const float *scaleA,
-                                 const float *scaleB, void *d, int32_t dBf16,
-                                 int64_t ldd, int64_t strideD, int64_t batch) {
+                                 const float *scaleB, const void *bias, void *d,
+                                 int32_t dBf16, int64_t ldd, int64_t strideD,
+                                 int64_t batch) {
   // The widened operands: the products of 8-bit values are exact in f32,
   // so BLAS on them computes the 8-bit GEMM with f32 accumulation.
   thread_local std::vector<float> wideA, wideB, sums;
@@ -125,10 +126,16 @@ extern "C" void anvil_rt_gemm_f8(int32_t transA, int32_t transB, int64_t m,
                  wideB.data(), ldb, strideB, c, ldc, strideC, batch,
                  /*accumulate=*/0);
   const float scale = *scaleA * *scaleB;
+  // Column j's bias (bf16; 0 without one).
+  auto biasOf = [&](int64_t j) {
+    return bias
+               ? anvil::rt::fromBF16Bits(static_cast<const uint16_t *>(bias)[j])
+               : 0.0f;
+  };
   for (int64_t i = 0; i < batch; ++i)
     for (int64_t r = 0; r < m; ++r)
       for (int64_t j = 0; j < n; ++j) {
-        float x = c[i * strideC + r * ldc + j] * scale;
+        float x = c[i * strideC + r * ldc + j] * scale + biasOf(j);
         if (dBf16)
           static_cast<uint16_t *>(d)[i * strideD + r * ldd + j] =
               anvil::rt::toBF16Bits(x);

@@ -47,20 +47,21 @@ cudaDataType_t fp8Type(int32_t format) {
 const char *formatName(int32_t format) { return format == 1 ? "E5M2" : "E4M3"; }
 
 /// Row-major D (m x n, f32 or with `dBf16` bf16, row stride ldd) =
-/// scaleA scaleB A B^T, A m x k and B n x k row-major with row strides lda
-/// and ldb (bytes: one per element), through cuBLASLt's TN form; `batch`
-/// such products at the given element strides, in one call. `caller` names
-/// the entry point in errors.
+/// scaleA scaleB A B^T (+ the bf16 bias of each column when `bias` is not
+/// null, with a bf16 D: the BIAS epilogue), A m x k and B n x k row-major with
+/// row strides lda and ldb (bytes: one per element), through cuBLASLt's TN
+/// form; `batch` such products at the given element strides, in one call.
+/// `caller` names the entry point in errors.
 void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
             int32_t aFormat, int64_t lda, const void *b, int32_t bFormat,
-            int64_t ldb, const float *scaleA, const float *scaleB, void *d,
-            bool dBf16, int64_t ldd, int64_t batch, int64_t strideA,
-            int64_t strideB, int64_t strideD) {
+            int64_t ldb, const float *scaleA, const float *scaleB,
+            const void *bias, void *d, bool dBf16, int64_t ldd, int64_t batch,
+            int64_t strideA, int64_t strideB, int64_t strideD) {
   std::string what = "an FP8 GEMM (" + std::to_string(m) + " x " +
                      std::to_string(k) + " " + formatName(aFormat) + " by " +
                      std::to_string(n) + " x " + std::to_string(k) + " " +
                      formatName(bFormat) + " into " + (dBf16 ? "bf16" : "f32") +
-                     ")";
+                     (bias ? " with a bias" : "") + ")";
   // A failure in a graph capture is recorded, and sets `failed` (the GEMM
   // then returns without queuing anything); otherwise it aborts.
   bool failed = false;
@@ -74,6 +75,11 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
       fail(message);
     failed = true;
   };
+  if (bias && !dBf16)
+    fail(std::string(caller) +
+         ": a bias needs a bf16 D (cuBLASLt's FP8 GEMM adds a bf16 bias), "
+         "for " +
+         what);
   if (aFormat == 1 && bFormat == 1)
     fail(std::string(caller) + ": cuBLASLt has no E5M2 x E5M2 product, for " +
          what);
@@ -85,9 +91,10 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
   if (k % 16 != 0 || lda % 16 != 0 || ldb % 16 != 0 || ldd % perRow != 0 ||
       strideA % 16 != 0 || strideB % 16 != 0 || strideD % perRow != 0 ||
       !aligned(a) || !aligned(b) || !aligned(d) || !aligned(scaleA) ||
-      !aligned(scaleB))
+      !aligned(scaleB) || (bias && !aligned(bias)))
     fail(std::string(caller) +
-         ": cuBLASLt's FP8 GEMM needs 16-byte aligned operands, scales, rows "
+         ": cuBLASLt's FP8 GEMM needs 16-byte aligned operands, scales, bias, "
+         "rows "
          "and batch entries (k, the 8-bit row and batch strides multiples of "
          "16, D's of " +
          std::to_string(perRow) + "), for " + what + " with lda " +
@@ -114,6 +121,22 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
                                        CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
                                        &scaleA, sizeof scaleA),
         "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)");
+  if (bias) {
+    // cuBLASLt's D is our D transposed (n x m column-major): our columns'
+    // bias runs along its rows, as its BIAS epilogue adds it.
+    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    cudaDataType_t biasType = CUDA_R_16BF;
+    check(cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                         &epilogue, sizeof epilogue),
+          "cublasLtMatmulDescSetAttribute(EPILOGUE)");
+    check(cublasLtMatmulDescSetAttribute(
+              desc.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
+          "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+    check(cublasLtMatmulDescSetAttribute(desc.op,
+                                         CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                         &biasType, sizeof biasType),
+          "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)");
+  }
   check(cublasLtMatrixLayoutCreate(&desc.a, fp8Type(bFormat), k, n, ldb),
         "cublasLtMatrixLayoutCreate(B)");
   check(cublasLtMatrixLayoutCreate(&desc.b, fp8Type(aFormat), k, m, lda),
@@ -147,13 +170,26 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
   using anvil::rt::cuda::lt::alignment;
   // The heuristic's choice, once per shape, layout and alignment: a step
   // runs the same GEMMs every time.
-  std::array<int64_t, 16> key = {
-      m,           n,       k,       lda,          ldb,
-      ldd,         aFormat, bFormat, dBf16,        batch,
-      strideA,     strideB, strideD, alignment(a), alignment(b),
-      alignment(d)};
+  std::array<int64_t, 18> key = {m,
+                                 n,
+                                 k,
+                                 lda,
+                                 ldb,
+                                 ldd,
+                                 aFormat,
+                                 bFormat,
+                                 dBf16,
+                                 bias != nullptr,
+                                 batch,
+                                 strideA,
+                                 strideB,
+                                 strideD,
+                                 alignment(a),
+                                 alignment(b),
+                                 alignment(d),
+                                 bias ? alignment(bias) : 0};
   static std::mutex cacheMutex;
-  static std::map<std::array<int64_t, 16>, cublasLtMatmulAlgo_t> cache;
+  static std::map<std::array<int64_t, 18>, cublasLtMatmulAlgo_t> cache;
   std::optional<cublasLtMatmulAlgo_t> cached;
   {
     std::lock_guard<std::mutex> lock(cacheMutex);
@@ -214,13 +250,12 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
 
 } // namespace
 
-extern "C" void
-anvil_rt_cuda_gemm_f8(int32_t transA, int32_t transB, int64_t m, int64_t n,
-                      int64_t k, const void *a, int32_t aFormat, int64_t lda,
-                      int64_t strideA, const void *b, int32_t bFormat,
-                      int64_t ldb, int64_t strideB, const float *scaleA,
-                      const float *scaleB, void *d, int32_t dBf16, int64_t ldd,
-                      int64_t strideD, int64_t batch) {
+extern "C" void anvil_rt_cuda_gemm_f8(
+    int32_t transA, int32_t transB, int64_t m, int64_t n, int64_t k,
+    const void *a, int32_t aFormat, int64_t lda, int64_t strideA, const void *b,
+    int32_t bFormat, int64_t ldb, int64_t strideB, const float *scaleA,
+    const float *scaleB, const void *bias, void *d, int32_t dBf16, int64_t ldd,
+    int64_t strideD, int64_t batch) {
   if (transA || !transB)
     fail("anvil_rt_cuda_gemm_f8: cuBLASLt's FP8 GEMM takes both operands "
          "with K innermost (A m x k, B n x k, row-major); got A" +
@@ -233,17 +268,17 @@ anvil_rt_cuda_gemm_f8(int32_t transA, int32_t transB, int64_t m, int64_t n,
     // when they lie one after another.
     if (strideA == m * lda && strideD == m * ldd) {
       ltGemm(caller, m * batch, n, k, a, aFormat, lda, b, bFormat, ldb, scaleA,
-             scaleB, d, dBf16, ldd, 1, 0, 0, 0);
+             scaleB, bias, d, dBf16, ldd, 1, 0, 0, 0);
       return;
     }
     const int64_t bytes = dBf16 ? 2 : 4;
     for (int64_t i = 0; i < batch; ++i)
       ltGemm(caller, m, n, k, static_cast<const uint8_t *>(a) + i * strideA,
-             aFormat, lda, b, bFormat, ldb, scaleA, scaleB,
+             aFormat, lda, b, bFormat, ldb, scaleA, scaleB, bias,
              static_cast<uint8_t *>(d) + i * strideD * bytes, dBf16, ldd, 1, 0,
              0, 0);
     return;
   }
-  ltGemm(caller, m, n, k, a, aFormat, lda, b, bFormat, ldb, scaleA, scaleB, d,
-         dBf16, ldd, batch, strideA, strideB, strideD);
+  ltGemm(caller, m, n, k, a, aFormat, lda, b, bFormat, ldb, scaleA, scaleB,
+         bias, d, dBf16, ldd, batch, strideA, strideB, strideD);
 }

@@ -1404,3 +1404,19 @@ func.func @matmul_f8_scale_not_scalar(%a: tensor<4x16xf8E4M3FN>, %b: tensor<8x16
   %0 = anvil.matmul_f8 %a, %b scales(%s, %s) {transpose_rhs} : (tensor<4x16xf8E4M3FN>, tensor<8x16xf8E4M3FN>, tensor<1xf32>, tensor<1xf32>) -> tensor<4x8xf32>
   return
 }
+
+// -----
+
+func.func @matmul_f8_bias_type(%a: tensor<4x16xf8E4M3FN>, %b: tensor<8x16xf8E4M3FN>, %s: tensor<f32>, %c: tensor<8xf32>) {
+  // expected-error@+1 {{'anvil.matmul_f8' op bias must be 'tensor<8xbf16>' (one per column), got 'tensor<8xf32>'}}
+  %0 = anvil.matmul_f8 %a, %b scales(%s, %s) bias(%c) {transpose_rhs} : (tensor<4x16xf8E4M3FN>, tensor<8x16xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<8xf32>) -> tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @matmul_f8_bias_f32_result(%a: tensor<4x16xf8E4M3FN>, %b: tensor<8x16xf8E4M3FN>, %s: tensor<f32>, %c: tensor<8xf32>) {
+  // expected-error@+1 {{'anvil.matmul_f8' op a bias needs a bf16 result (cuBLASLt's FP8 GEMM adds a bf16 bias to a bf16 D), got 'tensor<4x8xf32>'}}
+  %0 = anvil.matmul_f8 %a, %b scales(%s, %s) bias(%c) {transpose_rhs} : (tensor<4x16xf8E4M3FN>, tensor<8x16xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}

@@ -171,9 +171,10 @@ def AnvilBufferizePass : Pass<"anvil-bufferize", "mlir::ModuleOp"> {
     `anvil.matmul_f8` writes a new buffer through one call of `gemm-f8`
     (RuntimeABI.h's `anvil_rt_gemm_f8`: the transposes, M, N, K, each 8-bit
     operand's pointer, format, row and batch strides, the two scales'
-    pointers, and the result's pointer, type (f32 or bf16), row and batch
-    strides, and the batch; cuBLASLt's FP8 GEMM with the scales as its
-    scale pointers with the CUDA backend).
+    pointers, the bias's (null without one), and the result's pointer, type
+    (f32 or bf16), row and batch strides, and the batch; cuBLASLt's FP8
+    GEMM with the scales as its scale pointers and the bias as its BIAS
+    epilogue's with the CUDA backend).
 
     A convolution marked `anvil.library_call` (`anvil-library-convs`)
     writes a new buffer through one call of `conv` (RuntimeABI.h's

@@ -312,8 +312,9 @@ void anvil_rt_cuda_attention_grad_bf16(
 
 /// anvil_rt_gemm_f8's contract (RuntimeABI.h) on device pointers (the
 /// scales too), through cuBLASLt's FP8 GEMM (sm_89 and newer): for i in
-/// [0, batch), D_i = scaleA[0] scaleB[0] A_i B_i^T with the scales as its
-/// A and B scale pointers, FP32 accumulation, D f32 or bf16. Both operands
+/// [0, batch), D_i = scaleA[0] scaleB[0] A_i B_i^T (+ a bf16 bias per
+/// column with a bf16 D: its BIAS epilogue) with the scales as its A and B
+/// scale pointers, FP32 accumulation, D f32 or bf16. Both operands
 /// K innermost (transA = 0, transB = 1; anything else fails, naming the
 /// layouts), not both E5M2; every pointer, row and batch stride 16-byte
 /// aligned (k a multiple of 16). Queues the product on the step stream; a
@@ -322,9 +323,9 @@ void anvil_rt_cuda_gemm_f8(int32_t transA, int32_t transB, int64_t m, int64_t n,
                            int64_t k, const void *a, int32_t aFormat,
                            int64_t lda, int64_t strideA, const void *b,
                            int32_t bFormat, int64_t ldb, int64_t strideB,
-                           const float *scaleA, const float *scaleB, void *d,
-                           int32_t dBf16, int64_t ldd, int64_t strideD,
-                           int64_t batch);
+                           const float *scaleA, const float *scaleB,
+                           const void *bias, void *d, int32_t dBf16,
+                           int64_t ldd, int64_t strideD, int64_t batch);
 } // extern "C"
 
 #endif // ANVIL_RUNTIME_CUDA_H

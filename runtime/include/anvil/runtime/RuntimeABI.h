@@ -37,16 +37,18 @@ void anvil_rt_sgemm(int32_t transA, int32_t transB, int64_t m, int64_t n,
 /// D_i = scaleA[0] scaleB[0] op(A_i) op(B_i), overwritten, with op and the
 /// operands' layouts as in anvil_rt_sgemm. Each 8-bit operand is in format
 /// 0 (E4M3, `f8E4M3FN`) or 1 (E5M2), widened to f32 exactly; BLAS sums
-/// the products in f32; each sum is multiplied by the scales' f32 product
-/// and stored as f32 (`dBf16` 0) or rounded to bf16 (1: raw 16-bit
-/// patterns, to nearest even). The scales are the dequantization factors
-/// (1 / s of each operand's quantization).
+/// the products in f32; each sum is multiplied by the scales' f32 product,
+/// plus `bias[j]` for column j when `bias` is not null (n bf16 values, raw
+/// 16-bit patterns; only with a bf16 D), and stored as f32 (`dBf16` 0) or
+/// rounded to bf16 (1: raw 16-bit patterns, to nearest even). The scales are
+/// the dequantization factors (1 / s of each operand's quantization).
 void anvil_rt_gemm_f8(int32_t transA, int32_t transB, int64_t m, int64_t n,
                       int64_t k, const void *a, int32_t aFormat, int64_t lda,
                       int64_t strideA, const void *b, int32_t bFormat,
                       int64_t ldb, int64_t strideB, const float *scaleA,
-                      const float *scaleB, void *d, int32_t dBf16, int64_t ldd,
-                      int64_t strideD, int64_t batch);
+                      const float *scaleB, const void *bias, void *d,
+                      int32_t dBf16, int64_t ldd, int64_t strideD,
+                      int64_t batch);
 
 /// anvil_rt_sgemm's contract for bf16 A and B (raw 16-bit patterns; f32
 /// C): the operands are widened to f32 exactly, so the products are exact

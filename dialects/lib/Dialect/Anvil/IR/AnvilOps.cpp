@@ -613,6 +613,14 @@ LogicalResult MatmulF8Op::verify() {
   if (product[0] != result)
     return fail("result must be ", product[0], " (the product's shape), got ",
                 result);
+  auto columns = RankedTensorType::get({result.getShape().back()}, element);
+  if (getBias() && !element.isBF16())
+    return fail("a bias needs a bf16 result (cuBLASLt's FP8 GEMM adds a bf16 "
+                "bias to a bf16 D), got ",
+                result);
+  if (getBias() && tensorType(getBias()) != columns)
+    return fail("bias must be ", columns, " (one per column), got ",
+                tensorType(getBias()));
   return success();
 }
 

@@ -510,7 +510,9 @@ def Anvil_MatmulF8Op : Anvil_CostedOp<"matmul_f8"> {
     multiplied by the two scales' `f32` product, and a `bf16` result is
     that `f32` value rounded to nearest even (what cuBLASLt's FP8 GEMM
     computes with the scales as its A and B scale pointers and D of that
-    type).
+    type). With a `bias` (bf16, one per column; the result bf16 too), the
+    bias is added to the scaled sum before the rounding (cuBLASLt's `BIAS`
+    epilogue).
 
     anvil-decompose makes it, after differentiation (it has no VJP), of an
     `anvil.matmul` whose operands are both tensorwise `anvil.fp8_quantize`
@@ -528,11 +530,12 @@ def Anvil_MatmulF8Op : Anvil_CostedOp<"matmul_f8"> {
   let arguments = (ins Anvil_FloatTensor:$lhs, Anvil_FloatTensor:$rhs,
                        0DTensorOf<[F32]>:$lhs_scale,
                        0DTensorOf<[F32]>:$rhs_scale,
+                       Optional<Anvil_FloatTensor>:$bias,
                        UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
   let results = (outs Anvil_FloatTensor:$result);
   let assemblyFormat = [{
-    $lhs `,` $rhs `scales` `(` $lhs_scale `,` $rhs_scale `)` attr-dict `:`
-    functional-type(operands, results)
+    $lhs `,` $rhs `scales` `(` $lhs_scale `,` $rhs_scale `)`
+    (`bias` `(` $bias^ `)`)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
