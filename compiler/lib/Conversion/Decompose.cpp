@@ -138,7 +138,7 @@ Value swapLastTwo(Emit &e, Value x) {
 struct BiasThenRound {
   CastOp rounding;
   AddOp add;
-  Value bias;
+  BroadcastOp broadcast;            ///< Of the bias.
   SmallVector<Operation *> through; ///< The gradients' quantizations.
 };
 std::optional<BiasThenRound> biasThenRound(MatmulOp gemm) {
@@ -157,16 +157,15 @@ std::optional<BiasThenRound> biasThenRound(MatmulOp gemm) {
       !m.rounding.getType().getElementType().isBF16())
     return std::nullopt;
   Value other = m.add.getLhs() == v ? m.add.getRhs() : m.add.getLhs();
-  auto broadcast = other.getDefiningOp<BroadcastOp>();
+  m.broadcast = other.getDefiningOp<BroadcastOp>();
   auto type = cast<RankedTensorType>(v.getType());
-  if (!broadcast || m.add.getLhs() == m.add.getRhs())
+  if (!m.broadcast)
     return std::nullopt;
-  auto bias = cast<RankedTensorType>(broadcast.getOperand().getType());
+  auto bias = cast<RankedTensorType>(m.broadcast.getOperand().getType());
   if (bias.getRank() != 1 || !bias.getElementType().isF32() ||
       bias.getDimSize(0) != type.getShape().back() ||
-      broadcast.getDimensions() != ArrayRef<int64_t>{type.getRank() - 1})
+      m.broadcast.getDimensions() != ArrayRef<int64_t>{type.getRank() - 1})
     return std::nullopt;
-  m.bias = broadcast.getOperand();
   return m;
 }
 
@@ -234,20 +233,18 @@ void lowerFp8Gemms(ModuleOp module, bool kInner, FloatType result) {
     if (epilogue) {
       // At the rounding: the bias may be computed after the product.
       OpBuilder at(epilogue->rounding);
-      auto biasType = cast<RankedTensorType>(epilogue->bias.getType());
-      Value bias = CastOp::create(at, op.getLoc(), biasType.clone(result),
-                                  epilogue->bias);
+      Value f32Bias = epilogue->broadcast.getOperand();
+      Value bias = CastOp::create(
+          at, op.getLoc(),
+          cast<RankedTensorType>(f32Bias.getType()).clone(result), f32Bias);
       Value product =
           MatmulF8Op::create(at, op.getLoc(), op.getType().clone(result), a8,
                              b8, ua, ub, bias, ta, tb);
       epilogue->rounding.replaceAllUsesWith(product);
-      Operation *broadcast = epilogue->add.getLhs().getDefiningOp<BroadcastOp>()
-                                 ? epilogue->add.getLhs().getDefiningOp()
-                                 : epilogue->add.getRhs().getDefiningOp();
       epilogue->rounding.erase();
       epilogue->add.erase();
-      if (broadcast->use_empty())
-        broadcast->erase();
+      if (epilogue->broadcast->use_empty())
+        epilogue->broadcast.erase();
       for (Operation *q : llvm::reverse(epilogue->through))
         q->erase();
       op.erase();
