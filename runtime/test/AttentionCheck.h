@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace anvil::test {
@@ -155,8 +156,10 @@ inline std::vector<float> gather(const Placed &p, const float *buffer) {
   return x;
 }
 
-/// Floats of `buffer` outside the placed tensor that are no longer `fill`.
-inline size_t changedOutside(const Placed &p, const float *buffer, float fill) {
+/// Elements of `buffer` (f32, or bf16 bits) outside the placed tensor that
+/// are no longer `fill`.
+template <typename T>
+size_t changedOutside(const Placed &p, const T *buffer, T fill) {
   std::vector<bool> inside(p.size, false);
   p.forEach([&](int64_t, int64_t at) { inside[at] = true; });
   size_t changed = 0;
@@ -254,11 +257,19 @@ struct AttentionDeviations {
             {"dk", dk, t.gradient},
             {"dv", dv, t.gradient}};
   }
-  bool within(const AttentionTolerance &t) const {
+  bool within(const AttentionTolerance &t) const { return failures(t).empty(); }
+  /// A line for each of the results outside tolerance `t` (empty when all
+  /// are within it): its name, the largest error, where, and the CPU's
+  /// largest magnitude.
+  std::string failures(const AttentionTolerance &t) const {
+    std::string lines;
     for (const Named &n : named(t))
       if (!n.deviation.within(n.tolerance, t.floor))
-        return false;
-    return true;
+        lines += std::string(n.name) + ": max |device - CPU| " +
+                 std::to_string(n.deviation.error) + " at flat index " +
+                 std::to_string(n.deviation.at) + ", max |CPU| " +
+                 std::to_string(n.deviation.magnitude) + "\n";
+    return lines;
   }
   /// Floats the device wrote outside out, dq, dk and dv (in the gaps of
   /// their placements).
@@ -376,14 +387,6 @@ AttentionDeviations runBf16(const AttentionCase &c, Placement placement,
     p.forEach([&](int64_t i, int64_t a) { x[i] = fromBF16Bits(d[a]); });
     return x;
   };
-  auto changedGaps = [](const Placed &p, const uint16_t *d, uint16_t fill) {
-    std::vector<bool> inside(p.size, false);
-    p.forEach([&](int64_t, int64_t a) { inside[a] = true; });
-    size_t changed = 0;
-    for (size_t i = 0; i < p.size; ++i)
-      changed += !inside[i] && d[i] != fill;
-    return changed;
-  };
   uint16_t *q = buffer(at[0], &r.q, nan), *k = buffer(at[1], &r.k, nan),
            *v = buffer(at[2], &r.v, nan),
            *out = buffer(at[3], nullptr, sentinel);
@@ -394,7 +397,7 @@ AttentionDeviations runBf16(const AttentionCase &c, Placement placement,
   AttentionDeviations d;
   d.out = deviation(widened(at[3], out), r.out);
   d.lse = deviation(std::vector<float>(lse, lse + r.lse.size()), r.lse);
-  d.writtenOutside += changedGaps(at[3], out, sentinel);
+  d.writtenOutside += changedOutside(at[3], out, sentinel);
 
   uint16_t *hostOut = buffer(at[3], &r.out, nan),
            *dOut = buffer(at[4], &r.dOut, nan),
@@ -415,7 +418,7 @@ AttentionDeviations runBf16(const AttentionCase &c, Placement placement,
   d.dk = deviation(widened(at[6], dk), rounded(r.dk));
   d.dv = deviation(widened(at[7], dv), rounded(r.dv));
   for (auto [p, x] : {std::pair{at[5], dq}, {at[6], dk}, {at[7], dv}})
-    d.writtenOutside += changedGaps(p, x, sentinel);
+    d.writtenOutside += changedOutside(p, x, sentinel);
   for (void *x : buffers)
     memory.release(x);
   return d;
