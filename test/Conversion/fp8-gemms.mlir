@@ -1,6 +1,7 @@
 // RUN: anvil-opt %s --split-input-file --anvil-decompose | FileCheck %s --check-prefix=F8
 // RUN: anvil-opt %s --split-input-file --anvil-decompose=fp8-gemms=f8-k-inner | FileCheck %s --check-prefix=KINNER
 // RUN: anvil-opt %s --split-input-file --anvil-decompose="fp8-gemms=f8-k-inner fp8-gemm-result=bf16" | FileCheck %s --check-prefix=BF16
+// RUN: anvil-opt %s --split-input-file --anvil-decompose="fp8-gemms=f8-k-inner fp8-gemm-result=bf16 fp8-gelu-epilogue=true" | FileCheck %s --check-prefix=GELU
 // RUN: anvil-opt %s --split-input-file --anvil-decompose=fp8-gemms=dequantized | FileCheck %s --check-prefix=DEQ --implicit-check-not=anvil.matmul_f8
 // RUN: not anvil-opt %s --split-input-file --anvil-decompose=fp8-gemms=bf16 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not anvil-opt %s --split-input-file --anvil-decompose=fp8-gemm-result=f16 2>&1 | FileCheck %s --check-prefix=BADRESULT
@@ -14,6 +15,9 @@
 // 16 or the result's rows of 16 bytes (N of 4 for f32, 8 for bf16).
 // fp8-gemm-result=bf16 (--precision=fp8's): a bf16 result, widened for the
 // GEMM's users. dequantized: an f32 GEMM of the dequantized values.
+// fp8-gelu-epilogue (--gemm-epilogues=on's): an MLP's first GEMM, bias and
+// GELU as anvil.linear_gelu_f8 when the GELU's quantization has a given
+// scale.
 // BAD: anvil-decompose: fp8-gemms=bf16: the choices are dequantized, f8 and f8-k-inner
 // BADRESULT: anvil-decompose: fp8-gemm-result=f16: the choices are f32 and bf16
 
@@ -171,4 +175,89 @@ func.func @bias_after_product(%x: tensor<4x32x64xf32>, %w: tensor<64x96xf32>, %b
   %s = anvil.add %bb, %y : tensor<4x32x96xf32>
   %r = anvil.cast %s : tensor<4x32x96xf32> to tensor<4x32x96xbf16>
   return %r : tensor<4x32x96xbf16>
+}
+
+// -----
+
+// An FP8 MLP under the delayed recipe: the GELU's quantization has a given
+// scale, and its amax (the history's entry) is taken of |gelu|. With
+// fp8-gelu-epilogue the first GEMM writes the GELU's codes, which the
+// second reads, their amax, and the bf16 sum before the GELU, which the
+// GELU's gradient (here %d) reads widened. The bias is rounded to bf16.
+// GELU-LABEL: func.func @mlp_delayed
+// GELU: %[[B:.+]] = anvil.cast %arg3 : tensor<256xf32> to tensor<256xbf16>
+// GELU: %[[H:.+]], %[[PRE:.+]], %[[AMAX:.+]] = anvil.linear_gelu_f8 %{{.+}}, %{{.+}} scales(%{{.+}}, %{{.+}}) bias(%[[B]]) out_scale(%arg4) {transpose_rhs} : (tensor<4x32x64xf8E4M3FN>, tensor<256x64xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<256xbf16>, tensor<f32>) -> (tensor<4x32x256xf8E4M3FN>, tensor<4x32x256xbf16>, tensor<f32>)
+// GELU: %[[P:.+]] = anvil.cast %[[PRE]] : tensor<4x32x256xbf16> to tensor<4x32x256xf32>
+// GELU: %[[Y:.+]] = anvil.matmul_f8 %[[H]], %{{.+}} scales(%{{.+}}, %{{.+}}) {transpose_rhs}
+// GELU: %[[D:.+]] = anvil.mul %[[P]], %[[P]] : tensor<4x32x256xf32>
+// GELU-NOT: anvil.gelu
+// GELU-NOT: anvil.reduce_max
+// GELU: return %{{.+}}, %[[AMAX]], %[[D]]
+// Without the option the GELU stays a kernel's, after a bf16 GEMM.
+// BF16-LABEL: func.func @mlp_delayed
+// BF16-NOT: anvil.linear_gelu_f8
+// BF16: anvil.matmul_f8 {{.+}} -> tensor<4x32x256xbf16>
+// BF16: anvil.gelu tanh
+func.func @mlp_delayed(%x: tensor<4x32x64xf32>, %w1: tensor<64x256xf32>, %w2: tensor<256x64xf32>, %b: tensor<256xf32>, %s: tensor<f32>) -> (tensor<4x32x64xbf16>, tensor<f32>, tensor<4x32x256xf32>) {
+  %qx = anvil.fp8_quantize %x forward f8E4M3FN : tensor<4x32x64xf32>
+  %qw1 = anvil.fp8_quantize %w1 forward f8E4M3FN : tensor<64x256xf32>
+  %h = anvil.matmul %qx, %qw1 : (tensor<4x32x64xf32>, tensor<64x256xf32>) -> tensor<4x32x256xf32>
+  %g = anvil.fp8_quantize %h backward f8E5M2 : tensor<4x32x256xf32>
+  %bb = anvil.broadcast %b, dims = [2] : tensor<256xf32> -> tensor<4x32x256xf32>
+  %p = anvil.add %g, %bb : tensor<4x32x256xf32>
+  %a = anvil.gelu tanh %p : tensor<4x32x256xf32>
+  %qa = anvil.fp8_quantize %a scale %s forward f8E4M3FN : tensor<4x32x256xf32>
+  %abs = anvil.abs %a : tensor<4x32x256xf32>
+  %amax = anvil.reduce_max %abs dims [0, 1, 2] : tensor<4x32x256xf32> -> tensor<f32>
+  %qw2 = anvil.fp8_quantize %w2 forward f8E4M3FN : tensor<256x64xf32>
+  %y = anvil.matmul %qa, %qw2 : (tensor<4x32x256xf32>, tensor<256x64xf32>) -> tensor<4x32x64xf32>
+  %r = anvil.cast %y : tensor<4x32x64xf32> to tensor<4x32x64xbf16>
+  %d = anvil.mul %p, %p : tensor<4x32x256xf32>
+  return %r, %amax, %d : tensor<4x32x64xbf16>, tensor<f32>, tensor<4x32x256xf32>
+}
+
+// -----
+
+// The GELU's codes cannot come from its GEMM when their scale is the
+// GELU's own amax (the current recipe), when something else reads the
+// GELU, or when its rows of codes are not 16-byte aligned (N = 88).
+// GELU-LABEL: func.func @mlp_current
+// GELU-NOT: anvil.linear_gelu_f8
+// GELU: anvil.gelu tanh
+// GELU-LABEL: func.func @gelu_read_elsewhere
+// GELU-NOT: anvil.linear_gelu_f8
+// GELU: anvil.gelu tanh
+// GELU-LABEL: func.func @unaligned_codes
+// GELU-NOT: anvil.linear_gelu_f8
+// GELU: anvil.gelu tanh
+func.func @mlp_current(%x: tensor<4x32x64xf32>, %w1: tensor<64x256xf32>, %b: tensor<256xf32>) -> tensor<4x32x256xf32> {
+  %qx = anvil.fp8_quantize %x forward f8E4M3FN : tensor<4x32x64xf32>
+  %qw1 = anvil.fp8_quantize %w1 forward f8E4M3FN : tensor<64x256xf32>
+  %h = anvil.matmul %qx, %qw1 : (tensor<4x32x64xf32>, tensor<64x256xf32>) -> tensor<4x32x256xf32>
+  %bb = anvil.broadcast %b, dims = [2] : tensor<256xf32> -> tensor<4x32x256xf32>
+  %p = anvil.add %h, %bb : tensor<4x32x256xf32>
+  %a = anvil.gelu tanh %p : tensor<4x32x256xf32>
+  %qa = anvil.fp8_quantize %a forward f8E4M3FN : tensor<4x32x256xf32>
+  return %qa : tensor<4x32x256xf32>
+}
+func.func @gelu_read_elsewhere(%x: tensor<4x32x64xf32>, %w1: tensor<64x256xf32>, %b: tensor<256xf32>, %s: tensor<f32>) -> (tensor<4x32x256xf32>, tensor<4x32x256xf32>) {
+  %qx = anvil.fp8_quantize %x forward f8E4M3FN : tensor<4x32x64xf32>
+  %qw1 = anvil.fp8_quantize %w1 forward f8E4M3FN : tensor<64x256xf32>
+  %h = anvil.matmul %qx, %qw1 : (tensor<4x32x64xf32>, tensor<64x256xf32>) -> tensor<4x32x256xf32>
+  %bb = anvil.broadcast %b, dims = [2] : tensor<256xf32> -> tensor<4x32x256xf32>
+  %p = anvil.add %h, %bb : tensor<4x32x256xf32>
+  %a = anvil.gelu tanh %p : tensor<4x32x256xf32>
+  %qa = anvil.fp8_quantize %a scale %s forward f8E4M3FN : tensor<4x32x256xf32>
+  %e = anvil.exp %a : tensor<4x32x256xf32>
+  return %qa, %e : tensor<4x32x256xf32>, tensor<4x32x256xf32>
+}
+func.func @unaligned_codes(%x: tensor<4x32x64xf32>, %w1: tensor<64x88xf32>, %b: tensor<88xf32>, %s: tensor<f32>) -> tensor<4x32x88xf32> {
+  %qx = anvil.fp8_quantize %x forward f8E4M3FN : tensor<4x32x64xf32>
+  %qw1 = anvil.fp8_quantize %w1 forward f8E4M3FN : tensor<64x88xf32>
+  %h = anvil.matmul %qx, %qw1 : (tensor<4x32x64xf32>, tensor<64x88xf32>) -> tensor<4x32x88xf32>
+  %bb = anvil.broadcast %b, dims = [2] : tensor<88xf32> -> tensor<4x32x88xf32>
+  %p = anvil.add %h, %bb : tensor<4x32x88xf32>
+  %a = anvil.gelu tanh %p : tensor<4x32x88xf32>
+  %qa = anvil.fp8_quantize %a scale %s forward f8E4M3FN : tensor<4x32x88xf32>
+  return %qa : tensor<4x32x88xf32>
 }

@@ -93,7 +93,7 @@ TEST_F(InterpTest, EveryOpHasAnEvaluator) {
     ++ops;
     EXPECT_TRUE(hasEvaluator(name)) << name.getStringRef().str();
   }
-  EXPECT_EQ(ops, 80);
+  EXPECT_EQ(ops, 81);
 }
 
 // A weight's gradient x^T g with its bias's, the sum of g's rows.
@@ -196,6 +196,36 @@ TEST_F(InterpTest, MatmulF8) {
       "tensor<2xbf16>) -> tensor<2x2xbf16>\nreturn %r : tensor<2x2xbf16>",
       {a, b, sa, sb, bias}, options);
   expectNear(r, {2, 2}, {-0.34375, 169, -0.90625, -336});
+}
+
+// linear_gelu_f8: matmul_f8's scaled sums (above) plus the bias (-1, 0.5)
+// are p = (-0.34375, 168.6875, -0.90625, -335.40625); pre is p in bf16
+// (168.6875 rounds to 169, -335.40625 to -336); the codes are
+// 3 gelu_tanh(p) in E4M3: -0.37695 rounds to -0.375, 506.06 saturates to
+// 448, -0.49626 rounds to -0.5, and gelu(-335.4) is -0; the amax is
+// gelu's largest magnitude, 168.6875, before the scale.
+TEST_F(InterpTest, LinearGeluF8) {
+  Buffer a = B({2, 2}, {1, 2, 0.5, -4}), b = B({2, 2}, {3, 0.25, 1, 448});
+  Buffer sa = B({}, {0.5}), sb = B({}, {0.375}), bias = B({2}, {-1, 0.5}),
+         out = B({}, {3});
+  Options options;
+  options.roundResults = true;
+  auto r = run("%a: tensor<2x2xf8E4M3FN>, %b: tensor<2x2xf8E5M2>, "
+               "%sa: tensor<f32>, %sb: tensor<f32>, %c: tensor<2xbf16>, "
+               "%s: tensor<f32>",
+               "tensor<2x2xf8E4M3FN>, tensor<2x2xbf16>, tensor<f32>",
+               "%y, %pre, %amax = anvil.linear_gelu_f8 %a, %b scales(%sa, %sb) "
+               "bias(%c) out_scale(%s) {transpose_rhs} : "
+               "(tensor<2x2xf8E4M3FN>, tensor<2x2xf8E5M2>, tensor<f32>, "
+               "tensor<f32>, tensor<2xbf16>, tensor<f32>) -> "
+               "(tensor<2x2xf8E4M3FN>, tensor<2x2xbf16>, tensor<f32>)\n"
+               "return %y, %pre, %amax : tensor<2x2xf8E4M3FN>, "
+               "tensor<2x2xbf16>, tensor<f32>",
+               {a, b, sa, sb, bias, out}, options);
+  ASSERT_TRUE(succeeded(r));
+  expectNear((*r)[0], {2, 2}, {-0.375, 448, -0.5, 0});
+  expectNear((*r)[1], {2, 2}, {-0.34375, 169, -0.90625, -336});
+  expectNear((*r)[2], {}, {168.6875});
 }
 
 TEST_F(InterpTest, ArithmeticAndMath) {

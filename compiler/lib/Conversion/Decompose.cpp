@@ -130,6 +130,37 @@ Value swapLastTwo(Emit &e, Value x) {
   return e.transpose(x, perm);
 }
 
+/// `v` past the quantizations of its gradient alone (identities forward)
+/// that are its only reader, one after another; they are appended to
+/// `through`.
+Value throughGradientQuantizations(Value v,
+                                   SmallVectorImpl<Operation *> &through) {
+  while (v.hasOneUse()) {
+    auto q = dyn_cast<Fp8QuantizeOp>(*v.user_begin());
+    if (!q || q.getForward())
+      break;
+    through.push_back(q);
+    v = q.getResult();
+  }
+  return v;
+}
+
+/// The broadcast of the f32 (N) bias that `add` adds to `product` (...,
+/// N) over its last dimension, if it is one.
+BroadcastOp biasAddedTo(AddOp add, Value product) {
+  Value other = add.getLhs() == product ? add.getRhs() : add.getLhs();
+  auto broadcast = other.getDefiningOp<BroadcastOp>();
+  if (!broadcast)
+    return nullptr;
+  auto type = cast<RankedTensorType>(product.getType());
+  auto bias = cast<RankedTensorType>(broadcast.getOperand().getType());
+  if (bias.getRank() != 1 || !bias.getElementType().isF32() ||
+      bias.getDimSize(0) != type.getShape().back() ||
+      broadcast.getDimensions() != ArrayRef<int64_t>{type.getRank() - 1})
+    return nullptr;
+  return broadcast;
+}
+
 /// A bias added to `gemm`'s product and the sum rounded to bf16 (the q, k
 /// and v projection's, which attention reads in bf16): the rounding, the
 /// add and the f32 bias it broadcasts over the last dimension, when the
@@ -143,30 +174,140 @@ struct BiasThenRound {
 };
 std::optional<BiasThenRound> biasThenRound(MatmulOp gemm) {
   BiasThenRound m;
-  Value v = gemm.getResult();
-  while (v.hasOneUse()) {
-    auto q = dyn_cast<Fp8QuantizeOp>(*v.user_begin());
-    if (!q || q.getForward())
-      break;
-    m.through.push_back(q);
-    v = q.getResult();
-  }
+  Value v = throughGradientQuantizations(gemm.getResult(), m.through);
   if (!v.hasOneUse() || !(m.add = dyn_cast<AddOp>(*v.user_begin())) ||
       !m.add->hasOneUse() ||
       !(m.rounding = dyn_cast<CastOp>(*m.add->user_begin())) ||
-      !m.rounding.getType().getElementType().isBF16())
-    return std::nullopt;
-  Value other = m.add.getLhs() == v ? m.add.getRhs() : m.add.getLhs();
-  m.broadcast = other.getDefiningOp<BroadcastOp>();
-  auto type = cast<RankedTensorType>(v.getType());
-  if (!m.broadcast)
-    return std::nullopt;
-  auto bias = cast<RankedTensorType>(m.broadcast.getOperand().getType());
-  if (bias.getRank() != 1 || !bias.getElementType().isF32() ||
-      bias.getDimSize(0) != type.getShape().back() ||
-      m.broadcast.getDimensions() != ArrayRef<int64_t>{type.getRank() - 1})
+      !m.rounding.getType().getElementType().isBF16() ||
+      !(m.broadcast = biasAddedTo(m.add, v)))
     return std::nullopt;
   return m;
+}
+
+/// A bias added to `gemm`'s product, then a tanh GELU (the first linear
+/// layer of an FP8 MLP), when the GELU is read by its forward quantization
+/// with a given scale (the delayed recipe's: its codes can be written by
+/// the GEMM) and otherwise only by amaxes (|gelu| reduced over every
+/// dimension: the history's entry), and the product (through quantizations
+/// of its gradient alone) by the add alone. The add may have other readers
+/// (the GELU's gradient).
+struct GeluThenQuantize {
+  AddOp add;
+  BroadcastOp broadcast; ///< Of the bias.
+  GeluOp gelu;
+  Fp8QuantizeOp quantize;           ///< The GELU's, with its scale.
+  SmallVector<ReduceMaxOp> amaxes;  ///< Of the GELU's magnitudes.
+  SmallVector<Operation *> through; ///< The gradients' quantizations.
+};
+std::optional<GeluThenQuantize> geluThenQuantize(MatmulOp gemm) {
+  GeluThenQuantize m;
+  Value v = throughGradientQuantizations(gemm.getResult(), m.through);
+  if (!v.hasOneUse() || !(m.add = dyn_cast<AddOp>(*v.user_begin())) ||
+      !(m.broadcast = biasAddedTo(m.add, v)))
+    return std::nullopt;
+  for (Operation *user : m.add->getUsers())
+    if (auto gelu = dyn_cast<GeluOp>(user);
+        gelu && gelu.getApproximation() == GeluApproximation::tanh) {
+      if (m.gelu)
+        return std::nullopt;
+      m.gelu = gelu;
+    }
+  if (!m.gelu)
+    return std::nullopt;
+  int64_t rank = m.gelu.getType().getRank();
+  for (Operation *user : m.gelu->getUsers()) {
+    if (auto q = dyn_cast<Fp8QuantizeOp>(user)) {
+      if (m.quantize || !isTensorwise(q) || !q.getScale())
+        return std::nullopt;
+      m.quantize = q;
+      continue;
+    }
+    auto abs = dyn_cast<AbsOp>(user);
+    if (!abs)
+      return std::nullopt;
+    for (Operation *absUser : abs->getUsers()) {
+      auto amax = dyn_cast<ReduceMaxOp>(absUser);
+      if (!amax || amax.getKeepDims() ||
+          amax.getDims() != ArrayRef<int64_t>(range(0, rank)))
+        return std::nullopt;
+      m.amaxes.push_back(amax);
+    }
+  }
+  if (!m.quantize)
+    return std::nullopt;
+  return m;
+}
+
+/// Where `at`'s block holds `user` (or the op that holds it): after `at`.
+bool isAfter(Operation *at, Operation *user) {
+  Operation *ancestor = at->getBlock()->findAncestorOpInBlock(*user);
+  return ancestor && at->isBeforeInBlock(ancestor);
+}
+
+/// `gemm` (an FP8 product with bf16 results, lhs `a8` (..., M, K) and the
+/// shared weight's codes `b8`, scaled by `ua` and `ub`) as
+/// anvil.linear_gelu_f8 when its bias and GELU are geluThenQuantize's and
+/// the GELU's rows of codes are 16-byte aligned (N a multiple of 16): the
+/// GELU's codes, recorded in `quantized`, its amaxes and the bf16 `pre`
+/// (widened for the add's other readers) come from the GEMM. The product,
+/// the add, the bias's broadcast and the GELU go into `dead`, to be erased
+/// after the quantization. False, changing nothing, when it does not fold.
+bool foldGelu(MatmulOp gemm, Value a8, Value b8, Value ua, Value ub, bool tb,
+              llvm::MapVector<Operation *, std::pair<Value, Value>> &quantized,
+              SmallVectorImpl<Operation *> &dead) {
+  std::optional<GeluThenQuantize> m = geluThenQuantize(gemm);
+  RankedTensorType product = gemm.getType();
+  if (!m || quantized.contains(m->quantize) ||
+      cast<RankedTensorType>(b8.getType()).getRank() != 2 ||
+      product.getShape().back() % 16 != 0)
+    return false;
+  Value f32Bias = m->broadcast.getOperand(), scale = m->quantize.getScale();
+  // After the product and whatever the bias and the scale are computed by;
+  // before every reader of what it replaces.
+  Operation *at = gemm;
+  for (Value v : {f32Bias, scale})
+    if (Operation *def = v.getDefiningOp()) {
+      if (def->getBlock() != at->getBlock())
+        return false;
+      if (at->isBeforeInBlock(def))
+        at = def;
+    }
+  for (ReduceMaxOp amax : m->amaxes)
+    for (Operation *user : amax->getUsers())
+      if (!isAfter(at, user))
+        return false;
+  for (Operation *user : m->add->getUsers())
+    if (user != m->gelu && !isAfter(at, user))
+      return false;
+
+  OpBuilder b(gemm->getContext());
+  b.setInsertionPointAfter(at);
+  Location loc = gemm.getLoc();
+  Type bf16 = b.getBF16Type();
+  Value bias = CastOp::create(
+      b, loc, cast<RankedTensorType>(f32Bias.getType()).clone(bf16), f32Bias);
+  auto fused = LinearGeluF8Op::create(
+      b, loc,
+      TypeRange{product.clone(*m->quantize.getForward()), product.clone(bf16),
+                RankedTensorType::get({}, b.getF32Type())},
+      a8, b8, ua, ub, bias, scale, tb);
+  for (ReduceMaxOp amax : m->amaxes) {
+    Operation *abs = amax.getOperand().getDefiningOp();
+    amax.replaceAllUsesWith(fused.getAmax());
+    amax.erase();
+    if (abs->use_empty())
+      abs->erase();
+  }
+  Value pre = CastOp::create(b, loc, product, fused.getPre());
+  m->add.getResult().replaceUsesWithIf(
+      pre, [&](OpOperand &use) { return use.getOwner() != m->gelu; });
+  quantized.insert({m->quantize, {fused.getResult(), scale}});
+  dead.append({m->gelu, m->add});
+  if (m->broadcast->hasOneUse())
+    dead.push_back(m->broadcast);
+  dead.append(m->through.rbegin(), m->through.rend());
+  dead.push_back(gemm);
+  return true;
 }
 
 /// A GEMM of two tensorwise quantizations as an FP8 GEMM: matmul_f8 of the
@@ -179,11 +320,14 @@ std::optional<BiasThenRound> biasThenRound(MatmulOp gemm) {
 /// bf16 results, a bias added to the product and the sum rounded to bf16
 /// (biasThenRound) join the GEMM: its bias, rounded to bf16 (as cuBLASLt's
 /// BIAS epilogue adds a bf16 GEMM's, and as a bf16 GEMM's linear_gelu), is
-/// added before its result is rounded, which replaces the rounding. Each
-/// quantization is computed once, after its op, for every GEMM that reads
-/// it (its amax all-reduce too); its other users read the dequantized
-/// codes.
-void lowerFp8Gemms(ModuleOp module, bool kInner, FloatType result) {
+/// added before its result is rounded, which replaces the rounding. With
+/// `geluEpilogue`, a bias and GELU whose quantization has a given scale
+/// (geluThenQuantize) join it as anvil.linear_gelu_f8 instead (foldGelu).
+/// Each quantization is computed once, after its op, for every GEMM that
+/// reads it (its amax all-reduce too); its other users read the
+/// dequantized codes.
+void lowerFp8Gemms(ModuleOp module, bool kInner, FloatType result,
+                   bool geluEpilogue) {
   SmallVector<MatmulOp> gemms;
   module.walk([&](MatmulOp op) {
     std::optional<std::string> why =
@@ -191,8 +335,11 @@ void lowerFp8Gemms(ModuleOp module, bool kInner, FloatType result) {
     if (why && why->empty())
       gemms.push_back(op);
   });
-  // The codes and scale of each quantization, made right after it.
+  // The codes and scale of each quantization, made right after it (or
+  // written by a GEMM's epilogue).
   llvm::MapVector<Operation *, std::pair<Value, Value>> quantized;
+  // What the epilogues replaced, erased once the quantizations are.
+  SmallVector<Operation *> dead;
   auto codesOf = [&](Fp8QuantizeOp q) {
     auto [it, fresh] = quantized.try_emplace(q, Value(), Value());
     if (fresh) {
@@ -227,6 +374,9 @@ void lowerFp8Gemms(ModuleOp module, bool kInner, FloatType result) {
     // The dequantization factors, each alone: the inverse of s_a s_b would
     // overflow for tiny amaxes, where each scale is large.
     Value ua = e.div(e.like(sa, 1.0), sa), ub = e.div(e.like(sb, 1.0), sb);
+    if (geluEpilogue && result.isBF16() && !ta &&
+        foldGelu(op, a8, b8, ua, ub, tb, quantized, dead))
+      continue;
     std::optional<BiasThenRound> epilogue;
     if (result.isBF16())
       epilogue = biasThenRound(op);
@@ -274,6 +424,8 @@ void lowerFp8Gemms(ModuleOp module, bool kInner, FloatType result) {
                          e.broadcast(codes.second, type, {}))});
     q->erase();
   }
+  for (Operation *op : dead)
+    op->erase();
 }
 
 struct DecomposeSoftmax : OpRewritePattern<SoftmaxOp> {
@@ -822,7 +974,8 @@ struct AnvilDecomposePass
     FloatType result =
         fp8GemmResult == "bf16" ? FloatType(b.getBF16Type()) : b.getF32Type();
     if (fp8Gemms != "dequantized")
-      lowerFp8Gemms(getOperation(), fp8Gemms == "f8-k-inner", result);
+      lowerFp8Gemms(getOperation(), fp8Gemms == "f8-k-inner", result,
+                    fp8GeluEpilogue);
     RewritePatternSet patterns(&getContext());
     patterns.add<DecomposeFp8Quantize>(&getContext());
     patterns.add<DecomposeAttention, DecomposeCrossEntropy, DecomposeLayerNorm,

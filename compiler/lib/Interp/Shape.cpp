@@ -190,6 +190,27 @@ void registerShapeEvaluators(EvaluatorTable &t) {
     }
     return success();
   });
+  // Its FP8 form: the 8-bit products times the scales, plus the bias; the
+  // codes are the scaled GELU, rounded (with roundResults) to their format,
+  // and the amax is taken of the GELU before its scale.
+  t.add<ad::LinearGeluF8Op>([](ad::LinearGeluF8Op op,
+                               ArrayRef<const Buffer *> in,
+                               std::vector<Buffer> &out) {
+    int64_t n = out[0].shape.back();
+    std::vector<double> p =
+        linearProduct(*in[0], *in[1], op.getTransposeRhs(), n);
+    double scale = in[2]->data[0] * in[3]->data[0], outScale = in[5]->data[0];
+    double amax = 0.0;
+    for (size_t i = 0; i < p.size(); ++i) {
+      double x = p[i] * scale + in[4]->data[i % n];
+      double g = geluTanh(x);
+      out[0].data[i] = g * outScale;
+      out[1].data[i] = x;
+      amax = nanMax(amax, std::abs(g));
+    }
+    out[2].data[0] = amax;
+    return success();
+  });
   t.add<ad::GeluBiasGradOp>([](ad::GeluBiasGradOp, ArrayRef<const Buffer *> in,
                                std::vector<Buffer> &out) {
     geluBiasGrad(in[0]->data, *in[1], out);

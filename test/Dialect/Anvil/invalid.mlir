@@ -1420,3 +1420,51 @@ func.func @matmul_f8_bias_f32_result(%a: tensor<4x16xf8E4M3FN>, %b: tensor<8x16x
   %0 = anvil.matmul_f8 %a, %b scales(%s, %s) bias(%c) {transpose_rhs} : (tensor<4x16xf8E4M3FN>, tensor<8x16xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<8xf32>) -> tensor<4x8xf32>
   return
 }
+
+// -----
+
+func.func @linear_gelu_f8_bf16_operands(%a: tensor<4x16xbf16>, %b: tensor<32x16xf8E4M3FN>, %s: tensor<f32>, %c: tensor<32xbf16>) {
+  // expected-error@+1 {{'anvil.linear_gelu_f8' op operands must be f8E4M3FN or f8E5M2 tensors, got lhs 'tensor<4x16xbf16>' and rhs 'tensor<32x16xf8E4M3FN>'}}
+  %0:3 = anvil.linear_gelu_f8 %a, %b scales(%s, %s) bias(%c) out_scale(%s) {transpose_rhs} : (tensor<4x16xbf16>, tensor<32x16xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<32xbf16>, tensor<f32>) -> (tensor<4x32xf8E4M3FN>, tensor<4x32xbf16>, tensor<f32>)
+  return
+}
+
+// -----
+
+func.func @linear_gelu_f8_batched_weight(%a: tensor<2x4x16xf8E4M3FN>, %b: tensor<2x32x16xf8E4M3FN>, %s: tensor<f32>, %c: tensor<32xbf16>) {
+  // expected-error@+1 {{'anvil.linear_gelu_f8' op rhs must be a matrix shared by every row of lhs, got 'tensor<2x32x16xf8E4M3FN>'}}
+  %0:3 = anvil.linear_gelu_f8 %a, %b scales(%s, %s) bias(%c) out_scale(%s) {transpose_rhs} : (tensor<2x4x16xf8E4M3FN>, tensor<2x32x16xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<32xbf16>, tensor<f32>) -> (tensor<2x4x32xf8E4M3FN>, tensor<2x4x32xbf16>, tensor<f32>)
+  return
+}
+
+// -----
+
+func.func @linear_gelu_f8_bf16_result(%a: tensor<4x16xf8E4M3FN>, %b: tensor<32x16xf8E4M3FN>, %s: tensor<f32>, %c: tensor<32xbf16>) {
+  // expected-error@+1 {{'anvil.linear_gelu_f8' op result must be an f8E4M3FN or f8E5M2 tensor (the GELU's codes), got 'tensor<4x32xbf16>'}}
+  %0:3 = anvil.linear_gelu_f8 %a, %b scales(%s, %s) bias(%c) out_scale(%s) {transpose_rhs} : (tensor<4x16xf8E4M3FN>, tensor<32x16xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<32xbf16>, tensor<f32>) -> (tensor<4x32xbf16>, tensor<4x32xbf16>, tensor<f32>)
+  return
+}
+
+// -----
+
+func.func @linear_gelu_f8_pre_type(%a: tensor<4x16xf8E4M3FN>, %b: tensor<32x16xf8E4M3FN>, %s: tensor<f32>, %c: tensor<32xbf16>) {
+  // expected-error@+1 {{'anvil.linear_gelu_f8' op pre must be 'tensor<4x32xbf16>' (the product's shape, bf16), got 'tensor<4x32xf32>'}}
+  %0:3 = anvil.linear_gelu_f8 %a, %b scales(%s, %s) bias(%c) out_scale(%s) {transpose_rhs} : (tensor<4x16xf8E4M3FN>, tensor<32x16xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<32xbf16>, tensor<f32>) -> (tensor<4x32xf8E4M3FN>, tensor<4x32xf32>, tensor<f32>)
+  return
+}
+
+// -----
+
+func.func @linear_gelu_f8_bias_type(%a: tensor<4x16xf8E4M3FN>, %b: tensor<32x16xf8E4M3FN>, %s: tensor<f32>, %c: tensor<32xf32>) {
+  // expected-error@+1 {{'anvil.linear_gelu_f8' op bias must be 'tensor<32xbf16>' (one bf16 value per column), got 'tensor<32xf32>'}}
+  %0:3 = anvil.linear_gelu_f8 %a, %b scales(%s, %s) bias(%c) out_scale(%s) {transpose_rhs} : (tensor<4x16xf8E4M3FN>, tensor<32x16xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<32xf32>, tensor<f32>) -> (tensor<4x32xf8E4M3FN>, tensor<4x32xbf16>, tensor<f32>)
+  return
+}
+
+// -----
+
+func.func @linear_gelu_f8_wrong_shape(%a: tensor<4x16xf8E4M3FN>, %b: tensor<32x16xf8E4M3FN>, %s: tensor<f32>, %c: tensor<32xbf16>) {
+  // expected-error@+1 {{'anvil.linear_gelu_f8' op result must be 'tensor<4x32xf8E4M3FN>' (the product's shape), got 'tensor<4x16xf8E4M3FN>'}}
+  %0:3 = anvil.linear_gelu_f8 %a, %b scales(%s, %s) bias(%c) out_scale(%s) {transpose_rhs} : (tensor<4x16xf8E4M3FN>, tensor<32x16xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<32xbf16>, tensor<f32>) -> (tensor<4x16xf8E4M3FN>, tensor<4x16xbf16>, tensor<f32>)
+  return
+}

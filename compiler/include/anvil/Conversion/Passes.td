@@ -45,7 +45,14 @@ def AnvilDecomposePass : Pass<"anvil-decompose", "mlir::ModuleOp"> {
     multiple of 16 and rows of results a multiple of 16 bytes, N a multiple
     of 4 for f32 and of 8 for bf16; other GEMMs stay dequantized), and
     `fp8-gemms=dequantized` multiplies the dequantized f32 values instead.
-    Each quantization is computed once for all the GEMMs that read it; its
+    With `fp8-gelu-epilogue` and bf16 results, the first linear layer of
+    an FP8 MLP whose GELU is quantized with a given scale (the delayed
+    recipe's), `gelu_tanh(product + broadcast(bias))`, becomes
+    `anvil.linear_gelu_f8`: the GEMM writes the GELU's 8-bit codes, their
+    amax (replacing the history's `reduce_max` of the GELU's magnitudes)
+    and the bf16 sum before the GELU, which the gradient reads widened;
+    its N must be a multiple of 16 (rows of codes 16-byte aligned). Each
+    quantization is computed once for all the GEMMs that read it; its
     other users read its dequantized codes. matmul_f8 has no VJP: run this
     after the training step is built.
   }];
@@ -59,6 +66,13 @@ def AnvilDecomposePass : Pass<"anvil-decompose", "mlir::ModuleOp"> {
            /*default=*/"\"f32\"",
            "The FP8 GEMMs' result type: f32, or bf16 (rounded once, as "
            "bf16 mixed precision's GEMMs are)">,
+    Option<"fp8GeluEpilogue", "fp8-gelu-epilogue", "bool",
+           /*default=*/"false",
+           "With bf16 results: an FP8 GEMM plus a bias through a tanh GELU "
+           "that is quantized with a given scale (the delayed recipe) "
+           "becomes anvil.linear_gelu_f8, which writes the GELU's codes, "
+           "their amax and the bf16 pre-activation (cuBLASLt's "
+           "GELU_AUX_BIAS epilogue with an FP8 D and AMAX_D)">,
   ];
   let dependentDialects = ["mlir::anvil::AnvilDialect"];
 }

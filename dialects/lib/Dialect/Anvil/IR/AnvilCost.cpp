@@ -121,6 +121,13 @@ int64_t LinearGeluOp::getFlops() {
   return (2 * k + 1 + 8) * numel(getResult());
 }
 
+// Its FP8 form: the same, plus the scale of each GELU value (its amax's
+// compare is not counted, as no reduction's is).
+int64_t LinearGeluF8Op::getFlops() {
+  int64_t k = shapeOf(getLhs()).back();
+  return (2 * k + 1 + 8 + 1) * numel(getResult());
+}
+
 int64_t GeluBiasGradOp::getFlops() { return (16 + 1) * numel(getPreGrad()); }
 
 int64_t MatmulGeluBiasGradOp::getFlops() {

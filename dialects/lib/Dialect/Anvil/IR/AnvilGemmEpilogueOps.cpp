@@ -107,3 +107,45 @@ MatmulBiasGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
        RankedTensorType::get({grad.getDimSize(1)}, element)});
   return success();
 }
+
+LogicalResult LinearGeluF8Op::verify() {
+  Fail<LinearGeluF8Op> fail{getLoc()};
+  RankedTensorType lhs = tensorType(getLhs());
+  RankedTensorType rhs = tensorType(getRhs());
+  auto eightBit = [](Type t) {
+    return isa<Float8E4M3FNType, Float8E5M2Type>(t);
+  };
+  if (!eightBit(lhs.getElementType()) || !eightBit(rhs.getElementType()))
+    return fail("operands must be f8E4M3FN or f8E5M2 tensors, got lhs ", lhs,
+                " and rhs ", rhs);
+  if (isa<Float8E5M2Type>(lhs.getElementType()) &&
+      isa<Float8E5M2Type>(rhs.getElementType()))
+    return fail("at most one operand may be f8E5M2 (as in FP8 GEMMs), got lhs ",
+                lhs, " and rhs ", rhs);
+  if (rhs.getRank() != 2)
+    return fail("rhs must be a matrix shared by every row of lhs, got ", rhs);
+  RankedTensorType result = getResult().getType();
+  if (!eightBit(result.getElementType()))
+    return fail("result must be an f8E4M3FN or f8E5M2 tensor (the GELU's "
+                "codes), got ",
+                result);
+  SmallVector<Type> product;
+  if (failed(inferMatmul<LinearGeluF8Op>(getLoc(), lhs, rhs, false,
+                                         getTransposeRhs(),
+                                         result.getElementType(), product)))
+    return failure();
+  if (product[0] != result)
+    return fail("result must be ", product[0], " (the product's shape), got ",
+                result);
+  auto bf16 = [&](RankedTensorType t) {
+    return t.clone(Builder(getContext()).getBF16Type());
+  };
+  if (getPre().getType() != bf16(result))
+    return fail("pre must be ", bf16(result),
+                " (the product's shape, bf16), got ", getPre().getType());
+  RankedTensorType bias = tensorType(getBias());
+  if (bias != bf16(biasType(result)))
+    return fail("bias must be ", bf16(biasType(result)),
+                " (one bf16 value per column), got ", bias);
+  return success();
+}

@@ -2,7 +2,8 @@
 //
 // The linear layers' GEMMs with their bias, GELU and gradients fused, in
 // the forms of cuBLASLt's GELU_AUX_BIAS, DGELU_BGRAD and BGRADA epilogues
-// (anvil-gemm-epilogues makes them). Included by AnvilOps.td.
+// (anvil-gemm-epilogues makes them; anvil-decompose the FP8 GELU_AUX_BIAS
+// form). Included by AnvilOps.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -124,6 +125,56 @@ def Anvil_MatmulBiasGradOp : Anvil_CostedOp<"matmul_bias_grad",
   let results = (outs Anvil_FloatTensor:$weight_grad,
                       Anvil_FloatTensor:$bias_grad);
   let assemblyFormat = "$lhs `,` $grad attr-dict `:` functional-type(operands, results)";
+}
+
+def Anvil_LinearGeluF8Op : Anvil_CostedOp<"linear_gelu_f8"> {
+  let summary = "An FP8 linear layer with its bias and tanh GELU fused, "
+                "writing the GELU's 8-bit codes and their amax";
+  let description = [{
+    The FP8 form of `anvil.linear_gelu` whose result is quantized at once
+    with a scale known before the GEMM (the delayed recipe's). With `s` the
+    sum over K of the 8-bit products (exact in f32, accumulated in f32, as
+    `anvil.matmul_f8`'s) of `lhs` `(..., M, K)` and the shared weight
+    `rhs` `(N, K)` with `transpose_rhs` or `(K, N)`:
+
+    - `p = s (lhs_scale rhs_scale) + bias`, in f32, `bias` the bf16 `(N)`
+      vector added per column;
+    - `pre` is `p` rounded to bf16 (what the gradient reads);
+    - `result` is `gelu_tanh(p) out_scale` cast to its 8-bit format (round
+      to nearest even, saturating as `anvil.cast` does);
+    - `amax` is the largest `|gelu_tanh(p)|`, before `out_scale`: the
+      amax that the delayed recipe's history records for the quantized
+      tensor.
+
+    It is cuBLASLt's FP8 GEMM with the `GELU_AUX_BIAS` epilogue, a bf16
+    auxiliary output, an FP8 D with `out_scale` as its D scale pointer and
+    the `AMAX_D` pointer: the GELU is never stored in bf16, and neither its
+    cast nor its amax is a pass of its own. anvil-decompose makes it
+    (`fp8-gelu-epilogue`) of a product of two quantizations with bf16
+    results, plus a broadcast f32 bias, through a tanh GELU whose forward
+    quantization has a given scale, and the amax of that GELU; the
+    backends call one runtime function for it (`anvil_rt_gemm_f8_gelu`).
+
+    ```mlir
+    %y8, %pre, %amax = anvil.linear_gelu_f8 %x8, %w8 scales(%ux, %uw) bias(%b) out_scale(%s) {transpose_rhs}
+        : (tensor<8x1024x768xf8E4M3FN>, tensor<3072x768xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<3072xbf16>, tensor<f32>)
+        -> (tensor<8x1024x3072xf8E4M3FN>, tensor<8x1024x3072xbf16>, tensor<f32>)
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$lhs, Anvil_FloatTensor:$rhs,
+                       0DTensorOf<[F32]>:$lhs_scale,
+                       0DTensorOf<[F32]>:$rhs_scale,
+                       Anvil_FloatTensor:$bias,
+                       0DTensorOf<[F32]>:$out_scale,
+                       UnitAttr:$transpose_rhs);
+  let results = (outs Anvil_FloatTensor:$result, Anvil_FloatTensor:$pre,
+                      0DTensorOf<[F32]>:$amax);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `scales` `(` $lhs_scale `,` $rhs_scale `)`
+    `bias` `(` $bias `)` `out_scale` `(` $out_scale `)` attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // ANVIL_DIALECT_ANVIL_IR_ANVILGEMMEPILOGUEOPS_TD
