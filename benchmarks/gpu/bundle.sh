@@ -22,6 +22,9 @@
 #                                         (--attention-bf16-tensors=off)
 #   bin/gpt2-350m-{bf16,fp8}.cuda.train   GPT-2 350M in bf16 and in FP8 (the
 #                                         blocks' linear layers; the rest bf16)
+#   bin/gpt2-350m-fp8-delayed.cuda.train  the same in FP8 with the delayed
+#                                         recipe (the MLP's GELU, its codes
+#                                         and amax in its first FP8 GEMM)
 #   bin/gpt-tiny-fp8-<recipe>.cuda.train  the tiny GPT in FP8 (current,
 #                                         delayed, mxfp8: the CPU's exact
 #                                         emulation's kernels)
@@ -101,9 +104,10 @@ echo "bundle: CUDA executables for $ARCH"
 "$BIN/anvil-compile" --model gpt --config gpt2-124m --precision=bf16 \
   --gemm-epilogues=off --target=cuda --cuda-arch="$ARCH" \
   -o "$OUT/bin/gpt2-124m-bf16-unfused.cuda.train"
-for precision in bf16 fp8; do
+for precision in bf16 fp8 fp8=delayed; do
+  name=${precision/=/-}
   "$BIN/anvil-compile" --model gpt --config gpt2-350m --precision=$precision \
-    --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/gpt2-350m-$precision.cuda.train"
+    --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/gpt2-350m-$name.cuda.train"
 done
 for recipe in current delayed mxfp8; do
   "$BIN/anvil-compile" --model gpt --config gpt-tiny --precision=fp8=$recipe \
@@ -137,9 +141,11 @@ echo "bundle: the CPU reference of the tiny GPT"
   --gemm-epilogues=on --target=cpu -o "$work/gpt-tiny-bf16.cpu.train"
 "$work/gpt-tiny-bf16.cpu.train" --steps 10 --seed 1 --threads 2 \
   --log "$OUT/ref/gpt-tiny-bf16.cpu.jsonl" --log-every 1 > /dev/null
+# What CUDA runs: with its GEMM epilogues (the delayed recipe's MLP GELU in
+# its first FP8 GEMM).
 for recipe in current delayed mxfp8; do
   "$BIN/anvil-compile" --model gpt --config gpt-tiny --precision=fp8=$recipe \
-    --target=cpu -o "$work/gpt-tiny-fp8-$recipe.cpu.train"
+    --gemm-epilogues=on --target=cpu -o "$work/gpt-tiny-fp8-$recipe.cpu.train"
   "$work/gpt-tiny-fp8-$recipe.cpu.train" --steps 10 --seed 1 --threads 2 \
     --log "$OUT/ref/gpt-tiny-fp8-$recipe.cpu.jsonl" --log-every 1 > /dev/null
 done

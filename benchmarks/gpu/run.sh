@@ -237,6 +237,11 @@ fi
 # same model in bf16 (issue 9's target: 1.25x).
 measure gpt2-350m-bf16 "$here/bin/gpt2-350m-bf16.cuda.train"
 measure gpt2-350m-fp8 "$here/bin/gpt2-350m-fp8.cuda.train"
+# The delayed recipe: scales from the amax histories, so each cast can run in
+# its tensor's producer, and the MLP's GELU, its codes and amax in its
+# first FP8 GEMM (cuBLASLt's GELU_AUX_BIAS epilogue with an FP8 D and
+# AMAX_D).
+measure gpt2-350m-fp8-delayed "$here/bin/gpt2-350m-fp8-delayed.cuda.train"
 # ResNet-50 in bf16, batch 128 of 224 x 224 images (written here: the
 # values do not matter to its time), every convolution on cuDNN.
 if python3 "$here/make_batch.py" "$here/bin/resnet50-bf16.cuda.train" \
@@ -277,6 +282,8 @@ ratio "Anvil bf16 GEMM epilogues / bias and GELU kernels" gpt2-bf16 gpt2-bf16-un
 ratio "Anvil bf16 CUDA graph / asynchronous launches" gpt2-bf16 gpt2-bf16-async
 ratio "Anvil bf16 CUDA graph / synchronized launches" gpt2-bf16 gpt2-bf16-sync
 ratio "Anvil GPT-2 350M fp8 / bf16" gpt2-350m-fp8 gpt2-350m-bf16 " (target 1.25)"
+ratio "Anvil GPT-2 350M fp8 delayed / bf16" gpt2-350m-fp8-delayed \
+  gpt2-350m-bf16 " (target 1.25)"
 
 # 5: PyTorch, when it is there.
 if python3 -c "import torch, sys; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then

@@ -451,6 +451,84 @@ TEST(CudaGemmF8, TakesStridedBatchesInTheTNForm) {
   anvil_rt_cuda_free(scales);
 }
 
+// The FP8 linear layer with its GELU (anvil_rt_cuda_gemm_f8_gelu):
+// cuBLASLt's GELU_AUX_BIAS epilogue into E4M3 codes scaled by D's scale
+// pointer, the bf16 sum before the GELU, and AMAX_D. The amax starts far
+// above the answer, so a GEMM that accumulated into it instead of setting
+// it fails; the scale saturates the largest values.
+TEST(CudaGemmF8, GeluEpilogueWritesCodesPreAndAmax) {
+  SKIP_WITHOUT_FP8_GEMMS();
+  const int64_t m = 64, n = 48, k = 96;
+  auto *a = static_cast<uint8_t *>(anvil_rt_cuda_alloc(m * k));
+  auto *b = static_cast<uint8_t *>(anvil_rt_cuda_alloc(n * k));
+  auto *codes = static_cast<uint8_t *>(anvil_rt_cuda_alloc(m * n));
+  auto *pre = static_cast<uint16_t *>(anvil_rt_cuda_alloc(m * n * 2));
+  auto *bias = static_cast<uint16_t *>(anvil_rt_cuda_alloc(n * 2));
+  // The scales, the output scale and the amax, each 16-byte aligned.
+  auto *scalars = static_cast<float *>(anvil_rt_cuda_alloc(16 * 4));
+  std::mt19937 rng(10);
+  for (int64_t i = 0; i < m * k; ++i)
+    a[i] = moderateFp8(rng, 0);
+  for (int64_t i = 0; i < n * k; ++i)
+    b[i] = moderateFp8(rng, 1);
+  for (int64_t j = 0; j < n; ++j)
+    bias[j] = toBF16(static_cast<float>(j) / 8 - 3);
+  auto gelu = [](double x) {
+    return 0.5 * x *
+           (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+  };
+  // The reference in double: p, gelu(p) and the products' magnitude.
+  std::vector<double> p(m * n), g(m * n), magnitude(m * n);
+  double amax = 0.0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0.0, size = 0.0;
+      for (int64_t l = 0; l < k; ++l) {
+        double t = decodeFp8(a[i * k + l], 0) * decodeFp8(b[j * k + l], 1);
+        sum += t;
+        size += std::abs(t);
+      }
+      const int64_t at = i * n + j;
+      p[at] = sum * 0.5 * 0.375 + (static_cast<double>(j) / 8 - 3);
+      g[at] = gelu(p[at]);
+      magnitude[at] = size * 0.5 * 0.375;
+      amax = std::max(amax, std::abs(g[at]));
+    }
+  const float outScale = static_cast<float>(1.25 * 448 / amax);
+  scalars[0] = 0.5f;
+  scalars[4] = 0.375f;
+  scalars[8] = outScale;
+  scalars[12] = 1e30f;
+  anvil_rt_cuda_gemm_f8_gelu(1, m, n, k, a, 0, b, 1, scalars, scalars + 4, bias,
+                             scalars + 8, codes, 0, pre, scalars + 12);
+  ASSERT_TRUE(cuda::synchronizeStepStream("FP8 GEMM with GELU").isOk());
+  int saturated = 0;
+  for (int64_t at = 0; at < m * n; ++at) {
+    // The tensor cores' accumulation (1e-3 of the products' magnitude, as
+    // above; GELU's slope is at most 1.13), then half a step of bf16 for
+    // pre and one step of E4M3 (3 mantissa bits) for the codes.
+    double noise = 1e-3 * magnitude[at] + 1e-6;
+    ASSERT_NEAR(fromBF16(pre[at]), p[at],
+                noise + std::ldexp(std::abs(p[at]), -8))
+        << "pre[" << at << "]";
+    double want = std::clamp(g[at] * outScale, -448.0, 448.0);
+    saturated += std::abs(g[at] * outScale) > 448.0;
+    ASSERT_NEAR(decodeFp8(codes[at], 0), want,
+                1.13 * noise * outScale + std::ldexp(std::abs(want), -3) +
+                    std::ldexp(1.0, -9))
+        << "code[" << at << "]";
+  }
+  EXPECT_GT(saturated, 0);
+  EXPECT_NEAR(scalars[12], amax,
+              1.13e-3 * *std::max_element(magnitude.begin(), magnitude.end()) +
+                  1e-6)
+      << "AMAX_D";
+  for (void *ptr : {static_cast<void *>(a), static_cast<void *>(b),
+                    static_cast<void *>(codes), static_cast<void *>(pre),
+                    static_cast<void *>(bias), static_cast<void *>(scalars)})
+    anvil_rt_cuda_free(ptr);
+}
+
 /// Runs `c` through anvil_rt_cuda_attention_f32 and its gradient with its
 /// tensors placed by `placement`, in managed memory (AttentionCheck.h's
 /// runOnDevice), and checks each device output against the CPU's within

@@ -6,7 +6,8 @@
 // row strides wider than the matrix, batches, a B shared by the batch); it
 // scales the sums and writes them as f32 or rounded to bf16.
 // The bf16 GEMM widens its operands the same way. The GEMMs with GELU
-// epilogues match their formulas.
+// epilogues match their formulas; the FP8 one's codes round as anvil.cast
+// does, at every code, midpoint and beyond the largest.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +28,7 @@
 namespace {
 
 using anvil::test::decodeFp8;
+using anvil::test::encodeFp8;
 using anvil::test::fromBF16;
 using anvil::test::toBF16;
 
@@ -456,5 +458,81 @@ TEST(GemmEpilogues, WeightAndBiasGradientsMatchDouble) {
     for (int64_t r = 0; r < m; ++r)
       want += fromBF16(g[r * n + j]);
     ASSERT_LE(std::abs(fromBF16(db[j]) - want), bf16Step(want)) << j;
+  }
+}
+
+// The FP8 linear layer with its GELU (anvil_rt_gemm_f8_gelu) on
+// InterpTest.LinearGeluF8's values: E4M3 A (2 x 2) times E5M2 B^T, scales
+// 0.5 and 0.375, bias (-1, 0.5): p = (-0.34375, 168.6875, -0.90625,
+// -335.40625); pre in bf16; the codes of 3 gelu(p) in E4M3 (-0.377 to
+// -0.375, 506 saturated to 448, -0.496 to -0.5, gelu(-335.4) = -0); the
+// amax of gelu(p), before the scale.
+TEST(GemmF8Gelu, ScalesAddsTheBiasAndQuantizesTheGelu) {
+  const uint8_t a[4] = {kOneE4M3, 0x40, 0x30, 0xC8}; // 1, 2, 0.5, -4
+  const uint8_t b[4] = {0x42, 0x34, kOneE5M2, 0x5F}; // 3, 0.25, 1, 448
+  const float scaleA = 0.5f, scaleB = 0.375f, outScale = 3.0f;
+  const uint16_t bias[2] = {toBF16(-1.0f), toBF16(0.5f)};
+  uint8_t codes[4];
+  uint16_t pre[4];
+  float amax = -1.0f;
+  anvil_rt_gemm_f8_gelu(1, 2, 2, 2, a, 0, b, 1, &scaleA, &scaleB, bias,
+                        &outScale, codes, 0, pre, &amax);
+  const float expectedPre[4] = {-0.34375f, 169.0f, -0.90625f, -336.0f};
+  const double expectedCodes[4] = {-0.375, 448, -0.5, 0};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(fromBF16(pre[i]), expectedPre[i]) << i;
+    EXPECT_EQ(decodeFp8(codes[i], 0), expectedCodes[i]) << i;
+  }
+  EXPECT_EQ(codes[3], 0x80); // -0
+  EXPECT_EQ(amax, 168.6875f);
+}
+
+// Every code's value, every midpoint between neighbouring codes and the
+// bf16 values on either side of it, and magnitudes beyond the largest, as
+// biases of a GEMM whose sums are 0: gelu is the identity there (p >= 8:
+// tanh rounds to 1), and the output scale (a power of two) brings p to
+// the code's range exactly, so each code is the cast's of p outScale.
+TEST(GemmF8Gelu, RoundsToNearestEvenAndSaturatesLikeTheCast) {
+  for (int32_t format : {0, 1}) {
+    SCOPED_TRACE(format == 0 ? "E4M3" : "E5M2");
+    const int largest = format == 1 ? 0x7B : 0x7E;
+    const float up = format == 1 ? 0x1p20f : 0x1p16f;
+    std::vector<float> targets;
+    for (int code = 0; code <= largest; ++code) {
+      double v = decodeFp8(static_cast<uint8_t>(code), format);
+      targets.push_back(static_cast<float>(v));
+      double next = code < largest
+                        ? decodeFp8(static_cast<uint8_t>(code + 1), format)
+                        : 2 * v;
+      float mid = static_cast<float>((v + next) / 2);
+      targets.push_back(mid);
+      // bf16's neighbours of the midpoint (of p = mid up).
+      float p = mid * up;
+      targets.push_back(fromBF16(static_cast<uint16_t>(toBF16(p) - 1)) / up);
+      targets.push_back(fromBF16(static_cast<uint16_t>(toBF16(p) + 1)) / up);
+    }
+    targets.push_back(static_cast<float>(
+        1024 * decodeFp8(static_cast<uint8_t>(largest), format)));
+    const int64_t n = static_cast<int64_t>(targets.size()), k = 16;
+    std::vector<uint16_t> bias(n);
+    for (int64_t j = 0; j < n; ++j) {
+      bias[j] = toBF16(targets[j] * up);
+      ASSERT_EQ(fromBF16(bias[j]), targets[j] * up) << j; // exact in bf16
+    }
+    std::vector<uint8_t> a(k, 0), b(n * k, 0), codes(n);
+    std::vector<uint16_t> pre(n);
+    const float one = 1.0f, down = 1.0f / up;
+    float amax = -1.0f;
+    anvil_rt_gemm_f8_gelu(1, 1, n, k, a.data(), 0, b.data(), 0, &one, &one,
+                          bias.data(), &down, codes.data(), format, pre.data(),
+                          &amax);
+    float largestTarget = 0.0f;
+    for (int64_t j = 0; j < n; ++j) {
+      EXPECT_EQ(codes[j], encodeFp8(targets[j], format))
+          << "target " << targets[j];
+      EXPECT_EQ(pre[j], bias[j]);
+      largestTarget = std::max(largestTarget, targets[j] * up);
+    }
+    EXPECT_EQ(amax, largestTarget);
   }
 }

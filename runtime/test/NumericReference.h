@@ -27,6 +27,24 @@ inline double decodeFp8(uint8_t code, int32_t format) {
   return code & 0x80 ? -v : v;
 }
 
+/// The code of finite `x` in E4M3 (format 0) or E5M2 (1) as anvil.cast
+/// writes it: the nearest finite value, ties to the even code, beyond the
+/// largest magnitude that one; by search over the codes' values.
+inline uint8_t encodeFp8(double x, int32_t format) {
+  const int largest = format == 1 ? 0x7B : 0x7E;
+  const double magnitude = std::fabs(x);
+  int best = 0;
+  for (int code = 1; code <= largest; ++code) {
+    double d = std::fabs(decodeFp8(static_cast<uint8_t>(code), format) -
+                         magnitude),
+           bestD = std::fabs(decodeFp8(static_cast<uint8_t>(best), format) -
+                             magnitude);
+    if (d < bestD || (d == bestD && code % 2 == 0))
+      best = code;
+  }
+  return static_cast<uint8_t>((std::signbit(x) ? 0x80 : 0) | best);
+}
+
 /// `x` rounded to bf16, to nearest even: its 16 bits (infinities and
 /// NaNs keep their class).
 inline uint16_t toBF16(float x) {

@@ -1207,6 +1207,7 @@ struct AnvilConvertToLinalgPass
           AxisSliceOp::getOperationName(), FlashAttentionOp::getOperationName(),
           FlashAttentionGradOp::getOperationName(),
           LinearGeluOp::getOperationName(), MatmulF8Op::getOperationName(),
+          LinearGeluF8Op::getOperationName(),
           MatmulGeluBiasGradOp::getOperationName(),
           MatmulBiasGradOp::getOperationName()})
       lowered.insert(name);
@@ -1244,7 +1245,8 @@ struct AnvilConvertToLinalgPass
       if (!lowers.contains(op->getDialect()) ||
           isa<AllReduceOp, AxisIndexOp, AllGatherOp, ReduceScatterOp,
               AxisSliceOp, FlashAttentionOp, FlashAttentionGradOp, LinearGeluOp,
-              MatmulF8Op, MatmulGeluBiasGradOp, MatmulBiasGradOp>(op) ||
+              MatmulF8Op, LinearGeluF8Op, MatmulGeluBiasGradOp,
+              MatmulBiasGradOp>(op) ||
           libraryCall(op))
         return WalkResult::advance();
       op->emitError("anvil-convert-to-linalg: failed to lower '")

@@ -72,6 +72,7 @@ constexpr StringLiteral kGemmDgeluBgrad = "anvil_rt_gemm_dgelu_bgrad";
 constexpr StringLiteral kGemmWeightBiasGrad = "anvil_rt_gemm_weight_bias_grad";
 constexpr StringLiteral kConv = "anvil_rt_conv";
 constexpr StringLiteral kGemmF8 = "anvil_rt_gemm_f8";
+constexpr StringLiteral kGemmF8Gelu = "anvil_rt_gemm_f8_gelu";
 
 /// The runtime's name for mesh axis `axis` of `op`'s module: its position
 /// in the module's `anvil.mesh`, or -1 without a mesh (a world of one).
@@ -654,6 +655,66 @@ struct MatmulF8Bufferization
   }
 };
 
+/// anvil.linear_gelu_f8: new buffers for the codes, pre and the amax,
+/// written by one call (RuntimeABI.h):
+///   anvil_rt_gemm_f8_gelu(transB, m, n, k, a, aFormat, b, bFormat, scaleA,
+///                         scaleB, bias, outScale, out, outFormat, pre,
+///                         amax)
+/// with the lhs's leading dimensions folded into m rows and every operand,
+/// made contiguous first, passed as a pointer to its first element.
+struct LinearGeluF8Bufferization
+    : NewBufferModel<LinearGeluF8Bufferization, anvil::LinearGeluF8Op> {
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const bufferization::BufferizationOptions &options,
+                          bufferization::BufferizationState &state) const {
+    auto gemm = cast<anvil::LinearGeluF8Op>(op);
+    Location loc = op->getLoc();
+    auto lhs = cast<RankedTensorType>(gemm.getLhs().getType());
+    RankedTensorType codes = gemm.getResult().getType();
+    int64_t k = lhs.getShape().back(), n = codes.getShape().back();
+    int64_t m = codes.getNumElements() / std::max<int64_t>(n, 1);
+    SmallVector<Value> results;
+    for (Value result : op->getResults()) {
+      auto type = cast<RankedTensorType>(result.getType());
+      results.push_back(memref::AllocOp::create(
+          rewriter, loc,
+          MemRefType::get(type.getShape(), type.getElementType())));
+    }
+    FailureOr<SmallVector<Value>> operands =
+        operandPointers(rewriter, op, options, state);
+    if (failed(operands))
+      return failure();
+    ArrayRef<Value> buffers = *operands;
+    auto i64 = [&](int64_t v) -> Value {
+      return arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
+                                          v);
+    };
+    auto i32 = [&](int32_t v) -> Value {
+      return arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(),
+                                          v);
+    };
+    SmallVector<Value> args = {
+        i32(gemm.getTransposeRhs()),
+        i64(m),
+        i64(n),
+        i64(k),
+        buffers[0],
+        i32(f8Format(lhs.getElementType())),
+        buffers[1],
+        i32(f8Format(gemm.getRhs().getType().getElementType())),
+        buffers[2],
+        buffers[3],
+        buffers[4],
+        buffers[5],
+        pointerTo(rewriter, loc, results[0]),
+        i32(f8Format(codes.getElementType())),
+        pointerTo(rewriter, loc, results[1]),
+        pointerTo(rewriter, loc, results[2])};
+    callRuntime(rewriter, op, kGemmF8Gelu, args, results);
+    return success();
+  }
+};
+
 /// A convolution marked anvil.library_call (anvil-library-convs): a new
 /// buffer for the result, written by one runtime call (RuntimeABI.h):
 ///   anvil_rt_conv(i32 kind, i32 bf16, problem, a, b, c)
@@ -800,6 +861,7 @@ struct AnvilBufferizePass
       anvil::MatmulBiasGradOp::attachInterface<
           GemmEpilogueBufferization<anvil::MatmulBiasGradOp>>(*ctx);
       anvil::MatmulF8Op::attachInterface<MatmulF8Bufferization>(*ctx);
+      anvil::LinearGeluF8Op::attachInterface<LinearGeluF8Bufferization>(*ctx);
       anvil::ConvOp::attachInterface<ConvBufferization<anvil::ConvOp>>(*ctx);
       anvil::ConvTransposeOp::attachInterface<
           ConvBufferization<anvil::ConvTransposeOp>>(*ctx);
@@ -858,6 +920,7 @@ struct AnvilBufferizePass
           {kGemmDgeluBgrad, gemmDgeluBgradCallee},
           {kGemmWeightBiasGrad, gemmWeightBiasGradCallee},
           {kGemmF8, gemmF8Callee},
+          {kGemmF8Gelu, gemmF8GeluCallee},
           {kConv, convCallee}}) {
       auto callee = getOperation().lookupSymbol<func::FuncOp>(from);
       if (!callee || from == to)

@@ -254,8 +254,11 @@ cl::opt<std::string> gemmEpilogues(
     cl::desc("Whether bf16 linear layers followed by a bias and a tanh GELU "
              "run them in their GEMMs, and the gradient's GELU derivative "
              "and bias sum in the backward GEMM (cuBLASLt's GELU_AUX_BIAS "
-             "and DGELU_BGRAD epilogues; anvil-gemm-epilogues): on (the "
-             "default with --target=cuda or --emulate-cuda-grid) or off"),
+             "and DGELU_BGRAD epilogues; anvil-gemm-epilogues), and with "
+             "--precision=fp8=delayed the FP8 MLP's bias and GELU in its first "
+             "FP8 GEMM, which writes the GELU's 8-bit codes and their amax "
+             "(anvil-decompose fp8-gelu-epilogue): on (the default with "
+             "--target=cuda or --emulate-cuda-grid) or off"),
     cl::value_desc("on|off"), cl::init(""), cl::cat(category));
 cl::opt<std::string> libraryConvs(
     "library-convs",
@@ -1318,6 +1321,7 @@ int main(int argc, char **argv) {
       options.warpReductions = warpReductions;
       options.libraryConvs = libraryConvs == "on";
       options.fp8GemmResult = fp8GemmResult;
+      options.fp8GeluEpilogue = gemmEpilogues == "on";
       options.target.chip = cudaArch;
       options.target.toolkit = cudaToolkit;
       mlir::anvil::cuda::buildCUDAPipeline(
@@ -1339,6 +1343,7 @@ int main(int argc, char **argv) {
       // calls cuDNN).
       options.libraryConvs = libraryConvs == "on";
       options.fp8GemmResult = fp8GemmResult;
+      options.fp8GeluEpilogue = gemmEpilogues == "on";
       // The emulated grid runs what CUDA runs: FP8 GEMMs with K innermost.
       if (emulateCUDAGrid) {
         options.fp8Gemms = emulatedGridFp8GemmsForm();

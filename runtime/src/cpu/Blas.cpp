@@ -74,13 +74,45 @@ int64_t spanOf(int64_t rows, int64_t cols, int64_t ld, int64_t stride,
   return stride == 0 || batch == 1 ? span : (batch - 1) * stride + span;
 }
 
+/// The f32 value of every code of `format` (0 E4M3, 1 E5M2).
+const std::array<float, 256> &valuesOf(int32_t format) {
+  static const std::array<float, 256> e4m3 = decodeTable(0),
+                                      e5m2 = decodeTable(1);
+  return format == 1 ? e5m2 : e4m3;
+}
+
+/// `x`'s code in `format`, as anvil.cast writes it: to nearest, ties to
+/// the even code; a magnitude beyond the largest finite one (infinities
+/// too) is that one; NaN is the format's NaN; the sign is kept (-0 too).
+uint8_t encodeF8(float x, int32_t format) {
+  const std::array<float, 256> &values = valuesOf(format);
+  const uint8_t largest = format == 1 ? 0x7B : 0x7E,
+                nan = format == 1 ? 0x7E : 0x7F;
+  const uint8_t sign = std::signbit(x) ? 0x80 : 0;
+  if (std::isnan(x))
+    return static_cast<uint8_t>(sign | nan);
+  float magnitude = std::fabs(x);
+  if (magnitude >= values[largest])
+    return static_cast<uint8_t>(sign | largest);
+  // Codes 0 to `largest` are the non-negative values in increasing order.
+  auto above =
+      std::upper_bound(values.begin(), values.begin() + largest + 1, magnitude);
+  auto hi = static_cast<uint8_t>(above - values.begin());
+  auto lo = static_cast<uint8_t>(hi - 1);
+  // The midpoint of two neighbouring codes' values is exact in double.
+  double mid = (static_cast<double>(values[lo]) + values[hi]) / 2;
+  uint8_t code = magnitude < mid ? lo
+                 : magnitude > mid
+                     ? hi
+                     : (lo % 2 == 0 ? lo : hi); // the even mantissa
+  return static_cast<uint8_t>(sign | code);
+}
+
 /// An 8-bit operand (see spanOf) widened to f32 in `out` at the same
 /// offsets.
 void widen(const void *x, int32_t format, int64_t rows, int64_t cols,
            int64_t ld, int64_t stride, int64_t batch, std::vector<float> &out) {
-  static const std::array<float, 256> e4m3 = decodeTable(0),
-                                      e5m2 = decodeTable(1);
-  const std::array<float, 256> &table = format == 1 ? e5m2 : e4m3;
+  const std::array<float, 256> &table = valuesOf(format);
   out.resize(static_cast<size_t>(spanOf(rows, cols, ld, stride, batch)));
   const auto *codes = static_cast<const uint8_t *>(x);
   for (size_t i = 0; i < out.size(); ++i)
@@ -296,4 +328,38 @@ extern "C" void anvil_rt_gemm_weight_bias_grad(int64_t m, int64_t k, int64_t n,
       sums[j] += anvil::rt::fromBF16Bits(grad[r * n + j]);
   for (int64_t j = 0; j < n; ++j)
     biasGrad[j] = anvil::rt::toBF16Bits(sums[j]);
+}
+
+extern "C" void anvil_rt_gemm_f8_gelu(int32_t transB, int64_t m, int64_t n,
+                                      int64_t k, const void *a, int32_t aFormat,
+                                      const void *b, int32_t bFormat,
+                                      const float *scaleA, const float *scaleB,
+                                      const void *bias, const float *outScale,
+                                      void *out, int32_t outFormat, void *pre,
+                                      float *amax) {
+  // The sums as anvil_rt_gemm_f8 computes them (widened codes, BLAS).
+  thread_local std::vector<float> wideA, wideB, sums;
+  widen(a, aFormat, m, k, k, 0, 1, wideA);
+  widen(b, bFormat, transB ? n : k, transB ? k : n, transB ? k : n, 0, 1,
+        wideB);
+  sums.resize(static_cast<size_t>(m * n));
+  anvil_rt_sgemm(0, transB, m, n, k, wideA.data(), k, 0, wideB.data(),
+                 transB ? k : n, 0, sums.data(), n, 0, 1, /*accumulate=*/0);
+  const float scale = *scaleA * *scaleB, s = *outScale;
+  const auto *biasBits = static_cast<const uint16_t *>(bias);
+  auto *codes = static_cast<uint8_t *>(out);
+  auto *preBits = static_cast<uint16_t *>(pre);
+  float largest = 0.0f;
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t at = r * n + j;
+      float p = sums[at] * scale + anvil::rt::fromBF16Bits(biasBits[j]);
+      float g = geluTanh(p);
+      preBits[at] = anvil::rt::toBF16Bits(p);
+      codes[at] = encodeF8(g * s, outFormat);
+      float magnitude = std::fabs(g);
+      if (!std::isnan(largest) && !(magnitude <= largest))
+        largest = magnitude; // a larger magnitude, or NaN (which stays)
+    }
+  *amax = largest;
 }

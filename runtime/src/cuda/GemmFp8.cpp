@@ -7,7 +7,9 @@
 // k x m): exactly that form, with no copy. The dequantization scales are
 // the descriptor's A/B scale pointers (device memory: the step computes
 // them); accumulation is FP32, D is f32 or bf16, overwritten (beta = 0), a
-// batch in one strided-batched call. One
+// batch in one strided-batched call. The FP8 linear layer with its GELU
+// (anvil_rt_cuda_gemm_f8_gelu) writes an FP8 D through the GELU_AUX_BIAS
+// epilogue, with D's scale pointer, AMAX_D and a bf16 auxiliary output. One
 // handle and one 32 MiB workspace per process (Lt.h); each GEMM is queued on
 // the step stream with the generated code's kernels (cuda::stepStream) and
 // waited for only in "sync" mode (LaunchMode).
@@ -30,6 +32,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 
 namespace {
 
@@ -46,22 +49,56 @@ cudaDataType_t fp8Type(int32_t format) {
 
 const char *formatName(int32_t format) { return format == 1 ? "E5M2" : "E4M3"; }
 
-/// Row-major D (m x n, f32 or with `dBf16` bf16, row stride ldd) =
-/// scaleA scaleB A B^T (+ the bf16 bias of each column when `bias` is not
-/// null, with a bf16 D: the BIAS epilogue), A m x k and B n x k row-major with
-/// row strides lda and ldb (bytes: one per element), through cuBLASLt's TN
-/// form; `batch` such products at the given element strides, in one call.
-/// `caller` names the entry point in errors.
+/// What an FP8 GEMM writes: row-major D (m x n, row stride ld) of `type`
+/// (f32, bf16, or FP8 codes with the GELU), and its epilogue's operands.
+struct Output {
+  void *d = nullptr;
+  cudaDataType_t type = CUDA_R_32F;
+  int64_t ld = 0;
+  const void *bias = nullptr; ///< bf16, one per column (the BIAS epilogue)
+  /// The GELU_AUX_BIAS epilogue: D = gelu(p) scale, `pre` = bf16(p) (m x n,
+  /// row stride ld), `amax` = max |gelu(p)| (AMAX_D); FP8 D only.
+  void *pre = nullptr;
+  const float *scale = nullptr;
+  float *amax = nullptr;
+};
+
+const char *typeName(cudaDataType_t t) {
+  return t == CUDA_R_32F       ? "f32"
+         : t == CUDA_R_16BF    ? "bf16"
+         : t == CUDA_R_8F_E5M2 ? "E5M2 codes"
+                               : "E4M3 codes";
+}
+
+/// Bytes of one element of `t`.
+int64_t bytesOf(cudaDataType_t t) {
+  return t == CUDA_R_32F ? 4 : t == CUDA_R_16BF ? 2 : 1;
+}
+
+/// Row-major `out` (see Output) = scaleA scaleB A B^T (+ the bf16 bias of
+/// each column when `out.bias` is not null, with a bf16 D: the BIAS
+/// epilogue; or through the bias and the GELU into FP8 codes with
+/// `out.pre`), A m x k and B n x k row-major with row strides lda and ldb
+/// (bytes: one per element), through cuBLASLt's TN form; `batch` such
+/// products at the given element strides, in one call. `caller` names the
+/// entry point in errors.
 void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
             int32_t aFormat, int64_t lda, const void *b, int32_t bFormat,
             int64_t ldb, const float *scaleA, const float *scaleB,
-            const void *bias, void *d, bool dBf16, int64_t ldd, int64_t batch,
-            int64_t strideA, int64_t strideB, int64_t strideD) {
+            const Output &out, int64_t batch, int64_t strideA, int64_t strideB,
+            int64_t strideD) {
+  const bool gelu = out.pre != nullptr;
+  const void *bias = out.bias;
+  void *d = out.d;
+  const int64_t ldd = out.ld;
   std::string what = "an FP8 GEMM (" + std::to_string(m) + " x " +
                      std::to_string(k) + " " + formatName(aFormat) + " by " +
                      std::to_string(n) + " x " + std::to_string(k) + " " +
-                     formatName(bFormat) + " into " + (dBf16 ? "bf16" : "f32") +
-                     (bias ? " with a bias" : "") + ")";
+                     formatName(bFormat) + " into " + typeName(out.type) +
+                     (gelu   ? " through the bias and GELU"
+                      : bias ? " with a bias"
+                             : "") +
+                     ")";
   // A failure in a graph capture is recorded, and sets `failed` (the GEMM
   // then returns without queuing anything); otherwise it aborts.
   bool failed = false;
@@ -75,10 +112,16 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
       fail(message);
     failed = true;
   };
-  if (bias && !dBf16)
+  const bool eightBitD = bytesOf(out.type) == 1;
+  if (bias && !gelu && out.type != CUDA_R_16BF)
     fail(std::string(caller) +
          ": a bias needs a bf16 D (cuBLASLt's FP8 GEMM adds a bf16 bias), "
          "for " +
+         what);
+  if (gelu != eightBitD || (gelu && (!bias || !out.scale || !out.amax)))
+    fail(std::string(caller) +
+         ": the GELU epilogue writes FP8 codes from a bias, a scale and an "
+         "amax, and only it does, for " +
          what);
   if (aFormat == 1 && bFormat == 1)
     fail(std::string(caller) + ": cuBLASLt has no E5M2 x E5M2 product, for " +
@@ -87,11 +130,12 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
   auto aligned = [](const void *p) {
     return reinterpret_cast<uintptr_t>(p) % 16 == 0;
   };
-  const int64_t perRow = dBf16 ? 8 : 4; // D's elements in 16 bytes
+  const int64_t perRow = 16 / bytesOf(out.type); // D's elements in 16 bytes
   if (k % 16 != 0 || lda % 16 != 0 || ldb % 16 != 0 || ldd % perRow != 0 ||
       strideA % 16 != 0 || strideB % 16 != 0 || strideD % perRow != 0 ||
       !aligned(a) || !aligned(b) || !aligned(d) || !aligned(scaleA) ||
-      !aligned(scaleB) || (bias && !aligned(bias)))
+      !aligned(scaleB) || (bias && !aligned(bias)) ||
+      (gelu && (ldd % 8 != 0 || !aligned(out.pre))))
     fail(std::string(caller) +
          ": cuBLASLt's FP8 GEMM needs 16-byte aligned operands, scales, bias, "
          "rows "
@@ -124,7 +168,8 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
   if (bias) {
     // cuBLASLt's D is our D transposed (n x m column-major): our columns'
     // bias runs along its rows, as its BIAS epilogue adds it.
-    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    cublasLtEpilogue_t epilogue =
+        gelu ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_BIAS;
     cudaDataType_t biasType = CUDA_R_16BF;
     check(cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                          &epilogue, sizeof epilogue),
@@ -137,13 +182,45 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
                                          &biasType, sizeof biasType),
           "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)");
   }
+  if (gelu) {
+    // The sum before the GELU, in bf16, laid out as D (n x m column-major).
+    cudaDataType_t auxType = CUDA_R_16BF;
+    for (auto [attribute, value, size, name] :
+         {std::tuple{CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                     static_cast<const void *>(&out.pre), sizeof out.pre,
+                     "EPILOGUE_AUX_POINTER"},
+          std::tuple{CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                     static_cast<const void *>(&ldd), sizeof ldd,
+                     "EPILOGUE_AUX_LD"},
+          std::tuple{CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE,
+                     static_cast<const void *>(&auxType), sizeof auxType,
+                     "EPILOGUE_AUX_DATA_TYPE"},
+          // D = the GELU times D's scale, in 8 bits; AMAX_D the GELU's
+          // largest magnitude before the scale.
+          std::tuple{CUBLASLT_MATMUL_DESC_D_SCALE_POINTER,
+                     static_cast<const void *>(&out.scale), sizeof out.scale,
+                     "D_SCALE_POINTER"},
+          std::tuple{CUBLASLT_MATMUL_DESC_AMAX_D_POINTER,
+                     static_cast<const void *>(&out.amax), sizeof out.amax,
+                     "AMAX_D_POINTER"}})
+      check(cublasLtMatmulDescSetAttribute(desc.op, attribute, value, size),
+            (std::string("cublasLtMatmulDescSetAttribute(") + name + ")")
+                .c_str());
+  }
   check(cublasLtMatrixLayoutCreate(&desc.a, fp8Type(bFormat), k, n, ldb),
         "cublasLtMatrixLayoutCreate(B)");
   check(cublasLtMatrixLayoutCreate(&desc.b, fp8Type(aFormat), k, m, lda),
         "cublasLtMatrixLayoutCreate(A)");
-  check(cublasLtMatrixLayoutCreate(&desc.d, dBf16 ? CUDA_R_16BF : CUDA_R_32F, n,
-                                   m, ldd),
+  check(cublasLtMatrixLayoutCreate(&desc.d, out.type, n, m, ldd),
         "cublasLtMatrixLayoutCreate(D)");
+  // C (not read: beta = 0) is described as D, but in bf16 for an FP8 D,
+  // which cuBLASLt requires (C's type that of the bias).
+  cublasLtMatrixLayout_t cLayout = desc.d;
+  if (eightBitD) {
+    check(cublasLtMatrixLayoutCreate(&desc.c, CUDA_R_16BF, n, m, ldd),
+          "cublasLtMatrixLayoutCreate(C)");
+    cLayout = desc.c;
+  }
   if (batch > 1) {
     int32_t count = static_cast<int32_t>(batch);
     // cuBLASLt's A is our B, its B our A.
@@ -170,7 +247,7 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
   using anvil::rt::cuda::lt::alignment;
   // The heuristic's choice, once per shape, layout and alignment: a step
   // runs the same GEMMs every time.
-  std::array<int64_t, 18> key = {m,
+  std::array<int64_t, 20> key = {m,
                                  n,
                                  k,
                                  lda,
@@ -178,8 +255,10 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
                                  ldd,
                                  aFormat,
                                  bFormat,
-                                 dBf16,
+                                 out.type,
                                  bias != nullptr,
+                                 gelu,
+                                 gelu ? alignment(out.pre) : 0,
                                  batch,
                                  strideA,
                                  strideB,
@@ -189,7 +268,7 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
                                  alignment(d),
                                  bias ? alignment(bias) : 0};
   static std::mutex cacheMutex;
-  static std::map<std::array<int64_t, 18>, cublasLtMatmulAlgo_t> cache;
+  static std::map<std::array<int64_t, 20>, cublasLtMatmulAlgo_t> cache;
   std::optional<cublasLtMatmulAlgo_t> cached;
   {
     std::lock_guard<std::mutex> lock(cacheMutex);
@@ -214,7 +293,7 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
     cublasLtMatmulHeuristicResult_t heuristic{};
     int found = 0;
     check(cublasLtMatmulAlgoGetHeuristic(h.handle, desc.op, desc.a, desc.b,
-                                         desc.d, desc.d, desc.preference, 1,
+                                         cLayout, desc.d, desc.preference, 1,
                                          &heuristic, &found),
           "cublasLtMatmulAlgoGetHeuristic");
     if (failed)
@@ -227,9 +306,11 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
   }
   const float one = 1.0f, beta = 0.0f;
   auto start = std::chrono::steady_clock::now();
+  // No C for an FP8 D (cuBLASLt accumulates into none).
+  const void *c = eightBitD ? nullptr : d;
   check(
-      cublasLtMatmul(h.handle, desc.op, &one, b, desc.a, a, desc.b, &beta, d,
-                     desc.d, d, desc.d, &*cached, h.workspace, kWorkspaceBytes,
+      cublasLtMatmul(h.handle, desc.op, &one, b, desc.a, a, desc.b, &beta, c,
+                     cLayout, d, desc.d, &*cached, h.workspace, kWorkspaceBytes,
                      static_cast<cudaStream_t>(anvil::rt::cuda::stepStream())),
       "cublasLtMatmul");
   if (failed)
@@ -242,8 +323,9 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
     fail(st.message());
   if (anvil::rt::cuda::profiling())
     anvil::rt::cuda::profileAdd(
-        "cuBLASLt FP8 " + std::to_string(batch) + "x" + std::to_string(m) +
-            "x" + std::to_string(n) + "x" + std::to_string(k),
+        std::string(gelu ? "cuBLASLt FP8 GELU " : "cuBLASLt FP8 ") +
+            std::to_string(batch) + "x" + std::to_string(m) + "x" +
+            std::to_string(n) + "x" + std::to_string(k),
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count());
 }
@@ -263,22 +345,41 @@ extern "C" void anvil_rt_cuda_gemm_f8(
          std::string(transB ? "" : " not transposed") +
          " (anvil-decompose fp8-gemms=f8-k-inner lays them out so)");
   const char *caller = "anvil_rt_cuda_gemm_f8";
+  Output out{d, dBf16 ? CUDA_R_16BF : CUDA_R_32F, ldd, bias};
   if (batch > 1 && strideB == 0) {
     // A B shared by the batch: one product of the batch's rows stacked,
     // when they lie one after another.
     if (strideA == m * lda && strideD == m * ldd) {
       ltGemm(caller, m * batch, n, k, a, aFormat, lda, b, bFormat, ldb, scaleA,
-             scaleB, bias, d, dBf16, ldd, 1, 0, 0, 0);
+             scaleB, out, 1, 0, 0, 0);
       return;
     }
     const int64_t bytes = dBf16 ? 2 : 4;
-    for (int64_t i = 0; i < batch; ++i)
+    for (int64_t i = 0; i < batch; ++i) {
+      Output entry = out;
+      entry.d = static_cast<uint8_t *>(d) + i * strideD * bytes;
       ltGemm(caller, m, n, k, static_cast<const uint8_t *>(a) + i * strideA,
-             aFormat, lda, b, bFormat, ldb, scaleA, scaleB, bias,
-             static_cast<uint8_t *>(d) + i * strideD * bytes, dBf16, ldd, 1, 0,
-             0, 0);
+             aFormat, lda, b, bFormat, ldb, scaleA, scaleB, entry, 1, 0, 0, 0);
+    }
     return;
   }
-  ltGemm(caller, m, n, k, a, aFormat, lda, b, bFormat, ldb, scaleA, scaleB,
-         bias, d, dBf16, ldd, batch, strideA, strideB, strideD);
+  ltGemm(caller, m, n, k, a, aFormat, lda, b, bFormat, ldb, scaleA, scaleB, out,
+         batch, strideA, strideB, strideD);
+}
+
+extern "C" void anvil_rt_cuda_gemm_f8_gelu(
+    int32_t transB, int64_t m, int64_t n, int64_t k, const void *a,
+    int32_t aFormat, const void *b, int32_t bFormat, const float *scaleA,
+    const float *scaleB, const void *bias, const float *outScale, void *out,
+    int32_t outFormat, void *pre, float *amax) {
+  if (!transB)
+    fail("anvil_rt_cuda_gemm_f8_gelu: cuBLASLt's FP8 GEMM takes B with K "
+         "innermost (n x k, row-major), got k x n (anvil-decompose "
+         "fp8-gemms=f8-k-inner lays it out so)");
+  if (!bias || !pre || !outScale || !amax)
+    fail("anvil_rt_cuda_gemm_f8_gelu: the bias, pre, the output scale and "
+         "the amax are all required");
+  Output o{out, fp8Type(outFormat), n, bias, pre, outScale, amax};
+  ltGemm("anvil_rt_cuda_gemm_f8_gelu", m, n, k, a, aFormat, k, b, bFormat, k,
+         scaleA, scaleB, o, 1, 0, 0, 0);
 }

@@ -52,7 +52,7 @@ uint32_t alignment(const void *p) {
 Descriptors::~Descriptors() {
   if (preference)
     cublasLtMatmulPreferenceDestroy(preference);
-  for (cublasLtMatrixLayout_t l : {a, b, d})
+  for (cublasLtMatrixLayout_t l : {a, b, c, d})
     if (l)
       cublasLtMatrixLayoutDestroy(l);
   if (op)

@@ -37,7 +37,7 @@ uint32_t alignment(const void *p);
 /// A matmul's descriptors, destroyed at the end of the scope.
 struct Descriptors {
   cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
   cublasLtMatmulPreference_t preference = nullptr;
   Descriptors() = default;
   Descriptors(const Descriptors &) = delete;

@@ -188,7 +188,13 @@ def AnvilBufferizePass : Pass<"anvil-bufferize", "mlir::ModuleOp"> {
     pointers, the bias's (null without one), and the result's pointer, type
     (f32 or bf16), row and batch strides, and the batch; cuBLASLt's FP8
     GEMM with the scales as its scale pointers and the bias as its BIAS
-    epilogue's with the CUDA backend).
+    epilogue's with the CUDA backend). `anvil.linear_gelu_f8` writes its
+    three new buffers (codes, pre, amax) through one call of `gemm-f8-gelu`
+    (`anvil_rt_gemm_f8_gelu`: the rhs's transpose, M (the lhs's rows), N,
+    K, the operands' pointers and formats, the scales', bias's and
+    output scale's pointers, the codes' pointer and format, and pre's and
+    the amax's; cuBLASLt's FP8 GEMM with the GELU_AUX_BIAS epilogue, an FP8
+    D and AMAX_D with the CUDA backend).
 
     A convolution marked `anvil.library_call` (`anvil-library-convs`)
     writes a new buffer through one call of `conv` (RuntimeABI.h's
@@ -237,6 +243,9 @@ def AnvilBufferizePass : Pass<"anvil-bufferize", "mlir::ModuleOp"> {
     Option<"gemmF8Callee", "gemm-f8", "std::string",
            /*default=*/"\"anvil_rt_gemm_f8\"",
            "The runtime function anvil.matmul_f8 calls">,
+    Option<"gemmF8GeluCallee", "gemm-f8-gelu", "std::string",
+           /*default=*/"\"anvil_rt_gemm_f8_gelu\"",
+           "The runtime function anvil.linear_gelu_f8 calls">,
     Option<"gemmWeightBiasGradCallee", "gemm-weight-bias-grad", "std::string",
            /*default=*/"\"anvil_rt_gemm_weight_bias_grad\"",
            "The runtime function anvil.matmul_bias_grad calls">,

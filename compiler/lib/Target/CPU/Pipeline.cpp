@@ -82,6 +82,7 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     AnvilDecomposePassOptions decompose;
     decompose.fp8Gemms = options.fp8Gemms;
     decompose.fp8GemmResult = options.fp8GemmResult;
+    decompose.fp8GeluEpilogue = options.fp8GeluEpilogue;
     pm.addPass(createAnvilDecomposePass(decompose));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
@@ -114,6 +115,7 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     bufferize.gemmDgeluBgradCallee = options.gemmDgeluBgrad;
     bufferize.gemmWeightBiasGradCallee = options.gemmWeightBiasGrad;
     bufferize.gemmF8Callee = options.gemmF8;
+    bufferize.gemmF8GeluCallee = options.gemmF8Gelu;
     bufferize.convCallee = options.conv;
     pm.addPass(createAnvilBufferizePass(bufferize));
     pm.addPass(createCanonicalizerPass());

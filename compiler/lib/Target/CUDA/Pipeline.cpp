@@ -7,7 +7,9 @@
 //      call the CUDA runtime's anvil_rt_cuda_sgemm (cuBLAS), bf16 GEMMs
 //      anvil_rt_cuda_gemm_bf16 (cuBLAS, tensor cores), FP8 GEMMs (their
 //      operands laid out with K innermost) anvil_rt_cuda_gemm_f8
-//      (cuBLASLt, the scales its scale pointers), fused attention
+//      (cuBLASLt, the scales its scale pointers; with the bias and GELU
+//      writing FP8 codes and their amax, anvil_rt_cuda_gemm_f8_gelu),
+//      fused attention
 //      (anvil.flash_attention and its gradient) cuDNN's or Anvil's
 //      flash-attention kernels (anvil_rt_cuda_attention_f32, _grad_f32; on bf16
 //      tensors anvil_rt_cuda_attention_bf16, _grad_bf16), GEMMs with a bias and
@@ -110,6 +112,7 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     // innermost, and the scales as its scale pointers; older chips multiply
     // the dequantized values.
     cpuOptions.gemmF8 = "anvil_rt_cuda_gemm_f8";
+    cpuOptions.gemmF8Gelu = "anvil_rt_cuda_gemm_f8_gelu";
     cpuOptions.gemmBF16 = "anvil_rt_cuda_gemm_bf16";
     cpuOptions.gemmBF16Rounded = "anvil_rt_cuda_gemm_bf16_rounded";
     cpuOptions.attention = "anvil_rt_cuda_attention_f32";
@@ -126,6 +129,7 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     cpuOptions.mergeCheapReaders = true;
     cpuOptions.fp8Gemms = fp8GemmsForm(options.target.chip);
     cpuOptions.fp8GemmResult = options.fp8GemmResult;
+    cpuOptions.fp8GeluEpilogue = options.fp8GeluEpilogue;
     Stage upTo = std::min(last, Stage::Bufferized);
     cpu::buildCPUPipeline(pm, shared(upTo),
                           after ? std::optional(shared(*after)) : std::nullopt,

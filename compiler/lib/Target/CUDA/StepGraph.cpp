@@ -37,6 +37,7 @@ bool queuesOnly(StringRef callee) {
                                           "anvil_rt_cuda_gemm_bf16",
                                           "anvil_rt_cuda_gemm_bf16_rounded",
                                           "anvil_rt_cuda_gemm_f8",
+                                          "anvil_rt_cuda_gemm_f8_gelu",
                                           "anvil_rt_cuda_attention_f32",
                                           "anvil_rt_cuda_attention_grad_f32",
                                           "anvil_rt_cuda_attention_bf16",

@@ -50,6 +50,24 @@ void anvil_rt_gemm_f8(int32_t transA, int32_t transB, int64_t m, int64_t n,
                       int32_t dBf16, int64_t ldd, int64_t strideD,
                       int64_t batch);
 
+/// An FP8 linear layer with its bias and tanh GELU, quantized at once
+/// (anvil.linear_gelu_f8): with s the f32 sums of A (m x k) times B
+/// (k x n, or n x k with `transB`), 8-bit operands in aFormat and bFormat
+/// (as in anvil_rt_gemm_f8), and p = s scaleA[0] scaleB[0] + bias[j] in
+/// f32 for column j (n bf16 values), writes pre = bf16(p) (m x n, raw
+/// 16-bit patterns), out = the codes of gelu_tanh(p) outScale[0] in
+/// outFormat (0 E4M3, 1 E5M2: to nearest even, saturating to the largest
+/// finite magnitude as anvil.cast does, NaN to NaN) and amax[0] = the
+/// largest |gelu_tanh(p)| (NaN if one is). Every buffer contiguous and
+/// row-major; out, pre and amax are overwritten. (cuBLASLt's FP8 GEMM with
+/// GELU_AUX_BIAS, an FP8 D scaled by outScale, and AMAX_D.)
+void anvil_rt_gemm_f8_gelu(int32_t transB, int64_t m, int64_t n, int64_t k,
+                           const void *a, int32_t aFormat, const void *b,
+                           int32_t bFormat, const float *scaleA,
+                           const float *scaleB, const void *bias,
+                           const float *outScale, void *out, int32_t outFormat,
+                           void *pre, float *amax);
+
 /// anvil_rt_sgemm's contract for bf16 A and B (raw 16-bit patterns; f32
 /// C): the operands are widened to f32 exactly, so the products are exact
 /// and accumulate in f32 (anvil.matmul on bf16 operands, before its result

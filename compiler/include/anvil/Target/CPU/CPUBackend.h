@@ -58,6 +58,9 @@ struct CPUPipelineOptions {
   /// The runtime function FP8 GEMMs (anvil.matmul_f8) call
   /// (anvil-bufferize gemm-f8).
   std::string gemmF8 = "anvil_rt_gemm_f8";
+  /// The runtime function FP8 GEMMs with the GELU's epilogue
+  /// (anvil.linear_gelu_f8) call (anvil-bufferize gemm-f8-gelu).
+  std::string gemmF8Gelu = "anvil_rt_gemm_f8_gelu";
   /// The runtime function bf16 GEMMs call (callee-bf16).
   std::string gemmBF16 = "anvil_rt_gemm_bf16";
   /// The runtime function a bf16 GEMM whose readers only round its result
@@ -89,6 +92,10 @@ struct CPUPipelineOptions {
   /// Their result type (anvil-decompose fp8-gemm-result): f32, or bf16
   /// (with bf16 mixed precision's other GEMMs: --precision=fp8).
   std::string fp8GemmResult = "f32";
+  /// With bf16 results, an FP8 MLP's first GEMM, bias and GELU as
+  /// anvil.linear_gelu_f8 when the GELU's quantization has a given scale
+  /// (anvil-decompose fp8-gelu-epilogue; with --gemm-epilogues=on).
+  bool fp8GeluEpilogue = false;
 };
 
 /// Adds the passes of the stages after `after` (from the start when not

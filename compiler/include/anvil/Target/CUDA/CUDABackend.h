@@ -82,6 +82,9 @@ struct CUDAPipelineOptions {
   /// The FP8 GEMMs' result type (anvil-decompose fp8-gemm-result): f32, or
   /// bf16 (with bf16 mixed precision's other GEMMs: --precision=fp8).
   std::string fp8GemmResult = "f32";
+  /// anvil-decompose's fp8-gelu-epilogue: the delayed recipe's FP8 MLP
+  /// writes the GELU's codes from its first GEMM (anvil_rt_cuda_gemm_f8_gelu).
+  bool fp8GeluEpilogue = false;
   CUDATarget target; ///< The llvm stage's cubin.
 };
 

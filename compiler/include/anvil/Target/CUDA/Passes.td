@@ -170,7 +170,8 @@ def AnvilCUDAStepGraphPass
       the step stream and neither wait nor allocate outside the
       stream-ordered allocator: `anvil_rt_cuda_sgemm`,
       `anvil_rt_cuda_gemm_bf16`, `anvil_rt_cuda_gemm_bf16_rounded`,
-      `anvil_rt_cuda_gemm_f8`, `anvil_rt_cuda_attention_f32`,
+      `anvil_rt_cuda_gemm_f8`, `anvil_rt_cuda_gemm_f8_gelu`,
+      `anvil_rt_cuda_attention_f32`,
       `anvil_rt_cuda_attention_grad_f32`,
       `anvil_rt_cuda_attention_bf16`, `anvil_rt_cuda_attention_grad_bf16`,
       `anvil_rt_cuda_gemm_bias_gelu`, `anvil_rt_cuda_gemm_dgelu_bgrad`,
