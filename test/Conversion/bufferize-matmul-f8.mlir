@@ -42,8 +42,8 @@ func.func @batched(%a: tensor<3x16x4xf8E4M3FN>, %b: tensor<3x16x8xf8E4M3FN>, %sa
 // CHECK-NEXT: %[[I:.+]] = arith.index_cast
 // CHECK-NEXT: %[[P:.+]] = llvm.inttoptr %[[I]] : i64 to !llvm.ptr
 // CHECK: call @anvil_rt_gemm_f8(%c0_i32, %c1_i32, %c4_i64, %c16_i64, %c32_i64, {{.+}}, %[[P]], %{{.+}}, %c1_i32, %c16_i64, %c64_i64, %c1_i64)
-func.func @bias(%x: tensor<4x32xf8E4M3FN>, %w: tensor<16x32xf8E4M3FN>, %sx: tensor<f32>, %sw: tensor<f32>, %b: tensor<16xbf16>) -> tensor<4x16xbf16> {
-  %y = anvil.matmul_f8 %x, %w scales(%sx, %sw) bias(%b) {transpose_rhs} : (tensor<4x32xf8E4M3FN>, tensor<16x32xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<16xbf16>) -> tensor<4x16xbf16>
+func.func @bias(%x: tensor<4x32xf8E4M3FN>, %w: tensor<16x32xf8E5M2>, %sx: tensor<f32>, %sw: tensor<f32>, %b: tensor<16xbf16>) -> tensor<4x16xbf16> {
+  %y = anvil.matmul_f8 %x, %w scales(%sx, %sw) bias(%b) {transpose_rhs} : (tensor<4x32xf8E4M3FN>, tensor<16x32xf8E5M2>, tensor<f32>, tensor<f32>, tensor<16xbf16>) -> tensor<4x16xbf16>
   return %y : tensor<4x16xbf16>
 }
 
@@ -53,16 +53,17 @@ func.func @bias(%x: tensor<4x32xf8E4M3FN>, %w: tensor<16x32xf8E4M3FN>, %sx: tens
 // written by one call of anvil_rt_gemm_f8_gelu: the rhs's transpose, M (the
 // lhs's 2 x 4 rows), N, K, the operands' pointers and formats, the scales',
 // the bias's and the output scale's pointers, the codes' pointer and
-// format (1: E5M2), pre's and the amax's pointers.
+// format (1: E5M2, which the E5M2 weight allows), pre's and the amax's
+// pointers.
 // CHECK-LABEL: func.func @linear_gelu
 // CHECK-DAG: %[[Y:.+]] = memref.alloc() {{.*}}: memref<2x4x16xf8E5M2>
 // CHECK-DAG: %[[PRE:.+]] = memref.alloc() {{.*}}: memref<2x4x16xbf16>
 // CHECK-DAG: %[[AMAX:.+]] = memref.alloc() {{.*}}: memref<f32>
-// CHECK: call @anvil_rt_gemm_f8_gelu(%c1_i32, %c8_i64, %c16_i64, %c32_i64, %{{.+}}, %c0_i32, %{{.+}}, %c0_i32, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %c1_i32, %{{.+}}, %{{.+}}) : (i32, i64, i64, i64, !llvm.ptr, i32, !llvm.ptr, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, !llvm.ptr) -> ()
+// CHECK: call @anvil_rt_gemm_f8_gelu(%c1_i32, %c8_i64, %c16_i64, %c32_i64, %{{.+}}, %c0_i32, %{{.+}}, %c1_i32, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %c1_i32, %{{.+}}, %{{.+}}) : (i32, i64, i64, i64, !llvm.ptr, i32, !llvm.ptr, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, !llvm.ptr) -> ()
 // CHECK: return %[[Y]], %[[PRE]], %[[AMAX]]
 // CUDA-LABEL: func.func @linear_gelu
 // CUDA: call @anvil_rt_cuda_gemm_f8_gelu(
-func.func @linear_gelu(%x: tensor<2x4x32xf8E4M3FN>, %w: tensor<16x32xf8E4M3FN>, %s: tensor<f32>, %b: tensor<16xbf16>) -> (tensor<2x4x16xf8E5M2>, tensor<2x4x16xbf16>, tensor<f32>) {
-  %y, %pre, %amax = anvil.linear_gelu_f8 %x, %w scales(%s, %s) bias(%b) out_scale(%s) {transpose_rhs} : (tensor<2x4x32xf8E4M3FN>, tensor<16x32xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<16xbf16>, tensor<f32>) -> (tensor<2x4x16xf8E5M2>, tensor<2x4x16xbf16>, tensor<f32>)
+func.func @linear_gelu(%x: tensor<2x4x32xf8E4M3FN>, %w: tensor<16x32xf8E5M2>, %s: tensor<f32>, %b: tensor<16xbf16>) -> (tensor<2x4x16xf8E5M2>, tensor<2x4x16xbf16>, tensor<f32>) {
+  %y, %pre, %amax = anvil.linear_gelu_f8 %x, %w scales(%s, %s) bias(%b) out_scale(%s) {transpose_rhs} : (tensor<2x4x32xf8E4M3FN>, tensor<16x32xf8E5M2>, tensor<f32>, tensor<f32>, tensor<16xbf16>, tensor<f32>) -> (tensor<2x4x16xf8E5M2>, tensor<2x4x16xbf16>, tensor<f32>)
   return %y, %pre, %amax : tensor<2x4x16xf8E5M2>, tensor<2x4x16xbf16>, tensor<f32>
 }

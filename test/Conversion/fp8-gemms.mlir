@@ -188,10 +188,10 @@ func.func @bias_after_product(%x: tensor<4x32x64xf32>, %w: tensor<64x96xf32>, %b
 // GELU: %[[B:.+]] = anvil.cast %arg3 : tensor<256xf32> to tensor<256xbf16>
 // GELU: %[[H:.+]], %[[PRE:.+]], %[[AMAX:.+]] = anvil.linear_gelu_f8 %{{.+}}, %{{.+}} scales(%{{.+}}, %{{.+}}) bias(%[[B]]) out_scale(%arg4) {transpose_rhs} : (tensor<4x32x64xf8E4M3FN>, tensor<256x64xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<256xbf16>, tensor<f32>) -> (tensor<4x32x256xf8E4M3FN>, tensor<4x32x256xbf16>, tensor<f32>)
 // GELU: %[[P:.+]] = anvil.cast %[[PRE]] : tensor<4x32x256xbf16> to tensor<4x32x256xf32>
+// GELU-NOT: anvil.gelu
+// GELU-NOT: anvil.reduce_max {{.+}} : tensor<4x32x256xf32>
 // GELU: %[[Y:.+]] = anvil.matmul_f8 %[[H]], %{{.+}} scales(%{{.+}}, %{{.+}}) {transpose_rhs}
 // GELU: %[[D:.+]] = anvil.mul %[[P]], %[[P]] : tensor<4x32x256xf32>
-// GELU-NOT: anvil.gelu
-// GELU-NOT: anvil.reduce_max
 // GELU: return %{{.+}}, %[[AMAX]], %[[D]]
 // Without the option the GELU stays a kernel's, after a bf16 GEMM.
 // BF16-LABEL: func.func @mlp_delayed
@@ -218,9 +218,31 @@ func.func @mlp_delayed(%x: tensor<4x32x64xf32>, %w1: tensor<64x256xf32>, %w2: te
 
 // -----
 
+// A magnitude of the GELU that nothing reads goes with the GELU.
+// GELU-LABEL: func.func @unread_magnitude
+// GELU: anvil.linear_gelu_f8
+// GELU-NOT: anvil.abs {{.+}} : tensor<4x32x256xf32>
+// GELU: return
+func.func @unread_magnitude(%x: tensor<4x32x64xf32>, %w1: tensor<64x256xf32>, %b: tensor<256xf32>, %s: tensor<f32>) -> tensor<4x32x256xf32> {
+  %qx = anvil.fp8_quantize %x forward f8E4M3FN : tensor<4x32x64xf32>
+  %qw1 = anvil.fp8_quantize %w1 forward f8E4M3FN : tensor<64x256xf32>
+  %h = anvil.matmul %qx, %qw1 : (tensor<4x32x64xf32>, tensor<64x256xf32>) -> tensor<4x32x256xf32>
+  %bb = anvil.broadcast %b, dims = [2] : tensor<256xf32> -> tensor<4x32x256xf32>
+  %p = anvil.add %h, %bb : tensor<4x32x256xf32>
+  %a = anvil.gelu tanh %p : tensor<4x32x256xf32>
+  %unread = anvil.abs %a : tensor<4x32x256xf32>
+  %qa = anvil.fp8_quantize %a scale %s forward f8E4M3FN : tensor<4x32x256xf32>
+  return %qa : tensor<4x32x256xf32>
+}
+
+// -----
+
 // The GELU's codes cannot come from its GEMM when their scale is the
 // GELU's own amax (the current recipe), when something else reads the
-// GELU, or when its rows of codes are not 16-byte aligned (N = 88).
+// GELU, when its rows of codes are not 16-byte aligned (N = 88), when the
+// scale is computed after a reader of the sum before the GELU (the GEMM
+// would come after that reader), or when the codes are E5M2 and neither
+// operand is (no FP8 GEMM writes them).
 // GELU-LABEL: func.func @mlp_current
 // GELU-NOT: anvil.linear_gelu_f8
 // GELU: anvil.gelu tanh
@@ -228,6 +250,12 @@ func.func @mlp_delayed(%x: tensor<4x32x64xf32>, %w1: tensor<64x256xf32>, %w2: te
 // GELU-NOT: anvil.linear_gelu_f8
 // GELU: anvil.gelu tanh
 // GELU-LABEL: func.func @unaligned_codes
+// GELU-NOT: anvil.linear_gelu_f8
+// GELU: anvil.gelu tanh
+// GELU-LABEL: func.func @scale_after_reader
+// GELU-NOT: anvil.linear_gelu_f8
+// GELU: anvil.gelu tanh
+// GELU-LABEL: func.func @e5m2_codes
 // GELU-NOT: anvil.linear_gelu_f8
 // GELU: anvil.gelu tanh
 func.func @mlp_current(%x: tensor<4x32x64xf32>, %w1: tensor<64x256xf32>, %b: tensor<256xf32>) -> tensor<4x32x256xf32> {
@@ -260,4 +288,26 @@ func.func @unaligned_codes(%x: tensor<4x32x64xf32>, %w1: tensor<64x88xf32>, %b: 
   %a = anvil.gelu tanh %p : tensor<4x32x88xf32>
   %qa = anvil.fp8_quantize %a scale %s forward f8E4M3FN : tensor<4x32x88xf32>
   return %qa : tensor<4x32x88xf32>
+}
+func.func @scale_after_reader(%x: tensor<4x32x64xf32>, %w1: tensor<64x256xf32>, %b: tensor<256xf32>, %s: tensor<f32>) -> (tensor<4x32x256xf32>, tensor<4x32x256xf32>) {
+  %qx = anvil.fp8_quantize %x forward f8E4M3FN : tensor<4x32x64xf32>
+  %qw1 = anvil.fp8_quantize %w1 forward f8E4M3FN : tensor<64x256xf32>
+  %h = anvil.matmul %qx, %qw1 : (tensor<4x32x64xf32>, tensor<64x256xf32>) -> tensor<4x32x256xf32>
+  %bb = anvil.broadcast %b, dims = [2] : tensor<256xf32> -> tensor<4x32x256xf32>
+  %p = anvil.add %h, %bb : tensor<4x32x256xf32>
+  %d = anvil.mul %p, %p : tensor<4x32x256xf32>
+  %a = anvil.gelu tanh %p : tensor<4x32x256xf32>
+  %s2 = anvil.add %s, %s : tensor<f32>
+  %qa = anvil.fp8_quantize %a scale %s2 forward f8E4M3FN : tensor<4x32x256xf32>
+  return %qa, %d : tensor<4x32x256xf32>, tensor<4x32x256xf32>
+}
+func.func @e5m2_codes(%x: tensor<4x32x64xf32>, %w1: tensor<64x256xf32>, %b: tensor<256xf32>, %s: tensor<f32>) -> tensor<4x32x256xf32> {
+  %qx = anvil.fp8_quantize %x forward f8E4M3FN : tensor<4x32x64xf32>
+  %qw1 = anvil.fp8_quantize %w1 forward f8E4M3FN : tensor<64x256xf32>
+  %h = anvil.matmul %qx, %qw1 : (tensor<4x32x64xf32>, tensor<64x256xf32>) -> tensor<4x32x256xf32>
+  %bb = anvil.broadcast %b, dims = [2] : tensor<256xf32> -> tensor<4x32x256xf32>
+  %p = anvil.add %h, %bb : tensor<4x32x256xf32>
+  %a = anvil.gelu tanh %p : tensor<4x32x256xf32>
+  %qa = anvil.fp8_quantize %a scale %s forward f8E5M2 : tensor<4x32x256xf32>
+  return %qa : tensor<4x32x256xf32>
 }

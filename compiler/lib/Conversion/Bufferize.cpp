@@ -115,6 +115,21 @@ Value addressOf(RewriterBase &rewriter, Location loc, Value buffer) {
       arith::AddIOp::create(rewriter, loc, base, bytes));
 }
 
+/// i32 and i64 constants at the rewriter's insertion point: the runtime
+/// calls' scalar arguments.
+struct Scalars {
+  RewriterBase &rewriter;
+  Location loc;
+  Value i32(int32_t v) const {
+    return arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(),
+                                        v);
+  }
+  Value i64(int64_t v) const {
+    return arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
+                                        v);
+  }
+};
+
 /// The address of the first element of a contiguous buffer, as an LLVM
 /// pointer (what the runtime's functions take for a buffer of any type).
 Value pointerTo(RewriterBase &rewriter, Location loc, Value buffer) {
@@ -537,17 +552,13 @@ struct GemmEpilogueBufferization
           rewriter, loc,
           MemRefType::get(type.getShape(), type.getElementType())));
     }
-    auto i64 = [&](int64_t v) -> Value {
-      return arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
-                                          v);
-    };
+    Scalars c{rewriter, loc};
     SmallVector<Value> args;
     if constexpr (weightGrad)
-      args = {i64(m), i64(k), i64(n)};
+      args = {c.i64(m), c.i64(k), c.i64(n)};
     else
-      args = {arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(),
-                                           gemm.getTransposeRhs() ? 1 : 0),
-              i64(m), i64(n), i64(k)};
+      args = {c.i32(gemm.getTransposeRhs() ? 1 : 0), c.i64(m), c.i64(n),
+              c.i64(k)};
     auto pointer = [&](Value buffer) {
       return pointerTo(rewriter, loc, buffer);
     };
@@ -615,30 +626,23 @@ struct MatmulF8Bufferization
     if (failed(operands))
       return failure();
     ArrayRef<Value> buffers = *operands;
-    auto i64 = [&](int64_t v) -> Value {
-      return arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
-                                          v);
-    };
-    auto i32 = [&](int32_t v) -> Value {
-      return arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(),
-                                          v);
-    };
+    Scalars c{rewriter, loc};
     auto [lda, strideA] = strides(lhs);
     auto [ldb, strideB] = strides(rhs);
     SmallVector<Value> args = {
-        i32(gemm.getTransposeLhs()),
-        i32(gemm.getTransposeRhs()),
-        i64(m),
-        i64(n),
-        i64(k),
+        c.i32(gemm.getTransposeLhs()),
+        c.i32(gemm.getTransposeRhs()),
+        c.i64(m),
+        c.i64(n),
+        c.i64(k),
         buffers[0],
-        i32(f8Format(lhs.getElementType())),
-        i64(lda),
-        i64(strideA),
+        c.i32(f8Format(lhs.getElementType())),
+        c.i64(lda),
+        c.i64(strideA),
         buffers[1],
-        i32(f8Format(rhs.getElementType())),
-        i64(ldb),
-        i64(strideB),
+        c.i32(f8Format(rhs.getElementType())),
+        c.i64(ldb),
+        c.i64(strideB),
         buffers[2],
         buffers[3],
         gemm.getBias() ? buffers[4]
@@ -646,10 +650,10 @@ struct MatmulF8Bufferization
                              rewriter, loc,
                              LLVM::LLVMPointerType::get(rewriter.getContext())),
         pointerTo(rewriter, loc, d),
-        i32(result.getElementType().isBF16()),
-        i64(n),
-        i64(m * n),
-        i64(batch)};
+        c.i32(result.getElementType().isBF16()),
+        c.i64(n),
+        c.i64(m * n),
+        c.i64(batch)};
     callRuntime(rewriter, op, kGemmF8, args, {d});
     return success();
   }
@@ -685,29 +689,22 @@ struct LinearGeluF8Bufferization
     if (failed(operands))
       return failure();
     ArrayRef<Value> buffers = *operands;
-    auto i64 = [&](int64_t v) -> Value {
-      return arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
-                                          v);
-    };
-    auto i32 = [&](int32_t v) -> Value {
-      return arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(),
-                                          v);
-    };
+    Scalars c{rewriter, loc};
     SmallVector<Value> args = {
-        i32(gemm.getTransposeRhs()),
-        i64(m),
-        i64(n),
-        i64(k),
+        c.i32(gemm.getTransposeRhs()),
+        c.i64(m),
+        c.i64(n),
+        c.i64(k),
         buffers[0],
-        i32(f8Format(lhs.getElementType())),
+        c.i32(f8Format(lhs.getElementType())),
         buffers[1],
-        i32(f8Format(gemm.getRhs().getType().getElementType())),
+        c.i32(f8Format(gemm.getRhs().getType().getElementType())),
         buffers[2],
         buffers[3],
         buffers[4],
         buffers[5],
         pointerTo(rewriter, loc, results[0]),
-        i32(f8Format(codes.getElementType())),
+        c.i32(f8Format(codes.getElementType())),
         pointerTo(rewriter, loc, results[1]),
         pointerTo(rewriter, loc, results[2])};
     callRuntime(rewriter, op, kGemmF8Gelu, args, results);
@@ -742,12 +739,9 @@ struct ConvBufferization : NewBufferModel<ConvBufferization<OpTy>, OpTy> {
     auto pointer = [&](Value buffer) {
       return pointerTo(rewriter, loc, buffer);
     };
-    auto i32 = [&](int32_t v) -> Value {
-      return arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(),
-                                          v);
-    };
+    Scalars c{rewriter, loc};
     SmallVector<Value> args = {
-        i32(call->kind), i32(resultType.getElementType().isBF16() ? 1 : 0),
+        c.i32(call->kind), c.i32(resultType.getElementType().isBF16() ? 1 : 0),
         pointer(constantI64Array(rewriter, loc, op->getParentOfType<ModuleOp>(),
                                  call->problem, "__anvil_conv_problem_"))};
     FailureOr<SmallVector<Value>> operands =

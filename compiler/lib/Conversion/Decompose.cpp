@@ -196,6 +196,7 @@ struct GeluThenQuantize {
   BroadcastOp broadcast; ///< Of the bias.
   GeluOp gelu;
   Fp8QuantizeOp quantize;           ///< The GELU's, with its scale.
+  SmallVector<AbsOp> magnitudes;    ///< The GELU's, read by amaxes alone.
   SmallVector<ReduceMaxOp> amaxes;  ///< Of the GELU's magnitudes.
   SmallVector<Operation *> through; ///< The gradients' quantizations.
 };
@@ -225,6 +226,7 @@ std::optional<GeluThenQuantize> geluThenQuantize(MatmulOp gemm) {
     auto abs = dyn_cast<AbsOp>(user);
     if (!abs)
       return std::nullopt;
+    m.magnitudes.push_back(abs);
     for (Operation *absUser : abs->getUsers()) {
       auto amax = dyn_cast<ReduceMaxOp>(absUser);
       if (!amax || amax.getKeepDims() ||
@@ -238,6 +240,29 @@ std::optional<GeluThenQuantize> geluThenQuantize(MatmulOp gemm) {
   return m;
 }
 
+/// The f32 (N) bias that `broadcast` broadcasts, rounded to bf16 at `b`'s
+/// insertion point: how an FP8 GEMM's epilogue takes it (cuBLASLt's bf16
+/// bias, as a bf16 GEMM's linear_gelu).
+Value bf16Bias(OpBuilder &b, Location loc, BroadcastOp broadcast) {
+  Value f32Bias = broadcast.getOperand();
+  return CastOp::create(
+      b, loc, cast<RankedTensorType>(f32Bias.getType()).clone(b.getBF16Type()),
+      f32Bias);
+}
+
+/// Erases what an FP8 GEMM's epilogue replaced, once nothing reads it: the
+/// add of the bias, the bias's broadcast unless something else reads it,
+/// the gradient's quantizations between and the product.
+void eraseFolded(AddOp add, BroadcastOp broadcast,
+                 ArrayRef<Operation *> through, MatmulOp gemm) {
+  add.erase();
+  if (broadcast->use_empty())
+    broadcast.erase();
+  for (Operation *q : llvm::reverse(through))
+    q->erase();
+  gemm.erase();
+}
+
 /// Where `at`'s block holds `user` (or the op that holds it): after `at`.
 bool isAfter(Operation *at, Operation *user) {
   Operation *ancestor = at->getBlock()->findAncestorOpInBlock(*user);
@@ -246,20 +271,29 @@ bool isAfter(Operation *at, Operation *user) {
 
 /// `gemm` (an FP8 product with bf16 results, lhs `a8` (..., M, K) and the
 /// shared weight's codes `b8`, scaled by `ua` and `ub`) as
-/// anvil.linear_gelu_f8 when its bias and GELU are geluThenQuantize's and
-/// the GELU's rows of codes are 16-byte aligned (N a multiple of 16): the
-/// GELU's codes, recorded in `quantized`, its amaxes and the bf16 `pre`
-/// (widened for the add's other readers) come from the GEMM. The product,
-/// the add, the bias's broadcast and the GELU go into `dead`, to be erased
-/// after the quantization. False, changing nothing, when it does not fold.
+/// anvil.linear_gelu_f8 when its bias and GELU are geluThenQuantize's, the
+/// product is not empty, the GELU's rows of codes are 16-byte aligned (N a
+/// multiple of 16) and their format one an FP8 GEMM writes from these
+/// operands (E5M2 only with an E5M2 operand, as cuBLASLt's): the GELU's
+/// codes, recorded in `quantized`, its amaxes and the bf16 `pre` come from
+/// the GEMM. Every other reader of the sum before the GELU (its gradient)
+/// reads `pre` widened. The product, the add and the bias's broadcast are
+/// erased; the GELU, which the quantization reads until its codes replace
+/// it, goes into `dead`. False, changing nothing, when it does not fold.
 bool foldGelu(MatmulOp gemm, Value a8, Value b8, Value ua, Value ub, bool tb,
               llvm::MapVector<Operation *, std::pair<Value, Value>> &quantized,
               SmallVectorImpl<Operation *> &dead) {
   std::optional<GeluThenQuantize> m = geluThenQuantize(gemm);
   RankedTensorType product = gemm.getType();
+  auto e5m2 = [](Value v) {
+    return isa<Float8E5M2Type>(
+        cast<RankedTensorType>(v.getType()).getElementType());
+  };
   if (!m || quantized.contains(m->quantize) ||
       cast<RankedTensorType>(b8.getType()).getRank() != 2 ||
-      product.getShape().back() % 16 != 0)
+      product.getNumElements() == 0 || product.getShape().back() % 16 != 0 ||
+      (isa<Float8E5M2Type>(*m->quantize.getForward()) && !e5m2(a8) &&
+       !e5m2(b8)))
     return false;
   Value f32Bias = m->broadcast.getOperand(), scale = m->quantize.getScale();
   // After the product and whatever the bias and the scale are computed by;
@@ -283,30 +317,26 @@ bool foldGelu(MatmulOp gemm, Value a8, Value b8, Value ua, Value ub, bool tb,
   OpBuilder b(gemm->getContext());
   b.setInsertionPointAfter(at);
   Location loc = gemm.getLoc();
-  Type bf16 = b.getBF16Type();
-  Value bias = CastOp::create(
-      b, loc, cast<RankedTensorType>(f32Bias.getType()).clone(bf16), f32Bias);
   auto fused = LinearGeluF8Op::create(
       b, loc,
-      TypeRange{product.clone(*m->quantize.getForward()), product.clone(bf16),
+      TypeRange{product.clone(*m->quantize.getForward()),
+                product.clone(b.getBF16Type()),
                 RankedTensorType::get({}, b.getF32Type())},
-      a8, b8, ua, ub, bias, scale, tb);
+      a8, b8, ua, ub, bf16Bias(b, loc, m->broadcast), scale, tb);
   for (ReduceMaxOp amax : m->amaxes) {
-    Operation *abs = amax.getOperand().getDefiningOp();
     amax.replaceAllUsesWith(fused.getAmax());
     amax.erase();
-    if (abs->use_empty())
-      abs->erase();
   }
+  for (AbsOp abs : m->magnitudes)
+    abs.erase();
   Value pre = CastOp::create(b, loc, product, fused.getPre());
-  m->add.getResult().replaceUsesWithIf(
-      pre, [&](OpOperand &use) { return use.getOwner() != m->gelu; });
+  // The GELU too, moved after `pre`: the quantization (after `at`, as it
+  // reads the scale) reads it until its codes replace it.
+  m->add.getResult().replaceAllUsesWith(pre);
+  m->gelu->moveAfter(pre.getDefiningOp());
+  eraseFolded(m->add, m->broadcast, m->through, gemm);
   quantized.insert({m->quantize, {fused.getResult(), scale}});
-  dead.append({m->gelu, m->add});
-  if (m->broadcast->hasOneUse())
-    dead.push_back(m->broadcast);
-  dead.append(m->through.rbegin(), m->through.rend());
-  dead.push_back(gemm);
+  dead.push_back(m->gelu);
   return true;
 }
 
@@ -338,7 +368,7 @@ void lowerFp8Gemms(ModuleOp module, bool kInner, FloatType result,
   // The codes and scale of each quantization, made right after it (or
   // written by a GEMM's epilogue).
   llvm::MapVector<Operation *, std::pair<Value, Value>> quantized;
-  // What the epilogues replaced, erased once the quantizations are.
+  // The GELUs that epilogues replaced, erased once their quantizations are.
   SmallVector<Operation *> dead;
   auto codesOf = [&](Fp8QuantizeOp q) {
     auto [it, fresh] = quantized.try_emplace(q, Value(), Value());
@@ -383,21 +413,12 @@ void lowerFp8Gemms(ModuleOp module, bool kInner, FloatType result,
     if (epilogue) {
       // At the rounding: the bias may be computed after the product.
       OpBuilder at(epilogue->rounding);
-      Value f32Bias = epilogue->broadcast.getOperand();
-      Value bias = CastOp::create(
-          at, op.getLoc(),
-          cast<RankedTensorType>(f32Bias.getType()).clone(result), f32Bias);
-      Value product =
-          MatmulF8Op::create(at, op.getLoc(), op.getType().clone(result), a8,
-                             b8, ua, ub, bias, ta, tb);
+      Value product = MatmulF8Op::create(
+          at, op.getLoc(), op.getType().clone(result), a8, b8, ua, ub,
+          bf16Bias(at, op.getLoc(), epilogue->broadcast), ta, tb);
       epilogue->rounding.replaceAllUsesWith(product);
       epilogue->rounding.erase();
-      epilogue->add.erase();
-      if (epilogue->broadcast->use_empty())
-        epilogue->broadcast.erase();
-      for (Operation *q : llvm::reverse(epilogue->through))
-        q->erase();
-      op.erase();
+      eraseFolded(epilogue->add, epilogue->broadcast, epilogue->through, op);
       continue;
     }
     Value product =

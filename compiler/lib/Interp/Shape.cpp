@@ -140,6 +140,26 @@ static std::vector<double> linearProduct(const Buffer &lhs, const Buffer &rhs,
   return p;
 }
 
+/// The epilogue of anvil.linear_gelu and its FP8 form: with p = product
+/// scale + bias (per column), gelu_tanh(p) outScale into out[0] and p into
+/// out[1]; returns the largest |gelu_tanh(p)|. Exact, like every op here:
+/// the interpreter rounds the results to their types once (roundResults),
+/// as the ops round them.
+static double geluEpilogue(ArrayRef<double> product, double scale,
+                           const Buffer &bias, double outScale,
+                           std::vector<Buffer> &out) {
+  int64_t n = bias.numElements();
+  double amax = 0.0;
+  for (size_t i = 0; i < product.size(); ++i) {
+    double x = product[i] * scale + bias.data[i % n];
+    double g = geluTanh(x);
+    out[0].data[i] = g * outScale;
+    out[1].data[i] = x;
+    amax = nanMax(amax, std::abs(g));
+  }
+  return amax;
+}
+
 /// The epilogue of anvil.gelu_bias_grad and anvil.matmul_gelu_bias_grad:
 /// d = g gelu_tanh'(pre) into out[0] (rounded to bf16 by the interpreter)
 /// and its column sums into out[1].
@@ -178,16 +198,9 @@ void registerShapeEvaluators(EvaluatorTable &t) {
   });
   t.add<ad::LinearGeluOp>([](ad::LinearGeluOp op, ArrayRef<const Buffer *> in,
                              std::vector<Buffer> &out) {
-    int64_t n = out[0].shape.back();
-    std::vector<double> p =
-        linearProduct(*in[0], *in[1], op.getTransposeRhs(), n);
-    for (size_t i = 0; i < p.size(); ++i) {
-      // Exact, like every op here: the results are rounded to bf16 once
-      // (with roundResults), as the op rounds them.
-      double x = p[i] + in[2]->data[i % n];
-      out[0].data[i] = geluTanh(x);
-      out[1].data[i] = x;
-    }
+    std::vector<double> p = linearProduct(*in[0], *in[1], op.getTransposeRhs(),
+                                          out[0].shape.back());
+    geluEpilogue(p, 1.0, *in[2], 1.0, out);
     return success();
   });
   // Its FP8 form: the 8-bit products times the scales, plus the bias; the
@@ -196,19 +209,10 @@ void registerShapeEvaluators(EvaluatorTable &t) {
   t.add<ad::LinearGeluF8Op>([](ad::LinearGeluF8Op op,
                                ArrayRef<const Buffer *> in,
                                std::vector<Buffer> &out) {
-    int64_t n = out[0].shape.back();
-    std::vector<double> p =
-        linearProduct(*in[0], *in[1], op.getTransposeRhs(), n);
-    double scale = in[2]->data[0] * in[3]->data[0], outScale = in[5]->data[0];
-    double amax = 0.0;
-    for (size_t i = 0; i < p.size(); ++i) {
-      double x = p[i] * scale + in[4]->data[i % n];
-      double g = geluTanh(x);
-      out[0].data[i] = g * outScale;
-      out[1].data[i] = x;
-      amax = nanMax(amax, std::abs(g));
-    }
-    out[2].data[0] = amax;
+    std::vector<double> p = linearProduct(*in[0], *in[1], op.getTransposeRhs(),
+                                          out[0].shape.back());
+    out[2].data[0] = geluEpilogue(p, in[2]->data[0] * in[3]->data[0], *in[4],
+                                  in[5]->data[0], out);
     return success();
   });
   t.add<ad::GeluBiasGradOp>([](ad::GeluBiasGradOp, ArrayRef<const Buffer *> in,

@@ -337,15 +337,13 @@ extern "C" void anvil_rt_gemm_f8_gelu(int32_t transB, int64_t m, int64_t n,
                                       const void *bias, const float *outScale,
                                       void *out, int32_t outFormat, void *pre,
                                       float *amax) {
-  // The sums as anvil_rt_gemm_f8 computes them (widened codes, BLAS).
-  thread_local std::vector<float> wideA, wideB, sums;
-  widen(a, aFormat, m, k, k, 0, 1, wideA);
-  widen(b, bFormat, transB ? n : k, transB ? k : n, transB ? k : n, 0, 1,
-        wideB);
-  sums.resize(static_cast<size_t>(m * n));
-  anvil_rt_sgemm(0, transB, m, n, k, wideA.data(), k, 0, wideB.data(),
-                 transB ? k : n, 0, sums.data(), n, 0, 1, /*accumulate=*/0);
-  const float scale = *scaleA * *scaleB, s = *outScale;
+  // The scaled sums, in f32: the FP8 GEMM's.
+  thread_local std::vector<float> scaled;
+  scaled.resize(static_cast<size_t>(m * n));
+  anvil_rt_gemm_f8(0, transB, m, n, k, a, aFormat, k, 0, b, bFormat,
+                   transB ? k : n, 0, scaleA, scaleB, /*bias=*/nullptr,
+                   scaled.data(), /*dBf16=*/0, n, 0, 1);
+  const float s = *outScale;
   const auto *biasBits = static_cast<const uint16_t *>(bias);
   auto *codes = static_cast<uint8_t *>(out);
   auto *preBits = static_cast<uint16_t *>(pre);
@@ -353,7 +351,7 @@ extern "C" void anvil_rt_gemm_f8_gelu(int32_t transB, int64_t m, int64_t n,
   for (int64_t r = 0; r < m; ++r)
     for (int64_t j = 0; j < n; ++j) {
       int64_t at = r * n + j;
-      float p = sums[at] * scale + anvil::rt::fromBF16Bits(biasBits[j]);
+      float p = scaled[at] + anvil::rt::fromBF16Bits(biasBits[j]);
       float g = geluTanh(p);
       preBits[at] = anvil::rt::toBF16Bits(p);
       codes[at] = encodeF8(g * s, outFormat);

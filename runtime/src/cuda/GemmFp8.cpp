@@ -135,7 +135,8 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
       strideA % 16 != 0 || strideB % 16 != 0 || strideD % perRow != 0 ||
       !aligned(a) || !aligned(b) || !aligned(d) || !aligned(scaleA) ||
       !aligned(scaleB) || (bias && !aligned(bias)) ||
-      (gelu && (ldd % 8 != 0 || !aligned(out.pre))))
+      (gelu &&
+       (!aligned(out.pre) || !aligned(out.scale) || !aligned(out.amax))))
     fail(std::string(caller) +
          ": cuBLASLt's FP8 GEMM needs 16-byte aligned operands, scales, bias, "
          "rows "
@@ -226,7 +227,9 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
     // cuBLASLt's A is our B, its B our A.
     for (auto [layout, stride] :
          {std::pair{desc.a, strideB}, std::pair{desc.b, strideA},
-          std::pair{desc.d, strideD}}) {
+          std::pair{desc.d, strideD}, std::pair{desc.c, strideD}}) {
+      if (!layout) // no C of its own
+        continue;
       check(cublasLtMatrixLayoutSetAttribute(layout,
                                              CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
                                              &count, sizeof count),
@@ -379,6 +382,12 @@ extern "C" void anvil_rt_cuda_gemm_f8_gelu(
   if (!bias || !pre || !outScale || !amax)
     fail("anvil_rt_cuda_gemm_f8_gelu: the bias, pre, the output scale and "
          "the amax are all required");
+  if (m <= 0 || n <= 0)
+    fail("anvil_rt_cuda_gemm_f8_gelu: an empty product (" + std::to_string(m) +
+         " x " + std::to_string(n) + ") has no amax for AMAX_D to write");
+  if (outFormat == 1 && aFormat != 1 && bFormat != 1)
+    fail("anvil_rt_cuda_gemm_f8_gelu: cuBLASLt's FP8 GEMM writes E5M2 codes "
+         "only from an E5M2 operand; both are E4M3");
   Output o{out, fp8Type(outFormat), n, bias, pre, outScale, amax};
   ltGemm("anvil_rt_cuda_gemm_f8_gelu", m, n, k, a, aFormat, k, b, bFormat, k,
          scaleA, scaleB, o, 1, 0, 0, 0);

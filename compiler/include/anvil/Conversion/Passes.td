@@ -50,8 +50,10 @@ def AnvilDecomposePass : Pass<"anvil-decompose", "mlir::ModuleOp"> {
     recipe's), `gelu_tanh(product + broadcast(bias))`, becomes
     `anvil.linear_gelu_f8`: the GEMM writes the GELU's 8-bit codes, their
     amax (replacing the history's `reduce_max` of the GELU's magnitudes)
-    and the bf16 sum before the GELU, which the gradient reads widened;
-    its N must be a multiple of 16 (rows of codes 16-byte aligned). Each
+    and the bf16 sum before the GELU, which every other reader of the sum
+    (the GELU's gradient) reads widened; its N must be a multiple of 16
+    (rows of codes 16-byte aligned), and E5M2 codes need an E5M2 operand
+    (as cuBLASLt's FP8 GEMM writes them). Each
     quantization is computed once for all the GEMMs that read it; its
     other users read its dequantized codes. matmul_f8 has no VJP: run this
     after the training step is built.

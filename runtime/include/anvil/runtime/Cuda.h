@@ -331,10 +331,11 @@ void anvil_rt_cuda_gemm_f8(int32_t transA, int32_t transB, int64_t m, int64_t n,
 /// scales and the amax too), through cuBLASLt's FP8 GEMM with the
 /// GELU_AUX_BIAS epilogue: the scales as its A and B scale pointers, the
 /// bf16 bias, `pre` as the bf16 auxiliary output, `outScale` as D's scale
-/// pointer, an FP8 D, and `amax` as its AMAX_D pointer. B with K innermost
-/// (transB = 1); n a multiple of 16 and every pointer 16-byte aligned.
-/// Queues the product on the step stream; a failure names the call and the
-/// shapes.
+/// pointer, an FP8 D, and `amax` as its AMAX_D pointer (the largest
+/// magnitude as cuBLASLt computes it). B with K innermost (transB = 1); k
+/// and n multiples of 16, m and n not 0, every pointer 16-byte aligned, and
+/// E5M2 codes only from an E5M2 operand. Queues the product on the step
+/// stream; a failure names the call and the shapes.
 void anvil_rt_cuda_gemm_f8_gelu(int32_t transB, int64_t m, int64_t n, int64_t k,
                                 const void *a, int32_t aFormat, const void *b,
                                 int32_t bFormat, const float *scaleA,

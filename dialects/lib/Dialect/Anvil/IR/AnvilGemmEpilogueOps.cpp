@@ -112,20 +112,12 @@ LogicalResult LinearGeluF8Op::verify() {
   Fail<LinearGeluF8Op> fail{getLoc()};
   RankedTensorType lhs = tensorType(getLhs());
   RankedTensorType rhs = tensorType(getRhs());
-  auto eightBit = [](Type t) {
-    return isa<Float8E4M3FNType, Float8E5M2Type>(t);
-  };
-  if (!eightBit(lhs.getElementType()) || !eightBit(rhs.getElementType()))
-    return fail("operands must be f8E4M3FN or f8E5M2 tensors, got lhs ", lhs,
-                " and rhs ", rhs);
-  if (isa<Float8E5M2Type>(lhs.getElementType()) &&
-      isa<Float8E5M2Type>(rhs.getElementType()))
-    return fail("at most one operand may be f8E5M2 (as in FP8 GEMMs), got lhs ",
-                lhs, " and rhs ", rhs);
+  if (failed(verifyFp8Operands<LinearGeluF8Op>(getLoc(), lhs, rhs)))
+    return failure();
   if (rhs.getRank() != 2)
     return fail("rhs must be a matrix shared by every row of lhs, got ", rhs);
   RankedTensorType result = getResult().getType();
-  if (!eightBit(result.getElementType()))
+  if (!isa<Float8E4M3FNType, Float8E5M2Type>(result.getElementType()))
     return fail("result must be an f8E4M3FN or f8E5M2 tensor (the GELU's "
                 "codes), got ",
                 result);

@@ -592,16 +592,8 @@ LogicalResult MatmulF8Op::verify() {
   Fail<MatmulF8Op> fail{getLoc()};
   RankedTensorType lhs = tensorType(getLhs());
   RankedTensorType rhs = tensorType(getRhs());
-  auto eightBit = [](Type t) {
-    return isa<Float8E4M3FNType, Float8E5M2Type>(t);
-  };
-  if (!eightBit(lhs.getElementType()) || !eightBit(rhs.getElementType()))
-    return fail("operands must be f8E4M3FN or f8E5M2 tensors, got lhs ", lhs,
-                " and rhs ", rhs);
-  if (isa<Float8E5M2Type>(lhs.getElementType()) &&
-      isa<Float8E5M2Type>(rhs.getElementType()))
-    return fail("at most one operand may be f8E5M2 (as in FP8 GEMMs), got lhs ",
-                lhs, " and rhs ", rhs);
+  if (failed(verifyFp8Operands<MatmulF8Op>(getLoc(), lhs, rhs)))
+    return failure();
   RankedTensorType result = getType();
   Type element = result.getElementType();
   if (!element.isF32() && !element.isBF16())

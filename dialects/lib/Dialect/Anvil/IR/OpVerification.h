@@ -74,6 +74,25 @@ LogicalResult inferMatmul(std::optional<Location> loc, RankedTensorType lhs,
   return success();
 }
 
+/// An FP8 GEMM's operands: 8-bit floats (`f8E4M3FN` or `f8E5M2`), not both
+/// `f8E5M2`, as Hopper's FP8 tensor cores take them.
+template <typename OpTy>
+LogicalResult verifyFp8Operands(std::optional<Location> loc,
+                                RankedTensorType lhs, RankedTensorType rhs) {
+  Fail<OpTy> fail{loc};
+  auto eightBit = [](Type t) {
+    return isa<Float8E4M3FNType, Float8E5M2Type>(t);
+  };
+  if (!eightBit(lhs.getElementType()) || !eightBit(rhs.getElementType()))
+    return fail("operands must be f8E4M3FN or f8E5M2 tensors, got lhs ", lhs,
+                " and rhs ", rhs);
+  if (isa<Float8E5M2Type>(lhs.getElementType()) &&
+      isa<Float8E5M2Type>(rhs.getElementType()))
+    return fail("at most one operand may be f8E5M2 (as in FP8 GEMMs), got lhs ",
+                lhs, " and rhs ", rhs);
+  return success();
+}
+
 } // namespace mlir::anvil::detail
 
 #endif // ANVIL_LIB_DIALECT_ANVIL_IR_OPVERIFICATION_H
