@@ -17,6 +17,9 @@
 #   bin/gpt2-124m-bf16-unfused.cuda.train      decomposed, and with the MLP's
 #                                         bias and GELU as kernels
 #                                         (--gemm-epilogues=off)
+#   bin/gpt2-124m-bf16-separate.cuda.train  the bf16 step with every
+#                                         dispatch a kernel of its own
+#                                         (--horizontal-fusion=off)
 #   bin/gpt2-124m-bf16-f32attention.cuda.train  the bf16 step with attention
 #                                         on f32 tensors
 #                                         (--attention-bf16-tensors=off)
@@ -104,6 +107,11 @@ echo "bundle: CUDA executables for $ARCH"
 "$BIN/anvil-compile" --model gpt --config gpt2-124m --precision=bf16 \
   --gemm-epilogues=off --target=cuda --cuda-arch="$ARCH" \
   -o "$OUT/bin/gpt2-124m-bf16-unfused.cuda.train"
+# The same step with each independent dispatch a kernel of its own, against
+# the optimizer's same-shaped updates merged (the default).
+"$BIN/anvil-compile" --model gpt --config gpt2-124m --precision=bf16 \
+  --horizontal-fusion=off --target=cuda --cuda-arch="$ARCH" \
+  -o "$OUT/bin/gpt2-124m-bf16-separate.cuda.train"
 for precision in bf16 fp8 fp8=delayed; do
   name=${precision/=/-}
   "$BIN/anvil-compile" --model gpt --config gpt2-350m --precision=$precision \

@@ -260,6 +260,14 @@ cl::opt<std::string> gemmEpilogues(
              "(anvil-decompose fp8-gelu-epilogue): on (the default with "
              "--target=cuda or --emulate-cuda-grid) or off"),
     cl::value_desc("on|off"), cl::init(""), cl::cat(category));
+cl::opt<std::string> horizontalFusion(
+    "horizontal-fusion",
+    cl::desc("Whether independent dispatches that loop over the same domain "
+             "(the optimizer's updates of same-shaped parameters) run as one "
+             "kernel (anvil-horizontal-fuse): on (the default with "
+             "--target=cuda or --emulate-cuda-grid, where a launch costs more "
+             "than a small kernel's work) or off"),
+    cl::value_desc("on|off"), cl::init(""), cl::cat(category));
 cl::opt<std::string> libraryConvs(
     "library-convs",
     cl::desc("Whether each convolution, and each of its gradients, that a "
@@ -1003,7 +1011,8 @@ int main(int argc, char **argv) {
   // The on|off choices that default to on for the CUDA kernels (the target
   // or its emulated grid).
   for (cl::opt<std::string> *onOff :
-       {&gemmEpilogues, &libraryConvs, &attentionBf16Tensors}) {
+       {&gemmEpilogues, &libraryConvs, &attentionBf16Tensors,
+        &horizontalFusion}) {
     if (onOff->getNumOccurrences() && *onOff != "on" && *onOff != "off")
       return error("--" + onOff->ArgStr.str() + "=" + *onOff + ": on or off");
     if (onOff->empty())
@@ -1320,6 +1329,7 @@ int main(int argc, char **argv) {
       options.splitReductions = splitReductions;
       options.warpReductions = warpReductions;
       options.libraryConvs = libraryConvs == "on";
+      options.horizontalFuse = horizontalFusion == "on";
       options.fp8GemmResult = fp8GemmResult;
       options.fp8GeluEpilogue = gemmEpilogues == "on";
       options.target.chip = cudaArch;
@@ -1342,6 +1352,7 @@ int main(int argc, char **argv) {
       // The CPU's reference of the library's convolutions (where CUDA
       // calls cuDNN).
       options.libraryConvs = libraryConvs == "on";
+      options.horizontalFuse = horizontalFusion == "on";
       options.fp8GemmResult = fp8GemmResult;
       options.fp8GeluEpilogue = gemmEpilogues == "on";
       // The emulated grid runs what CUDA runs: FP8 GEMMs with K innermost.

@@ -185,4 +185,50 @@ def AnvilSplitReductionsPass
   ];
 }
 
+def AnvilHorizontalFusePass
+    : Pass<"anvil-horizontal-fuse", "mlir::ModuleOp"> {
+  let summary = "Merges independent dispatches over one domain into one";
+  let description = [{
+    After `anvil-fuse` every top-level linalg op is a dispatch: a kernel
+    launch on a GPU, where a small kernel costs its launch more than its
+    work. Many are independent of each other and loop over the same
+    domain: the optimizer's update of each of a model's same-shaped
+    parameters (GPT-2's twelve layers), the delayed recipe's scale of each
+    FP8 tensor. This pass, run after `anvil-fuse` for the CUDA backend and
+    its emulation, merges such generics into one `linalg.generic` whose
+    operands and results are all of theirs, each body computed in turn at
+    every point: one launch instead of several, every value computed as
+    before (no change to what any output holds).
+
+    It walks each function's top-level generics in order. A candidate has
+    tensor semantics, only parallel loops over a static domain, and no
+    attributes of its own. It joins the first open group with the same
+    loop ranges if the group's operands stay within `max-operands`; a group
+    closes once something reads one of its results at or before the
+    candidate (the merged op takes the place of the group's last member, so
+    every reader of every member must come after it; this also keeps a
+    member from reading another). Groups of two or more become one generic
+    at their last member's place; the members' results are replaced by its
+    results.
+
+    Input (two independent updates of 768 elements):
+    ```mlir
+    %a = linalg.generic {iterator_types = ["parallel"]} ins(%x, %g : ...) outs(%x : tensor<768xf32>) { ... }
+    %b = linalg.generic {iterator_types = ["parallel"]} ins(%y, %h : ...) outs(%y : tensor<768xf32>) { ... }
+    ```
+    Output:
+    ```mlir
+    %m:2 = linalg.generic {iterator_types = ["parallel"]} ins(%x, %g, %y, %h : ...) outs(%x, %y : ...) {
+      // %a's body, then %b's; yield both
+    }
+    ```
+  }];
+  let options = [
+    Option<"maxOperands", "max-operands", "int64_t", /*default=*/"24",
+           "The most operands (inputs and outputs) of a merged generic: its "
+           "kernel's parameters">,
+  ];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
 #endif // ANVIL_FUSION_PASSES_TD

@@ -102,6 +102,8 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
       pm.addPass(createAnvilSplitReductionsPass(split));
     }
     pm.addPass(createCanonicalizerPass());
+    if (options.horizontalFuse)
+      pm.addPass(createAnvilHorizontalFusePass());
   }
 
   // 3. bufferized

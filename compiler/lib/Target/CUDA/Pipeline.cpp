@@ -124,6 +124,7 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     cpuOptions.gemmWeightBiasGrad = "anvil_rt_cuda_gemm_weight_bias_grad";
     cpuOptions.libraryConvs = options.libraryConvs;
     cpuOptions.conv = "anvil_rt_cuda_conv";
+    cpuOptions.horizontalFuse = options.horizontalFuse;
     cpuOptions.mergeAmax = true;
     cpuOptions.recomputeCheap = true;
     cpuOptions.mergeCheapReaders = true;

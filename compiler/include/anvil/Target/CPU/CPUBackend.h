@@ -49,6 +49,10 @@ struct CPUPipelineOptions {
   /// (anvil-cpu-parallel-dispatches); off for a GPU target, which maps the
   /// dispatches onto a grid instead.
   bool threadChunks = true;
+  /// After fusion, merge independent dispatches over one domain into one
+  /// (anvil-horizontal-fuse; the CUDA backend's and its emulation, where a
+  /// launch costs more than a small kernel's work).
+  bool horizontalFuse = false;
   /// After fusion, split long sums into few outputs into two stages
   /// (anvil-split-reductions min-length; 0: off, the CPU's default: its
   /// threads split a dispatch's outer loop instead).

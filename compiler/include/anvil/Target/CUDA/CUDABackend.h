@@ -76,6 +76,9 @@ struct CUDAPipelineOptions {
   /// anvil-cuda-map-dispatches' warp-reductions: reductions of contiguous
   /// rows of at least this many terms run a warp per row (0: never).
   int64_t warpReductions = 256;
+  /// Independent dispatches over one domain run as one kernel
+  /// (anvil-horizontal-fuse).
+  bool horizontalFuse = true;
   /// Convolutions that cuDNN takes run as one call each
   /// (anvil-library-convs; anvil_rt_cuda_conv); off: as kernels.
   bool libraryConvs = true;

@@ -1,0 +1,176 @@
+//===- HorizontalFuse.cpp - independent dispatches over one domain merged -===//
+//
+// anvil-horizontal-fuse: after anvil-fuse, each top-level linalg op is a
+// dispatch (a kernel launch on a GPU). Many are independent of each other
+// and iterate over the same domain: the optimizer's update of each of a
+// model's same-shaped parameters, the delayed recipe's per-tensor scales.
+// Those become one linalg.generic with every member's operands and
+// results, each member's body computed in turn at each point: one launch
+// instead of several, each computing what it did. See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "anvil/Fusion/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+namespace mlir::anvil {
+#define GEN_PASS_DEF_ANVILHORIZONTALFUSEPASS
+#include "anvil/Fusion/Passes.h.inc"
+} // namespace mlir::anvil
+
+using namespace mlir;
+
+namespace {
+
+/// Whether `op` may join a horizontal group: a linalg.generic on tensors
+/// whose loops (if any: a scalar's has none) are all parallel over a static
+/// domain, with no attributes beyond its own (nothing a later pass reads
+/// off it).
+bool isCandidate(linalg::GenericOp op) {
+  if (!op.hasPureTensorSemantics() ||
+      op.getNumParallelLoops() != op.getNumLoops())
+    return false;
+  if (llvm::any_of(op.getStaticLoopRanges(),
+                   [](int64_t r) { return ShapedType::isDynamic(r); }))
+    return false;
+  return op->getDiscardableAttrDictionary().empty();
+}
+
+/// Ops merged into one; `operands` counts their inputs and outputs.
+struct Group {
+  SmallVector<int64_t> domain;
+  SmallVector<linalg::GenericOp> members;
+  int64_t operands = 0;
+  bool open = true;
+};
+
+/// Whether something reads a result of `member` at or before `op` (in
+/// `op`'s block): then the merged op, placed at the group's last member,
+/// would come after a reader, and `op` may depend on `member`.
+bool readBefore(linalg::GenericOp member, Operation *op) {
+  Block *block = op->getBlock();
+  for (Operation *user : member->getUsers()) {
+    Operation *ancestor = block->findAncestorOpInBlock(*user);
+    if (!ancestor || ancestor == op || ancestor->isBeforeInBlock(op))
+      return true;
+  }
+  return false;
+}
+
+/// The generic computing every member of `members` before `at`; the
+/// members' results are replaced by its results.
+void merge(RewriterBase &rewriter, ArrayRef<linalg::GenericOp> members,
+           Operation *at) {
+  SmallVector<Value> ins, outs;
+  SmallVector<AffineMap> inMaps, outMaps;
+  SmallVector<Type> resultTypes;
+  for (linalg::GenericOp m : members) {
+    llvm::append_range(ins, m.getDpsInputs()); // a vector, by value
+    llvm::append_range(outs, m.getDpsInits());
+    for (OpOperand *in : m.getDpsInputOperands())
+      inMaps.push_back(m.getMatchingIndexingMap(in));
+    for (OpOperand &out : m.getDpsInitsMutable())
+      outMaps.push_back(m.getMatchingIndexingMap(&out));
+    resultTypes.append(m->getResultTypes().begin(), m->getResultTypes().end());
+  }
+  SmallVector<AffineMap> maps(inMaps);
+  maps.append(outMaps);
+  linalg::GenericOp last = members.back();
+  rewriter.setInsertionPoint(at);
+  auto merged =
+      linalg::GenericOp::create(rewriter, last.getLoc(), resultTypes, ins, outs,
+                                maps, last.getIteratorTypesArray());
+  // The block's arguments: every member's inputs, then every member's
+  // outputs, in member order.
+  SmallVector<BlockArgument> inArgs, outArgs;
+  for (linalg::GenericOp m : members) {
+    llvm::append_range(inArgs, m.getRegionInputArgs());
+    llvm::append_range(outArgs, m.getRegionOutputArgs());
+  }
+  SmallVector<Type> argTypes;
+  SmallVector<Location> argLocs;
+  for (BlockArgument a : llvm::concat<BlockArgument>(inArgs, outArgs)) {
+    argTypes.push_back(a.getType());
+    argLocs.push_back(a.getLoc());
+  }
+  Block *body =
+      rewriter.createBlock(&merged.getRegion(), {}, argTypes, argLocs);
+  IRMapping map;
+  for (auto [from, to] : llvm::zip_equal(
+           llvm::concat<BlockArgument>(inArgs, outArgs), body->getArguments()))
+    map.map(from, to);
+  SmallVector<Value> yielded;
+  for (linalg::GenericOp m : members) {
+    for (Operation &op : m.getBody()->without_terminator())
+      rewriter.clone(op, map);
+    for (Value v : m.getBody()->getTerminator()->getOperands())
+      yielded.push_back(map.lookupOrDefault(v));
+  }
+  linalg::YieldOp::create(rewriter, last.getLoc(), yielded);
+  unsigned next = 0;
+  for (linalg::GenericOp m : members) {
+    unsigned n = m->getNumResults();
+    rewriter.replaceOp(m, merged->getResults().slice(next, n));
+    next += n;
+  }
+}
+
+struct AnvilHorizontalFusePass
+    : mlir::anvil::impl::AnvilHorizontalFusePassBase<AnvilHorizontalFusePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    getOperation().walk([&](FunctionOpInterface fn) {
+      if (fn.isExternal())
+        return;
+      for (Block &block : fn.getFunctionBody())
+        fuseBlock(rewriter, block);
+    });
+  }
+
+  /// Generics join the first open group of their domain; each group
+  /// becomes one generic at its last member (see Passes.td).
+  void fuseBlock(RewriterBase &rewriter, Block &block) {
+    SmallVector<Group> groups;
+    for (auto op :
+         llvm::make_early_inc_range(block.getOps<linalg::GenericOp>())) {
+      if (!isCandidate(op))
+        continue;
+      SmallVector<int64_t> domain = op.getStaticLoopRanges();
+      int64_t operands = op->getNumOperands();
+      Group *joined = nullptr;
+      for (Group &g : groups) {
+        if (!g.open || g.domain != domain)
+          continue;
+        // A group whose results something reads by now takes nothing
+        // after: every later op comes after that reader too.
+        if (llvm::any_of(g.members, [&](linalg::GenericOp m) {
+              return readBefore(m, op);
+            })) {
+          g.open = false;
+          continue;
+        }
+        if (g.operands + operands > maxOperands)
+          continue;
+        joined = &g;
+        break;
+      }
+      if (!joined) {
+        groups.push_back({domain, {}, 0, true});
+        joined = &groups.back();
+      }
+      joined->members.push_back(op);
+      joined->operands += operands;
+    }
+    for (Group &g : groups)
+      if (g.members.size() > 1)
+        merge(rewriter, g.members, g.members.back());
+  }
+};
+
+} // namespace

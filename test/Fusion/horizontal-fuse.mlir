@@ -1,0 +1,124 @@
+// RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse | FileCheck %s
+// RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse=max-operands=5 | FileCheck %s --check-prefix=FEW
+
+// Tests anvil-horizontal-fuse: independent all-parallel generics over the
+// same static domain become one generic at the last one's place, their
+// operands and results in order, each body computed in turn.
+
+#v = affine_map<(d0) -> (d0)>
+// Two updates of 768 elements and a third of another domain: the two
+// merge (four inputs, two outputs, both bodies, both results yielded); the
+// third stays.
+// CHECK-LABEL: func.func @independent
+// CHECK: %[[C:.+]] = linalg.generic {{.*}} ins(%arg4 : tensor<64xf32>) outs(%arg4 : tensor<64xf32>)
+// CHECK: %[[M:.+]]:2 = linalg.generic {indexing_maps = [#{{.+}}, #{{.+}}, #{{.+}}, #{{.+}}, #{{.+}}, #{{.+}}], iterator_types = ["parallel"]} ins(%arg0, %arg1, %arg2, %arg3 : tensor<768xf32>, tensor<768xf32>, tensor<768xf32>, tensor<768xf32>) outs(%arg0, %arg2 : tensor<768xf32>, tensor<768xf32>)
+// CHECK-NEXT: ^bb0(%[[X:.+]]: f32, %[[G:.+]]: f32, %[[Y:.+]]: f32, %[[H:.+]]: f32, %{{.+}}: f32, %{{.+}}: f32):
+// CHECK-NEXT: %[[A:.+]] = arith.subf %[[X]], %[[G]] : f32
+// CHECK-NEXT: %[[B:.+]] = arith.mulf %[[Y]], %[[H]] : f32
+// CHECK-NEXT: linalg.yield %[[A]], %[[B]] : f32, f32
+// CHECK: return %[[M]]#0, %[[M]]#1, %[[C]]
+// FEW-LABEL: func.func @independent
+// FEW-COUNT-3: linalg.generic
+func.func @independent(%x: tensor<768xf32>, %g: tensor<768xf32>, %y: tensor<768xf32>, %h: tensor<768xf32>, %z: tensor<64xf32>) -> (tensor<768xf32>, tensor<768xf32>, tensor<64xf32>) {
+  %a = linalg.generic {indexing_maps = [#v, #v, #v], iterator_types = ["parallel"]} ins(%x, %g : tensor<768xf32>, tensor<768xf32>) outs(%x : tensor<768xf32>) {
+  ^bb0(%i: f32, %j: f32, %o: f32):
+    %s = arith.subf %i, %j : f32
+    linalg.yield %s : f32
+  } -> tensor<768xf32>
+  %c = linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]} ins(%z : tensor<64xf32>) outs(%z : tensor<64xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    %s = arith.negf %i : f32
+    linalg.yield %s : f32
+  } -> tensor<64xf32>
+  %b = linalg.generic {indexing_maps = [#v, #v, #v], iterator_types = ["parallel"]} ins(%y, %h : tensor<768xf32>, tensor<768xf32>) outs(%y : tensor<768xf32>) {
+  ^bb0(%i: f32, %j: f32, %o: f32):
+    %s = arith.mulf %i, %j : f32
+    linalg.yield %s : f32
+  } -> tensor<768xf32>
+  return %a, %b, %c : tensor<768xf32>, tensor<768xf32>, tensor<64xf32>
+}
+
+// -----
+
+#v = affine_map<(d0) -> (d0)>
+// The second reads the first, so they stay apart (the first's group
+// closes), and so does every later op from the first: a merged op at the
+// later op's place would come after the first's readers (%b, %r). The
+// second, third and fourth, independent of each other, merge after %r, at
+// the fourth's place.
+// CHECK-LABEL: func.func @dependent
+// CHECK: %[[A:.+]] = linalg.generic {{.*}} ins(%arg0 : tensor<8xf32>)
+// CHECK: %[[R:.+]] = tensor.extract %[[A]]
+// CHECK: %{{.+}}:3 = linalg.generic {{.*}} ins(%[[A]], %arg1, %arg2 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @dependent(%x: tensor<8xf32>, %y: tensor<8xf32>, %z: tensor<8xf32>, %i: index) -> (tensor<8xf32>, tensor<8xf32>, f32, tensor<8xf32>, tensor<8xf32>) {
+  %a = linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]} ins(%x : tensor<8xf32>) outs(%x : tensor<8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %s = arith.negf %in : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  %b = linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]} ins(%a : tensor<8xf32>) outs(%x : tensor<8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %s = arith.negf %in : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  %r = tensor.extract %a[%i] : tensor<8xf32>
+  %c = linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]} ins(%y : tensor<8xf32>) outs(%y : tensor<8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %s = math.exp %in : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  %d = linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]} ins(%z : tensor<8xf32>) outs(%z : tensor<8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %s = math.exp %in : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  return %a, %b, %r, %c, %d : tensor<8xf32>, tensor<8xf32>, f32, tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+#v = affine_map<(d0) -> (d0)>
+#s = affine_map<(d0) -> ()>
+#scalar = affine_map<() -> ()>
+// Reductions and ops with attributes stay; scalars (no loops) merge.
+// CHECK-LABEL: func.func @kinds
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]
+// CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<8xf32>) {{.*}} attrs = {{ *}}{keep}
+// CHECK: linalg.generic {{.*}} ins(%arg1 : tensor<8xf32>) {{.*}} attrs = {{ *}}{keep}
+// CHECK: %{{.+}}:2 = linalg.generic {{.*}}iterator_types = []} ins(%arg2, %arg3 : tensor<f32>, tensor<f32>)
+func.func @kinds(%x: tensor<8xf32>, %y: tensor<8xf32>, %p: tensor<f32>, %q: tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>) {
+  %sx = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]} ins(%x : tensor<8xf32>) outs(%p : tensor<f32>) {
+  ^bb0(%in: f32, %o: f32):
+    %s = arith.addf %in, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  %sy = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]} ins(%y : tensor<8xf32>) outs(%q : tensor<f32>) {
+  ^bb0(%in: f32, %o: f32):
+    %s = arith.addf %in, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  %kx = linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]} ins(%x : tensor<8xf32>) outs(%x : tensor<8xf32>) attrs = {keep} {
+  ^bb0(%in: f32, %o: f32):
+    %s = arith.negf %in : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  %ky = linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]} ins(%y : tensor<8xf32>) outs(%y : tensor<8xf32>) attrs = {keep} {
+  ^bb0(%in: f32, %o: f32):
+    %s = arith.negf %in : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  %np = linalg.generic {indexing_maps = [#scalar, #scalar], iterator_types = []} ins(%p : tensor<f32>) outs(%p : tensor<f32>) {
+  ^bb0(%in: f32, %o: f32):
+    %s = arith.negf %in : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  %nq = linalg.generic {indexing_maps = [#scalar, #scalar], iterator_types = []} ins(%q : tensor<f32>) outs(%q : tensor<f32>) {
+  ^bb0(%in: f32, %o: f32):
+    %s = arith.negf %in : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  return %sx, %sy, %kx, %ky, %np, %nq : tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>
+}
