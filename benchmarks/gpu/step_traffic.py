@@ -4,7 +4,8 @@
 usage: step_traffic.py STEP.mlir [FUNCTION]
 
 STEP.mlir is `anvil-compile ... --target=cuda --emit=bufferized` (or the CPU
-backend's). For every call of a dispatch (`<fn>__dispatch_<n>`) in FUNCTION
+backend's); with `--emit=kernels` it also counts the kernel launches (a
+dispatch may launch more than one kernel, or none). For every call of a dispatch (`<fn>__dispatch_<n>`) in FUNCTION
 (default train_step), adds the sizes of the buffers the call passes, whole:
 a kernel that reads two tensors and writes one counts all three, a
 broadcast operand counts at its own size. It is not a measurement (a GPU
@@ -47,6 +48,19 @@ def main():
     print(f"step_traffic: @{function}: {len(calls)} dispatch calls, "
           f"{total / 1e9:.1f} GB of their buffers; library calls: "
           f"{counts or 'none'}")
+    # At the kernels stage (`--emit=kernels`), the kernel launches: each
+    # dispatch's gpu.launch_func ops once per call, and the function's own.
+    if "gpu.launch_func" in text:
+        launches = {}
+        for m in re.finditer(r"func\.func private @(\w+__dispatch_\d+)\(",
+                             text):
+            body_end = text.find("\n  }\n", m.end())
+            launches[m.group(1)] = text.count("gpu.launch_func", m.end(),
+                                              body_end)
+        direct = text.count("gpu.launch_func", start, end)
+        print(f"step_traffic: @{function}: "
+              f"{sum(launches.get(c, 0) for c in calls) + direct} kernel "
+              f"launches")
 
 
 if __name__ == "__main__":

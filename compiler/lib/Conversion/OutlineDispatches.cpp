@@ -26,6 +26,7 @@
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::anvil {
 #define GEN_PASS_DEF_ANVILOUTLINEDISPATCHESPASS
@@ -48,9 +49,39 @@ bool isDispatch(Operation *op) {
   return hasLinalg;
 }
 
+/// With fills-into-reductions: when `fill` (a linalg.fill of a buffer) is
+/// followed, past ops free of memory effects only, by a dispatch that is a
+/// linalg.generic with parallel and reduction loops whose outputs include
+/// the filled buffer, that generic: the two make one dispatch, so that a
+/// grid's reduction can start from the fill's value instead of a launch of
+/// its own writing it. Null otherwise. (A reduction over every loop, such
+/// as FP8's amax, is left alone: its blocks fold into the output
+/// atomically, which must be filled before any of them starts.)
+linalg::GenericOp reductionFilled(linalg::FillOp fill) {
+  if (!fill.hasPureBufferSemantics())
+    return nullptr;
+  for (Operation *op = fill->getNextNode(); op; op = op->getNextNode()) {
+    if (!isDispatch(op)) {
+      if (!isMemoryEffectFree(op))
+        return nullptr;
+      continue;
+    }
+    auto generic = dyn_cast<linalg::GenericOp>(op);
+    if (!generic || !generic.hasPureBufferSemantics() ||
+        generic.getNumParallelLoops() == 0 ||
+        generic.getNumReductionLoops() == 0 ||
+        !llvm::is_contained(generic.getDpsInits(), fill.getOutputs()[0]))
+      return nullptr;
+    return generic;
+  }
+  return nullptr;
+}
+
 struct AnvilOutlineDispatchesPass
     : mlir::anvil::impl::AnvilOutlineDispatchesPassBase<
           AnvilOutlineDispatchesPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
     SmallVector<func::FuncOp> dispatches;
@@ -58,22 +89,37 @@ struct AnvilOutlineDispatchesPass
     for (func::FuncOp fn : functions) {
       if (fn.isExternal())
         continue;
-      SmallVector<Operation *> regions;
-      for (Operation &op : fn.getBody().getOps())
-        if (isDispatch(&op))
-          regions.push_back(&op);
-      for (auto [n, op] : llvm::enumerate(regions)) {
+      // Each region's ops, in order: one dispatch, or a fill and the
+      // reduction it initializes (the region goes where the last one is).
+      SmallVector<SmallVector<Operation *, 2>> regions;
+      DenseSet<Operation *> taken;
+      for (Operation &op : fn.getBody().getOps()) {
+        if (!isDispatch(&op) || taken.contains(&op))
+          continue;
+        auto fill = dyn_cast<linalg::FillOp>(op);
+        linalg::GenericOp reduction =
+            fill && fillsIntoReductions ? reductionFilled(fill) : nullptr;
+        if (reduction) {
+          regions.push_back({fill, reduction});
+          taken.insert(reduction);
+        } else {
+          regions.push_back({&op});
+        }
+      }
+      for (auto [n, ops] : llvm::enumerate(regions)) {
+        Operation *op = ops.back();
         rewriter.setInsertionPoint(op);
         auto wrapper =
             scf::ExecuteRegionOp::create(rewriter, op->getLoc(), TypeRange{});
         Block *body = rewriter.createBlock(&wrapper.getRegion());
         rewriter.setInsertionPointToEnd(body);
         auto yield = scf::YieldOp::create(rewriter, op->getLoc());
-        op->moveBefore(yield);
+        for (Operation *member : ops)
+          member->moveBefore(yield);
         // Constants stay constants inside the kernel.
         IRMapping map;
         rewriter.setInsertionPointToStart(body);
-        op->walk([&](Operation *inner) {
+        wrapper->walk([&](Operation *inner) {
           for (OpOperand &use : inner->getOpOperands()) {
             Operation *def = use.get().getDefiningOp();
             if (!def || !isa<arith::ConstantOp>(def) ||

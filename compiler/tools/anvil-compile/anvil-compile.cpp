@@ -1361,6 +1361,7 @@ int main(int argc, char **argv) {
         options.mergeAmax = true;
         options.recomputeCheap = true;
         options.mergeCheapReaders = true;
+        options.fillsIntoReductions = true;
         options.splitReductions = splitReductions;
       }
       mlir::anvil::cpu::buildCPUPipeline(

@@ -791,3 +791,34 @@ func.func @copies(%ws: memref<4096xi8>, %loss: memref<f32>, %out: memref<3x4xf32
   return
 }
 func.func private @axis_index() -> i64
+
+// -----
+
+// A fill of the output and the row reduction it starts (one dispatch, from
+// anvil-outline-dispatches fills-into-reductions): one warp-per-row
+// launch, no launch for the fill; lane 0 adds the row's total to the
+// fill's value (0.5) where it would have read the output. With
+// warp-reductions=0 the two run as two loop nests (two launches).
+// CHECK-LABEL: func.func private @step__dispatch_23
+// CHECK-NOT: linalg.fill
+// CHECK: gpu.launch
+// CHECK: scf.if %{{.+}} {
+// CHECK-NEXT: %[[INIT:.+]] = arith.constant 5.000000e-01 : f32
+// CHECK-NEXT: %[[NEW:.+]] = arith.addf %{{.+}}, %[[INIT]] : f32
+// CHECK-NEXT: memref.store %[[NEW]], %{{.+}}[%{{.+}}, %{{.+}}] : memref<6x2xf32>
+// CHECK-NOT: gpu.launch
+// CHECK: return
+// OFF-LABEL: func.func private @step__dispatch_23
+// OFF-COUNT-2: gpu.launch
+func.func private @step__dispatch_23(%x: memref<6x2x300xf32>, %s: memref<6x2xf32>) {
+  %half = arith.constant 0.5 : f32
+  linalg.fill ins(%half : f32) outs(%s : memref<6x2xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : memref<6x2x300xf32>) outs(%s : memref<6x2xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %a, %acc : f32
+    linalg.yield %r : f32
+  }
+  return
+}

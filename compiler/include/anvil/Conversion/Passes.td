@@ -276,6 +276,15 @@ def AnvilOutlineDispatchesPass : Pass<"anvil-outline-dispatches", "mlir::ModuleO
     that come out identical (a deep model's layers repeat their kernels)
     are merged into one, which all their calls use.
 
+    With `fills-into-reductions` (the CUDA backend's and its emulation), a
+    `linalg.fill` of a buffer and the next dispatch, when that is a
+    `linalg.generic` with parallel and reduction loops that writes the
+    buffer (past ops free of memory effects only), make one region, at the
+    generic's place: anvil-cuda-map-dispatches then starts a warp-per-row
+    reduction from the fill's value, one launch instead of two. A
+    reduction over every loop (an amax, whose blocks fold into the output
+    atomically) keeps its fill apart.
+
     Input:
     ```mlir
     func.func @step(%a: memref<4xf32>, %b: memref<4xf32>) {
@@ -295,6 +304,11 @@ def AnvilOutlineDispatchesPass : Pass<"anvil-outline-dispatches", "mlir::ModuleO
     }
     ```
   }];
+  let options = [
+    Option<"fillsIntoReductions", "fills-into-reductions", "bool",
+           /*default=*/"false",
+           "A fill and the reduction it initializes make one dispatch">,
+  ];
   let dependentDialects = ["mlir::func::FuncDialect", "mlir::scf::SCFDialect"];
 }
 

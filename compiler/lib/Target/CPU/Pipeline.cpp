@@ -134,7 +134,9 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     bufferization::buildBufferDeallocationPipeline(pm);
     pm.addPass(createConvertBufferizationToMemRefPass());
     pm.addPass(createCanonicalizerPass());
-    pm.addPass(createAnvilOutlineDispatchesPass());
+    AnvilOutlineDispatchesPassOptions outline;
+    outline.fillsIntoReductions = options.fillsIntoReductions;
+    pm.addPass(createAnvilOutlineDispatchesPass(outline));
     if (options.threadChunks)
       pm.addPass(createAnvilCPUParallelDispatchesPass());
   }

@@ -698,6 +698,35 @@ linalg::GenericOp soleGeneric(func::FuncOp fn) {
   return soleOp<linalg::GenericOp>(fn);
 }
 
+/// The generic of a dispatch that is fills of some of its outputs with
+/// constants and then the generic (anvil-outline-dispatches
+/// fills-into-reductions), and those fills; null when `fn`'s body is
+/// anything else but constants.
+linalg::GenericOp genericAfterFills(func::FuncOp fn,
+                                    SmallVectorImpl<linalg::FillOp> &fills) {
+  linalg::GenericOp generic;
+  for (Operation &o : fn.front().without_terminator()) {
+    if (o.hasTrait<OpTrait::ConstantLike>())
+      continue;
+    auto fill = dyn_cast<linalg::FillOp>(o);
+    if (fill && !generic && fill.hasPureBufferSemantics() &&
+        fill.getInputs()[0].getDefiningOp<arith::ConstantOp>()) {
+      fills.push_back(fill);
+      continue;
+    }
+    auto op = dyn_cast<linalg::GenericOp>(o);
+    if (!op || generic)
+      return nullptr;
+    generic = op;
+  }
+  if (!generic)
+    return nullptr;
+  for (linalg::FillOp fill : fills)
+    if (!llvm::is_contained(generic.getDpsInits(), fill.getOutputs()[0]))
+      return nullptr;
+  return generic;
+}
+
 /// The combining op of the reduction body `op` yields as result `r`, when
 /// it folds each value into that output as an amax does, `out =
 /// maximumf(out, |v|)` (v computed without `out`): null otherwise.
@@ -938,12 +967,16 @@ std::optional<APFloat> combinerIdentity(Operation *combine) {
 /// of `width` instead, elements width l ... width l + width - 1, then 32
 /// runs on, the first access of each run carrying the run's alignment (a
 /// warp's load is then 512 bytes: ld.global.v4). `fn`'s body must be the
-/// generic and constants.
+/// generic and constants, after fills of some of its outputs with
+/// constants (anvil-outline-dispatches fills-into-reductions): lane 0 then
+/// folds a filled output's row into the fill's value where it would have
+/// read the output, the same value, and the fills go.
 bool mapRowReductions(func::FuncOp fn, int64_t blockSize, int64_t minLength,
                       int64_t width, ArrayRef<memref::GlobalOp> constants) {
   if (minLength <= 0)
     return false;
-  linalg::GenericOp op = soleGeneric(fn);
+  SmallVector<linalg::FillOp> fills;
+  linalg::GenericOp op = genericAfterFills(fn, fills);
   // Operands indexed by loop dimensions, or 0 (a per-row value broadcast
   // along the row: the cross-entropy's maximum, of shape [rows, 1]).
   auto dimsOrZeros = [](AffineMap m) {
@@ -1178,11 +1211,19 @@ bool mapRowReductions(func::FuncOp fn, int64_t blockSize, int64_t minLength,
   for (auto [r, combine] : llvm::enumerate(combines)) {
     OpOperand &init = op.getDpsInitsMutable()[r];
     SmallVector<Value> where = at(init);
-    Value old = memref::LoadOp::create(b, loc, init.get(), where);
+    // The output's value before the reduction: its fill's, or read.
+    Value old;
+    for (linalg::FillOp fill : fills)
+      if (fill.getOutputs()[0] == init.get())
+        old = b.clone(*fill.getInputs()[0].getDefiningOp())->getResult(0);
+    if (!old)
+      old = memref::LoadOp::create(b, loc, init.get(), where);
     Value result = fold(combine, r, old, partials[r]);
     memref::StoreOp::create(b, loc, result, init.get(), where);
   }
   op.erase();
+  for (linalg::FillOp fill : fills)
+    fill.erase();
   return true;
 }
 

@@ -125,6 +125,8 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     cpuOptions.libraryConvs = options.libraryConvs;
     cpuOptions.conv = "anvil_rt_cuda_conv";
     cpuOptions.horizontalFuse = options.horizontalFuse;
+    // A fill and the row reduction it starts: one launch.
+    cpuOptions.fillsIntoReductions = true;
     cpuOptions.mergeAmax = true;
     cpuOptions.recomputeCheap = true;
     cpuOptions.mergeCheapReaders = true;

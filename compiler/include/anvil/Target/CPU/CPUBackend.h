@@ -53,6 +53,10 @@ struct CPUPipelineOptions {
   /// (anvil-horizontal-fuse; the CUDA backend's and its emulation, where a
   /// launch costs more than a small kernel's work).
   bool horizontalFuse = false;
+  /// Outline a fill and the reduction it initializes as one dispatch
+  /// (anvil-outline-dispatches fills-into-reductions; a GPU grid's row
+  /// reductions then start from the fill's value).
+  bool fillsIntoReductions = false;
   /// After fusion, split long sums into few outputs into two stages
   /// (anvil-split-reductions min-length; 0: off, the CPU's default: its
   /// threads split a dispatch's outer loop instead).
