@@ -5,7 +5,9 @@ usage: step_traffic.py STEP.mlir [FUNCTION]
 
 STEP.mlir is `anvil-compile ... --target=cuda --emit=bufferized` (or the CPU
 backend's); with `--emit=kernels` it also counts the kernel launches (a
-dispatch may launch more than one kernel, or none). For every call of a dispatch (`<fn>__dispatch_<n>`) in FUNCTION
+dispatch may launch more than one kernel, or none). For every call of a
+dispatch (`<fn>__dispatch_<n>`, and its copies for constant arguments,
+`<fn>__dispatch_<n>_c<k>`) in FUNCTION
 (default train_step), adds the sizes of the buffers the call passes, whole:
 a kernel that reads two tensors and writes one counts all three, a
 broadcast operand counts at its own size. It is not a measurement (a GPU
@@ -35,12 +37,14 @@ def main():
     text = open(sys.argv[1]).read()
     function = sys.argv[2] if len(sys.argv) > 2 else "train_step"
     sizes = {name: buffer_bytes(sig) for name, sig in re.findall(
-        r"func\.func private @(\w+__dispatch_\d+)\((.*?)\) \{", text)}
+        r"func\.func private @(\w+__dispatch_\w+)\((.*?)\) \{", text)}
     start = text.find(f"func.func @{function}(")
     if start < 0:
         sys.exit(f"step_traffic: no function @{function} in {sys.argv[1]}")
     end = text.find("\n  }\n", start)
-    calls = re.findall(r"call @(\w+__dispatch_\d+)\(", text[start:end])
+    if end < 0:
+        sys.exit(f"step_traffic: @{function} has no end in {sys.argv[1]}")
+    calls = re.findall(r"call @(\w+__dispatch_\w+)\(", text[start:end])
     total = sum(sizes.get(c, 0) for c in calls)
     library = re.findall(r"call @(anvil_rt_\w+)\(", text[start:end])
     counts = ", ".join(f"{library.count(name)} {name}"
@@ -52,7 +56,7 @@ def main():
     # dispatch's gpu.launch_func ops once per call, and the function's own.
     if "gpu.launch_func" in text:
         launches = {}
-        for m in re.finditer(r"func\.func private @(\w+__dispatch_\d+)\(",
+        for m in re.finditer(r"func\.func private @(\w+__dispatch_\w+)\(",
                              text):
             body_end = text.find("\n  }\n", m.end())
             launches[m.group(1)] = text.count("gpu.launch_func", m.end(),

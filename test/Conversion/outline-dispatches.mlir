@@ -76,3 +76,28 @@ func.func @step(%x: memref<64xf32>, %s: memref<8xf32>, %m: memref<f32>, %t: memr
   }
   return
 }
+
+// A reduction that reads the filled buffer (through a view) keeps the fill
+// apart: its input must hold the fill's values.
+// CHECK-LABEL: func.func @reads_filled
+// FILLS-LABEL: func.func @reads_filled
+// FILLS: call @{{.+}}__dispatch_{{[0-9]+}}(%arg1) : (memref<8xf32>) -> ()
+// FILLS-NEXT: memref.expand_shape
+// FILLS-NEXT: memref.expand_shape
+// FILLS-NEXT: call @reads_filled__dispatch_1(
+// FILLS-NOT: call
+func.func @reads_filled(%x: memref<64xf32>, %t: memref<8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%t : memref<8xf32>)
+  %rows = memref.expand_shape %x [[0, 1]] output_shape [8, 8] : memref<64xf32> into memref<8x8xf32>
+  %col = memref.expand_shape %t [[0, 1]] output_shape [8, 1] : memref<8xf32> into memref<8x1xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%rows, %col : memref<8x8xf32>, memref<8x1xf32>) outs(%t : memref<8xf32>) {
+  ^bb0(%a: f32, %c: f32, %acc: f32):
+    %p = arith.mulf %a, %c : f32
+    %r = arith.addf %p, %acc : f32
+    linalg.yield %r : f32
+  }
+  return
+}

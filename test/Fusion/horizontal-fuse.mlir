@@ -19,6 +19,8 @@
 // CHECK: return %[[M]]#0, %[[M]]#1, %[[C]]
 // FEW-LABEL: func.func @independent
 // FEW-COUNT-3: linalg.generic
+// FEW-NOT: linalg.generic
+// FEW-LABEL: func.func @dependent
 func.func @independent(%x: tensor<768xf32>, %g: tensor<768xf32>, %y: tensor<768xf32>, %h: tensor<768xf32>, %z: tensor<64xf32>) -> (tensor<768xf32>, tensor<768xf32>, tensor<64xf32>) {
   %a = linalg.generic {indexing_maps = [#v, #v, #v], iterator_types = ["parallel"]} ins(%x, %g : tensor<768xf32>, tensor<768xf32>) outs(%x : tensor<768xf32>) {
   ^bb0(%i: f32, %j: f32, %o: f32):

@@ -27,6 +27,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mlir::anvil {
 #define GEN_PASS_DEF_ANVILOUTLINEDISPATCHESPASS
@@ -49,17 +50,30 @@ bool isDispatch(Operation *op) {
   return hasLinalg;
 }
 
-/// With fills-into-reductions: when `fill` (a linalg.fill of a buffer) is
-/// followed, past ops free of memory effects only, by a dispatch that is a
-/// linalg.generic with parallel and reduction loops whose outputs include
-/// the filled buffer, that generic: the two make one dispatch, so that a
-/// grid's reduction can start from the fill's value instead of a launch of
-/// its own writing it. Null otherwise. (A reduction over every loop, such
+/// With fills-into-reductions: when `fill` (a linalg.fill of a buffer with
+/// a constant) is followed, past ops free of memory effects only, by a
+/// dispatch that is a linalg.generic with parallel and reduction loops
+/// whose outputs include the filled buffer and whose inputs do not (nor a
+/// view of it), that generic: the two make one dispatch, so that a grid's
+/// reduction can start from the fill's value instead of a launch of its
+/// own writing it. Null otherwise. (A reduction over every loop, such
 /// as FP8's amax, is left alone: its blocks fold into the output
 /// atomically, which must be filled before any of them starts.)
 linalg::GenericOp reductionFilled(linalg::FillOp fill) {
-  if (!fill.hasPureBufferSemantics())
+  if (!fill.hasPureBufferSemantics() ||
+      !fill.getInputs()[0].getDefiningOp<arith::ConstantOp>())
     return nullptr;
+  Value buffer = fill.getOutputs()[0];
+  // Whether `v` is the buffer or a view of it.
+  auto viewsBuffer = [&](Value v) {
+    while (v != buffer) {
+      auto view = v.getDefiningOp<ViewLikeOpInterface>();
+      if (!view)
+        return false;
+      v = view.getViewSource();
+    }
+    return true;
+  };
   for (Operation *op = fill->getNextNode(); op; op = op->getNextNode()) {
     if (!isDispatch(op)) {
       if (!isMemoryEffectFree(op))
@@ -70,7 +84,8 @@ linalg::GenericOp reductionFilled(linalg::FillOp fill) {
     if (!generic || !generic.hasPureBufferSemantics() ||
         generic.getNumParallelLoops() == 0 ||
         generic.getNumReductionLoops() == 0 ||
-        !llvm::is_contained(generic.getDpsInits(), fill.getOutputs()[0]))
+        !llvm::is_contained(generic.getDpsInits(), buffer) ||
+        llvm::any_of(generic.getDpsInputs(), viewsBuffer))
       return nullptr;
     return generic;
   }

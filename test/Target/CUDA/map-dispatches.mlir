@@ -798,7 +798,8 @@ func.func private @axis_index() -> i64
 // anvil-outline-dispatches fills-into-reductions): one warp-per-row
 // launch, no launch for the fill; lane 0 adds the row's total to the
 // fill's value (0.5) where it would have read the output. With
-// warp-reductions=0 the two run as two loop nests (two launches).
+// warp-reductions=0 a thread sums a row (the generic mapping), and the
+// fill's loop nest folds into the sum's: one launch too.
 // CHECK-LABEL: func.func private @step__dispatch_23
 // CHECK-NOT: linalg.fill
 // CHECK: gpu.launch
@@ -809,7 +810,9 @@ func.func private @axis_index() -> i64
 // CHECK-NOT: gpu.launch
 // CHECK: return
 // OFF-LABEL: func.func private @step__dispatch_23
-// OFF-COUNT-2: gpu.launch
+// OFF: gpu.launch
+// OFF-NOT: gpu.launch
+// OFF: return
 func.func private @step__dispatch_23(%x: memref<6x2x300xf32>, %s: memref<6x2xf32>) {
   %half = arith.constant 0.5 : f32
   linalg.fill ins(%half : f32) outs(%s : memref<6x2xf32>)
@@ -818,6 +821,51 @@ func.func private @step__dispatch_23(%x: memref<6x2x300xf32>, %s: memref<6x2xf32
       ins(%x : memref<6x2x300xf32>) outs(%s : memref<6x2xf32>) {
   ^bb0(%a: f32, %acc: f32):
     %r = arith.addf %a, %acc : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// A fill and a column sum (one thread an output, through the generic
+// mapping): the fill's loop nest folds into the sum's, whose accumulator
+// starts from the fill's value instead of a load: one launch.
+// CHECK-LABEL: func.func private @step__dispatch_24
+// CHECK: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK: gpu.launch
+// CHECK-NOT: memref.load %{{.+}} : memref<768xf32>
+// CHECK: scf.for %{{.+}} = %c0{{.*}} to %c64{{.*}} step %c1{{.*}} iter_args(%{{.+}} = %[[ZERO]]) -> (f32) {
+// CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}] : memref<768xf32>
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func private @step__dispatch_24(%x: memref<64x768xf32>, %s: memref<768xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%s : memref<768xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>],
+                  iterator_types = ["reduction", "parallel"]}
+      ins(%x : memref<64x768xf32>) outs(%s : memref<768xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %a, %acc : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// A fill whose buffer the next nest reads but does not write keeps its own
+// nest: its values are still needed after.
+// CHECK-LABEL: func.func private @step__dispatch_25
+// CHECK-COUNT-2: gpu.launch
+func.func private @step__dispatch_25(%s: memref<768xf32>, %t: memref<768xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%s : memref<768xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],
+                  iterator_types = ["parallel"]}
+      ins(%s : memref<768xf32>) outs(%t : memref<768xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = math.exp %a : f32
     linalg.yield %r : f32
   }
   return

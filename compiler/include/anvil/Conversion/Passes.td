@@ -277,12 +277,13 @@ def AnvilOutlineDispatchesPass : Pass<"anvil-outline-dispatches", "mlir::ModuleO
     are merged into one, which all their calls use.
 
     With `fills-into-reductions` (the CUDA backend's and its emulation), a
-    `linalg.fill` of a buffer and the next dispatch, when that is a
-    `linalg.generic` with parallel and reduction loops that writes the
-    buffer (past ops free of memory effects only), make one region, at the
-    generic's place: anvil-cuda-map-dispatches then starts a warp-per-row
-    reduction from the fill's value, one launch instead of two. A
-    reduction over every loop (an amax, whose blocks fold into the output
+    `linalg.fill` of a buffer with a constant and the next dispatch, when
+    that is a `linalg.generic` with parallel and reduction loops that
+    writes the buffer and does not read it (past ops free of memory effects
+    only), make one region, at the generic's place:
+    anvil-cuda-map-dispatches then starts the reduction (a warp per row, or
+    a thread per output) from the fill's value, one launch instead of two.
+    A reduction over every loop (an amax, whose blocks fold into the output
     atomically) keeps its fill apart.
 
     Input:

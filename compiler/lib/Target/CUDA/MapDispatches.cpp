@@ -721,9 +721,27 @@ linalg::GenericOp genericAfterFills(func::FuncOp fn,
   }
   if (!generic)
     return nullptr;
-  for (linalg::FillOp fill : fills)
-    if (!llvm::is_contained(generic.getDpsInits(), fill.getOutputs()[0]))
+  // Each fill's buffer an output the generic writes whole (every result of
+  // its map a distinct loop dimension, or 0 along a dimension of 1), and
+  // no input.
+  for (linalg::FillOp fill : fills) {
+    Value buffer = fill.getOutputs()[0];
+    if (llvm::is_contained(generic.getDpsInputs(), buffer))
       return nullptr;
+    OpOperand *init = nullptr;
+    for (OpOperand &o : generic.getDpsInitsMutable())
+      if (o.get() == buffer)
+        init = &o;
+    if (!init)
+      return nullptr;
+    AffineMap map = generic.getMatchingIndexingMap(init);
+    auto shape = cast<MemRefType>(buffer.getType()).getShape();
+    if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
+      return nullptr;
+    for (auto [i, e] : llvm::enumerate(map.getResults()))
+      if (isa<AffineConstantExpr>(e) && shape[i] != 1)
+        return nullptr;
+  }
   return generic;
 }
 
@@ -1227,6 +1245,89 @@ bool mapRowReductions(func::FuncOp fn, int64_t blockSize, int64_t minLength,
   return true;
 }
 
+/// Whether `a` and `b` are the same constant indices, in order.
+bool sameConstants(ValueRange a, ValueRange b) {
+  return a.size() == b.size() && llvm::all_of(llvm::zip(a, b), [](auto pair) {
+           std::optional<int64_t> x = getConstantIntValue(std::get<0>(pair));
+           return x && x == getConstantIntValue(std::get<1>(pair));
+         });
+}
+
+/// Whether `indices` are `loop`'s induction variables, in order.
+bool atInductionVars(ValueRange indices, scf::ParallelOp loop) {
+  return llvm::equal(indices, loop.getInductionVars());
+}
+
+/// A fill's loop nest (anvil-outline-dispatches fills-into-reductions) into
+/// the next nest of `fn`: where a top-level scf.parallel only stores a value
+/// defined outside it into B at its induction variables, and the next
+/// top-level nest has the same bounds and touches B only at its own
+/// induction variables, first by a load in its body's block, and stores
+/// each point in that block, that load becomes the value and the fill's
+/// nest goes (one launch fewer; every point of B still starts from the
+/// value and ends written). The reductions that run a thread an output
+/// (column sums) start so.
+void foldFillNests(func::FuncOp fn) {
+  SmallVector<scf::ParallelOp> nests(fn.front().getOps<scf::ParallelOp>());
+  for (auto [fill, next] : llvm::zip(nests, llvm::drop_begin(nests))) {
+    // Nothing but constants between the two.
+    Operation *between = fill->getNextNode();
+    while (between != next.getOperation() &&
+           between->hasTrait<OpTrait::ConstantLike>())
+      between = between->getNextNode();
+    Block *fillBody = fill.getBody();
+    if (fillBody->getOperations().size() != 2) // the store and the yield
+      continue;
+    auto store = dyn_cast<memref::StoreOp>(fillBody->front());
+    if (!store || !atInductionVars(store.getIndices(), fill) ||
+        !fill.isDefinedOutsideOfLoop(store.getValueToStore()) ||
+        !sameConstants(fill.getLowerBound(), next.getLowerBound()) ||
+        !sameConstants(fill.getUpperBound(), next.getUpperBound()) ||
+        !sameConstants(fill.getStep(), next.getStep()) ||
+        between != next.getOperation())
+      continue;
+    Value buffer = store.getMemRef();
+    memref::LoadOp first;
+    bool alone = true;
+    for (Operation *user : buffer.getUsers()) {
+      if (user == store.getOperation() || !next->isAncestor(user))
+        continue;
+      auto load = dyn_cast<memref::LoadOp>(user);
+      auto write = dyn_cast<memref::StoreOp>(user);
+      ValueRange indices = load    ? load.getIndices()
+                           : write ? write.getIndices()
+                                   : ValueRange();
+      if ((!load && !write) || !atInductionVars(indices, next)) {
+        alone = false;
+        break;
+      }
+      if (load && load->getBlock() == next.getBody() &&
+          (!first || load->isBeforeInBlock(first)))
+        first = load;
+    }
+    // The load comes before every other access of B in the body.
+    if (!alone || !first)
+      continue;
+    Block *body = next.getBody();
+    bool firstAccess = llvm::all_of(buffer.getUsers(), [&](Operation *user) {
+      if (user == first.getOperation() || !next->isAncestor(user))
+        return true;
+      Operation *ancestor = body->findAncestorOpInBlock(*user);
+      return ancestor && first->isBeforeInBlock(ancestor);
+    });
+    // And B is written at every point (the fill's values are not needed
+    // after the nest either): a store in the body's block.
+    bool written = llvm::any_of(buffer.getUsers(), [&](Operation *user) {
+      return isa<memref::StoreOp>(user) && user->getBlock() == body;
+    });
+    if (!firstAccess || !written)
+      continue;
+    first.getResult().replaceAllUsesWith(store.getValueToStore());
+    first.erase();
+    fill.erase();
+  }
+}
+
 /// Moves the whole body of `fn` (but its return) into a one-thread launch.
 void runOnOneThread(func::FuncOp fn) {
   Block &entry = fn.front();
@@ -1470,6 +1571,8 @@ struct AnvilCUDAMapDispatchesPass
       for (auto loop :
            llvm::make_early_inc_range(fn.front().getOps<scf::ForOp>()))
         hoistColumnLoops(loop, calls.lookup(fn.getName()));
+
+      foldFillNests(fn);
 
       // Every loop nest onto a grid when the body is nothing else.
       SmallVector<std::pair<scf::ParallelOp, Space>> nests;
