@@ -1,0 +1,589 @@
+//===- MapReductions.cpp - reductions onto a CUDA grid -------------------===//
+//
+// anvil-cuda-map-dispatches' reductions with kernel shapes of their own: a
+// full amax reduction (grid-stride partials, warp shuffles, one atomic max
+// a warp) and rows of contiguous terms on a warp each (lanes' partials
+// folded by shuffles), optionally after fills of their outputs. See
+// GridMapping.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GridMapping.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::anvil::cuda::grid;
+
+namespace {
+
+/// The one linalg.generic of `fn`, whose body is that generic and
+/// constants; null otherwise.
+linalg::GenericOp soleGeneric(func::FuncOp fn) {
+  return soleOp<linalg::GenericOp>(fn);
+}
+
+/// The generic of a dispatch that is fills of some of its outputs with
+/// constants and then the generic (anvil-outline-dispatches
+/// fills-into-reductions), and those fills; null when `fn`'s body is
+/// anything else but constants.
+linalg::GenericOp genericAfterFills(func::FuncOp fn,
+                                    SmallVectorImpl<linalg::FillOp> &fills) {
+  linalg::GenericOp generic;
+  for (Operation &o : fn.front().without_terminator()) {
+    if (o.hasTrait<OpTrait::ConstantLike>())
+      continue;
+    auto fill = dyn_cast<linalg::FillOp>(o);
+    if (fill && !generic && fill.hasPureBufferSemantics() &&
+        fill.getInputs()[0].getDefiningOp<arith::ConstantOp>()) {
+      fills.push_back(fill);
+      continue;
+    }
+    auto op = dyn_cast<linalg::GenericOp>(o);
+    if (!op || generic)
+      return nullptr;
+    generic = op;
+  }
+  if (!generic)
+    return nullptr;
+  // Each fill's buffer an output the generic writes whole (every result of
+  // its map a distinct loop dimension, or 0 along a dimension of 1), and
+  // no input.
+  for (linalg::FillOp fill : fills) {
+    Value buffer = fill.getOutputs()[0];
+    if (llvm::is_contained(generic.getDpsInputs(), buffer))
+      return nullptr;
+    OpOperand *init = nullptr;
+    for (OpOperand &o : generic.getDpsInitsMutable())
+      if (o.get() == buffer)
+        init = &o;
+    if (!init)
+      return nullptr;
+    AffineMap map = generic.getMatchingIndexingMap(init);
+    auto shape = cast<MemRefType>(buffer.getType()).getShape();
+    if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
+      return nullptr;
+    for (auto [i, e] : llvm::enumerate(map.getResults()))
+      if (isa<AffineConstantExpr>(e) && shape[i] != 1)
+        return nullptr;
+  }
+  return generic;
+}
+
+/// The combining op of the reduction body `op` yields as result `r`, when
+/// it folds each value into that output as an amax does, `out =
+/// maximumf(out, |v|)` (v computed without `out`): null otherwise.
+Operation *amaxCombiner(linalg::GenericOp op, unsigned r) {
+  Block *body = op.getBlock();
+  Value out = body->getArgument(op.getNumDpsInputs() + r);
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  auto combine = yield.getOperand(r).getDefiningOp<arith::MaximumFOp>();
+  if (!combine || combine->getBlock() != body)
+    return nullptr;
+  Value lhs = combine.getLhs(), rhs = combine.getRhs();
+  if ((lhs == out) == (rhs == out))
+    return nullptr;
+  if (!(lhs == out ? rhs : lhs).getDefiningOp<math::AbsFOp>())
+    return nullptr;
+  // Nothing else reads the output.
+  for (OpOperand &use : out.getUses())
+    if (use.getOwner() != combine)
+      return nullptr;
+  return combine;
+}
+
+} // namespace
+
+/// A dispatch that is one full amax reduction (FP8's: `max(out, |x|)` over
+/// a whole tensor) on a grid: each thread folds its elements (grid-stride,
+/// so a warp reads consecutive elements) from -inf with maximumf, the warp
+/// folds its lanes' partials by shuffles, and lane 0 folds the warp's into
+/// the output with an atomic signed-integer max of the bits. A partial is
+/// -inf (no elements), +0 or more, or a NaN with a clear sign, and among
+/// such values (and against any output that is not a NaN with its sign
+/// set: a fill's -inf or 0) the bits order as the floats do, a NaN above
+/// every number; maximumf is associative
+/// and commutative (NaN propagating, -0 below +0), so any order gives the
+/// sequential result bit for bit. Other outputs the generic writes at every
+/// point (anvil-fuse's merge-amax: FP8's codes of the same tensor, or the
+/// tensor itself and its producer's other outputs) are stored as each point is
+/// visited. `fn`'s body must be `op` and constants.
+bool mlir::anvil::cuda::grid::mapFullReduction(func::FuncOp fn,
+                                               int64_t blockSize) {
+  linalg::GenericOp op = soleGeneric(fn);
+  // Each input read at loop indices or constants (a row statistic's
+  // (d0, d1, 0)).
+  auto atIndices = [](AffineMap m) {
+    return llvm::all_of(m.getResults(), [](AffineExpr e) {
+      return isa<AffineDimExpr, AffineConstantExpr>(e);
+    });
+  };
+  if (!op || !op.hasPureBufferSemantics() || op.getNumLoops() == 0 ||
+      llvm::any_of(op.getIteratorTypesArray(),
+                   [](utils::IteratorType t) {
+                     return t != utils::IteratorType::reduction;
+                   }) ||
+      !llvm::all_of(op.getIndexingMapsArray(), atIndices))
+    return false;
+  // One rank-0 f32 amax output; any other output written at every point
+  // (identity map, its old value unread).
+  Value output;
+  Operation *combine = nullptr;
+  Block *body = op.getBlock();
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    unsigned r = init.getOperandNumber() - op.getNumDpsInputs();
+    auto type = dyn_cast<MemRefType>(init.get().getType());
+    if (!type)
+      return false;
+    if (type.getRank() == 0) {
+      if (output || !type.getElementType().isF32() ||
+          !(combine = amaxCombiner(op, r)))
+        return false;
+      output = init.get();
+    } else if (!op.getMatchingIndexingMap(&init).isIdentity() ||
+               !body->getArgument(op.getNumDpsInputs() + r).use_empty()) {
+      return false;
+    }
+  }
+  if (!output)
+    return false;
+  // The other outputs' values must not read the running maximum (a point
+  // would store a thread's partial, not the sequential prefix).
+  auto yieldOp = cast<linalg::YieldOp>(body->getTerminator());
+  for (auto [r, init] : llvm::enumerate(op.getDpsInits())) {
+    if (init == output)
+      continue;
+    SmallVector<Value> work = {yieldOp.getOperand(r)};
+    DenseSet<Operation *> seen;
+    while (!work.empty()) {
+      Operation *def = work.pop_back_val().getDefiningOp();
+      if (!def || def->getBlock() != body || !seen.insert(def).second)
+        continue;
+      if (def == combine)
+        return false;
+      work.append(def->operand_begin(), def->operand_end());
+    }
+  }
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t total = 1;
+  for (int64_t r : ranges) {
+    if (ShapedType::isDynamic(r) || r <= 0)
+      return false;
+    total *= r;
+  }
+
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto index = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  // At least 16 elements a thread, at most 2048 blocks: one atomic per
+  // warp (its lanes' partials folded by shuffles first), at most 16384.
+  int64_t threads = std::min(blockSize, (total + 31) / 32 * 32);
+  int64_t blocks =
+      std::clamp<int64_t>((total + threads * 16 - 1) / (threads * 16), 1, 2048);
+  gpu::LaunchOp launch = createLaunch(b, loc, blocks, threads);
+  Value first = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, launch.getBlockIds().x, index(threads)),
+      launch.getThreadIds().x);
+  Value identity =
+      arith::ConstantOp::create(b, loc, b.getF32FloatAttr(-INFINITY));
+  auto loop = scf::ForOp::create(b, loc, first, index(total),
+                                 index(blocks * threads), ValueRange{identity});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    // Delinearize, innermost loop fastest.
+    SmallVector<Value> ivs(ranges.size());
+    Value rest = loop.getInductionVar();
+    for (int64_t d = static_cast<int64_t>(ranges.size()) - 1; d >= 0; --d) {
+      ivs[d] = d > 0 ? arith::RemUIOp::create(b, loc, rest, index(ranges[d]))
+                           .getResult()
+                     : rest;
+      if (d > 0)
+        rest = arith::DivUIOp::create(b, loc, rest, index(ranges[d]));
+    }
+    IRMapping map;
+    for (auto [i, input] : llvm::enumerate(op.getDpsInputs())) {
+      if (!isa<MemRefType>(input.getType())) {
+        map.map(body->getArgument(i), input); // a scalar
+        continue;
+      }
+      SmallVector<Value> at;
+      for (AffineExpr e : op.getIndexingMapsArray()[i].getResults())
+        at.push_back(isa<AffineConstantExpr>(e)
+                         ? index(cast<AffineConstantExpr>(e).getValue())
+                         : ivs[cast<AffineDimExpr>(e).getPosition()]);
+      map.map(body->getArgument(i),
+              memref::LoadOp::create(b, loc, input, at).getResult());
+    }
+    unsigned amaxIndex = 0;
+    for (OpOperand &init : op.getDpsInitsMutable())
+      if (init.get() == output)
+        amaxIndex = init.getOperandNumber() - op.getNumDpsInputs();
+    map.map(body->getArgument(op.getNumDpsInputs() + amaxIndex),
+            loop.getRegionIterArgs()[0]);
+    for (Operation &bodyOp : body->without_terminator()) {
+      // The loops' indices are the point's.
+      if (auto index = dyn_cast<linalg::IndexOp>(bodyOp)) {
+        map.map(index.getResult(), ivs[index.getDim()]);
+        continue;
+      }
+      b.clone(bodyOp, map);
+    }
+    auto yield = cast<linalg::YieldOp>(body->getTerminator());
+    for (auto [r, init] : llvm::enumerate(op.getDpsInits()))
+      if (init != output)
+        memref::StoreOp::create(
+            b, loc, map.lookupOrDefault(yield.getOperand(r)), init, ivs);
+    scf::YieldOp::create(b, loc, map.lookup(combine->getResult(0)));
+  }
+  // The output's address: its aligned base plus its offset (a view into
+  // the step's arena).
+  auto i64 = b.getI64Type();
+  auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, output);
+  Value base = arith::IndexCastOp::create(
+      b, loc, i64,
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, output));
+  Value offset = arith::IndexCastOp::create(b, loc, i64, metadata.getOffset());
+  Value address = arith::AddIOp::create(
+      b, loc, base,
+      arith::MulIOp::create(b, loc, offset,
+                            arith::ConstantIntOp::create(b, loc, 4, 64)));
+  Value pointer = LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()), address);
+  // The warp's partials folded by a butterfly of shuffles (xor 16 ... 1:
+  // every lane ends with the warp's maximum; `threads` is whole warps),
+  // then lane 0 folds it into the output.
+  Value partial = loop.getResult(0);
+  for (int32_t offset = 16; offset >= 1; offset /= 2) {
+    Value other = gpu::ShuffleOp::create(b, loc, partial, offset, 32,
+                                         gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    partial = arith::MaximumFOp::create(b, loc, partial, other);
+  }
+  Value firstLane = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq,
+      arith::RemUIOp::create(b, loc, launch.getThreadIds().x, index(32)),
+      index(0));
+  auto guard = scf::IfOp::create(b, loc, firstLane, /*withElseRegion=*/false);
+  b.setInsertionPoint(guard.thenBlock()->getTerminator());
+  Value bits = arith::BitcastOp::create(b, loc, b.getI32Type(), partial);
+  LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::max, pointer, bits,
+                            LLVM::AtomicOrdering::monotonic);
+  op.erase();
+  return true;
+}
+
+namespace {
+
+/// The value `x` combined with which by `combine` gives x back, for the
+/// combiners a warp can fold in any order: f32 addf (-0: x + -0 = x for
+/// every x, +0 and NaN included), maximumf (-inf) and minimumf (+inf).
+std::optional<APFloat> combinerIdentity(Operation *combine) {
+  if (!combine->getResult(0).getType().isF32())
+    return std::nullopt;
+  const llvm::fltSemantics &f32 = APFloat::IEEEsingle();
+  if (isa<arith::AddFOp>(combine))
+    return APFloat::getZero(f32, /*Negative=*/true);
+  if (isa<arith::MaximumFOp>(combine))
+    return APFloat::getInf(f32, /*Negative=*/true);
+  if (isa<arith::MinimumFOp>(combine))
+    return APFloat::getInf(f32, /*Negative=*/false);
+  return std::nullopt;
+}
+
+} // namespace
+
+/// A dispatch that reduces rows of at least `minLength` consecutive
+/// elements (the innermost reduction dimension is every read operand's
+/// innermost, unit-stride dimension: softmax's and the norms' rows, the
+/// cross-entropy's logits) on a warp per row: lane l folds the row's
+/// elements l, l + 32, l + 64, ... (a warp's loads are one coalesced
+/// 128-byte line) from the combiner's identity, then the 32 partials fold
+/// by a butterfly of shuffles (xor 16, 8, 4, 2, 1: every lane ends with the
+/// same value, since a + b == b + a) and lane 0 folds that into the output.
+/// One thread a row, the default, reads 32 rows 4 bytes apart per warp
+/// load and has few threads: 8192 rows fill 32 blocks. The sums'
+/// order is not the sequential one (the CPU's): a fixed tree, the same on
+/// every run. Every output must be such a reduction (`out = combine(out,
+/// v)`, v computed without the outputs), f32, with addf, maximumf or
+/// minimumf. A warp past the last row computes the last row again and
+/// stores nothing, so that every lane of every warp takes part in the
+/// shuffles. Where the row (and its innermost dimension) divides into runs
+/// of `width` and an operand's rows are aligned to them (`alignedRows`, a
+/// buffer argument, not a constant global: `constants`), lane l folds runs
+/// of `width` instead, elements width l ... width l + width - 1, then 32
+/// runs on, the first access of each run carrying the run's alignment (a
+/// warp's load is then 512 bytes: ld.global.v4). `fn`'s body must be the
+/// generic and constants, after fills of some of its outputs with
+/// constants (anvil-outline-dispatches fills-into-reductions): lane 0 then
+/// folds a filled output's row into the fill's value where it would have
+/// read the output, the same value, and the fills go.
+bool mlir::anvil::cuda::grid::mapRowReductions(
+    func::FuncOp fn, int64_t blockSize, int64_t minLength, int64_t width,
+    ArrayRef<memref::GlobalOp> constants) {
+  if (minLength <= 0)
+    return false;
+  SmallVector<linalg::FillOp> fills;
+  linalg::GenericOp op = genericAfterFills(fn, fills);
+  // Operands indexed by loop dimensions, or 0 (a per-row value broadcast
+  // along the row: the cross-entropy's maximum, of shape [rows, 1]).
+  auto dimsOrZeros = [](AffineMap m) {
+    return llvm::all_of(m.getResults(), [](AffineExpr e) {
+      auto c = dyn_cast<AffineConstantExpr>(e);
+      return isa<AffineDimExpr>(e) || (c && c.getValue() == 0);
+    });
+  };
+  if (!op || !op.hasPureBufferSemantics() || op.getNumDpsInits() == 0 ||
+      !llvm::all_of(op.getIndexingMapsArray(), dimsOrZeros))
+    return false;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<unsigned> parallel, reduction;
+  int64_t rows = 1, length = 1;
+  for (auto [d, iterator] : llvm::enumerate(op.getIteratorTypesArray())) {
+    if (ShapedType::isDynamic(ranges[d]) || ranges[d] <= 0)
+      return false;
+    if (iterator == utils::IteratorType::parallel) {
+      parallel.push_back(d);
+      rows *= ranges[d];
+    } else {
+      reduction.push_back(d);
+      length *= ranges[d];
+    }
+  }
+  if (reduction.empty() || length < std::max<int64_t>(minLength, 32))
+    return false;
+  // Rows: every input that reads along the reduction reads its innermost
+  // reduction dimension contiguously.
+  unsigned inner = reduction.back();
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    if (llvm::none_of(reduction,
+                      [&](unsigned d) { return map.isFunctionOfDim(d); }))
+      continue;
+    auto type = dyn_cast<MemRefType>(input->get().getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (!type || map.getNumResults() == 0 ||
+        map.getResults().back() != getAffineDimExpr(inner, op.getContext()) ||
+        failed(type.getStridesAndOffset(strides, offset)) ||
+        strides.back() != 1)
+      return false;
+  }
+  // Every output a reduction `combine(out, v)` of a known identity.
+  Block *body = op.getBlock();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  SmallVector<Operation *> combines;
+  SmallVector<APFloat> identities;
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    unsigned r = init.getOperandNumber() - op.getNumDpsInputs();
+    AffineMap map = op.getMatchingIndexingMap(&init);
+    // Indexed by every parallel dimension and no reduction one: each row
+    // its own output element.
+    if (llvm::any_of(reduction,
+                     [&](unsigned d) { return map.isFunctionOfDim(d); }) ||
+        !llvm::all_of(parallel,
+                      [&](unsigned d) { return map.isFunctionOfDim(d); }))
+      return false;
+    Value out = body->getArgument(op.getNumDpsInputs() + r);
+    Operation *combine = yield.getOperand(r).getDefiningOp();
+    if (!combine || combine->getBlock() != body ||
+        combine->getNumOperands() != 2 || !out.hasOneUse() ||
+        out.getUses().begin()->getOwner() != combine ||
+        !combine->getResult(0).hasOneUse())
+      return false;
+    std::optional<APFloat> identity = combinerIdentity(combine);
+    if (!identity)
+      return false;
+    combines.push_back(combine);
+    identities.push_back(*identity);
+  }
+  // The values folded in read neither output nor another fold.
+  for (auto [r, combine] : llvm::enumerate(combines)) {
+    Value out = body->getArgument(op.getNumDpsInputs() + r);
+    SmallVector<Value> work = {combine->getOperand(0) == out
+                                   ? combine->getOperand(1)
+                                   : combine->getOperand(0)};
+    DenseSet<Operation *> seen;
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      if (auto arg = dyn_cast<BlockArgument>(v)) {
+        if (arg.getOwner() == body &&
+            arg.getArgNumber() >= op.getNumDpsInputs())
+          return false;
+        continue;
+      }
+      Operation *def = v.getDefiningOp();
+      if (!def || def->getBlock() != body || !seen.insert(def).second)
+        continue;
+      if (llvm::is_contained(combines, def))
+        return false;
+      work.append(def->operand_begin(), def->operand_end());
+    }
+  }
+
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto index = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  constexpr int64_t warp = 32;
+  int64_t threads = std::min(blockSize, rows * warp);
+  int64_t blocks = (rows * warp + threads - 1) / threads;
+  gpu::LaunchOp launch = createLaunch(b, loc, blocks, threads);
+  Value tid = launch.getThreadIds().x;
+  // One statement an op: the IR's order does not depend on the C++
+  // compiler's order of evaluating arguments.
+  Value firstWarp = arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                                          index(threads / warp));
+  Value warpInBlock = arith::DivUIOp::create(b, loc, tid, index(warp));
+  Value warpIndex = arith::AddIOp::create(b, loc, firstWarp, warpInBlock);
+  Value lane = arith::RemUIOp::create(b, loc, tid, index(warp));
+  Value row = arith::MinUIOp::create(b, loc, warpIndex, index(rows - 1));
+  // Delinearizes `linear` over `dims` (the last fastest) into `ivs`.
+  SmallVector<Value> ivs(ranges.size());
+  auto delinearize = [&](Value linear, ArrayRef<unsigned> dims) {
+    for (int64_t i = static_cast<int64_t>(dims.size()) - 1; i >= 0; --i) {
+      int64_t extent = ranges[dims[i]];
+      if (i == 0) {
+        ivs[dims[i]] = linear;
+        break;
+      }
+      ivs[dims[i]] = arith::RemUIOp::create(b, loc, linear, index(extent));
+      linear = arith::DivUIOp::create(b, loc, linear, index(extent));
+    }
+  };
+  delinearize(row, parallel);
+  Value zero = index(0);
+  auto at = [&](OpOperand &operand) {
+    return llvm::map_to_vector(op.getMatchingIndexingMap(&operand).getResults(),
+                               [&](AffineExpr e) -> Value {
+                                 auto dim = dyn_cast<AffineDimExpr>(e);
+                                 return dim ? ivs[dim.getPosition()] : zero;
+                               });
+  };
+  // combine(acc, v) or combine(v, acc), in the body's order and with its
+  // flags.
+  auto fold = [&](Operation *combine, unsigned r, Value acc, Value v) {
+    Value out = body->getArgument(op.getNumDpsInputs() + r);
+    IRMapping operands;
+    operands.map(out, acc);
+    for (Value operand : combine->getOperands())
+      if (operand != out)
+        operands.map(operand, v);
+    return b.clone(*combine, operands)->getResult(0);
+  };
+
+  SmallVector<Value> inits;
+  for (const APFloat &identity : identities)
+    inits.push_back(arith::ConstantOp::create(
+        b, loc, b.getF32FloatAttr(identity.convertToFloat())));
+  // Runs of `width` where the rows divide into them and some operand's
+  // rows are aligned to them.
+  auto alongRows = [&](OpOperand *input) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    return llvm::any_of(reduction,
+                        [&](unsigned d) { return map.isFunctionOfDim(d); });
+  };
+  auto alignable = [&](OpOperand *input) {
+    return alongRows(input) &&
+           alignedArgument(input->get(), fn, constants, width);
+  };
+  int64_t run = 1;
+  if (width > 1 && length % width == 0 && ranges[inner] % width == 0 &&
+      llvm::any_of(op.getDpsInputOperands(), alignable))
+    run = width;
+  Value first =
+      run == 1 ? lane
+               : arith::MulIOp::create(b, loc, lane, index(run)).getResult();
+  auto loop = scf::ForOp::create(b, loc, first, index(length),
+                                 index(warp * run), inits);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> accs(loop.getRegionIterArgs());
+    for (int64_t j = 0; j < run; ++j) {
+      Value k = loop.getInductionVar();
+      if (j > 0)
+        k = arith::AddIOp::create(b, loc, k, index(j));
+      delinearize(k, reduction);
+      IRMapping map;
+      for (OpOperand *input : op.getDpsInputOperands()) {
+        Value value = input->get(); // a scalar, used as it is
+        if (isa<MemRefType>(value.getType())) {
+          auto load = memref::LoadOp::create(b, loc, value, at(*input));
+          if (j == 0 && run > 1 && alignable(input))
+            load.setAlignment(
+                run *
+                cast<MemRefType>(value.getType()).getElementTypeBitWidth() / 8);
+          value = load.getResult();
+        }
+        map.map(body->getArgument(input->getOperandNumber()), value);
+      }
+      for (Operation &bodyOp : body->without_terminator()) {
+        if (llvm::is_contained(combines, &bodyOp))
+          continue;
+        if (auto idx = dyn_cast<linalg::IndexOp>(bodyOp)) {
+          map.map(idx.getResult(), ivs[idx.getDim()]);
+          continue;
+        }
+        b.clone(bodyOp, map);
+      }
+      for (auto [r, combine] : llvm::enumerate(combines)) {
+        Value out = body->getArgument(op.getNumDpsInputs() + r);
+        Value v = combine->getOperand(0) == out ? combine->getOperand(1)
+                                                : combine->getOperand(0);
+        accs[r] = fold(combine, r, accs[r], map.lookupOrDefault(v));
+      }
+    }
+    scf::YieldOp::create(b, loc, accs);
+  }
+  // The butterfly: after the step of offset o, each lane holds the fold of
+  // the lanes whose numbers differ from its own only in bits o and above,
+  // the same value in all of them; after offset 1, the fold of all 32.
+  SmallVector<Value> partials(loop.getResults());
+  for (int32_t offset = warp / 2; offset >= 1; offset /= 2)
+    for (auto [r, combine] : llvm::enumerate(combines)) {
+      Value other = gpu::ShuffleOp::create(b, loc, partials[r], offset, warp,
+                                           gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+      partials[r] = fold(combine, r, partials[r], other);
+    }
+  // Lane 0 of a warp that has a row folds the row's value into the output.
+  Value hasRow = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                       warpIndex, index(rows));
+  Value firstLane =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero);
+  Value store = arith::AndIOp::create(b, loc, hasRow, firstLane);
+  auto guard = scf::IfOp::create(b, loc, store, /*withElseRegion=*/false);
+  b.setInsertionPoint(guard.thenBlock()->getTerminator());
+  for (auto [r, combine] : llvm::enumerate(combines)) {
+    OpOperand &init = op.getDpsInitsMutable()[r];
+    SmallVector<Value> where = at(init);
+    // The output's value before the reduction: its fill's, or read.
+    Value old;
+    for (linalg::FillOp fill : fills)
+      if (fill.getOutputs()[0] == init.get())
+        old = b.clone(*fill.getInputs()[0].getDefiningOp())->getResult(0);
+    if (!old)
+      old = memref::LoadOp::create(b, loc, init.get(), where);
+    Value result = fold(combine, r, old, partials[r]);
+    memref::StoreOp::create(b, loc, result, init.get(), where);
+  }
+  op.erase();
+  for (linalg::FillOp fill : fills)
+    fill.erase();
+  return true;
+}
