@@ -61,10 +61,9 @@ bool readBefore(linalg::GenericOp member, Operation *op) {
   return false;
 }
 
-/// The generic computing every member of `members` before `at`; the
-/// members' results are replaced by its results.
-void merge(RewriterBase &rewriter, ArrayRef<linalg::GenericOp> members,
-           Operation *at) {
+/// The generic computing every member of `members` at the last member's
+/// place; the members' results are replaced by its results.
+void merge(RewriterBase &rewriter, ArrayRef<linalg::GenericOp> members) {
   SmallVector<Value> ins, outs;
   SmallVector<AffineMap> inMaps, outMaps;
   SmallVector<Type> resultTypes;
@@ -80,7 +79,7 @@ void merge(RewriterBase &rewriter, ArrayRef<linalg::GenericOp> members,
   SmallVector<AffineMap> maps(inMaps);
   maps.append(outMaps);
   linalg::GenericOp last = members.back();
-  rewriter.setInsertionPoint(at);
+  rewriter.setInsertionPoint(last);
   auto merged =
       linalg::GenericOp::create(rewriter, last.getLoc(), resultTypes, ins, outs,
                                 maps, last.getIteratorTypesArray());
@@ -137,8 +136,7 @@ struct AnvilHorizontalFusePass
   /// becomes one generic at its last member (see Passes.td).
   void fuseBlock(RewriterBase &rewriter, Block &block) {
     SmallVector<Group> groups;
-    for (auto op :
-         llvm::make_early_inc_range(block.getOps<linalg::GenericOp>())) {
+    for (auto op : block.getOps<linalg::GenericOp>()) {
       if (!isCandidate(op))
         continue;
       SmallVector<int64_t> domain = op.getStaticLoopRanges();
@@ -169,7 +167,7 @@ struct AnvilHorizontalFusePass
     }
     for (Group &g : groups)
       if (g.members.size() > 1)
-        merge(rewriter, g.members, g.members.back());
+        merge(rewriter, g.members);
   }
 };
 
