@@ -124,3 +124,49 @@ func.func @kinds(%x: tensor<8xf32>, %y: tensor<8xf32>, %p: tensor<f32>, %q: tens
   } -> tensor<f32>
   return %sx, %sy, %kx, %ky, %np, %nq : tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>
 }
+
+// -----
+
+#v = affine_map<(d0) -> (d0)>
+#s = affine_map<(d0) -> ()>
+// The fills that start reductions over every loop (atomic amaxes) move to
+// the block's start as one generic per shape, fresh destinations; a fill
+// that starts a reduction with parallel loops stays where it is.
+// CHECK-LABEL: func.func @amax_fills
+// CHECK-NEXT: %[[E0:.+]] = tensor.empty() : tensor<f32>
+// CHECK-NEXT: %[[E1:.+]] = tensor.empty() : tensor<f32>
+// CHECK-NEXT: %[[F:.+]]:2 = linalg.generic {{.*}}iterator_types = []} outs(%[[E0]], %[[E1]] : tensor<f32>, tensor<f32>)
+// CHECK-DAG: arith.constant 0xFF800000 : f32
+// CHECK-DAG: arith.constant 0.000000e+00 : f32
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%arg0 : tensor<8xf32>) outs(%[[F]]#0 : tensor<f32>)
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%arg1 : tensor<8xf32>) outs(%[[F]]#1 : tensor<f32>)
+// CHECK: %[[ROWS:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<4xf32>)
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]} ins(%arg2 : tensor<4x8xf32>) outs(%[[ROWS]] : tensor<4xf32>)
+func.func @amax_fills(%x: tensor<8xf32>, %y: tensor<8xf32>, %z: tensor<4x8xf32>) -> (tensor<f32>, tensor<f32>, tensor<4xf32>) {
+  %low = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %f0 = linalg.fill ins(%low : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %m0 = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]} ins(%x : tensor<8xf32>) outs(%f0 : tensor<f32>) {
+  ^bb0(%in: f32, %o: f32):
+    %a = math.absf %in : f32
+    %r = arith.maximumf %o, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %e1 = tensor.empty() : tensor<f32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<f32>) -> tensor<f32>
+  %m1 = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]} ins(%y : tensor<8xf32>) outs(%f1 : tensor<f32>) {
+  ^bb0(%in: f32, %o: f32):
+    %a = math.absf %in : f32
+    %r = arith.maximumf %o, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %e2 = tensor.empty() : tensor<4xf32>
+  %f2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<4xf32>) -> tensor<4xf32>
+  %s2 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%z : tensor<4x8xf32>) outs(%f2 : tensor<4xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %r = arith.addf %o, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  return %m0, %m1, %s2 : tensor<f32>, tensor<f32>, tensor<4xf32>
+}

@@ -12,10 +12,13 @@
 
 #include "anvil/Fusion/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace mlir::anvil {
 #define GEN_PASS_DEF_ANVILHORIZONTALFUSEPASS
@@ -127,9 +130,73 @@ struct AnvilHorizontalFusePass
     getOperation().walk([&](FunctionOpInterface fn) {
       if (fn.isExternal())
         return;
-      for (Block &block : fn.getFunctionBody())
+      for (Block &block : fn.getFunctionBody()) {
+        hoistFullReductionFills(rewriter, block);
         fuseBlock(rewriter, block);
+      }
     });
+  }
+
+  /// The fills that start reductions over every loop (the atomic amaxes of
+  /// FP8's tensors and histories), by shape, into one generic each at the
+  /// start of the block: with static shapes of at most `maxHoistedElements`
+  /// elements, constant values and fresh `tensor.empty` destinations, they
+  /// depend on nothing, and such a reduction's grid must find its output
+  /// filled by an earlier launch anyway. A fill that starts another kind of
+  /// reduction stays where it is (anvil-outline-dispatches can fold it into
+  /// that reduction's launch).
+  void hoistFullReductionFills(RewriterBase &rewriter, Block &block) {
+    llvm::MapVector<Type, SmallVector<linalg::FillOp>> byType;
+    for (auto fill : block.getOps<linalg::FillOp>()) {
+      auto type = dyn_cast<RankedTensorType>(fill.getResult(0).getType());
+      Value value = fill.getInputs()[0];
+      if (!type || !type.hasStaticShape() ||
+          type.getNumElements() > maxHoistedElements ||
+          !value.getDefiningOp<arith::ConstantOp>() ||
+          !fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>() ||
+          !fill->hasOneUse())
+        continue;
+      auto reduction = dyn_cast<linalg::GenericOp>(*fill->user_begin());
+      if (!reduction || reduction.getNumLoops() == 0 ||
+          reduction.getNumReductionLoops() != reduction.getNumLoops())
+        continue;
+      byType[type].push_back(fill);
+    }
+    for (auto &[type, fills] : byType) {
+      if (fills.size() < 2)
+        continue;
+      auto shaped = cast<RankedTensorType>(type);
+      for (size_t first = 0; first < fills.size(); first += maxOperands) {
+        SmallVector<linalg::FillOp> group(
+            fills.begin() + first,
+            fills.begin() +
+                std::min<size_t>(first + maxOperands, fills.size()));
+        if (group.size() < 2)
+          continue;
+        rewriter.setInsertionPointToStart(&block);
+        SmallVector<Value> outs;
+        for (size_t i = 0; i < group.size(); ++i)
+          outs.push_back(tensor::EmptyOp::create(rewriter, group[i].getLoc(),
+                                                 shaped.getShape(),
+                                                 shaped.getElementType()));
+        auto identity = rewriter.getMultiDimIdentityMap(shaped.getRank());
+        auto merged = linalg::GenericOp::create(
+            rewriter, group.front().getLoc(),
+            SmallVector<Type>(group.size(), type), ValueRange{}, outs,
+            SmallVector<AffineMap>(group.size(), identity),
+            SmallVector<utils::IteratorType>(shaped.getRank(),
+                                             utils::IteratorType::parallel),
+            [&](OpBuilder &b, Location loc, ValueRange) {
+              SmallVector<Value> values;
+              for (linalg::FillOp fill : group)
+                values.push_back(b.clone(*fill.getInputs()[0].getDefiningOp())
+                                     ->getResult(0));
+              linalg::YieldOp::create(b, loc, values);
+            });
+        for (auto [i, fill] : llvm::enumerate(group))
+          rewriter.replaceOp(fill, merged.getResult(i));
+      }
+    }
   }
 
   /// Generics join the first open group of their domain; each group

@@ -211,6 +211,13 @@ def AnvilHorizontalFusePass
     at their last member's place; the members' results are replaced by its
     results.
 
+    First, the fills that start reductions over every loop (FP8's atomic
+    amaxes, which need their output filled by an earlier launch anyway):
+    constant fills of fresh `tensor.empty` destinations of at most
+    `max-hoisted-elements` elements, read by such a reduction alone, move
+    to the start of their block as one generic per shape (at most
+    `max-operands` fills each), whose outputs hold the constants.
+
     Input (two independent updates of 768 elements):
     ```mlir
     %a = linalg.generic {iterator_types = ["parallel"]} ins(%x, %g : ...) outs(%x : tensor<768xf32>) { ... }
@@ -227,8 +234,13 @@ def AnvilHorizontalFusePass
     Option<"maxOperands", "max-operands", "int64_t", /*default=*/"24",
            "The most operands (inputs and outputs) of a merged generic: its "
            "kernel's parameters">,
+    Option<"maxHoistedElements", "max-hoisted-elements", "int64_t",
+           /*default=*/"1024",
+           "The largest fills (in elements) of reductions over every loop "
+           "that move to the function's start, merged by shape">,
   ];
-  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect"];
 }
 
 #endif // ANVIL_FUSION_PASSES_TD
