@@ -115,6 +115,13 @@ Value addressOf(RewriterBase &rewriter, Location loc, Value buffer) {
       arith::AddIOp::create(rewriter, loc, base, bytes));
 }
 
+/// A new buffer of `type`'s shape and element type: where a library call
+/// writes a result.
+Value allocFor(RewriterBase &rewriter, Location loc, RankedTensorType type) {
+  return memref::AllocOp::create(
+      rewriter, loc, MemRefType::get(type.getShape(), type.getElementType()));
+}
+
 /// i32 and i64 constants at the rewriter's insertion point: the runtime
 /// calls' scalar arguments.
 struct Scalars {
@@ -250,9 +257,7 @@ struct OutOfPlaceCollective : NewBufferModel<OutOfPlaceCollective<OpTy>, OpTy> {
       return failure();
     Location loc = op->getLoc();
     auto i64 = rewriter.getI64Type();
-    Value result = memref::AllocOp::create(
-        rewriter, loc,
-        MemRefType::get(resultType.getShape(), resultType.getElementType()));
+    Value result = allocFor(rewriter, loc, resultType);
     Value axis = axisCode(rewriter, op, collective.getAxis());
     Value source = contiguous(rewriter, loc, *buffer);
     // Elements per rank: the gathered operand's, the scattered or sliced
@@ -442,10 +447,8 @@ struct AttentionBufferization
     }
     SmallVector<Value> results;
     for (Value result : op->getResults()) {
-      auto type = cast<RankedTensorType>(result.getType());
-      results.push_back(memref::AllocOp::create(
-          rewriter, loc,
-          MemRefType::get(type.getShape(), type.getElementType())));
+      results.push_back(
+          allocFor(rewriter, loc, cast<RankedTensorType>(result.getType())));
     }
     if (isPacked(attention)) {
       // dq, dk, dv side by side in each (B, T) row of the one result.
@@ -547,10 +550,8 @@ struct GemmEpilogueBufferization
         results.push_back(results.front());
         continue;
       }
-      auto type = cast<RankedTensorType>(result.getType());
-      results.push_back(memref::AllocOp::create(
-          rewriter, loc,
-          MemRefType::get(type.getShape(), type.getElementType())));
+      results.push_back(
+          allocFor(rewriter, loc, cast<RankedTensorType>(result.getType())));
     }
     Scalars c{rewriter, loc};
     SmallVector<Value> args;
@@ -613,9 +614,7 @@ struct MatmulF8Bufferization
       int64_t r = t.getRank(), cols = t.getDimSize(r - 1);
       return std::pair{cols, r < rank ? 0 : t.getDimSize(r - 2) * cols};
     };
-    Value d = memref::AllocOp::create(
-        rewriter, loc,
-        MemRefType::get(result.getShape(), result.getElementType()));
+    Value d = allocFor(rewriter, loc, result);
     if (result.getNumElements() == 0) { // nothing to compute
       bufferization::replaceOpWithBufferizedValues(rewriter, op, {d});
       return success();
@@ -679,10 +678,8 @@ struct LinearGeluF8Bufferization
     int64_t m = codes.getNumElements() / std::max<int64_t>(n, 1);
     SmallVector<Value> results;
     for (Value result : op->getResults()) {
-      auto type = cast<RankedTensorType>(result.getType());
-      results.push_back(memref::AllocOp::create(
-          rewriter, loc,
-          MemRefType::get(type.getShape(), type.getElementType())));
+      results.push_back(
+          allocFor(rewriter, loc, cast<RankedTensorType>(result.getType())));
     }
     FailureOr<SmallVector<Value>> operands =
         operandPointers(rewriter, op, options, state);
@@ -733,9 +730,7 @@ struct ConvBufferization : NewBufferModel<ConvBufferization<OpTy>, OpTy> {
                 "anvil-convert-to-linalg)";
     Location loc = op->getLoc();
     auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
-    Value result = memref::AllocOp::create(
-        rewriter, loc,
-        MemRefType::get(resultType.getShape(), resultType.getElementType()));
+    Value result = allocFor(rewriter, loc, resultType);
     auto pointer = [&](Value buffer) {
       return pointerTo(rewriter, loc, buffer);
     };

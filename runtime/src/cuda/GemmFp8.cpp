@@ -32,7 +32,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <tuple>
 
 namespace {
 
@@ -150,63 +149,49 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
   anvil::rt::cuda::lt::Descriptors desc;
   check(cublasLtMatmulDescCreate(&desc.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
         "cublasLtMatmulDescCreate");
+  auto set = [&](cublasLtMatmulDescAttributes_t attribute, const void *value,
+                 size_t size, const char *call) {
+    check(cublasLtMatmulDescSetAttribute(desc.op, attribute, value, size),
+          call);
+  };
   cublasOperation_t transposed = CUBLAS_OP_T, plain = CUBLAS_OP_N;
-  check(cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_TRANSA,
-                                       &transposed, sizeof transposed),
-        "cublasLtMatmulDescSetAttribute(TRANSA)");
-  check(cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_TRANSB,
-                                       &plain, sizeof plain),
-        "cublasLtMatmulDescSetAttribute(TRANSB)");
+  set(CUBLASLT_MATMUL_DESC_TRANSA, &transposed, sizeof transposed,
+      "cublasLtMatmulDescSetAttribute(TRANSA)");
+  set(CUBLASLT_MATMUL_DESC_TRANSB, &plain, sizeof plain,
+      "cublasLtMatmulDescSetAttribute(TRANSB)");
   // cuBLASLt's A is our B, its B our A.
-  check(cublasLtMatmulDescSetAttribute(desc.op,
-                                       CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
-                                       &scaleB, sizeof scaleB),
-        "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)");
-  check(cublasLtMatmulDescSetAttribute(desc.op,
-                                       CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
-                                       &scaleA, sizeof scaleA),
-        "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)");
+  set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scaleB, sizeof scaleB,
+      "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)");
+  set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scaleA, sizeof scaleA,
+      "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)");
   if (bias) {
     // cuBLASLt's D is our D transposed (n x m column-major): our columns'
     // bias runs along its rows, as its BIAS epilogue adds it.
     cublasLtEpilogue_t epilogue =
         gelu ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_BIAS;
     cudaDataType_t biasType = CUDA_R_16BF;
-    check(cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                         &epilogue, sizeof epilogue),
-          "cublasLtMatmulDescSetAttribute(EPILOGUE)");
-    check(cublasLtMatmulDescSetAttribute(
-              desc.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
-          "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
-    check(cublasLtMatmulDescSetAttribute(desc.op,
-                                         CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                                         &biasType, sizeof biasType),
-          "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)");
+    set(CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue,
+        "cublasLtMatmulDescSetAttribute(EPILOGUE)");
+    set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias,
+        "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+    set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType, sizeof biasType,
+        "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)");
   }
   if (gelu) {
     // The sum before the GELU, in bf16, laid out as D (n x m column-major).
     cudaDataType_t auxType = CUDA_R_16BF;
-    for (auto [attribute, value, size, name] :
-         {std::tuple{CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
-                     static_cast<const void *>(&out.pre), sizeof out.pre,
-                     "EPILOGUE_AUX_POINTER"},
-          std::tuple{CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
-                     static_cast<const void *>(&ldd), sizeof ldd,
-                     "EPILOGUE_AUX_LD"},
-          std::tuple{CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE,
-                     static_cast<const void *>(&auxType), sizeof auxType,
-                     "EPILOGUE_AUX_DATA_TYPE"},
-          // D = the GELU times D's scale, in 8 bits; AMAX_D the GELU's
-          // largest magnitude before the scale.
-          std::tuple{CUBLASLT_MATMUL_DESC_D_SCALE_POINTER,
-                     static_cast<const void *>(&out.scale), sizeof out.scale,
-                     "D_SCALE_POINTER"},
-          std::tuple{CUBLASLT_MATMUL_DESC_AMAX_D_POINTER,
-                     static_cast<const void *>(&out.amax), sizeof out.amax,
-                     "AMAX_D_POINTER"}})
-      check(cublasLtMatmulDescSetAttribute(desc.op, attribute, value, size),
-            (std::string("cublasLtMatmulDescSetAttribute(") + name + ")")
-                .c_str());
+    set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &out.pre, sizeof out.pre,
+        "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_POINTER)");
+    set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ldd, sizeof ldd,
+        "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_LD)");
+    set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &auxType, sizeof auxType,
+        "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_DATA_TYPE)");
+    // D = the GELU times D's scale, in 8 bits; AMAX_D the GELU's largest
+    // magnitude before the scale.
+    set(CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, &out.scale, sizeof out.scale,
+        "cublasLtMatmulDescSetAttribute(D_SCALE_POINTER)");
+    set(CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &out.amax, sizeof out.amax,
+        "cublasLtMatmulDescSetAttribute(AMAX_D_POINTER)");
   }
   check(cublasLtMatrixLayoutCreate(&desc.a, fp8Type(bFormat), k, n, ldb),
         "cublasLtMatrixLayoutCreate(B)");

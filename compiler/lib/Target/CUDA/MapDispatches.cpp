@@ -569,12 +569,11 @@ bool hoistColumnLoops(scf::ForOp loop, ArrayRef<func::CallOp> calls) {
   return true;
 }
 
-/// Whether `a` and `b` are the same constant indices, in order.
-bool sameConstants(ValueRange a, ValueRange b) {
-  return a.size() == b.size() && llvm::all_of(llvm::zip(a, b), [](auto pair) {
-           std::optional<int64_t> x = getConstantIntValue(std::get<0>(pair));
-           return x && x == getConstantIntValue(std::get<1>(pair));
-         });
+/// Whether two loop nests have the same constant bounds.
+bool sameSpace(scf::ParallelOp a, scf::ParallelOp b) {
+  std::optional<Space> x = staticSpace(a), y = staticSpace(b);
+  return x && y && x->lower == y->lower && x->extent == y->extent &&
+         x->step == y->step;
 }
 
 /// Whether `indices` are `loop`'s induction variables, in order.
@@ -605,10 +604,7 @@ void foldFillNests(func::FuncOp fn) {
     auto store = dyn_cast<memref::StoreOp>(fillBody->front());
     if (!store || !atInductionVars(store.getIndices(), fill) ||
         !fill.isDefinedOutsideOfLoop(store.getValueToStore()) ||
-        !sameConstants(fill.getLowerBound(), next.getLowerBound()) ||
-        !sameConstants(fill.getUpperBound(), next.getUpperBound()) ||
-        !sameConstants(fill.getStep(), next.getStep()) ||
-        between != next.getOperation())
+        !sameSpace(fill, next) || between != next.getOperation())
       continue;
     Value buffer = store.getMemRef();
     memref::LoadOp first;
