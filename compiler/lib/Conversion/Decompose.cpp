@@ -148,17 +148,7 @@ Value throughGradientQuantizations(Value v,
 /// The broadcast of the f32 (N) bias that `add` adds to `product` (...,
 /// N) over its last dimension, if it is one.
 BroadcastOp biasAddedTo(AddOp add, Value product) {
-  Value other = add.getLhs() == product ? add.getRhs() : add.getLhs();
-  auto broadcast = other.getDefiningOp<BroadcastOp>();
-  if (!broadcast)
-    return nullptr;
-  auto type = cast<RankedTensorType>(product.getType());
-  auto bias = cast<RankedTensorType>(broadcast.getOperand().getType());
-  if (bias.getRank() != 1 || !bias.getElementType().isF32() ||
-      bias.getDimSize(0) != type.getShape().back() ||
-      broadcast.getDimensions() != ArrayRef<int64_t>{type.getRank() - 1})
-    return nullptr;
-  return broadcast;
+  return rowBias(add.getLhs() == product ? add.getRhs() : add.getLhs());
 }
 
 /// A bias added to `gemm`'s product and the sum rounded to bf16 (the q, k

@@ -23,6 +23,7 @@
 
 #include "anvil/Transforms/Passes.h"
 
+#include "anvil/Dialect/Anvil/IR/AnvilComposites.h"
 #include "anvil/Dialect/Anvil/IR/AnvilDialect.h"
 #include "anvil/Dialect/Anvil/IR/AnvilOps.h"
 
@@ -58,17 +59,8 @@ MatmulOp linearProduct(Value v) {
 /// The f32 (N) bias that `v` broadcasts over the rows of a (..., N)
 /// tensor, if it is such a broadcast.
 Value broadcastBias(Value v) {
-  auto broadcast = v.getDefiningOp<BroadcastOp>();
-  if (!broadcast)
-    return nullptr;
-  auto bias = cast<RankedTensorType>(broadcast.getOperand().getType());
-  int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
-  if (bias.getRank() != 1 || !bias.getElementType().isF32() ||
-      broadcast.getDimensions() != ArrayRef<int64_t>{rank - 1} ||
-      bias.getDimSize(0) !=
-          cast<RankedTensorType>(v.getType()).getShape().back())
-    return nullptr;
-  return broadcast.getOperand();
+  BroadcastOp broadcast = rowBias(v);
+  return broadcast ? broadcast.getOperand() : Value();
 }
 
 /// Rewrites `gelu` (form 1 of the file comment) into anvil.linear_gelu;

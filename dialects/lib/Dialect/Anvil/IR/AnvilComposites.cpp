@@ -134,3 +134,16 @@ Value mlir::anvil::emitKeptCount(Emit &e, Value kept) {
       e.b, e.loc, count,
       e.splat(RankedTensorType::get({}, t.getElementType()), 1.0));
 }
+
+BroadcastOp mlir::anvil::rowBias(Value v) {
+  auto broadcast = v.getDefiningOp<BroadcastOp>();
+  if (!broadcast)
+    return nullptr;
+  auto rows = cast<RankedTensorType>(v.getType());
+  auto bias = cast<RankedTensorType>(broadcast.getOperand().getType());
+  if (bias.getRank() != 1 || !bias.getElementType().isF32() ||
+      bias.getDimSize(0) != rows.getShape().back() ||
+      broadcast.getDimensions() != ArrayRef<int64_t>{rows.getRank() - 1})
+    return nullptr;
+  return broadcast;
+}

@@ -52,6 +52,12 @@ Value emitRowLogSumExp(Emit &e, Value logits);
 /// batch whose labels are all ignored has loss 0 rather than NaN.
 Value emitKeptCount(Emit &e, Value kept);
 
+/// The broadcast defining `v` when it spreads an f32 (N) bias over the rows
+/// of `v`'s (..., N) type (a linear layer's bias, which anvil-gemm-epilogues
+/// and anvil-decompose's FP8 GEMMs take into their epilogues); null
+/// otherwise.
+BroadcastOp rowBias(Value v);
+
 } // namespace mlir::anvil
 
 #endif // ANVIL_DIALECT_ANVIL_IR_ANVILCOMPOSITES_H
