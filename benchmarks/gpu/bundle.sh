@@ -20,6 +20,9 @@
 #   bin/gpt2-124m-bf16-separate.cuda.train  the bf16 step with every
 #                                         dispatch a kernel of its own
 #                                         (--horizontal-fusion=off)
+#   bin/gpt2-124m-bf16-rowsapart.cuda.train  the bf16 step with a layer
+#                                         norm's kernels apart
+#                                         (--row-groups=0)
 #   bin/gpt2-124m-bf16-f32attention.cuda.train  the bf16 step with attention
 #                                         on f32 tensors
 #                                         (--attention-bf16-tensors=off)
@@ -112,6 +115,11 @@ echo "bundle: CUDA executables for $ARCH"
 "$BIN/anvil-compile" --model gpt --config gpt2-124m --precision=bf16 \
   --horizontal-fusion=off --target=cuda --cuda-arch="$ARCH" \
   -o "$OUT/bin/gpt2-124m-bf16-separate.cuda.train"
+# The same step with the kernels over the same rows (a layer norm's sums,
+# statistics and rows) apart, against one kernel of a warp per row.
+"$BIN/anvil-compile" --model gpt --config gpt2-124m --precision=bf16 \
+  --row-groups=0 --target=cuda --cuda-arch="$ARCH" \
+  -o "$OUT/bin/gpt2-124m-bf16-rowsapart.cuda.train"
 for precision in bf16 fp8 fp8=delayed; do
   name=${precision/=/-}
   "$BIN/anvil-compile" --model gpt --config gpt2-350m --precision=$precision \

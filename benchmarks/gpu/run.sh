@@ -244,6 +244,14 @@ if [ -f "$out/gpt2-bf16.jsonl" ] && [ -f "$out/gpt2-bf16-separate.jsonl" ]; then
     "$out/gpt2-bf16.jsonl" "$out/gpt2-bf16-separate.jsonl" \
     --tolerance bf16-training
 fi
+# The kernels over the same rows apart against one kernel of a warp per row
+# (anvil-row-groups): the same sums in the same order.
+measure gpt2-bf16-rowsapart "$here/bin/gpt2-124m-bf16-rowsapart.cuda.train"
+if [ -f "$out/gpt2-bf16.jsonl" ] && [ -f "$out/gpt2-bf16-rowsapart.jsonl" ]; then
+  check gpt2-bf16-row-group-losses python3 "$here/compare_losses.py" \
+    "$out/gpt2-bf16.jsonl" "$out/gpt2-bf16-rowsapart.jsonl" \
+    --tolerance bf16-training
+fi
 # GPT-2 350M in FP8 (the blocks' linear layers; the rest bf16) against the
 # same model in bf16 (issue 9's target: 1.25x).
 measure gpt2-350m-bf16 "$here/bin/gpt2-350m-bf16.cuda.train"
@@ -292,6 +300,8 @@ ratio "Anvil bf16 attention on bf16 / f32 tensors (cuDNN)" gpt2-bf16 \
 ratio "Anvil bf16 GEMM epilogues / bias and GELU kernels" gpt2-bf16 gpt2-bf16-unfused
 ratio "Anvil bf16 horizontal fusion / a kernel per dispatch" gpt2-bf16 \
   gpt2-bf16-separate
+ratio "Anvil bf16 row groups / a layer norm's kernels apart" gpt2-bf16 \
+  gpt2-bf16-rowsapart
 ratio "Anvil bf16 CUDA graph / asynchronous launches" gpt2-bf16 gpt2-bf16-async
 ratio "Anvil bf16 CUDA graph / synchronized launches" gpt2-bf16 gpt2-bf16-sync
 ratio "Anvil GPT-2 350M fp8 / bf16" gpt2-350m-fp8 gpt2-350m-bf16 " (target 1.25)"

@@ -37,7 +37,8 @@ def main():
     text = open(sys.argv[1]).read()
     function = sys.argv[2] if len(sys.argv) > 2 else "train_step"
     sizes = {name: buffer_bytes(sig) for name, sig in re.findall(
-        r"func\.func private @(\w+__dispatch_\w+)\((.*?)\) \{", text)}
+        r"func\.func private @(\w+__dispatch_\w+)\((.*?)\)"
+        r"(?: attributes \{[^}]*\})? \{", text)}
     start = text.find(f"func.func @{function}(")
     if start < 0:
         sys.exit(f"step_traffic: no function @{function} in {sys.argv[1]}")

@@ -15,9 +15,15 @@
 //    divides what the rest of the pipeline and LLVM compile by the number
 //    of layers.
 //
+// A row group (anvil-row-groups' region) is one dispatch: its ops make the
+// outlined function's body, which carries the group's mark for
+// anvil-cuda-map-dispatches.
+//
 //===----------------------------------------------------------------------===//
 
 #include "anvil/Conversion/Passes.h"
+#include "anvil/Conversion/RowGroups.h"
+#include "anvil/Dialect/Anvil/IR/AnvilDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -37,18 +43,6 @@ namespace mlir::anvil {
 using namespace mlir;
 
 namespace {
-
-bool isDispatch(Operation *op) {
-  if (op->getNumResults() != 0 || isa<func::ReturnOp>(op))
-    return false;
-  if (isa<linalg::LinalgOp>(op))
-    return true;
-  if (op->getNumRegions() == 0)
-    return false;
-  bool hasLinalg = false;
-  op->walk([&](linalg::LinalgOp) { hasLinalg = true; });
-  return hasLinalg;
-}
 
 /// With fills-into-reductions: when `fill` (a linalg.fill of a buffer with
 /// a constant) is followed, past ops free of memory effects only, by a
@@ -75,7 +69,7 @@ linalg::GenericOp reductionFilled(linalg::FillOp fill) {
     return true;
   };
   for (Operation *op = fill->getNextNode(); op; op = op->getNextNode()) {
-    if (!isDispatch(op)) {
+    if (!anvil::rows::isDispatchRegion(op)) {
       if (!isMemoryEffectFree(op))
         return nullptr;
       continue;
@@ -109,7 +103,7 @@ struct AnvilOutlineDispatchesPass
       SmallVector<SmallVector<Operation *, 2>> regions;
       DenseSet<Operation *> taken;
       for (Operation &op : fn.getBody().getOps()) {
-        if (!isDispatch(&op) || taken.contains(&op))
+        if (!anvil::rows::isDispatchRegion(&op) || taken.contains(&op))
           continue;
         auto fill = dyn_cast<linalg::FillOp>(op);
         linalg::GenericOp reduction =
@@ -155,6 +149,7 @@ struct AnvilOutlineDispatchesPass
           return signalPassFailure();
         }
         outlined->setPrivate();
+        inlineRowGroup(rewriter, *outlined);
         dispatches.push_back(*outlined);
         // The execute_region now holds only the call: inline it.
         Block &inner = wrapper.getRegion().front();
@@ -165,6 +160,23 @@ struct AnvilOutlineDispatchesPass
       }
     }
     mergeIdentical(dispatches);
+  }
+
+  /// A row group's region (anvil-row-groups), now the body of `fn`: its
+  /// ops in its place, and the mark on `fn`.
+  static void inlineRowGroup(RewriterBase &rewriter, func::FuncOp fn) {
+    StringRef mark = anvil::AnvilDialect::kRowGroupAttrName;
+    for (auto group : llvm::make_early_inc_range(
+             fn.front().getOps<scf::ExecuteRegionOp>())) {
+      if (!group->hasAttr(mark) || !group.getRegion().hasOneBlock())
+        continue;
+      Block &inner = group.getRegion().front();
+      Operation *terminator = inner.getTerminator();
+      rewriter.inlineBlockBefore(&inner, group);
+      rewriter.eraseOp(terminator);
+      rewriter.eraseOp(group);
+      fn->setAttr(mark, rewriter.getUnitAttr());
+    }
   }
 
   /// Step 4: the first of each set of identical functions stays.

@@ -170,6 +170,13 @@ cl::opt<int64_t> warpReductions(
              "cross-entropy) run a warp per row, the 32 lanes' partials "
              "folded by shuffles, instead of a thread per row (0: never)"),
     cl::value_desc("terms"), cl::init(256), cl::cat(category));
+cl::opt<int64_t> rowGroups(
+    "row-groups",
+    cl::desc("With --target=cuda or --emulate-cuda-grid: the kernels over "
+             "the same rows of at least this many (a layer norm's sums, "
+             "statistics and normalized rows over 8 x 1024 tokens) run as "
+             "one kernel of a warp per row (0: a kernel each)"),
+    cl::value_desc("rows"), cl::init(128), cl::cat(category));
 cl::opt<std::string> kernelReport(
     "kernel-report",
     cl::desc("With --target=cuda: assemble every kernel of the step with "
@@ -1082,16 +1089,18 @@ int main(int argc, char **argv) {
   if (!kernelReport.empty() && !cuda)
     return error("--kernel-report assembles CUDA kernels: add --target=cuda");
   // The grid's shapes in numbers of terms: not negative, and for the grid.
-  for (auto [option, zero, shapes] :
-       {std::tuple(&splitReductions, "0: never split",
+  for (auto [option, unit, zero, shapes] :
+       {std::tuple(&splitReductions, "terms", "0: never split",
                    "sums: add --target=cuda (the CPU splits a dispatch among "
                    "its threads)"),
-        std::tuple(&warpReductions, "0: a thread per row",
-                   "reductions: add --target=cuda (or --emulate-cuda-grid)")}) {
+        std::tuple(&warpReductions, "terms", "0: a thread per row",
+                   "reductions: add --target=cuda (or --emulate-cuda-grid)"),
+        std::tuple(&rowGroups, "rows", "0: a kernel each",
+                   "kernels: add --target=cuda (or --emulate-cuda-grid)")}) {
     std::string flag = "--" + option->ArgStr.str();
     if (*option < 0)
-      return error(flag + "=" + std::to_string(*option) +
-                   ": a number of terms, at least 0 (" + zero + ")");
+      return error(flag + "=" + std::to_string(*option) + ": a number of " +
+                   unit + ", at least 0 (" + zero + ")");
     if (option->getNumOccurrences() && !cuda && !emulateCUDAGrid)
       return error(flag + " shapes the CUDA grid's " + shapes);
   }
@@ -1328,6 +1337,7 @@ int main(int argc, char **argv) {
       options.fuse = !noFusion;
       options.splitReductions = splitReductions;
       options.warpReductions = warpReductions;
+      options.rowGroups = rowGroups;
       options.libraryConvs = libraryConvs == "on";
       options.horizontalFuse = horizontalFusion == "on";
       options.fp8GemmResult = fp8GemmResult;
@@ -1362,6 +1372,7 @@ int main(int argc, char **argv) {
         options.recomputeCheap = true;
         options.mergeCheapReaders = true;
         options.fillsIntoReductions = true;
+        options.rowGroups = rowGroups;
         options.splitReductions = splitReductions;
       }
       mlir::anvil::cpu::buildCPUPipeline(

@@ -286,6 +286,10 @@ def AnvilOutlineDispatchesPass : Pass<"anvil-outline-dispatches", "mlir::ModuleO
     A reduction over every loop (an amax, whose blocks fold into the output
     atomically) keeps its fill apart.
 
+    A row group (`scf.execute_region` marked `anvil.row_group`, from
+    anvil-row-groups) is one dispatch: its ops make the outlined function's
+    body, and the function carries the mark.
+
     Input:
     ```mlir
     func.func @step(%a: memref<4xf32>, %b: memref<4xf32>) {
@@ -311,6 +315,68 @@ def AnvilOutlineDispatchesPass : Pass<"anvil-outline-dispatches", "mlir::ModuleO
            "A fill and the reduction it initializes make one dispatch">,
   ];
   let dependentDialects = ["mlir::func::FuncDialect", "mlir::scf::SCFDialect"];
+}
+
+def AnvilRowGroupsPass : Pass<"anvil-row-groups", "mlir::ModuleOp"> {
+  let summary = "Groups the dispatches over the same rows into one region";
+  let description = [{
+    For a GPU grid, before the memory plan: in a bufferized function, a
+    dispatch (a linalg op on buffers) whose leading loops are parallel (the
+    rows), and the next ones whose leading loops are the same rows, make
+    one `scf.execute_region` marked `anvil.row_group`, which
+    anvil-outline-dispatches outlines as one dispatch and
+    anvil-cuda-map-dispatches runs as one kernel of a warp per row, the
+    ops one after another in each row (a layer norm's row sums, its
+    statistics and its normalized rows: one launch instead of five, each
+    row read from the cache after its first pass). A dispatch joins when
+    - the group's rows (the common leading parallel ranges, without
+      trailing ranges of 1: 8 x 1024 for a layer norm over `(8, 1024, 768)`)
+      number `min-rows` or more, and each member's loops have at most 8
+      points a row per row (a member of n points then runs on sqrt(n / 8)
+      warps or more, where a grid of its own would run a thread a point);
+    - each output is a contiguous buffer whose leading dimensions are the
+      rows, indexed there by the row loops, and a reduction writes one
+      element per row;
+    - where two members' buffers may share bytes and one of them writes,
+      both are the same bytes accessed within rows (so the group can run
+      row by row, each row's members in order);
+    - it moves up over the dispatches between only where neither writes
+      bytes the other touches (distinct allocations and function arguments
+      are distinct buffers; views of one buffer at constant offsets are told
+      apart), with the pure ops and allocations it uses, and over no other
+      op with memory effects (a library call, a copy) but a static
+      allocation: at most 16 dispatches stay in between.
+    A group needs two members, one of which touches what an earlier one writes
+    (independent ops over one domain are anvil-horizontal-fuse's), and a
+    reduction among them (elementwise ops alone are anvil-fuse's). The
+    region holds its buffers live from its start to its end, so that
+    anvil-plan-memory, which runs next, gives none of them the bytes of
+    another while the group runs.
+
+    Input (a layer norm's mean and centered rows):
+    ```mlir
+    linalg.fill ins(%zero : f32) outs(%sum : memref<8192x1xf32>)
+    linalg.generic {iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%x : memref<8192x1x768xf32>) outs(%sum : memref<8192x1xf32>) ...
+    linalg.generic {iterator_types = ["parallel", "parallel"]}
+        ins(%x2, %sum : memref<8192x768xf32>, memref<8192x1xf32>)
+        outs(%y : memref<8192x768xf32>) ...
+    ```
+    Output:
+    ```mlir
+    scf.execute_region no_inline {
+      linalg.fill ...
+      linalg.generic ... // the sums
+      linalg.generic ... // the centered rows
+      scf.yield
+    } {anvil.row_group}
+    ```
+  }];
+  let options = [
+    Option<"minRows", "min-rows", "int64_t", /*default=*/"128",
+           "The fewest rows of a group">,
+  ];
+  let dependentDialects = ["mlir::scf::SCFDialect"];
 }
 
 def AnvilPlanMemoryPass : Pass<"anvil-plan-memory", "mlir::ModuleOp"> {

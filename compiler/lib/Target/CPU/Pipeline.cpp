@@ -130,6 +130,11 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     gemm.calleeBF16 = options.gemmBF16;
     gemm.calleeBF16Rounded = options.gemmBF16Rounded;
     pm.addPass(createAnvilCPUGemmToBlasPass(gemm));
+    if (options.rowGroups > 0) {
+      AnvilRowGroupsPassOptions rowGroups;
+      rowGroups.minRows = options.rowGroups;
+      pm.addPass(createAnvilRowGroupsPass(rowGroups));
+    }
     pm.addPass(createAnvilPlanMemoryPass());
     bufferization::buildBufferDeallocationPipeline(pm);
     pm.addPass(createConvertBufferizationToMemRefPass());

@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 
@@ -46,6 +47,68 @@ template <typename OpTy> OpTy soleOp(func::FuncOp fn) {
   }
   return op;
 }
+
+/// A linalg.generic's code where a warp computes a row of it
+/// (MapReductions.cpp's row reductions, MapRowGroups.cpp's row groups):
+/// `ivs` holds the loop indices of the point the code is at, set by the
+/// caller or by `delinearize`; `zero` is the index 0, which the caller
+/// makes where it wants it.
+class WarpRow {
+public:
+  WarpRow(OpBuilder &b, linalg::GenericOp op)
+      : b(b), loc(op.getLoc()), op(op), ranges(op.getStaticLoopRanges()),
+        ivs(ranges.size()) {}
+
+  /// The index `v`.
+  Value index(int64_t v);
+  /// Sets the indices of the loops `dims` from `linear` (the last fastest).
+  void delinearize(Value linear, ArrayRef<unsigned> dims);
+  /// Where `operand` is read or written at the point: its map's results
+  /// (a constant result is 0).
+  SmallVector<Value> at(OpOperand &operand);
+  /// combine(acc, v) or combine(v, acc), as the body folds its r-th output,
+  /// with its flags.
+  Value fold(Operation *combine, unsigned r, Value acc, Value v);
+  /// The body at the point: the inputs loaded (`alignment` gives a load's
+  /// claimed alignment in bytes, 0 for none), then the body's ops but
+  /// `skip`; maps the body's values to the point's, from `map` (what the
+  /// caller gives the outputs' block arguments, say).
+  IRMapping point(ArrayRef<Operation *> skip,
+                  function_ref<int64_t(OpOperand *)> alignment,
+                  IRMapping map = {});
+  /// The row's fold, the same value in every lane of the warp: lane `lane`
+  /// folds points lane, lane + 32, ... of the `length` points of the loops
+  /// `reduction` (runs of `run` consecutive points from run * lane, then
+  /// 32 runs on, the first load of each run of an `alignable` input
+  /// aligned to the run) from `identities`, then the lanes' partials fold
+  /// by a butterfly of xor shuffles. `combines` (and `identities`) are
+  /// warpFolds'.
+  SmallVector<Value> foldOnWarp(Value lane, ArrayRef<unsigned> reduction,
+                                int64_t length, int64_t run,
+                                function_ref<bool(OpOperand *)> alignable,
+                                ArrayRef<Operation *> combines,
+                                ArrayRef<APFloat> identities);
+
+  OpBuilder &b;
+  Location loc;
+  linalg::GenericOp op;
+  SmallVector<int64_t> ranges;
+  SmallVector<Value> ivs;
+  Value zero;
+};
+
+/// Whether every output of `op` is a reduction a warp can fold in any
+/// order: `out = combine(out, v)`, `v` computed without the outputs or
+/// another output's fold, `combine` an f32 addf, maximumf or minimumf
+/// (whose identities, the value x combined with which gives x back, are
+/// -0, -inf, +inf). Sets `combines` and `identities` by output.
+bool warpFolds(linalg::GenericOp op, SmallVectorImpl<Operation *> &combines,
+               SmallVectorImpl<APFloat> &identities);
+
+/// A dispatch that is a row group (anvil-row-groups' ops over the same
+/// rows) on a warp per row, the ops one after another (MapRowGroups.cpp).
+bool mapRowGroup(func::FuncOp fn, int64_t blockSize, int64_t minLength,
+                 int64_t width, ArrayRef<memref::GlobalOp> constants);
 
 /// A dispatch that is one linalg.transpose moving its input's innermost
 /// dimension away, through 32 x 32 tiles in shared memory

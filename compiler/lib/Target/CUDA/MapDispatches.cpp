@@ -9,8 +9,10 @@
 // then atomically into its output; one that reduces long contiguous rows
 // runs a warp per row (both in MapReductions.cpp); one that transposes its
 // innermost dimension away goes through 32 x 32 tiles in shared memory
-// (MapTranspose.cpp). The host functions' copies between device buffers
-// become kernels too (the workspace is device memory).
+// (MapTranspose.cpp); a row group (anvil-row-groups) runs a warp per row,
+// its ops one after another (MapRowGroups.cpp). The host functions' copies
+// between device buffers become kernels too (the workspace is device
+// memory).
 //
 //===----------------------------------------------------------------------===//
 
@@ -865,7 +867,8 @@ struct AnvilCUDAMapDispatchesPass
         continue;
       SmallVector<memref::GlobalOp> constants =
           constantArguments(fn, symbols, calls.lookup(fn.getName()));
-      if (mapTranspose(fn, blockSize) || mapFullReduction(fn, blockSize) ||
+      if (mapRowGroup(fn, blockSize, warpReductions, vectorWidth, constants) ||
+          mapTranspose(fn, blockSize) || mapFullReduction(fn, blockSize) ||
           mapRowReductions(fn, blockSize, warpReductions, vectorWidth,
                            constants)) {
         readConstantsInKernels(fn, constants);

@@ -306,6 +306,171 @@ std::optional<APFloat> combinerIdentity(Operation *combine) {
 
 } // namespace
 
+Value WarpRow::index(int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v).getResult();
+}
+
+void WarpRow::delinearize(Value linear, ArrayRef<unsigned> dims) {
+  for (int64_t i = static_cast<int64_t>(dims.size()) - 1; i >= 0; --i) {
+    int64_t extent = ranges[dims[i]];
+    if (i == 0) {
+      ivs[dims[i]] = linear;
+      break;
+    }
+    ivs[dims[i]] = arith::RemUIOp::create(b, loc, linear, index(extent));
+    linear = arith::DivUIOp::create(b, loc, linear, index(extent));
+  }
+}
+
+SmallVector<Value> WarpRow::at(OpOperand &operand) {
+  return llvm::map_to_vector(op.getMatchingIndexingMap(&operand).getResults(),
+                             [&](AffineExpr e) -> Value {
+                               auto dim = dyn_cast<AffineDimExpr>(e);
+                               return dim ? ivs[dim.getPosition()] : zero;
+                             });
+}
+
+Value WarpRow::fold(Operation *combine, unsigned r, Value acc, Value v) {
+  Value out = op.getBlock()->getArgument(op.getNumDpsInputs() + r);
+  IRMapping operands;
+  operands.map(out, acc);
+  for (Value operand : combine->getOperands())
+    if (operand != out)
+      operands.map(operand, v);
+  return b.clone(*combine, operands)->getResult(0);
+}
+
+IRMapping WarpRow::point(ArrayRef<Operation *> skip,
+                         function_ref<int64_t(OpOperand *)> alignment,
+                         IRMapping map) {
+  Block *body = op.getBlock();
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    Value value = input->get(); // a scalar, used as it is
+    if (isa<MemRefType>(value.getType())) {
+      auto load = memref::LoadOp::create(b, loc, value, at(*input));
+      if (int64_t bytes = alignment(input))
+        load.setAlignment(bytes);
+      value = load.getResult();
+    }
+    map.map(body->getArgument(input->getOperandNumber()), value);
+  }
+  for (Operation &bodyOp : body->without_terminator()) {
+    if (llvm::is_contained(skip, &bodyOp))
+      continue;
+    if (auto idx = dyn_cast<linalg::IndexOp>(bodyOp)) {
+      map.map(idx.getResult(), ivs[idx.getDim()]);
+      continue;
+    }
+    b.clone(bodyOp, map);
+  }
+  return map;
+}
+
+SmallVector<Value>
+WarpRow::foldOnWarp(Value lane, ArrayRef<unsigned> reduction, int64_t length,
+                    int64_t run, function_ref<bool(OpOperand *)> alignable,
+                    ArrayRef<Operation *> combines,
+                    ArrayRef<APFloat> identities) {
+  constexpr int64_t warp = 32;
+  Block *body = op.getBlock();
+  SmallVector<Value> inits;
+  for (const APFloat &identity : identities)
+    inits.push_back(arith::ConstantOp::create(
+        b, loc, b.getF32FloatAttr(identity.convertToFloat())));
+  Value first =
+      run == 1 ? lane
+               : arith::MulIOp::create(b, loc, lane, index(run)).getResult();
+  auto loop = scf::ForOp::create(b, loc, first, index(length),
+                                 index(warp * run), inits);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> accs(loop.getRegionIterArgs());
+    for (int64_t j = 0; j < run; ++j) {
+      Value k = loop.getInductionVar();
+      if (j > 0)
+        k = arith::AddIOp::create(b, loc, k, index(j));
+      delinearize(k, reduction);
+      IRMapping map = point(combines, [&](OpOperand *input) -> int64_t {
+        if (j != 0 || run == 1 || !alignable(input))
+          return 0;
+        return run *
+               cast<MemRefType>(input->get().getType())
+                   .getElementTypeBitWidth() /
+               8;
+      });
+      for (auto [r, combine] : llvm::enumerate(combines)) {
+        Value out = body->getArgument(op.getNumDpsInputs() + r);
+        Value v = combine->getOperand(0) == out ? combine->getOperand(1)
+                                                : combine->getOperand(0);
+        accs[r] = fold(combine, r, accs[r], map.lookupOrDefault(v));
+      }
+    }
+    scf::YieldOp::create(b, loc, accs);
+  }
+  // The butterfly: after the step of offset o, each lane holds the fold of
+  // the lanes whose numbers differ from its own only in bits o and above,
+  // the same value in all of them; after offset 1, the fold of all 32.
+  SmallVector<Value> partials(loop.getResults());
+  for (int32_t offset = warp / 2; offset >= 1; offset /= 2)
+    for (auto [r, combine] : llvm::enumerate(combines)) {
+      Value other = gpu::ShuffleOp::create(b, loc, partials[r], offset, warp,
+                                           gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+      partials[r] = fold(combine, r, partials[r], other);
+    }
+  return partials;
+}
+
+bool mlir::anvil::cuda::grid::warpFolds(linalg::GenericOp op,
+                                        SmallVectorImpl<Operation *> &combines,
+                                        SmallVectorImpl<APFloat> &identities) {
+  if (op.getNumDpsInits() == 0)
+    return false;
+  Block *body = op.getBlock();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    unsigned r = init.getOperandNumber() - op.getNumDpsInputs();
+    Value out = body->getArgument(op.getNumDpsInputs() + r);
+    Operation *combine = yield.getOperand(r).getDefiningOp();
+    if (!combine || combine->getBlock() != body ||
+        combine->getNumOperands() != 2 || !out.hasOneUse() ||
+        out.getUses().begin()->getOwner() != combine ||
+        !combine->getResult(0).hasOneUse())
+      return false;
+    std::optional<APFloat> identity = combinerIdentity(combine);
+    if (!identity)
+      return false;
+    combines.push_back(combine);
+    identities.push_back(*identity);
+  }
+  // The values folded in read neither output nor another fold.
+  for (auto [r, combine] : llvm::enumerate(combines)) {
+    Value out = body->getArgument(op.getNumDpsInputs() + r);
+    SmallVector<Value> work = {combine->getOperand(0) == out
+                                   ? combine->getOperand(1)
+                                   : combine->getOperand(0)};
+    DenseSet<Operation *> seen;
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      if (auto arg = dyn_cast<BlockArgument>(v)) {
+        if (arg.getOwner() == body &&
+            arg.getArgNumber() >= op.getNumDpsInputs())
+          return false;
+        continue;
+      }
+      Operation *def = v.getDefiningOp();
+      if (!def || def->getBlock() != body || !seen.insert(def).second)
+        continue;
+      if (llvm::is_contained(combines, def))
+        return false;
+      work.append(def->operand_begin(), def->operand_end());
+    }
+  }
+
+  return true;
+}
+
 /// A dispatch that reduces rows of at least `minLength` consecutive
 /// elements (the innermost reduction dimension is every read operand's
 /// innermost, unit-stride dimension: softmax's and the norms' rows, the
@@ -382,57 +547,20 @@ bool mlir::anvil::cuda::grid::mapRowReductions(
         strides.back() != 1)
       return false;
   }
-  // Every output a reduction `combine(out, v)` of a known identity.
-  Block *body = op.getBlock();
-  auto yield = cast<linalg::YieldOp>(body->getTerminator());
-  SmallVector<Operation *> combines;
-  SmallVector<APFloat> identities;
+  // Each output indexed by every parallel dimension and no reduction one:
+  // each row its own output element.
   for (OpOperand &init : op.getDpsInitsMutable()) {
-    unsigned r = init.getOperandNumber() - op.getNumDpsInputs();
     AffineMap map = op.getMatchingIndexingMap(&init);
-    // Indexed by every parallel dimension and no reduction one: each row
-    // its own output element.
     if (llvm::any_of(reduction,
                      [&](unsigned d) { return map.isFunctionOfDim(d); }) ||
         !llvm::all_of(parallel,
                       [&](unsigned d) { return map.isFunctionOfDim(d); }))
       return false;
-    Value out = body->getArgument(op.getNumDpsInputs() + r);
-    Operation *combine = yield.getOperand(r).getDefiningOp();
-    if (!combine || combine->getBlock() != body ||
-        combine->getNumOperands() != 2 || !out.hasOneUse() ||
-        out.getUses().begin()->getOwner() != combine ||
-        !combine->getResult(0).hasOneUse())
-      return false;
-    std::optional<APFloat> identity = combinerIdentity(combine);
-    if (!identity)
-      return false;
-    combines.push_back(combine);
-    identities.push_back(*identity);
   }
-  // The values folded in read neither output nor another fold.
-  for (auto [r, combine] : llvm::enumerate(combines)) {
-    Value out = body->getArgument(op.getNumDpsInputs() + r);
-    SmallVector<Value> work = {combine->getOperand(0) == out
-                                   ? combine->getOperand(1)
-                                   : combine->getOperand(0)};
-    DenseSet<Operation *> seen;
-    while (!work.empty()) {
-      Value v = work.pop_back_val();
-      if (auto arg = dyn_cast<BlockArgument>(v)) {
-        if (arg.getOwner() == body &&
-            arg.getArgNumber() >= op.getNumDpsInputs())
-          return false;
-        continue;
-      }
-      Operation *def = v.getDefiningOp();
-      if (!def || def->getBlock() != body || !seen.insert(def).second)
-        continue;
-      if (llvm::is_contained(combines, def))
-        return false;
-      work.append(def->operand_begin(), def->operand_end());
-    }
-  }
+  SmallVector<Operation *> combines;
+  SmallVector<APFloat> identities;
+  if (!warpFolds(op, combines, identities))
+    return false;
 
   OpBuilder b(op);
   Location loc = op.getLoc();
@@ -452,44 +580,9 @@ bool mlir::anvil::cuda::grid::mapRowReductions(
   Value warpIndex = arith::AddIOp::create(b, loc, firstWarp, warpInBlock);
   Value lane = arith::RemUIOp::create(b, loc, tid, index(warp));
   Value row = arith::MinUIOp::create(b, loc, warpIndex, index(rows - 1));
-  // Delinearizes `linear` over `dims` (the last fastest) into `ivs`.
-  SmallVector<Value> ivs(ranges.size());
-  auto delinearize = [&](Value linear, ArrayRef<unsigned> dims) {
-    for (int64_t i = static_cast<int64_t>(dims.size()) - 1; i >= 0; --i) {
-      int64_t extent = ranges[dims[i]];
-      if (i == 0) {
-        ivs[dims[i]] = linear;
-        break;
-      }
-      ivs[dims[i]] = arith::RemUIOp::create(b, loc, linear, index(extent));
-      linear = arith::DivUIOp::create(b, loc, linear, index(extent));
-    }
-  };
-  delinearize(row, parallel);
-  Value zero = index(0);
-  auto at = [&](OpOperand &operand) {
-    return llvm::map_to_vector(op.getMatchingIndexingMap(&operand).getResults(),
-                               [&](AffineExpr e) -> Value {
-                                 auto dim = dyn_cast<AffineDimExpr>(e);
-                                 return dim ? ivs[dim.getPosition()] : zero;
-                               });
-  };
-  // combine(acc, v) or combine(v, acc), in the body's order and with its
-  // flags.
-  auto fold = [&](Operation *combine, unsigned r, Value acc, Value v) {
-    Value out = body->getArgument(op.getNumDpsInputs() + r);
-    IRMapping operands;
-    operands.map(out, acc);
-    for (Value operand : combine->getOperands())
-      if (operand != out)
-        operands.map(operand, v);
-    return b.clone(*combine, operands)->getResult(0);
-  };
-
-  SmallVector<Value> inits;
-  for (const APFloat &identity : identities)
-    inits.push_back(arith::ConstantOp::create(
-        b, loc, b.getF32FloatAttr(identity.convertToFloat())));
+  WarpRow code(b, op);
+  code.delinearize(row, parallel);
+  code.zero = index(0);
   // Runs of `width` where the rows divide into them and some operand's
   // rows are aligned to them.
   auto alongRows = [&](OpOperand *input) {
@@ -505,73 +598,19 @@ bool mlir::anvil::cuda::grid::mapRowReductions(
   if (width > 1 && length % width == 0 && ranges[inner] % width == 0 &&
       llvm::any_of(op.getDpsInputOperands(), alignable))
     run = width;
-  Value first =
-      run == 1 ? lane
-               : arith::MulIOp::create(b, loc, lane, index(run)).getResult();
-  auto loop = scf::ForOp::create(b, loc, first, index(length),
-                                 index(warp * run), inits);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    SmallVector<Value> accs(loop.getRegionIterArgs());
-    for (int64_t j = 0; j < run; ++j) {
-      Value k = loop.getInductionVar();
-      if (j > 0)
-        k = arith::AddIOp::create(b, loc, k, index(j));
-      delinearize(k, reduction);
-      IRMapping map;
-      for (OpOperand *input : op.getDpsInputOperands()) {
-        Value value = input->get(); // a scalar, used as it is
-        if (isa<MemRefType>(value.getType())) {
-          auto load = memref::LoadOp::create(b, loc, value, at(*input));
-          if (j == 0 && run > 1 && alignable(input))
-            load.setAlignment(
-                run *
-                cast<MemRefType>(value.getType()).getElementTypeBitWidth() / 8);
-          value = load.getResult();
-        }
-        map.map(body->getArgument(input->getOperandNumber()), value);
-      }
-      for (Operation &bodyOp : body->without_terminator()) {
-        if (llvm::is_contained(combines, &bodyOp))
-          continue;
-        if (auto idx = dyn_cast<linalg::IndexOp>(bodyOp)) {
-          map.map(idx.getResult(), ivs[idx.getDim()]);
-          continue;
-        }
-        b.clone(bodyOp, map);
-      }
-      for (auto [r, combine] : llvm::enumerate(combines)) {
-        Value out = body->getArgument(op.getNumDpsInputs() + r);
-        Value v = combine->getOperand(0) == out ? combine->getOperand(1)
-                                                : combine->getOperand(0);
-        accs[r] = fold(combine, r, accs[r], map.lookupOrDefault(v));
-      }
-    }
-    scf::YieldOp::create(b, loc, accs);
-  }
-  // The butterfly: after the step of offset o, each lane holds the fold of
-  // the lanes whose numbers differ from its own only in bits o and above,
-  // the same value in all of them; after offset 1, the fold of all 32.
-  SmallVector<Value> partials(loop.getResults());
-  for (int32_t offset = warp / 2; offset >= 1; offset /= 2)
-    for (auto [r, combine] : llvm::enumerate(combines)) {
-      Value other = gpu::ShuffleOp::create(b, loc, partials[r], offset, warp,
-                                           gpu::ShuffleMode::XOR)
-                        .getShuffleResult();
-      partials[r] = fold(combine, r, partials[r], other);
-    }
+  SmallVector<Value> partials = code.foldOnWarp(
+      lane, reduction, length, run, alignable, combines, identities);
   // Lane 0 of a warp that has a row folds the row's value into the output.
   Value hasRow = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                        warpIndex, index(rows));
   Value firstLane =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero);
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, code.zero);
   Value store = arith::AndIOp::create(b, loc, hasRow, firstLane);
   auto guard = scf::IfOp::create(b, loc, store, /*withElseRegion=*/false);
   b.setInsertionPoint(guard.thenBlock()->getTerminator());
   for (auto [r, combine] : llvm::enumerate(combines)) {
     OpOperand &init = op.getDpsInitsMutable()[r];
-    SmallVector<Value> where = at(init);
+    SmallVector<Value> where = code.at(init);
     // The output's value before the reduction: its fill's, or read.
     Value old;
     for (linalg::FillOp fill : fills)
@@ -579,7 +618,7 @@ bool mlir::anvil::cuda::grid::mapRowReductions(
         old = b.clone(*fill.getInputs()[0].getDefiningOp())->getResult(0);
     if (!old)
       old = memref::LoadOp::create(b, loc, init.get(), where);
-    Value result = fold(combine, r, old, partials[r]);
+    Value result = code.fold(combine, r, old, partials[r]);
     memref::StoreOp::create(b, loc, result, init.get(), where);
   }
   op.erase();

@@ -127,6 +127,7 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     cpuOptions.horizontalFuse = options.horizontalFuse;
     // A fill and the row reduction it starts: one launch.
     cpuOptions.fillsIntoReductions = true;
+    cpuOptions.rowGroups = options.rowGroups;
     cpuOptions.mergeAmax = true;
     cpuOptions.recomputeCheap = true;
     cpuOptions.mergeCheapReaders = true;

@@ -57,6 +57,10 @@ struct CPUPipelineOptions {
   /// (anvil-outline-dispatches fills-into-reductions; a GPU grid's row
   /// reductions then start from the fill's value).
   bool fillsIntoReductions = false;
+  /// Group the dispatches over the same rows, at least this many (0:
+  /// none), into one (anvil-row-groups; a GPU grid runs it as one kernel
+  /// of a warp per row).
+  int64_t rowGroups = 0;
   /// After fusion, split long sums into few outputs into two stages
   /// (anvil-split-reductions min-length; 0: off, the CPU's default: its
   /// threads split a dispatch's outer loop instead).

@@ -305,6 +305,15 @@ LogicalResult AnvilDialect::verifyOperationAttribute(Operation *op,
                 "anvil.conv_transpose or anvil.conv_filter_grad";
     return success();
   }
+  if (attr.getName() == kRowGroupAttrName) {
+    if (!(isa<FunctionOpInterface>(op) ||
+          op->getName().getStringRef() == "scf.execute_region") ||
+        !isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << kRowGroupAttrName
+                             << "' must be a unit attribute on a function "
+                                "or an scf.execute_region";
+    return success();
+  }
   return op->emitError() << "unknown anvil attribute '"
                          << attr.getName().getValue() << "' on an op";
 }

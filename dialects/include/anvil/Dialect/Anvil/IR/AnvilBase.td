@@ -89,6 +89,14 @@ def Anvil_Dialect : Dialect {
     /// (unit).
     static constexpr ::llvm::StringLiteral kLibraryCallAttrName =
         "anvil.library_call";
+    /// On an scf.execute_region of ops over the same rows that
+    /// anvil-row-groups made, having checked that their buffers touch what
+    /// the ops write only within a row, and on the dispatch function
+    /// anvil-outline-dispatches makes of it: anvil-cuda-map-dispatches
+    /// runs it as one kernel of a warp per row (unit; a hint, safe to
+    /// drop).
+    static constexpr ::llvm::StringLiteral kRowGroupAttrName =
+        "anvil.row_group";
 
   private:
     void registerAttributes();
