@@ -48,6 +48,16 @@ template <typename OpTy> OpTy soleOp(func::FuncOp fn) {
   return op;
 }
 
+/// A launch of a warp per row: whole warps of a block of at most
+/// `blockSize` threads, as many as `rows`. In its body: the warp's number,
+/// the thread's lane in it, and the warp's row (the last row for a warp
+/// past it, which must compute but store nothing); the builder after them.
+struct WarpLaunch {
+  Value warpIndex, lane, row;
+};
+WarpLaunch createWarpLaunch(OpBuilder &b, Location loc, int64_t rows,
+                            int64_t blockSize);
+
 /// A linalg.generic's code where a warp computes a row of it
 /// (MapReductions.cpp's row reductions, MapRowGroups.cpp's row groups):
 /// `ivs` holds the loop indices of the point the code is at, set by the

@@ -422,6 +422,29 @@ WarpRow::foldOnWarp(Value lane, ArrayRef<unsigned> reduction, int64_t length,
   return partials;
 }
 
+WarpLaunch mlir::anvil::cuda::grid::createWarpLaunch(OpBuilder &b, Location loc,
+                                                     int64_t rows,
+                                                     int64_t blockSize) {
+  auto index = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  constexpr int64_t warp = 32;
+  int64_t threads = std::min(blockSize, rows * warp);
+  int64_t blocks = (rows * warp + threads - 1) / threads;
+  gpu::LaunchOp launch = createLaunch(b, loc, blocks, threads);
+  Value tid = launch.getThreadIds().x;
+  // One statement an op: the IR's order does not depend on the C++
+  // compiler's order of evaluating arguments.
+  Value firstWarp = arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                                          index(threads / warp));
+  Value warpInBlock = arith::DivUIOp::create(b, loc, tid, index(warp));
+  WarpLaunch w;
+  w.warpIndex = arith::AddIOp::create(b, loc, firstWarp, warpInBlock);
+  w.lane = arith::RemUIOp::create(b, loc, tid, index(warp));
+  w.row = arith::MinUIOp::create(b, loc, w.warpIndex, index(rows - 1));
+  return w;
+}
+
 bool mlir::anvil::cuda::grid::warpFolds(linalg::GenericOp op,
                                         SmallVectorImpl<Operation *> &combines,
                                         SmallVectorImpl<APFloat> &identities) {
@@ -567,19 +590,7 @@ bool mlir::anvil::cuda::grid::mapRowReductions(
   auto index = [&](int64_t v) {
     return arith::ConstantIndexOp::create(b, loc, v).getResult();
   };
-  constexpr int64_t warp = 32;
-  int64_t threads = std::min(blockSize, rows * warp);
-  int64_t blocks = (rows * warp + threads - 1) / threads;
-  gpu::LaunchOp launch = createLaunch(b, loc, blocks, threads);
-  Value tid = launch.getThreadIds().x;
-  // One statement an op: the IR's order does not depend on the C++
-  // compiler's order of evaluating arguments.
-  Value firstWarp = arith::MulIOp::create(b, loc, launch.getBlockIds().x,
-                                          index(threads / warp));
-  Value warpInBlock = arith::DivUIOp::create(b, loc, tid, index(warp));
-  Value warpIndex = arith::AddIOp::create(b, loc, firstWarp, warpInBlock);
-  Value lane = arith::RemUIOp::create(b, loc, tid, index(warp));
-  Value row = arith::MinUIOp::create(b, loc, warpIndex, index(rows - 1));
+  auto [warpIndex, lane, row] = createWarpLaunch(b, loc, rows, blockSize);
   WarpRow code(b, op);
   code.delinearize(row, parallel);
   code.zero = index(0);

@@ -97,16 +97,7 @@ bool mlir::anvil::cuda::grid::mapRowGroup(
     return arith::ConstantIndexOp::create(b, loc, v).getResult();
   };
   constexpr int64_t warp = 32;
-  int64_t threads = std::min(blockSize, rowCount * warp);
-  int64_t blocks = (rowCount * warp + threads - 1) / threads;
-  gpu::LaunchOp launch = createLaunch(b, loc, blocks, threads);
-  Value tid = launch.getThreadIds().x;
-  Value firstWarp = arith::MulIOp::create(b, loc, launch.getBlockIds().x,
-                                          index(threads / warp));
-  Value warpInBlock = arith::DivUIOp::create(b, loc, tid, index(warp));
-  Value warpIndex = arith::AddIOp::create(b, loc, firstWarp, warpInBlock);
-  Value lane = arith::RemUIOp::create(b, loc, tid, index(warp));
-  Value row = arith::MinUIOp::create(b, loc, warpIndex, index(rowCount - 1));
+  auto [warpIndex, lane, row] = createWarpLaunch(b, loc, rowCount, blockSize);
   Value hasRow = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                        warpIndex, index(rowCount));
   Value firstLane =
