@@ -80,9 +80,10 @@ public:
   /// with its flags.
   Value fold(Operation *combine, unsigned r, Value acc, Value v);
   /// The body at the point: the inputs loaded (`alignment` gives a load's
-  /// claimed alignment in bytes, 0 for none), then the body's ops but
-  /// `skip`; maps the body's values to the point's, from `map` (what the
-  /// caller gives the outputs' block arguments, say).
+  /// claimed alignment in bytes, 0 for none) but those `map` has, then the
+  /// body's ops but `skip`; maps the body's values to the point's, from
+  /// `map` (what the caller gives the outputs' block arguments, or an input
+  /// it loaded once for many points).
   IRMapping point(ArrayRef<Operation *> skip,
                   function_ref<int64_t(OpOperand *)> alignment,
                   IRMapping map = {});

@@ -345,6 +345,9 @@ IRMapping WarpRow::point(ArrayRef<Operation *> skip,
                          IRMapping map) {
   Block *body = op.getBlock();
   for (OpOperand *input : op.getDpsInputOperands()) {
+    BlockArgument arg = body->getArgument(input->getOperandNumber());
+    if (map.contains(arg))
+      continue;                 // the caller's
     Value value = input->get(); // a scalar, used as it is
     if (isa<MemRefType>(value.getType())) {
       auto load = memref::LoadOp::create(b, loc, value, at(*input));

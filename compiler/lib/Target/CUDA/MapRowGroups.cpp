@@ -260,6 +260,21 @@ bool mlir::anvil::cuda::grid::mapRowGroup(
     auto guard = scf::IfOp::create(b, loc, hasRow, false);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPoint(guard.thenBlock()->getTerminator());
+    // The inputs read at the row alone (its statistics), once: in the loop,
+    // the stores between would keep LLVM from proving them the same.
+    IRMapping rowInputs;
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      AffineMap map = op.getMatchingIndexingMap(input);
+      if (!isa<MemRefType>(input->get().getType()) ||
+          llvm::is_contained(op.getDpsInits(), input->get()) ||
+          llvm::any_of(columns,
+                       [&](unsigned d) { return map.isFunctionOfDim(d); }))
+        continue;
+      rowInputs.map(
+          op.getMatchingBlockArgument(input),
+          memref::LoadOp::create(b, loc, input->get(), code.at(*input))
+              .getResult());
+    }
     Value first =
         run == 1 ? lane
                  : arith::MulIOp::create(b, loc, lane, index(run)).getResult();
@@ -280,7 +295,7 @@ bool mlir::anvil::cuda::grid::mapRowGroup(
                8;
       };
       // An output's old value, where the body reads it.
-      IRMapping outs;
+      IRMapping outs = rowInputs;
       for (OpOperand &init : op.getDpsInitsMutable()) {
         BlockArgument arg = op.getMatchingBlockArgument(&init);
         if (arg.use_empty())
