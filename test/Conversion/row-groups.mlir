@@ -232,3 +232,65 @@ func.func @stats(%x: memref<8x64xf32>, %m: memref<8xf32>) {
   }
   return
 }
+
+// A fill folds only into the reduction right after it, and only where that
+// writes all of the buffer: %p's sum writes its column 0 of 4, so the fill
+// is stored (the other columns keep it); the second sum into %s starts
+// from the first's value, read back, not from the fill's.
+// MAP-LABEL: func.func private @partial__dispatch_0(
+// MAP: scf.if
+// MAP: scf.for %{{.+}} = %{{.+}} to %c4 step %c32
+// MAP: memref.store %cst{{.*}}, %{{.+}} : memref<8x4xf32>
+// MAP: gpu.barrier
+// MAP: memref.load %{{.+}} : memref<8x4xf32>
+// MAP: gpu.barrier
+// MAP: gpu.barrier
+// MAP: scf.if
+// MAP-NEXT: memref.load %{{.+}} : memref<8xf32>
+// MAP: scf.for
+// MAP-LABEL: func.func @partial(
+func.func @partial(%x: memref<8x64xf32>, %y: memref<8x64xf32>, %p: memref<8x4xf32>, %s: memref<8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%p : memref<8x4xf32>)
+  linalg.generic {indexing_maps = [#row, affine_map<(d0, d1) -> (d0, 0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<8x64xf32>) outs(%p : memref<8x4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %acc, %a : f32
+    linalg.yield %r : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%s : memref<8xf32>)
+  linalg.generic {indexing_maps = [#row, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<8x64xf32>) outs(%s : memref<8xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %acc, %a : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#row, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%y : memref<8x64xf32>) outs(%s : memref<8xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %acc, %a : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// A reduction with a parallel loop past the rows that its output does not
+// index (4 sums a row into one element) is not a member.
+// CHECK-LABEL: func.func @extra(
+// CHECK-NOT: scf.execute_region
+// CHECK: return
+func.func @extra(%x: memref<8x4x8xf32>, %y: memref<8x8xf32>) {
+  %s = memref.alloc() : memref<8x1xf32>
+  linalg.generic {indexing_maps = [#sum3, affine_map<(d0, d1, d2) -> (d0, 0)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : memref<8x4x8xf32>) outs(%s : memref<8x1xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %acc, %a : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#stat, #row], iterator_types = ["parallel", "parallel"]}
+      ins(%s : memref<8x1xf32>) outs(%y : memref<8x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  }
+  return
+}

@@ -140,18 +140,24 @@ bool fitsRows(Operation *op, ArrayRef<int64_t> rows, int64_t maxColumns) {
     if (columns > maxColumns)
       return false;
   }
+  // A reduction's other loops past the rows are of range 1: it makes one
+  // value a row.
   bool reduces = llvm::is_contained(loops->reduction, true);
+  for (unsigned d = rows.size(); d < loops->ranges.size(); ++d)
+    if (reduces && !loops->reduction[d] && loops->ranges[d] != 1)
+      return false;
   auto linalgOp = cast<linalg::LinalgOp>(op);
   for (OpOperand &init : linalgOp.getDpsInitsMutable()) {
     if (!rowLocal(op, init, rows))
       return false;
     if (!reduces)
       continue;
-    // One element per row: the indices past the rows' 0, or loops of 1.
+    // One element per row: the indices past the rows' 0, or parallel loops
+    // of 1.
     AffineMap map = linalgOp.getMatchingIndexingMap(&init);
     for (AffineExpr e : map.getResults().drop_front(rows.size()))
       if (auto dim = dyn_cast<AffineDimExpr>(e);
-          dim && loops->ranges[dim.getPosition()] != 1)
+          dim && loops->reduction[dim.getPosition()])
         return false;
   }
   return true;
@@ -183,7 +189,9 @@ bool contiguousFromBase(Type type) {
 }
 
 Extent extentOf(Value buffer) {
-  bool known = contiguousFromBase(buffer.getType());
+  auto bufferType = dyn_cast<MemRefType>(buffer.getType());
+  bool known = contiguousFromBase(buffer.getType()) &&
+               bufferType.getElementType().isIntOrFloat();
   int64_t shift = 0;
   Value v = buffer;
   while (Operation *def = v.getDefiningOp()) {
@@ -217,15 +225,29 @@ Extent extentOf(Value buffer) {
   return e;
 }
 
-/// Whether two extents may share bytes. Distinct function arguments and
-/// allocations are distinct buffers; two reads of one global are one.
+/// Whether `root` is a buffer of its own: an allocation, a global, or an
+/// argument of a public function (an entry point, whose buffers the
+/// runtime allocates apart; a private function's caller could pass one
+/// buffer twice).
+bool distinctBuffer(Value root) {
+  if (auto arg = dyn_cast<BlockArgument>(root)) {
+    auto fn = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    return fn && fn.isPublic() && arg.getOwner()->isEntryBlock();
+  }
+  return isa_and_nonnull<memref::AllocOp, memref::AllocaOp,
+                         memref::GetGlobalOp>(root.getDefiningOp());
+}
+
+/// Whether two extents may share bytes. Distinct buffers (distinctBuffer)
+/// do not; two reads of one global are one buffer; any other root may be
+/// any buffer.
 bool mayOverlap(const Extent &a, const Extent &b) {
-  bool same = a.root == b.root;
   auto ga = a.root.getDefiningOp<memref::GetGlobalOp>();
   auto gb = b.root.getDefiningOp<memref::GetGlobalOp>();
-  if (ga && gb)
-    same = ga.getName() == gb.getName();
-  return same && a.begin < b.end && b.begin < a.end;
+  bool same = ga && gb ? ga.getName() == gb.getName() : a.root == b.root;
+  if (!same)
+    return !distinctBuffer(a.root) || !distinctBuffer(b.root);
+  return a.begin < b.end && b.begin < a.end;
 }
 
 /// A linalg op's buffer operand, where it lies, and whether the op writes
@@ -248,6 +270,18 @@ bool accessesOf(Operation *op, SmallVectorImpl<Access> &accesses) {
       accesses.push_back({op, &operand, extentOf(operand.get()),
                           linalgOp.isDpsInit(&operand)});
   return true;
+}
+
+/// Whether an op reads no bytes it writes but through the buffer it writes
+/// (a reduction whose fill folds into it must not read that fill's bytes
+/// under another name).
+bool selfContained(ArrayRef<Access> accesses) {
+  return llvm::all_of(accesses, [&](const Access &w) {
+    return !w.write || llvm::all_of(accesses, [&](const Access &r) {
+      return r.write || r.operand->get() == w.operand->get() ||
+             !mayOverlap(r.extent, w.extent);
+    });
+  });
 }
 
 /// Whether running `a` and `b` (of different ops) in either order, or
@@ -315,7 +349,7 @@ SmallVector<Operation *> formRowGroup(Operation *first, int64_t minRows) {
   SmallVector<Operation *> members = {first};
   SmallVector<Access> memberAccesses, skippedAccesses;
   if (anvil::rows::rowExtents(members).empty() ||
-      !accessesOf(first, memberAccesses))
+      !accessesOf(first, memberAccesses) || !selfContained(memberAccesses))
     return {};
   unsigned skipped = 0;
   bool dependent = false;
@@ -340,6 +374,12 @@ SmallVector<Operation *> formRowGroup(Operation *first, int64_t minRows) {
     SmallVector<Access> accesses;
     if (!accessesOf(op, accesses))
       break;
+    if (!selfContained(accesses)) {
+      skippedAccesses.append(accesses);
+      ++skipped;
+      op = next;
+      continue;
+    }
     members.push_back(op);
     SmallVector<int64_t> rows = anvil::rows::rowExtents(members);
     int64_t count = 1;

@@ -341,11 +341,15 @@ def AnvilRowGroupsPass : Pass<"anvil-row-groups", "mlir::ModuleOp"> {
       both are the same bytes accessed within rows (so the group can run
       row by row, each row's members in order);
     - it moves up over the dispatches between only where neither writes
-      bytes the other touches (distinct allocations and function arguments
-      are distinct buffers; views of one buffer at constant offsets are told
-      apart), with the pure ops and allocations it uses, and over no other
-      op with memory effects (a library call, a copy) but a static
-      allocation: at most 16 dispatches stay in between.
+      bytes the other touches (allocations, globals and the arguments of a
+      public function are distinct buffers, any other buffer may be any;
+      `memref.view`s of one buffer at constant byte shifts, and reshapes of
+      them, are told apart, other views cover their whole buffer), with the
+      pure ops and allocations it uses, and over no other op with memory
+      effects (a library call, a copy) but a static allocation: at most 16
+      dispatches stay in between;
+    - it reads none of the bytes it writes through another buffer, and a
+      reduction's loops past the rows are reductions or of range 1.
     A group needs two members, one of which touches what an earlier one writes
     (independent ops over one domain are anvil-horizontal-fuse's), and a
     reduction among them (elementwise ops alone are anvil-fuse's). The

@@ -2,8 +2,9 @@
 //
 // What anvil-cuda-map-dispatches (MapDispatches.cpp) shares with the
 // mappings of its own files: a launch, the alignment of a dispatch's
-// buffers, a dispatch's single op, and the dispatches mapped by a kernel
-// shape of their own (MapReductions.cpp: full and row reductions;
+// buffers, a dispatch's single op, a generic's code on a warp per row, and
+// the dispatches mapped by a kernel shape of their own (MapReductions.cpp:
+// full and row reductions; MapRowGroups.cpp: row groups;
 // MapTranspose.cpp: tiled transposes). Each mapping returns false, having
 // changed nothing, when the dispatch is not of its form.
 //
@@ -115,6 +116,11 @@ public:
 /// -0, -inf, +inf). Sets `combines` and `identities` by output.
 bool warpFolds(linalg::GenericOp op, SmallVectorImpl<Operation *> &combines,
                SmallVectorImpl<APFloat> &identities);
+
+/// Whether every input of `op` that reads along the loops `reduction`
+/// reads the last of them as its innermost, unit-stride dimension: rows of
+/// contiguous terms, which a warp reads in coalesced lines.
+bool readsRowsContiguously(linalg::GenericOp op, ArrayRef<unsigned> reduction);
 
 /// A dispatch that is a row group (anvil-row-groups' ops over the same
 /// rows) on a warp per row, the ops one after another (MapRowGroups.cpp).

@@ -448,6 +448,26 @@ WarpLaunch mlir::anvil::cuda::grid::createWarpLaunch(OpBuilder &b, Location loc,
   return w;
 }
 
+bool mlir::anvil::cuda::grid::readsRowsContiguously(
+    linalg::GenericOp op, ArrayRef<unsigned> reduction) {
+  unsigned inner = reduction.back();
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    if (llvm::none_of(reduction,
+                      [&](unsigned d) { return map.isFunctionOfDim(d); }))
+      continue;
+    auto type = dyn_cast<MemRefType>(input->get().getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (!type || map.getNumResults() == 0 ||
+        map.getResults().back() != getAffineDimExpr(inner, op.getContext()) ||
+        failed(type.getStridesAndOffset(strides, offset)) ||
+        strides.back() != 1)
+      return false;
+  }
+  return true;
+}
+
 bool mlir::anvil::cuda::grid::warpFolds(linalg::GenericOp op,
                                         SmallVectorImpl<Operation *> &combines,
                                         SmallVectorImpl<APFloat> &identities) {
@@ -556,23 +576,9 @@ bool mlir::anvil::cuda::grid::mapRowReductions(
   }
   if (reduction.empty() || length < std::max<int64_t>(minLength, 32))
     return false;
-  // Rows: every input that reads along the reduction reads its innermost
-  // reduction dimension contiguously.
   unsigned inner = reduction.back();
-  for (OpOperand *input : op.getDpsInputOperands()) {
-    AffineMap map = op.getMatchingIndexingMap(input);
-    if (llvm::none_of(reduction,
-                      [&](unsigned d) { return map.isFunctionOfDim(d); }))
-      continue;
-    auto type = dyn_cast<MemRefType>(input->get().getType());
-    SmallVector<int64_t> strides;
-    int64_t offset;
-    if (!type || map.getNumResults() == 0 ||
-        map.getResults().back() != getAffineDimExpr(inner, op.getContext()) ||
-        failed(type.getStridesAndOffset(strides, offset)) ||
-        strides.back() != 1)
-      return false;
-  }
+  if (!readsRowsContiguously(op, reduction))
+    return false;
   // Each output indexed by every parallel dimension and no reduction one:
   // each row its own output element.
   for (OpOperand &init : op.getDpsInitsMutable()) {

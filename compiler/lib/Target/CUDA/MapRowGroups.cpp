@@ -27,11 +27,28 @@ using namespace mlir::anvil::cuda::grid;
 
 namespace {
 
-/// Whether `op` (a generic) reads `buffer` as an input, or does not write
-/// it.
-bool readsOrKeeps(linalg::GenericOp op, Value buffer) {
-  return llvm::is_contained(op.getDpsInputs(), buffer) ||
-         !llvm::is_contained(op.getDpsInits(), buffer);
+/// Whether the reduction `op` writes all of `buffer` (every result of its
+/// map a distinct loop, or 0 along a dimension of 1) and does not read it
+/// as an input (anvil-row-groups refused a member that reads its output's
+/// bytes through another buffer): the fill of `buffer` just before can
+/// fold into it.
+bool startsFromFill(linalg::GenericOp op, Value buffer) {
+  if (op.getNumReductionLoops() == 0 ||
+      llvm::is_contained(op.getDpsInputs(), buffer))
+    return false;
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    if (init.get() != buffer)
+      continue;
+    AffineMap map = op.getMatchingIndexingMap(&init);
+    auto shape = cast<MemRefType>(buffer.getType()).getShape();
+    if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
+      return false;
+    for (auto [i, e] : llvm::enumerate(map.getResults()))
+      if (isa<AffineConstantExpr>(e) && shape[i] != 1)
+        return false;
+    return true;
+  }
+  return false;
 }
 
 /// Whether the `map`'s last result is loop `dim` and no other result uses
@@ -106,13 +123,14 @@ bool mlir::anvil::cuda::grid::mapRowGroup(
   SmallVector<unsigned> rowDims =
       llvm::to_vector(llvm::seq<unsigned>(0, rowLoops));
 
-  // The constant of the fill just before a reduction that writes its buffer
-  // (and does not read it): the reduction starts from it.
-  DenseMap<Value, Operation *> filled;
+  // The fill just before the member, folded into it: its buffer and
+  // constant (the member, a reduction, starts from it).
+  Value filledBuffer;
+  Operation *filledWith = nullptr, *startFrom = nullptr;
   // The output's value before a reduction folds a row into it.
   auto before = [&](WarpRow &code, OpOperand &init) -> Value {
-    if (Operation *constant = filled.lookup(init.get()))
-      return b.clone(*constant)->getResult(0);
+    if (startFrom && init.get() == filledBuffer)
+      return b.clone(*startFrom)->getResult(0);
     return memref::LoadOp::create(b, loc, init.get(), code.at(init));
   };
   bool emitted = false;
@@ -121,13 +139,15 @@ bool mlir::anvil::cuda::grid::mapRowGroup(
       auto next = i + 1 < members.size()
                       ? dyn_cast<linalg::GenericOp>(members[i + 1])
                       : linalg::GenericOp();
-      Value buffer = fill.getOutputs()[0];
-      if (next && next.getNumReductionLoops() != 0 &&
-          !readsOrKeeps(next, buffer)) {
-        filled[buffer] = fill.getInputs()[0].getDefiningOp();
+      if (next && startsFromFill(next, fill.getOutputs()[0])) {
+        filledBuffer = fill.getOutputs()[0];
+        filledWith = fill.getInputs()[0].getDefiningOp();
         continue;
       }
     }
+    // A fill folds into the member right after it only.
+    startFrom = filledWith;
+    filledWith = nullptr;
     if (emitted)
       gpu::BarrierOp::create(b, loc);
     emitted = true;
@@ -190,7 +210,19 @@ bool mlir::anvil::cuda::grid::mapRowGroup(
     if (!reduction.empty()) {
       SmallVector<Operation *> combines;
       SmallVector<APFloat> identities;
+      // On the warp where a reduction of its own would be
+      // (mapRowReductions): the same tree of sums.
+      auto everyParallelLoop = [&](OpOperand &init) {
+        AffineMap map = op.getMatchingIndexingMap(&init);
+        for (auto [d, iterator] : llvm::enumerate(op.getIteratorTypesArray()))
+          if (iterator == utils::IteratorType::parallel &&
+              !map.isFunctionOfDim(d))
+            return false;
+        return true;
+      };
       if (minLength > 0 && length >= std::max<int64_t>(minLength, warp) &&
+          readsRowsContiguously(op, reduction) &&
+          llvm::all_of(op.getDpsInitsMutable(), everyParallelLoop) &&
           warpFolds(op, combines, identities)) {
         unsigned inner = reduction.back();
         auto alignable = [&](OpOperand *input) {

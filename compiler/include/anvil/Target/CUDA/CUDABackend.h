@@ -76,7 +76,7 @@ struct CUDAPipelineOptions {
   /// anvil-cuda-map-dispatches' warp-reductions: reductions of contiguous
   /// rows of at least this many terms run a warp per row (0: never).
   int64_t warpReductions = 256;
-  /// anvil-outline-dispatches' row-groups: the ops over the same rows, at
+  /// anvil-row-groups' min-rows: the dispatches over the same rows, at
   /// least this many, run as one kernel of a warp per row (0: never).
   int64_t rowGroups = 128;
   /// Independent dispatches over one domain run as one kernel
