@@ -117,6 +117,11 @@ public:
 bool warpFolds(linalg::GenericOp op, SmallVectorImpl<Operation *> &combines,
                SmallVectorImpl<APFloat> &identities);
 
+/// Whether `op` writes all of `buffer` (an output whose map's results are
+/// distinct loops, or 0 along a dimension of 1) and does not read it as an
+/// input: a constant fill of `buffer` just before can fold into it.
+bool writesWhole(linalg::GenericOp op, Value buffer);
+
 /// Whether every input of `op` that reads along the loops `reduction`
 /// reads the last of them as its innermost, unit-stride dimension: rows of
 /// contiguous terms, which a warp reads in coalesced lines.

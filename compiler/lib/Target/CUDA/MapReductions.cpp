@@ -25,6 +25,24 @@
 using namespace mlir;
 using namespace mlir::anvil::cuda::grid;
 
+bool mlir::anvil::cuda::grid::writesWhole(linalg::GenericOp op, Value buffer) {
+  if (llvm::is_contained(op.getDpsInputs(), buffer))
+    return false;
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    if (init.get() != buffer)
+      continue;
+    AffineMap map = op.getMatchingIndexingMap(&init);
+    auto shape = cast<MemRefType>(buffer.getType()).getShape();
+    if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
+      return false;
+    for (auto [i, e] : llvm::enumerate(map.getResults()))
+      if (isa<AffineConstantExpr>(e) && shape[i] != 1)
+        return false;
+    return true;
+  }
+  return false;
+}
+
 namespace {
 
 /// The one linalg.generic of `fn`, whose body is that generic and
@@ -56,27 +74,9 @@ linalg::GenericOp genericAfterFills(func::FuncOp fn,
   }
   if (!generic)
     return nullptr;
-  // Each fill's buffer an output the generic writes whole (every result of
-  // its map a distinct loop dimension, or 0 along a dimension of 1), and
-  // no input.
-  for (linalg::FillOp fill : fills) {
-    Value buffer = fill.getOutputs()[0];
-    if (llvm::is_contained(generic.getDpsInputs(), buffer))
+  for (linalg::FillOp fill : fills)
+    if (!writesWhole(generic, fill.getOutputs()[0]))
       return nullptr;
-    OpOperand *init = nullptr;
-    for (OpOperand &o : generic.getDpsInitsMutable())
-      if (o.get() == buffer)
-        init = &o;
-    if (!init)
-      return nullptr;
-    AffineMap map = generic.getMatchingIndexingMap(init);
-    auto shape = cast<MemRefType>(buffer.getType()).getShape();
-    if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
-      return nullptr;
-    for (auto [i, e] : llvm::enumerate(map.getResults()))
-      if (isa<AffineConstantExpr>(e) && shape[i] != 1)
-        return nullptr;
-  }
   return generic;
 }
 

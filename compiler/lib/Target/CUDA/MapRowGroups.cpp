@@ -27,30 +27,6 @@ using namespace mlir::anvil::cuda::grid;
 
 namespace {
 
-/// Whether the reduction `op` writes all of `buffer` (every result of its
-/// map a distinct loop, or 0 along a dimension of 1) and does not read it
-/// as an input (anvil-row-groups refused a member that reads its output's
-/// bytes through another buffer): the fill of `buffer` just before can
-/// fold into it.
-bool startsFromFill(linalg::GenericOp op, Value buffer) {
-  if (op.getNumReductionLoops() == 0 ||
-      llvm::is_contained(op.getDpsInputs(), buffer))
-    return false;
-  for (OpOperand &init : op.getDpsInitsMutable()) {
-    if (init.get() != buffer)
-      continue;
-    AffineMap map = op.getMatchingIndexingMap(&init);
-    auto shape = cast<MemRefType>(buffer.getType()).getShape();
-    if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
-      return false;
-    for (auto [i, e] : llvm::enumerate(map.getResults()))
-      if (isa<AffineConstantExpr>(e) && shape[i] != 1)
-        return false;
-    return true;
-  }
-  return false;
-}
-
 /// Whether the `map`'s last result is loop `dim` and no other result uses
 /// it: the accesses of consecutive points of `dim` are consecutive
 /// elements (of a buffer whose innermost stride is 1).
@@ -139,7 +115,10 @@ bool mlir::anvil::cuda::grid::mapRowGroup(
       auto next = i + 1 < members.size()
                       ? dyn_cast<linalg::GenericOp>(members[i + 1])
                       : linalg::GenericOp();
-      if (next && startsFromFill(next, fill.getOutputs()[0])) {
+      // (anvil-row-groups refused a member that reads its output's bytes
+      // through another buffer.)
+      if (next && next.getNumReductionLoops() != 0 &&
+          writesWhole(next, fill.getOutputs()[0])) {
         filledBuffer = fill.getOutputs()[0];
         filledWith = fill.getInputs()[0].getDefiningOp();
         continue;
