@@ -1,9 +1,10 @@
 // RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse | FileCheck %s
 // RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse=max-operands=5 | FileCheck %s --check-prefix=FEW
 
-// Tests anvil-horizontal-fuse: independent all-parallel generics over the
-// same static domain become one generic at the last one's place, their
-// operands and results in order, each body computed in turn.
+// Tests anvil-horizontal-fuse: independent generics over the same static
+// domain (all parallel, or reductions with a parallel loop) become one
+// generic at the last one's place, their operands and results in order,
+// each body computed in turn.
 
 #v = affine_map<(d0) -> (d0)>
 // Two updates of 768 elements and a third of another domain: the two
@@ -169,4 +170,54 @@ func.func @amax_fills(%x: tensor<8xf32>, %y: tensor<8xf32>, %z: tensor<4x8xf32>)
     linalg.yield %r : f32
   } -> tensor<4xf32>
   return %m0, %m1, %s2 : tensor<f32>, tensor<f32>, tensor<4xf32>
+}
+
+// -----
+
+// Reductions with a parallel loop merge like elementwise ops when their
+// domains and loop kinds match: a row maximum and a row sum of one tensor
+// (the cross-entropy's maximum and label logit: the logits read once),
+// each output folded in its own order. A contraction (a product a backend
+// runs as a library GEMM) stays alone, and so does a reduction over every
+// loop (above).
+#x3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#r3 = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-LABEL: func.func @rows
+// CHECK: %[[M:.+]]:2 = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %arg0 : tensor<4x1x8xf32>, tensor<4x1x8xf32>) outs(%{{.+}}, %{{.+}} : tensor<4x1xf32>, tensor<4x1xf32>)
+// CHECK: arith.maximumf
+// CHECK: arith.addf
+// CHECK: linalg.generic {{.*}} ins(%arg1, %arg2 : tensor<4x1x8xf32>, tensor<4x1x8xf32>) outs(%{{.+}} : tensor<4x1xf32>)
+// CHECK: linalg.generic {{.*}} ins(%arg1, %arg2 : tensor<4x1x8xf32>, tensor<4x1x8xf32>) outs(%{{.+}} : tensor<4x1xf32>)
+// CHECK: return %[[M]]#0, %[[M]]#1
+func.func @rows(%z: tensor<4x1x8xf32>, %a: tensor<4x1x8xf32>, %b: tensor<4x1x8xf32>) -> (tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>) {
+  %low = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x1xf32>
+  %fm = linalg.fill ins(%low : f32) outs(%e : tensor<4x1xf32>) -> tensor<4x1xf32>
+  %max = linalg.generic {indexing_maps = [#x3, #r3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%z : tensor<4x1x8xf32>) outs(%fm : tensor<4x1xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %r = arith.maximumf %o, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %fs = linalg.fill ins(%zero : f32) outs(%e : tensor<4x1xf32>) -> tensor<4x1xf32>
+  %sum = linalg.generic {indexing_maps = [#x3, #r3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%z : tensor<4x1x8xf32>) outs(%fs : tensor<4x1xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %r = arith.addf %o, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%e : tensor<4x1xf32>) -> tensor<4x1xf32>
+  %dot1 = linalg.generic {indexing_maps = [#x3, #x3, #r3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<4x1x8xf32>, tensor<4x1x8xf32>) outs(%f1 : tensor<4x1xf32>) {
+  ^bb0(%i: f32, %j: f32, %o: f32):
+    %p = arith.mulf %i, %j : f32
+    %r = arith.addf %o, %p : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %f2 = linalg.fill ins(%zero : f32) outs(%e : tensor<4x1xf32>) -> tensor<4x1xf32>
+  %dot2 = linalg.generic {indexing_maps = [#x3, #x3, #r3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<4x1x8xf32>, tensor<4x1x8xf32>) outs(%f2 : tensor<4x1xf32>) {
+  ^bb0(%i: f32, %j: f32, %o: f32):
+    %p = arith.mulf %i, %j : f32
+    %r = arith.addf %o, %p : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  return %max, %sum, %dot1, %dot2 : tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>
 }

@@ -570,8 +570,12 @@ struct DecomposeCrossEntropy : OpRewritePattern<CrossEntropyOp> {
     // a (..., C) log p: each term reads the logits directly, and lse is
     // the one the VJP reads (emitRowLogSumExp).
     auto rowType = cast<RankedTensorType>(masks.kept.getType());
+    // z[label] kept (size 1 there) as the row maximum is, and made before
+    // it: one domain, nothing read in between, so that a GPU's horizontal
+    // fusion reads the logits once for both (anvil-horizontal-fuse).
+    Value picked = e.reshape(e.sum(e.mul(z, masks.onehot), {rank - 1}, true),
+                             rowType);
     Value lse = e.reshape(emitRowLogSumExp(e, z), rowType);
-    Value picked = e.sum(e.mul(z, masks.onehot), {rank - 1}, false);
     Value rowLoss = e.sub(lse, e.scale(picked, 1.0 - s));
     if (s != 0.0)
       rowLoss = e.sub(rowLoss, e.scale(e.sum(z, {rank - 1}, false),

@@ -30,12 +30,21 @@ using namespace mlir;
 namespace {
 
 /// Whether `op` may join a horizontal group: a linalg.generic on tensors
-/// whose loops (if any: a scalar's has none) are all parallel over a static
-/// domain, with no attributes beyond its own (nothing a later pass reads
-/// off it).
+/// over a static domain whose loops (if any: a scalar's has none) are all
+/// parallel, or include a parallel one (a reduction over rows or columns,
+/// which a merged op folds output by output in the same order; not one
+/// over every loop, whose grid folds into one output atomically, nor a
+/// contraction), with no attributes beyond its own (nothing a later pass
+/// reads off it).
 bool isCandidate(linalg::GenericOp op) {
   if (!op.hasPureTensorSemantics() ||
-      op.getNumParallelLoops() != op.getNumLoops())
+      (op.getNumLoops() != 0 && op.getNumParallelLoops() == 0))
+    return false;
+  // A contraction (a batched product) stays alone: a backend runs it as a
+  // library GEMM.
+  if (op.getNumReductionLoops() != 0 &&
+      linalg::isaContractionOpInterface(
+          cast<linalg::LinalgOp>(op.getOperation())))
     return false;
   if (llvm::any_of(op.getStaticLoopRanges(),
                    [](int64_t r) { return ShapedType::isDynamic(r); }))
@@ -46,6 +55,7 @@ bool isCandidate(linalg::GenericOp op) {
 /// Ops merged into one; `operands` counts their inputs and outputs.
 struct Group {
   SmallVector<int64_t> domain;
+  SmallVector<utils::IteratorType> iterators;
   SmallVector<linalg::GenericOp> members;
   int64_t operands = 0;
   bool open = true;
@@ -207,10 +217,11 @@ struct AnvilHorizontalFusePass
       if (!isCandidate(op))
         continue;
       SmallVector<int64_t> domain = op.getStaticLoopRanges();
+      SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
       int64_t operands = op->getNumOperands();
       Group *joined = nullptr;
       for (Group &g : groups) {
-        if (!g.open || g.domain != domain)
+        if (!g.open || g.domain != domain || g.iterators != iterators)
           continue;
         // A group whose results something reads by now takes nothing
         // after: every later op comes after that reader too.
@@ -226,7 +237,7 @@ struct AnvilHorizontalFusePass
         break;
       }
       if (!joined) {
-        groups.push_back({domain, {}, 0, true});
+        groups.push_back({domain, iterators, {}, 0, true});
         joined = &groups.back();
       }
       joined->members.push_back(op);

@@ -201,9 +201,13 @@ def AnvilHorizontalFusePass
     before (no change to what any output holds).
 
     It walks each function's top-level generics in order. A candidate has
-    tensor semantics, only parallel loops over a static domain, and no
-    attributes of its own. It joins the first open group with the same
-    loop ranges if the group's operands stay within `max-operands`; a group
+    tensor semantics, a static domain, no attributes of its own, and only
+    parallel loops, or a reduction with a parallel loop that is not a
+    contraction (a reduction over every loop folds into its output
+    atomically on a grid; a contraction runs as a library GEMM): a row
+    maximum and a row sum of one tensor read it once, each output folded in
+    its own order. It joins the first open group with the same loop ranges
+    and kinds if the group's operands stay within `max-operands`; a group
     closes once something reads one of its results at or before the
     candidate (the merged op takes the place of the group's last member, so
     every reader of every member must come after it; this also keeps a
