@@ -1,5 +1,6 @@
-// RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse | FileCheck %s
-// RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse=max-operands=5 | FileCheck %s --check-prefix=FEW
+// RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse=hoist-argument-only=false | FileCheck %s
+// RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="max-operands=5 hoist-argument-only=false" | FileCheck %s --check-prefix=FEW
+// RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse | FileCheck %s --check-prefix=HOIST
 
 // Tests anvil-horizontal-fuse: independent generics over the same static
 // domain (all parallel, or reductions with a parallel loop) become one
@@ -220,4 +221,61 @@ func.func @rows(%z: tensor<4x1x8xf32>, %a: tensor<4x1x8xf32>, %b: tensor<4x1x8xf
     linalg.yield %r : f32
   } -> tensor<4x1xf32>
   return %max, %sum, %dot1, %dot2 : tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>
+}
+
+// -----
+
+// Casts of weights (function arguments), each read by the row sum just
+// after it: the first cast's group closes on that read, so the casts do not
+// merge, unless the casts that read only arguments move to the start first
+// (hoist-argument-only, the default), where the two of one shape merge;
+// the third, of a shape of its own, stays where it was. (The two row sums
+// merge either way.)
+#w = affine_map<(d0, d1) -> (d0, d1)>
+#r = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @casts
+// CHECK-COUNT-4: linalg.generic
+// CHECK-NOT: linalg.generic
+// HOIST-LABEL: func.func @casts
+// HOIST-NEXT: tensor.empty() : tensor<4x8xbf16>
+// HOIST-NEXT: tensor.empty() : tensor<4x8xbf16>
+// HOIST-NEXT: %[[C:.+]]:2 = linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<4x8xf32>, tensor<4x8xf32>)
+// HOIST: linalg.generic {{.*}} ins(%arg2 : tensor<8x4xf32>)
+// HOIST: linalg.generic {{.*}} ins(%[[C]]#0, %[[C]]#1 : tensor<4x8xbf16>, tensor<4x8xbf16>)
+// HOIST-NOT: linalg.generic
+func.func @casts(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %c: tensor<8x4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<8x4xbf16>) {
+  %zero = arith.constant 0.0 : f32
+  %s = tensor.empty() : tensor<4xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%s : tensor<4xf32>) -> tensor<4xf32>
+  %e0 = tensor.empty() : tensor<4x8xbf16>
+  %a16 = linalg.generic {indexing_maps = [#w, #w], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<4x8xf32>) outs(%e0 : tensor<4x8xbf16>) {
+  ^bb0(%i: f32, %o: bf16):
+    %t = arith.truncf %i : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<4x8xbf16>
+  %u = linalg.generic {indexing_maps = [#w, #r], iterator_types = ["parallel", "reduction"]} ins(%a16 : tensor<4x8xbf16>) outs(%z : tensor<4xf32>) {
+  ^bb0(%i: bf16, %o: f32):
+    %x = arith.extf %i : bf16 to f32
+    %t = arith.addf %o, %x : f32
+    linalg.yield %t : f32
+  } -> tensor<4xf32>
+  %e2 = tensor.empty() : tensor<8x4xbf16>
+  %c16 = linalg.generic {indexing_maps = [#w, #w], iterator_types = ["parallel", "parallel"]} ins(%c : tensor<8x4xf32>) outs(%e2 : tensor<8x4xbf16>) {
+  ^bb0(%i: f32, %o: bf16):
+    %t = arith.truncf %i : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<8x4xbf16>
+  %e1 = tensor.empty() : tensor<4x8xbf16>
+  %b16 = linalg.generic {indexing_maps = [#w, #w], iterator_types = ["parallel", "parallel"]} ins(%b : tensor<4x8xf32>) outs(%e1 : tensor<4x8xbf16>) {
+  ^bb0(%i: f32, %o: bf16):
+    %t = arith.truncf %i : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<4x8xbf16>
+  %v = linalg.generic {indexing_maps = [#w, #r], iterator_types = ["parallel", "reduction"]} ins(%b16 : tensor<4x8xbf16>) outs(%z : tensor<4xf32>) {
+  ^bb0(%i: bf16, %o: f32):
+    %x = arith.extf %i : bf16 to f32
+    %t = arith.addf %o, %x : f32
+    linalg.yield %t : f32
+  } -> tensor<4xf32>
+  return %u, %v, %c16 : tensor<4xf32>, tensor<4xf32>, tensor<8x4xbf16>
 }

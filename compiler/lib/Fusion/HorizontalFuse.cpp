@@ -141,6 +141,8 @@ struct AnvilHorizontalFusePass
       if (fn.isExternal())
         return;
       for (Block &block : fn.getFunctionBody()) {
+        if (hoistArgumentOnly)
+          hoistReadingArguments(block);
         hoistFullReductionFills(rewriter, block);
         fuseBlock(rewriter, block);
       }
@@ -205,6 +207,86 @@ struct AnvilHorizontalFusePass
             });
         for (auto [i, fill] : llvm::enumerate(group))
           rewriter.replaceOp(fill, merged.getResult(i));
+      }
+    }
+  }
+
+  /// The candidates that read only the block's arguments (a step's casts
+  /// of its f32 weights to bf16, interleaved with the GEMMs that read
+  /// them, each read before the next cast comes), where two or more share
+  /// a domain and loop kinds: moved to the start of the block, in order,
+  /// with the constants and `tensor.empty`s they use, so that each such
+  /// set merges into one generic there. Moved earlier, they compute the
+  /// same values; their results live from the block's start (a weight's
+  /// bf16 copy, which the backward pass reads again, lives through the
+  /// peak anyway).
+  void hoistReadingArguments(Block &block) {
+    // The ops `op` needs moved with it; false if one is anything but a
+    // constant or a static tensor.empty defined in the block.
+    auto movable = [&](linalg::GenericOp op,
+                       SmallVectorImpl<Operation *> &with) {
+      WalkResult walk = op->walk([&](Operation *inner) {
+        for (Value v : inner->getOperands()) {
+          if (auto arg = dyn_cast<BlockArgument>(v)) {
+            if (arg.getOwner() != &block &&
+                !op->isAncestor(arg.getOwner()->getParentOp()))
+              return WalkResult::interrupt();
+            continue;
+          }
+          Operation *def = v.getDefiningOp();
+          if (op->isAncestor(def))
+            continue;
+          if (def->getBlock() != &block)
+            continue; // from outside the block: there before it
+          auto empty = dyn_cast<tensor::EmptyOp>(def);
+          if (!isa<arith::ConstantOp>(def) &&
+              !(empty && empty.getType().hasStaticShape()))
+            return WalkResult::interrupt();
+          if (!llvm::is_contained(with, def))
+            with.push_back(def);
+        }
+        return WalkResult::advance();
+      });
+      return !walk.wasInterrupted();
+    };
+    struct Bucket {
+      SmallVector<int64_t> domain;
+      SmallVector<utils::IteratorType> iterators;
+      SmallVector<std::pair<linalg::GenericOp, SmallVector<Operation *>>> ops;
+    };
+    SmallVector<Bucket> buckets;
+    for (auto op : block.getOps<linalg::GenericOp>()) {
+      SmallVector<Operation *> with;
+      if (!isCandidate(op) || !movable(op, with))
+        continue;
+      SmallVector<int64_t> domain = op.getStaticLoopRanges();
+      SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+      auto *bucket = llvm::find_if(buckets, [&](const Bucket &b) {
+        return b.domain == domain && b.iterators == iterators;
+      });
+      if (bucket == buckets.end())
+        bucket = &buckets.emplace_back(Bucket{domain, iterators, {}});
+      bucket->ops.emplace_back(op, std::move(with));
+    }
+    // Each moved op goes right after the last one moved (the block's start
+    // first), what it uses before it; one already there stays.
+    Operation *last = nullptr;
+    auto moveUp = [&](Operation *op) {
+      if (last && (op == last || op->isBeforeInBlock(last)))
+        return;
+      if (last)
+        op->moveAfter(last);
+      else if (op != &block.front())
+        op->moveBefore(&block.front());
+      last = op;
+    };
+    for (Bucket &bucket : buckets) {
+      if (bucket.ops.size() < 2)
+        continue;
+      for (auto &[op, with] : bucket.ops) {
+        for (Operation *def : with)
+          moveUp(def);
+        moveUp(op);
       }
     }
   }

@@ -220,7 +220,16 @@ def AnvilHorizontalFusePass
     constant fills of fresh `tensor.empty` destinations of at most
     `max-hoisted-elements` elements, read by such a reduction alone, move
     to the start of their block as one generic per shape (at most
-    `max-operands` fills each), whose outputs hold the constants.
+    `max-operands` fills each), whose outputs hold the constants. Before
+    that, with `hoist-argument-only` (the default), the candidates that
+    read nothing but the block's arguments (and constants), where two or
+    more share a domain and loop kinds, move to the start of the block with
+    the constants and static `tensor.empty`s they use: a step's casts of
+    its f32 weights to bf16 sit each just before the GEMM that reads it,
+    which would close every group, and merge there instead (twelve layers'
+    casts of one shape: one launch). Moved earlier, each computes the same
+    values; a weight's bf16 copy, which the backward pass reads again,
+    lives through the step's peak anyway.
 
     Input (two independent updates of 768 elements):
     ```mlir
@@ -242,6 +251,10 @@ def AnvilHorizontalFusePass
            /*default=*/"1024",
            "The largest fills (in elements) of reductions over every loop "
            "that move to the function's start, merged by shape">,
+    Option<"hoistArgumentOnly", "hoist-argument-only", "bool",
+           /*default=*/"true",
+           "Move the candidates that read only the block's arguments to its "
+           "start, where those of a domain merge">,
   ];
   let dependentDialects = ["mlir::linalg::LinalgDialect",
                            "mlir::tensor::TensorDialect"];
