@@ -225,6 +225,37 @@ func.func @rows(%z: tensor<4x1x8xf32>, %a: tensor<4x1x8xf32>, %b: tensor<4x1x8xf
 
 // -----
 
+// A column sum's fill (its innermost loop parallel) moves to the start like
+// an amax's, merged by shape: the layers' bias-gradient sums, whose merged
+// kernel takes no fill into its launch.
+#c = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @column_fills
+// CHECK-NEXT: %[[E0:.+]] = tensor.empty() : tensor<4xf32>
+// CHECK-NEXT: %[[E1:.+]] = tensor.empty() : tensor<4xf32>
+// CHECK-NEXT: %[[F:.+]]:2 = linalg.generic {{.*}}iterator_types = ["parallel"]} outs(%[[E0]], %[[E1]] : tensor<4xf32>, tensor<4xf32>)
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "parallel"]} ins(%arg0, %arg1 : tensor<8x4xf32>, tensor<8x4xf32>) outs(%[[F]]#0, %[[F]]#1 : tensor<4xf32>, tensor<4xf32>)
+func.func @column_fills(%x: tensor<8x4xf32>, %y: tensor<8x4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<4xf32>
+  %f0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<4xf32>) -> tensor<4xf32>
+  %s0 = linalg.generic {indexing_maps = [#c, #col], iterator_types = ["reduction", "parallel"]} ins(%x : tensor<8x4xf32>) outs(%f0 : tensor<4xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %r = arith.addf %o, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %e1 = tensor.empty() : tensor<4xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4xf32>) -> tensor<4xf32>
+  %s1 = linalg.generic {indexing_maps = [#c, #col], iterator_types = ["reduction", "parallel"]} ins(%y : tensor<8x4xf32>) outs(%f1 : tensor<4xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %r = arith.addf %o, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  return %s0, %s1 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
 // Casts of weights (function arguments), each read by the row sum just
 // after it: the first cast's group closes on that read, so the casts do not
 // merge, unless the casts that read only arguments move to the start first

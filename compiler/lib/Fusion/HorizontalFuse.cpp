@@ -150,13 +150,15 @@ struct AnvilHorizontalFusePass
   }
 
   /// The fills that start reductions over every loop (the atomic amaxes of
-  /// FP8's tensors and histories), by shape, into one generic each at the
-  /// start of the block: with static shapes of at most `maxHoistedElements`
-  /// elements, constant values and fresh `tensor.empty` destinations, they
-  /// depend on nothing, and such a reduction's grid must find its output
-  /// filled by an earlier launch anyway. A fill that starts another kind of
-  /// reduction stays where it is (anvil-outline-dispatches can fold it into
-  /// that reduction's launch).
+  /// FP8's tensors and histories) or across rows (column sums: the layers'
+  /// bias and norm-weight gradients, whose merged sums take no fill into
+  /// their launch), by shape, into one generic each at the start of the
+  /// block: with static shapes of at most `maxHoistedElements` elements,
+  /// constant values and fresh `tensor.empty` destinations, they depend on
+  /// nothing, and such a reduction's grid must find its output filled by an
+  /// earlier launch anyway. A fill that starts a row reduction stays where
+  /// it is (anvil-outline-dispatches folds it into that reduction's
+  /// launch).
   void hoistFullReductionFills(RewriterBase &rewriter, Block &block) {
     llvm::MapVector<Type, SmallVector<linalg::FillOp>> byType;
     for (auto fill : block.getOps<linalg::FillOp>()) {
@@ -170,7 +172,15 @@ struct AnvilHorizontalFusePass
         continue;
       auto reduction = dyn_cast<linalg::GenericOp>(*fill->user_begin());
       if (!reduction || reduction.getNumLoops() == 0 ||
-          reduction.getNumReductionLoops() != reduction.getNumLoops())
+          reduction.getNumReductionLoops() == 0)
+        continue;
+      // Over every loop, or across rows (the innermost loop parallel: a
+      // column sum, whose thread-per-output kernel takes one fill's value
+      // at most); a row reduction's fill folds into its own launch.
+      SmallVector<utils::IteratorType> iterators =
+          reduction.getIteratorTypesArray();
+      if (reduction.getNumReductionLoops() != reduction.getNumLoops() &&
+          iterators.back() != utils::IteratorType::parallel)
         continue;
       byType[type].push_back(fill);
     }

@@ -216,7 +216,9 @@ def AnvilHorizontalFusePass
     results.
 
     First, the fills that start reductions over every loop (FP8's atomic
-    amaxes, which need their output filled by an earlier launch anyway):
+    amaxes, which need their output filled by an earlier launch anyway) or
+    across rows (column sums, the innermost loop parallel: a merged sum's
+    kernel takes no fill into its launch):
     constant fills of fresh `tensor.empty` destinations of at most
     `max-hoisted-elements` elements, read by such a reduction alone, move
     to the start of their block as one generic per shape (at most
