@@ -245,6 +245,77 @@ Value narrowToBF16(PatternRewriter &rewriter, memref::AllocOp c, Value gemmC,
   return narrowC;
 }
 
+/// Where `reader` (the one rounded reader narrowToBF16 left: now a copy of
+/// the GEMM's bf16 product) copies the whole product, unchanged, into a
+/// contiguous buffer Y of its shape that nothing touches before it (but
+/// views): Y viewed as `gemmC`'s type, for the GEMM to write the product
+/// into directly (the copy and the product's own buffer then go; Y's
+/// allocation moves before the GEMM). Null otherwise.
+Value copyTarget(PatternRewriter &rewriter, linalg::LinalgOp reader,
+                 Value gemmC, Operation *gemm) {
+  auto copy = dyn_cast<linalg::GenericOp>(reader.getOperation());
+  if (!copy || copy.getNumDpsInputs() != 1 || copy.getNumDpsInits() != 1 ||
+      copy.getNumParallelLoops() != copy.getNumLoops() ||
+      !llvm::all_of(copy.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }))
+    return Value();
+  Block *body = copy.getBlock();
+  if (body->getOperations().size() != 1 ||
+      cast<linalg::YieldOp>(body->getTerminator()).getOperand(0) !=
+          body->getArgument(0))
+    return Value();
+  Value y = copy.getDpsInits()[0];
+  auto yType = dyn_cast<MemRefType>(y.getType());
+  auto cType = cast<MemRefType>(gemmC.getType());
+  if (!yType || y.getType() != copy.getDpsInputs()[0].getType() ||
+      !yType.getLayout().isIdentity() || !yType.hasStaticShape() ||
+      !cType.getLayout().isIdentity() ||
+      yType.getNumElements() != cType.getNumElements())
+    return Value();
+  // Y (a buffer, or reshapes of one) defined before the GEMM, and first
+  // touched by the copy: the GEMM may write it earlier.
+  Value root = y;
+  SmallVector<Value> names = {y};
+  while (isa_and_nonnull<memref::ExpandShapeOp, memref::CollapseShapeOp>(
+      root.getDefiningOp())) {
+    root = root.getDefiningOp()->getOperand(0);
+    names.push_back(root);
+  }
+  auto alloc = root.getDefiningOp<memref::AllocOp>();
+  if (!alloc || alloc->getNumOperands() != 0 ||
+      llvm::any_of(names, [&](Value v) {
+        return v.getDefiningOp()->getBlock() != gemm->getBlock();
+      }))
+    return Value();
+  for (Value name : names)
+    for (Operation *user : name.getUsers()) {
+      if (user == copy.getOperation() ||
+          llvm::is_contained(
+              names, user->getNumResults() == 1 ? user->getResult(0) : Value()))
+        continue;
+      Operation *top = gemm->getBlock()->findAncestorOpInBlock(*user);
+      if (!top || !copy->isBeforeInBlock(top))
+        return Value();
+    }
+  // Y's allocation and views before the GEMM (Y lives from there).
+  for (Value v : llvm::reverse(names))
+    if (gemm->isBeforeInBlock(v.getDefiningOp()))
+      rewriter.moveOpBefore(v.getDefiningOp(), gemm);
+  // Y as the GEMM's C: flattened, then shaped as C.
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(gemm);
+  SmallVector<ReassociationIndices> all(1);
+  for (int64_t d = 0; d < yType.getRank(); ++d)
+    all[0].push_back(d);
+  Value flat =
+      memref::CollapseShapeOp::create(rewriter, gemm->getLoc(), y, all);
+  SmallVector<ReassociationIndices> back(1);
+  for (int64_t d = 0; d < cType.getRank(); ++d)
+    back[0].push_back(d);
+  return memref::ExpandShapeOp::create(rewriter, gemm->getLoc(),
+                                       cType.getShape(), flat, back);
+}
+
 struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
   GemmToBlas(MLIRContext *context, StringRef callee, StringRef calleeBF16,
              StringRef calleeBF16Rounded)
@@ -354,6 +425,22 @@ struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
         onlyRoundedReaders(root, op, zeroFill, views, readers)) {
       c = narrowToBF16(rewriter, alloc, c, views, readers);
       rounded = true;
+      // A reader that only copies the product into a buffer of its own
+      // (attention's bf16 output gradient, say): the GEMM writes there.
+      if (readers.size() == 1) {
+        auto reader = cast<linalg::LinalgOp>(readers.front()->getOwner());
+        if (Value target = copyTarget(rewriter, reader, c, op)) {
+          Value narrow = c;
+          rewriter.eraseOp(reader);
+          c = target;
+          // The bf16 buffer and its views, now unread.
+          while (narrow && narrow.use_empty()) {
+            Operation *def = narrow.getDefiningOp();
+            narrow = isa<memref::AllocOp>(def) ? Value() : def->getOperand(0);
+            rewriter.eraseOp(def);
+          }
+        }
+      }
     }
     SmallVector<Value> args = {
         i32(ma->transposed), i32(mb->transposed),  i64(product(mDims)),
