@@ -254,7 +254,10 @@ Value narrowToBF16(PatternRewriter &rewriter, memref::AllocOp c, Value gemmC,
 Value copyTarget(PatternRewriter &rewriter, linalg::LinalgOp reader,
                  Value gemmC, Operation *gemm) {
   auto copy = dyn_cast<linalg::GenericOp>(reader.getOperation());
-  if (!copy || copy.getNumDpsInputs() != 1 || copy.getNumDpsInits() != 1 ||
+  // After the GEMM in its block (not in a branch or a loop of it).
+  if (!copy || copy->getBlock() != gemm->getBlock() ||
+      !gemm->isBeforeInBlock(copy) || copy.getNumDpsInputs() != 1 ||
+      copy.getNumDpsInits() != 1 ||
       copy.getNumParallelLoops() != copy.getNumLoops() ||
       !llvm::all_of(copy.getIndexingMapsArray(),
                     [](AffineMap m) { return m.isIdentity(); }))
@@ -269,7 +272,7 @@ Value copyTarget(PatternRewriter &rewriter, linalg::LinalgOp reader,
   auto cType = cast<MemRefType>(gemmC.getType());
   if (!yType || y.getType() != copy.getDpsInputs()[0].getType() ||
       !yType.getLayout().isIdentity() || !yType.hasStaticShape() ||
-      !cType.getLayout().isIdentity() ||
+      yType.getRank() == 0 || !cType.getLayout().isIdentity() ||
       yType.getNumElements() != cType.getNumElements())
     return Value();
   // Y (a buffer, or reshapes of one) defined before the GEMM, and first
