@@ -573,8 +573,8 @@ struct DecomposeCrossEntropy : OpRewritePattern<CrossEntropyOp> {
     // z[label] kept (size 1 there) as the row maximum is, and made before
     // it: one domain, nothing read in between, so that a GPU's horizontal
     // fusion reads the logits once for both (anvil-horizontal-fuse).
-    Value picked = e.reshape(e.sum(e.mul(z, masks.onehot), {rank - 1}, true),
-                             rowType);
+    Value picked =
+        e.reshape(e.sum(e.mul(z, masks.onehot), {rank - 1}, true), rowType);
     Value lse = e.reshape(emitRowLogSumExp(e, z), rowType);
     Value rowLoss = e.sub(lse, e.scale(picked, 1.0 - s));
     if (s != 0.0)
