@@ -186,6 +186,14 @@ PY
 }
 measure gpt2 "$here/bin/gpt2-124m.cuda.train"
 measure gpt2-bf16 "$here/bin/gpt2-124m-bf16.cuda.train"
+# CHECK VARIANT: the losses of the bf16 step's VARIANT (measured) against
+# the default's, within bf16 training's bound, as the check CHECK; false
+# when either did not run.
+bf16_losses() {
+  [ -f "$out/gpt2-bf16.jsonl" ] && [ -f "$out/$2.jsonl" ] || return 1
+  check "$1" python3 "$here/compare_losses.py" \
+    "$out/gpt2-bf16.jsonl" "$out/$2.jsonl" --tolerance bf16-training
+}
 # The bf16 step launched kernel by kernel instead of replayed as a CUDA
 # graph: queued and waited for at the step's end (async), and waited for
 # after every kernel and library call (sync).
@@ -194,11 +202,7 @@ for mode in async sync; do
     "$here/bin/gpt2-124m-bf16.cuda.train"
   # The same work in the same order: the same losses (bit for bit is the
   # expectation; the bound is bf16 training's).
-  if [ -f "$out/gpt2-bf16.jsonl" ] && [ -f "$out/gpt2-bf16-$mode.jsonl" ]; then
-    check "gpt2-bf16-$mode-losses" python3 "$here/compare_losses.py" \
-      "$out/gpt2-bf16-$mode.jsonl" "$out/gpt2-bf16.jsonl" \
-      --tolerance bf16-training
-  fi
+  bf16_losses "gpt2-bf16-$mode-losses" "gpt2-bf16-$mode" || true
 done
 # The fused attention on Anvil's flash-attention kernels (on f32 tensors,
 # which they read without copies) against the default, cuDNN's fused
@@ -209,49 +213,30 @@ done
 ANVIL_CUDA_ATTENTION=anvil measure gpt2-bf16-anvil-attention \
   "$here/bin/gpt2-124m-bf16-f32attention.cuda.train"
 measure gpt2-bf16-f32attention "$here/bin/gpt2-124m-bf16-f32attention.cuda.train"
-if [ -f "$out/gpt2-bf16.jsonl" ] && [ -f "$out/gpt2-bf16-anvil-attention.jsonl" ]; then
-  check gpt2-bf16-cudnn-attention-losses python3 "$here/compare_losses.py" \
-    "$out/gpt2-bf16.jsonl" "$out/gpt2-bf16-anvil-attention.jsonl" \
-    --tolerance bf16-training
+if bf16_losses gpt2-bf16-cudnn-attention-losses gpt2-bf16-anvil-attention; then
   grep -h "does not take" "$out/gpt2-bf16.out" | sort -u | tee -a "$summary"
 fi
 # Attention decomposed (the scores and probabilities stored, their
 # products on cuBLAS) against the fused default: the same model, losses
 # within bf16 training's bound.
 measure gpt2-bf16-decomposed "$here/bin/gpt2-124m-bf16-decomposed.cuda.train"
-if [ -f "$out/gpt2-bf16.jsonl" ] && [ -f "$out/gpt2-bf16-decomposed.jsonl" ]; then
-  check gpt2-bf16-fused-losses python3 "$here/compare_losses.py" \
-    "$out/gpt2-bf16.jsonl" "$out/gpt2-bf16-decomposed.jsonl" \
-    --tolerance bf16-training
-fi
+bf16_losses gpt2-bf16-fused-losses gpt2-bf16-decomposed || true
 # The MLP's bias and GELU as kernels of their own against cuBLASLt's
 # GELU_AUX_BIAS and DGELU_BGRAD epilogues (the default): losses within bf16
 # training's bound (the epilogues round differently).
 measure gpt2-bf16-unfused "$here/bin/gpt2-124m-bf16-unfused.cuda.train"
-if [ -f "$out/gpt2-bf16.jsonl" ] && [ -f "$out/gpt2-bf16-unfused.jsonl" ]; then
-  check gpt2-bf16-epilogue-losses python3 "$here/compare_losses.py" \
-    "$out/gpt2-bf16.jsonl" "$out/gpt2-bf16-unfused.jsonl" \
-    --tolerance bf16-training
-fi
+bf16_losses gpt2-bf16-epilogue-losses gpt2-bf16-unfused || true
 # Every independent dispatch a kernel of its own against the default, where
 # the optimizer's same-shaped updates run as one kernel. Each value is
 # computed as before (the emulated grid's losses equal the CPU's bit for
 # bit); here within bf16 training's bound, as the libraries' kernels need
 # not repeat their sums exactly from run to run.
 measure gpt2-bf16-separate "$here/bin/gpt2-124m-bf16-separate.cuda.train"
-if [ -f "$out/gpt2-bf16.jsonl" ] && [ -f "$out/gpt2-bf16-separate.jsonl" ]; then
-  check gpt2-bf16-horizontal-losses python3 "$here/compare_losses.py" \
-    "$out/gpt2-bf16.jsonl" "$out/gpt2-bf16-separate.jsonl" \
-    --tolerance bf16-training
-fi
+bf16_losses gpt2-bf16-horizontal-losses gpt2-bf16-separate || true
 # The kernels over the same rows apart against one kernel of a warp per row
 # (anvil-row-groups): the same sums in the same order.
 measure gpt2-bf16-rowsapart "$here/bin/gpt2-124m-bf16-rowsapart.cuda.train"
-if [ -f "$out/gpt2-bf16.jsonl" ] && [ -f "$out/gpt2-bf16-rowsapart.jsonl" ]; then
-  check gpt2-bf16-row-group-losses python3 "$here/compare_losses.py" \
-    "$out/gpt2-bf16.jsonl" "$out/gpt2-bf16-rowsapart.jsonl" \
-    --tolerance bf16-training
-fi
+bf16_losses gpt2-bf16-row-group-losses gpt2-bf16-rowsapart || true
 # GPT-2 350M in FP8 (the blocks' linear layers; the rest bf16) against the
 # same model in bf16 (issue 9's target: 1.25x).
 measure gpt2-350m-bf16 "$here/bin/gpt2-350m-bf16.cuda.train"
