@@ -811,6 +811,32 @@ TEST(CudaDevice, GeluEpiloguesMatchTheHost) {
   }
 }
 
+TEST(CudaDevice, BiasEpilogueMatchesTheHost) {
+  SKIP_WITHOUT_GPU();
+  // cuBLASLt's BIAS against the CPU's function on the same bf16 inputs,
+  // within a bf16 step or two (the f32 sums differ in order), for either
+  // layout of b and 36 columns (not a multiple of 8: no auxiliary matrix).
+  std::mt19937 rng(15);
+  std::uniform_real_distribution<float> dist(-2, 2);
+  const int64_t m = 37, n = 36, k = 29;
+  for (int tb = 0; tb < 2; ++tb) {
+    std::vector<uint16_t> a(m * k), b(k * n), bias(n), out(m * n);
+    for (std::vector<uint16_t> *v : {&a, &b, &bias})
+      for (uint16_t &x : *v)
+        x = toBF16(dist(rng));
+    uint16_t *da = deviceCopy(a), *db = deviceCopy(b),
+             *dbias = deviceCopy(bias),
+             *dout = deviceCopy(std::vector<uint16_t>(m * n, 0x7FC0));
+    anvil_rt_cuda_gemm_bias(tb, m, n, k, da, db, dbias, dout);
+    ASSERT_TRUE(cuda::synchronizeStepStream("BIAS").isOk());
+    anvil_rt_gemm_bias(tb, m, n, k, a.data(), b.data(), bias.data(),
+                       out.data());
+    expectCloseBF16(out, dout, "out, transB " + std::to_string(tb));
+    for (uint16_t *p : {da, db, dbias, dout})
+      anvil_rt_cuda_free(p);
+  }
+}
+
 TEST(CudaDevice, WeightBiasGradMatchesTheHost) {
   SKIP_WITHOUT_GPU();
   // cuBLASLt's BGRADA, and its fallback (a GEMM and a product with ones),

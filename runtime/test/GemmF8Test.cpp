@@ -432,6 +432,32 @@ TEST(GemmEpilogues, MatchTheFormulasInDouble) {
   }
 }
 
+// The bias alone (anvil_rt_gemm_bias): a b + bias within a bf16 step of
+// the double sum, for either layout of b and a width that is not a
+// multiple of 8 (the BIAS epilogue keeps no auxiliary matrix).
+TEST(GemmEpilogues, BiasMatchesDouble) {
+  std::mt19937 rng(6);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  const int64_t m = 13, n = 12, k = 11;
+  for (int tb = 0; tb < 2; ++tb) {
+    std::vector<uint16_t> a(m * k), b(k * n), bias(n), out(m * n, 0xFFFF);
+    for (std::vector<uint16_t> *v : {&a, &b, &bias})
+      for (uint16_t &x : *v)
+        x = toBF16(2 * dist(rng));
+    anvil_rt_gemm_bias(tb, m, n, k, a.data(), b.data(), bias.data(),
+                       out.data());
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double p = fromBF16(bias[j]);
+        for (int64_t q = 0; q < k; ++q)
+          p += double(fromBF16(a[i * k + q])) *
+               fromBF16(tb ? b[j * k + q] : b[q * n + j]);
+        ASSERT_LE(std::abs(fromBF16(out[i * n + j]) - p), bf16Step(p))
+            << "transB " << tb << " at " << i << ", " << j;
+      }
+  }
+}
+
 // A weight's gradient with its bias's: x^T g within a bf16 step of the
 // double product, and the rows' sums likewise.
 TEST(GemmEpilogues, WeightAndBiasGradientsMatchDouble) {

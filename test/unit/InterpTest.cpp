@@ -93,7 +93,7 @@ TEST_F(InterpTest, EveryOpHasAnEvaluator) {
     ++ops;
     EXPECT_TRUE(hasEvaluator(name)) << name.getStringRef().str();
   }
-  EXPECT_EQ(ops, 81);
+  EXPECT_EQ(ops, 82);
 }
 
 // A weight's gradient x^T g with its bias's, the sum of g's rows.
@@ -111,6 +111,34 @@ TEST_F(InterpTest, MatmulBiasGrad) {
   // x^T g: [[0.5 - 2 - 8, -1 - 3 + 2], [1 + 1 - 16, -2 + 1.5 + 4]]
   expectNear((*out)[0], {2, 2}, {-9.5, -2, -14, 3.5});
   expectNear((*out)[1], {2}, {-1.5, 3});
+}
+
+// The linear layer with its bias: x w^T + b per column; in bf16 the sum is
+// rounded once: 1 + 2^-8 + 2^-9 is 1 + 2^-7, where the product rounded
+// first (1 + 2^-8, a tie, to 1) and the bias added would give 1.
+TEST_F(InterpTest, Linear) {
+  Buffer x = B({2, 2}, {1, -2, 0.5, 3}), w = B({3, 2}, {1, 0.5, 0.25, 1, 2, 0}),
+         b = B({3}, {0.5, -1, 4});
+  Buffer y =
+      run1("%x: tensor<2x2xf64>, %w: tensor<3x2xf64>, %b: tensor<3xf64>",
+           "tensor<2x3xf64>",
+           "%y = anvil.linear %x, %w, %b {transpose_rhs} : (tensor<2x2xf64>, "
+           "tensor<3x2xf64>, tensor<3xf64>) -> tensor<2x3xf64>\nreturn %y : "
+           "tensor<2x3xf64>",
+           {x, w, b});
+  // x w^T = [[1 - 1, 0.25 - 2, 2], [0.5 + 1.5, 0.125 + 3, 1]]
+  expectNear(y, {2, 3}, {0.5, -2.75, 6, 2.5, 2.125, 5});
+  Options options;
+  options.roundResults = true;
+  Buffer r = run1(
+      "%x: tensor<1x2xbf16>, %w: tensor<2x1xbf16>, %b: tensor<1xbf16>",
+      "tensor<1x1xbf16>",
+      "%y = anvil.linear %x, %w, %b : (tensor<1x2xbf16>, tensor<2x1xbf16>, "
+      "tensor<1xbf16>) -> tensor<1x1xbf16>\nreturn %y : tensor<1x1xbf16>",
+      {B({1, 2}, {1, std::ldexp(1.0, -8)}), B({2, 1}, {1, 1}),
+       B({1}, {std::ldexp(1.0, -9)})},
+      options);
+  expectNear(r, {1, 1}, {1 + std::ldexp(1.0, -7)}, 0);
 }
 
 // The fused linear layer and its gradients: p = x w + b, the GELU of it

@@ -1206,8 +1206,8 @@ struct AnvilConvertToLinalgPass
           AllGatherOp::getOperationName(), ReduceScatterOp::getOperationName(),
           AxisSliceOp::getOperationName(), FlashAttentionOp::getOperationName(),
           FlashAttentionGradOp::getOperationName(),
-          LinearGeluOp::getOperationName(), MatmulF8Op::getOperationName(),
-          LinearGeluF8Op::getOperationName(),
+          LinearOp::getOperationName(), LinearGeluOp::getOperationName(),
+          MatmulF8Op::getOperationName(), LinearGeluF8Op::getOperationName(),
           MatmulGeluBiasGradOp::getOperationName(),
           MatmulBiasGradOp::getOperationName()})
       lowered.insert(name);
@@ -1244,8 +1244,8 @@ struct AnvilConvertToLinalgPass
     WalkResult left = getOperation().walk([&](Operation *op) {
       if (!lowers.contains(op->getDialect()) ||
           isa<AllReduceOp, AxisIndexOp, AllGatherOp, ReduceScatterOp,
-              AxisSliceOp, FlashAttentionOp, FlashAttentionGradOp, LinearGeluOp,
-              MatmulF8Op, LinearGeluF8Op, MatmulGeluBiasGradOp,
+              AxisSliceOp, FlashAttentionOp, FlashAttentionGradOp, LinearOp,
+              LinearGeluOp, MatmulF8Op, LinearGeluF8Op, MatmulGeluBiasGradOp,
               MatmulBiasGradOp>(op) ||
           libraryCall(op))
         return WalkResult::advance();

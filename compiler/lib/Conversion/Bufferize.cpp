@@ -67,6 +67,7 @@ constexpr StringLiteral kAttention = "anvil_rt_attention_f32";
 constexpr StringLiteral kAttentionGrad = "anvil_rt_attention_grad_f32";
 constexpr StringLiteral kAttentionBf16 = "anvil_rt_attention_bf16";
 constexpr StringLiteral kAttentionGradBf16 = "anvil_rt_attention_grad_bf16";
+constexpr StringLiteral kGemmBias = "anvil_rt_gemm_bias";
 constexpr StringLiteral kGemmBiasGelu = "anvil_rt_gemm_bias_gelu";
 constexpr StringLiteral kGemmDgeluBgrad = "anvil_rt_gemm_dgelu_bgrad";
 constexpr StringLiteral kGemmWeightBiasGrad = "anvil_rt_gemm_weight_bias_grad";
@@ -503,16 +504,18 @@ struct AttentionBufferization
   }
 };
 
-/// anvil.linear_gelu, anvil.matmul_gelu_bias_grad and
+/// anvil.linear, anvil.linear_gelu, anvil.matmul_gelu_bias_grad and
 /// anvil.matmul_bias_grad: new buffers for the results, written by one GEMM
 /// call with its epilogue (RuntimeABI.h):
+///   anvil_rt_gemm_bias(transB, m, n, k, a, b, bias, out)
 ///   anvil_rt_gemm_bias_gelu(transB, m, n, k, a, b, bias, out, pre)
 ///   anvil_rt_gemm_dgelu_bgrad(transB, m, n, k, a, b, pre, preGrad,
 ///                             biasGrad)
 ///   anvil_rt_gemm_weight_bias_grad(m, k, n, x, grad, weightGrad, biasGrad)
 /// with the lhs's leading dimensions folded into m rows and every buffer,
 /// made contiguous first, passed as a pointer to its first element (a null
-/// `pre` when nothing reads it). The GELU's n must be a multiple of 8.
+/// `pre` when nothing reads it). The GELU's n must be a multiple of 8 (the
+/// bias alone takes any).
 template <typename OpTy>
 struct GemmEpilogueBufferization
     : NewBufferModel<GemmEpilogueBufferization<OpTy>, OpTy> {
@@ -527,6 +530,7 @@ struct GemmEpilogueBufferization
              << op->getName() << "' of " << lhs.getElementType()
              << " is not supported by the runtime's functions (bf16 only)";
     constexpr bool weightGrad = std::is_same_v<OpTy, anvil::MatmulBiasGradOp>;
+    constexpr bool biasOnly = std::is_same_v<OpTy, anvil::LinearOp>;
     // The product's rows m, columns n and contraction k.
     int64_t n =
         cast<RankedTensorType>(op->getOperand(1).getType()).getShape().back();
@@ -534,7 +538,7 @@ struct GemmEpilogueBufferization
             k = lhs.getShape().back();
     if (!weightGrad) {
       n = cast<RankedTensorType>(op->getResult(0).getType()).getShape().back();
-      if (n % 8 != 0)
+      if (!biasOnly && n % 8 != 0)
         return op->emitError("anvil-bufferize: '")
                << op->getName() << "' with " << n
                << " columns: the runtime's GEMM epilogues need a multiple of "
@@ -569,11 +573,13 @@ struct GemmEpilogueBufferization
       return failure();
     args.append(*operands);
     args.push_back(pointer(results[0]));
-    args.push_back(dropPre ? LLVM::ZeroOp::create(rewriter, loc,
-                                                  LLVM::LLVMPointerType::get(
-                                                      rewriter.getContext()))
-                           : pointer(results[1]));
-    StringLiteral callee = std::is_same_v<OpTy, anvil::LinearGeluOp>
+    if constexpr (!biasOnly)
+      args.push_back(dropPre ? LLVM::ZeroOp::create(rewriter, loc,
+                                                    LLVM::LLVMPointerType::get(
+                                                        rewriter.getContext()))
+                             : pointer(results[1]));
+    StringLiteral callee = biasOnly ? kGemmBias
+                           : std::is_same_v<OpTy, anvil::LinearGeluOp>
                                ? kGemmBiasGelu
                            : weightGrad ? kGemmWeightBiasGrad
                                         : kGemmDgeluBgrad;
@@ -843,6 +849,8 @@ struct AnvilBufferizePass
           AttentionBufferization<anvil::FlashAttentionOp>>(*ctx);
       anvil::FlashAttentionGradOp::attachInterface<
           AttentionBufferization<anvil::FlashAttentionGradOp>>(*ctx);
+      anvil::LinearOp::attachInterface<
+          GemmEpilogueBufferization<anvil::LinearOp>>(*ctx);
       anvil::LinearGeluOp::attachInterface<
           GemmEpilogueBufferization<anvil::LinearGeluOp>>(*ctx);
       anvil::MatmulGeluBiasGradOp::attachInterface<
@@ -905,6 +913,7 @@ struct AnvilBufferizePass
           {kAttentionGrad, attentionGradCallee},
           {kAttentionBf16, attentionBf16Callee},
           {kAttentionGradBf16, attentionGradBf16Callee},
+          {kGemmBias, gemmBiasCallee},
           {kGemmBiasGelu, gemmBiasGeluCallee},
           {kGemmDgeluBgrad, gemmDgeluBgradCallee},
           {kGemmWeightBiasGrad, gemmWeightBiasGradCallee},

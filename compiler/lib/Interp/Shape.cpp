@@ -196,6 +196,17 @@ void registerShapeEvaluators(EvaluatorTable &t) {
     }
     return success();
   });
+  // The product plus the bias per column, exact (rounded once, to the
+  // result's type, by roundResults).
+  t.add<ad::LinearOp>([](ad::LinearOp op, ArrayRef<const Buffer *> in,
+                         std::vector<Buffer> &out) {
+    const Buffer &bias = *in[2];
+    int64_t n = bias.numElements();
+    out[0].data = linearProduct(*in[0], *in[1], op.getTransposeRhs(), n);
+    for (size_t i = 0; i < out[0].data.size(); ++i)
+      out[0].data[i] += bias.data[i % n];
+    return success();
+  });
   t.add<ad::LinearGeluOp>([](ad::LinearGeluOp op, ArrayRef<const Buffer *> in,
                              std::vector<Buffer> &out) {
     std::vector<double> p = linearProduct(*in[0], *in[1], op.getTransposeRhs(),

@@ -1,6 +1,6 @@
 //===- GemmEpilogues.cpp - bias and GELU fused into bf16 GEMMs ------------===//
 //
-// anvil-gemm-epilogues: the forms of cuBLASLt's GELU_AUX_BIAS,
+// anvil-gemm-epilogues: the forms of cuBLASLt's GELU_AUX_BIAS, BIAS,
 // DGELU_BGRAD and BGRADA epilogues, as ops the backends call one GEMM for.
 //
 // 1. Forward graph: gelu_tanh(cast<f32>(matmul(x, w)) + broadcast(b)), each
@@ -17,7 +17,12 @@
 //    bf16 (as rows), become one anvil.matmul_bias_grad at the earliest such
 //    GEMM before the sum's readers: the sum is taken of the bf16 rows the
 //    GEMM reads (cuBLASLt's BGRADA).
-// `forward` runs form 1, `backward` forms 2 and 3.
+// 4. Training step: cast<bf16>(cast<f32>(matmul(x, w)) + broadcast(b)),
+//    each intermediate read by the next alone, bf16 x and a shared bf16 w,
+//    an f32 bias over the last dimension (GPT's q, k and v projection),
+//    becomes anvil.linear of x, w and b rounded to bf16 (cuBLASLt's BIAS).
+//    It has no VJP: the training step is differentiated already.
+// `forward` runs form 1, `backward` forms 2, 3 and 4.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,12 +46,12 @@ namespace {
 
 /// `v`'s bf16 anvil.matmul when it is one that the fused ops take: bf16
 /// (..., M, K) times a shared bf16 matrix, lhs not transposed, N a
-/// multiple of 8 (cuBLASLt's rule for the auxiliary matrix's rows), and
-/// `v` read once.
-MatmulOp linearProduct(Value v) {
+/// multiple of 8 (cuBLASLt's rule for the auxiliary matrix's rows) unless
+/// `anyWidth` (the bias alone keeps none), and `v` read once.
+MatmulOp linearProduct(Value v, bool anyWidth = false) {
   auto mm = v.getDefiningOp<MatmulOp>();
   if (!mm || !v.hasOneUse() || mm.getTransposeLhs() ||
-      mm.getType().getShape().back() % 8 != 0 ||
+      (!anyWidth && mm.getType().getShape().back() % 8 != 0) ||
       !mm.getLhs().getType().getElementType().isBF16() ||
       !mm.getRhs().getType().getElementType().isBF16() ||
       !mm.getType().getElementType().isBF16() ||
@@ -106,6 +111,43 @@ bool fuseForward(GeluOp gelu) {
     }
     Operation *broadcast = other.getDefiningOp();
     gelu.erase();
+    add.erase();
+    widen.erase();
+    mm.erase();
+    if (broadcast->use_empty())
+      broadcast->erase();
+    return true;
+  }
+  return false;
+}
+
+/// Rewrites `rounding` (form 4 of the file comment) and the GEMM and bias
+/// it rounds into anvil.linear; false when they are not of that form.
+bool fuseBias(CastOp rounding) {
+  auto add = rounding.getOperand().getDefiningOp<AddOp>();
+  if (!rounding.getType().getElementType().isBF16() || !add ||
+      !add->hasOneUse())
+    return false;
+  for (auto [sum, other] : {std::pair(add.getLhs(), add.getRhs()),
+                            std::pair(add.getRhs(), add.getLhs())}) {
+    auto widen = sum.getDefiningOp<CastOp>();
+    Value bias = broadcastBias(other);
+    if (!widen || !sum.hasOneUse() || !bias ||
+        !widen.getType().getElementType().isF32())
+      continue;
+    MatmulOp mm = linearProduct(widen.getOperand(), /*anyWidth=*/true);
+    if (!mm)
+      continue;
+    // The bias in bf16, as cuBLASLt adds a bf16 GEMM's.
+    OpBuilder b(rounding);
+    Value narrowBias = CastOp::create(
+        b, mm.getLoc(),
+        cast<RankedTensorType>(bias.getType()).clone(b.getBF16Type()), bias);
+    Value fused = LinearOp::create(b, mm.getLoc(), mm.getLhs(), mm.getRhs(),
+                                   narrowBias, mm.getTransposeRhs());
+    rounding.replaceAllUsesWith(fused);
+    Operation *broadcast = other.getDefiningOp();
+    rounding.erase();
     add.erase();
     widen.erase();
     mm.erase();
@@ -224,6 +266,11 @@ struct AnvilGemmEpiloguesPass
       fuseBackward(grad);
     for (ReduceSumOp sum : sums)
       fuseWeightBiasGrad(sum);
+    // The roundings left by the forms before (which erase casts).
+    SmallVector<CastOp> roundings;
+    getOperation().walk([&](CastOp op) { roundings.push_back(op); });
+    for (CastOp rounding : roundings)
+      fuseBias(rounding);
   }
 };
 

@@ -257,8 +257,10 @@ cl::opt<std::string> gemmEpilogues(
     "gemm-epilogues",
     cl::desc("Whether bf16 linear layers followed by a bias and a tanh GELU "
              "run them in their GEMMs, and the gradient's GELU derivative "
-             "and bias sum in the backward GEMM (cuBLASLt's GELU_AUX_BIAS "
-             "and DGELU_BGRAD epilogues; anvil-gemm-epilogues), and with "
+             "and bias sum in the backward GEMM, and bf16 linear layers "
+             "followed by a bias alone run it in their GEMM (cuBLASLt's "
+             "GELU_AUX_BIAS, DGELU_BGRAD, BGRADA and BIAS epilogues; "
+             "anvil-gemm-epilogues), and with "
              "--precision=fp8=delayed the FP8 MLP's bias and GELU in its first "
              "FP8 GEMM, which writes the GELU's 8-bit codes and their amax "
              "(anvil-decompose fp8-gelu-epilogue): on (the default with "

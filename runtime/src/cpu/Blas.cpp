@@ -271,6 +271,19 @@ float geluTanhDerivative(float x) {
 
 } // namespace
 
+extern "C" void anvil_rt_gemm_bias(int32_t transB, int64_t m, int64_t n,
+                                   int64_t k, const uint16_t *a,
+                                   const uint16_t *b, const uint16_t *bias,
+                                   uint16_t *out) {
+  bf16Panels(0, transB, m, n, k, a, k, 0, b, transB ? k : n, 0, 1,
+             [&](int64_t, int64_t r0, int64_t rows, const float *panel) {
+               for (int64_t r = 0; r < rows; ++r)
+                 for (int64_t j = 0; j < n; ++j)
+                   out[(r0 + r) * n + j] = anvil::rt::toBF16Bits(
+                       panel[r * n + j] + anvil::rt::fromBF16Bits(bias[j]));
+             });
+}
+
 extern "C" void anvil_rt_gemm_bias_gelu(int32_t transB, int64_t m, int64_t n,
                                         int64_t k, const uint16_t *a,
                                         const uint16_t *b, const uint16_t *bias,

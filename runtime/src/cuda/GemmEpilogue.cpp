@@ -1,14 +1,15 @@
 //===- GemmEpilogue.cpp - bf16 GEMMs with bias and GELU epilogues ---------===//
 //
-// anvil_rt_cuda_gemm_bias_gelu, anvil_rt_cuda_gemm_dgelu_bgrad and
-// anvil_rt_cuda_gemm_weight_bias_grad: one cuBLASLt matmul each, with the
-// GELU_AUX_BIAS, DGELU_BGRAD and BGRADA epilogues (RuntimeABI.h's
-// anvil_rt_gemm_bias_gelu, _dgelu_bgrad and _weight_bias_grad on device
-// pointers). Row-major D (m x n) = A (m x k) op(B) is, read
-// column-major, D^T = op(B)^T A^T: cuBLASLt's A is our B (k x n row-major
-// is n x k column-major; with transB, n x k row-major is k x n, op T) and
-// its B our A (k x m column-major), so the bias and its gradient run along
-// D^T's rows, our columns, as the ops define them. The auxiliary matrix
+// anvil_rt_cuda_gemm_bias, anvil_rt_cuda_gemm_bias_gelu,
+// anvil_rt_cuda_gemm_dgelu_bgrad and anvil_rt_cuda_gemm_weight_bias_grad:
+// one cuBLASLt matmul each, with the BIAS, GELU_AUX_BIAS, DGELU_BGRAD and
+// BGRADA epilogues (RuntimeABI.h's anvil_rt_gemm_bias, _bias_gelu,
+// _dgelu_bgrad and _weight_bias_grad on device pointers). Row-major D (m x n) =
+// A (m x k) op(B) is, read column-major, D^T = op(B)^T A^T: cuBLASLt's A is our
+// B (k x n row-major is n x k column-major; with transB, n x k row-major is k x
+// n, op T) and its B our A (k x m column-major), so the bias and its gradient
+// run along D^T's rows, our columns, as the ops define them. The auxiliary
+// matrix
 // (`pre`, the GELU's input) has D's layout; without one, GELU_BIAS. A
 // weight's gradient x^T g (k x n) is, column-major, g^T x: cuBLASLt's A is
 // g (n x m, not transposed), its B x (k x m, transposed), and BGRADA sums
@@ -55,6 +56,8 @@ namespace {
 /// The name of an epilogue this file uses, for messages.
 const char *epilogueName(cublasLtEpilogue_t epilogue) {
   switch (epilogue) {
+  case CUBLASLT_EPILOGUE_BIAS:
+    return "BIAS";
   case CUBLASLT_EPILOGUE_GELU_AUX_BIAS:
     return "GELU_AUX_BIAS";
   case CUBLASLT_EPILOGUE_GELU_BIAS:
@@ -249,9 +252,10 @@ bool ltGemm(const char *caller, const LtGemm &g, bool mayFallBack, What what) {
   return true;
 }
 
-/// A GELU epilogue of the row-major product a (m x k) b (k x n, or n x k
-/// with `transB`): D^T = op(b)^T a^T, cuBLASLt's A our b, its B our a.
-void geluGemm(const char *caller, cublasLtEpilogue_t epilogue, int32_t transB,
+/// An epilogue with a bias (or the bias's gradient) of the row-major
+/// product a (m x k) b (k x n, or n x k with `transB`): D^T = op(b)^T a^T,
+/// cuBLASLt's A our b, its B our a.
+void biasGemm(const char *caller, cublasLtEpilogue_t epilogue, int32_t transB,
               int64_t m, int64_t n, int64_t k, const uint16_t *a,
               const uint16_t *b, const void *bias, const void *aux,
               uint16_t *d) {
@@ -309,11 +313,19 @@ const uint16_t *ones(int64_t count) {
 
 } // namespace
 
+extern "C" void anvil_rt_cuda_gemm_bias(int32_t transB, int64_t m, int64_t n,
+                                        int64_t k, const uint16_t *a,
+                                        const uint16_t *b, const uint16_t *bias,
+                                        uint16_t *out) {
+  biasGemm("anvil_rt_cuda_gemm_bias", CUBLASLT_EPILOGUE_BIAS, transB, m, n, k,
+           a, b, bias, nullptr, out);
+}
+
 extern "C" void anvil_rt_cuda_gemm_bias_gelu(
     int32_t transB, int64_t m, int64_t n, int64_t k, const uint16_t *a,
     const uint16_t *b, const uint16_t *bias, uint16_t *out, uint16_t *pre) {
   // Without `pre` (nothing reads it), the epilogue that keeps no aux.
-  geluGemm("anvil_rt_cuda_gemm_bias_gelu",
+  biasGemm("anvil_rt_cuda_gemm_bias_gelu",
            pre ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_BIAS,
            transB, m, n, k, a, b, bias, pre, out);
 }
@@ -323,7 +335,7 @@ anvil_rt_cuda_gemm_dgelu_bgrad(int32_t transB, int64_t m, int64_t n, int64_t k,
                                const uint16_t *a, const uint16_t *b,
                                const uint16_t *pre, uint16_t *preGrad,
                                uint16_t *biasGrad) {
-  geluGemm("anvil_rt_cuda_gemm_dgelu_bgrad", CUBLASLT_EPILOGUE_DGELU_BGRAD,
+  biasGemm("anvil_rt_cuda_gemm_dgelu_bgrad", CUBLASLT_EPILOGUE_DGELU_BGRAD,
            transB, m, n, k, a, b, biasGrad, pre, preGrad);
 }
 

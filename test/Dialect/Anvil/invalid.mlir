@@ -1324,6 +1324,15 @@ func.func @linear_gelu_bias(%x: tensor<4x8xbf16>, %w: tensor<8x16xbf16>, %b: ten
 
 // -----
 
+func.func @linear_bias(%x: tensor<2x4x8xbf16>, %w: tensor<12x8xbf16>, %b: tensor<8xbf16>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{bias must be 'tensor<12xbf16>' (one per column of the product 'tensor<2x4x12xbf16>'), got 'tensor<8xbf16>'}}
+  %y = anvil.linear %x, %w, %b {transpose_rhs} : (tensor<2x4x8xbf16>, tensor<12x8xbf16>, tensor<8xbf16>) -> tensor<2x4x12xbf16>
+  return
+}
+
+// -----
+
 func.func @gelu_bias_grad_types(%g: tensor<4x16xbf16>, %pre: tensor<4x16xf32>) {
   // expected-error@+2 {{failed to infer returned types}}
   // expected-error@+1 {{grad and pre must have one type, got 'tensor<4x16xbf16>' and 'tensor<4x16xf32>'}}

@@ -176,12 +176,13 @@ def AnvilBufferizePass : Pass<"anvil-bufferize", "mlir::ModuleOp"> {
     `anvil_rt_attention_layout`); one without static strides or with a
     strided innermost dimension is copied first.
 
-    `anvil.linear_gelu`, `anvil.matmul_gelu_bias_grad` and
+    `anvil.linear`, `anvil.linear_gelu`, `anvil.matmul_gelu_bias_grad` and
     `anvil.matmul_bias_grad` write new buffers through one GEMM call each
-    (`gemm-bias-gelu`, `gemm-dgelu-bgrad`, `gemm-weight-bias-grad`:
-    RuntimeABI.h's `anvil_rt_gemm_bias_gelu`, `anvil_rt_gemm_dgelu_bgrad`
-    and `anvil_rt_gemm_weight_bias_grad` by default, cuBLASLt's epilogues
-    with the CUDA backend), every buffer passed as a pointer to its first
+    (`gemm-bias`, `gemm-bias-gelu`, `gemm-dgelu-bgrad`,
+    `gemm-weight-bias-grad`: RuntimeABI.h's `anvil_rt_gemm_bias`,
+    `anvil_rt_gemm_bias_gelu`, `anvil_rt_gemm_dgelu_bgrad` and
+    `anvil_rt_gemm_weight_bias_grad` by default, cuBLASLt's epilogues with
+    the CUDA backend), every buffer passed as a pointer to its first
     element (one that is not contiguous is copied first).
 
     `anvil.matmul_f8` writes a new buffer through one call of `gemm-f8`
@@ -236,6 +237,9 @@ def AnvilBufferizePass : Pass<"anvil-bufferize", "mlir::ModuleOp"> {
            /*default=*/"\"anvil_rt_attention_grad_bf16\"",
            "The runtime function anvil.flash_attention_grad on bf16 "
            "tensors calls">,
+    Option<"gemmBiasCallee", "gemm-bias", "std::string",
+           /*default=*/"\"anvil_rt_gemm_bias\"",
+           "The runtime function anvil.linear calls">,
     Option<"gemmBiasGeluCallee", "gemm-bias-gelu", "std::string",
            /*default=*/"\"anvil_rt_gemm_bias_gelu\"",
            "The runtime function anvil.linear_gelu calls">,

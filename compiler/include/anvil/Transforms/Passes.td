@@ -133,9 +133,15 @@ def AnvilGemmEpiloguesPass : Pass<"anvil-gemm-epilogues", "mlir::ModuleOp"> {
       `anvil.matmul_bias_grad` (`BGRADA`), made at the earliest such GEMM
       that comes before the sum's readers. A weight stored `(out, in)`
       (BERT's), whose gradient is `g^T x`, is not of this form (`BGRADB`).
+    - On the training step: `cast<bf16>(cast<f32>(matmul(x, w)) +
+      broadcast(b))`, each value read by the next alone, with `x` and `w`
+      bf16, `w` a shared matrix and `b` an f32 bias over the last dimension
+      (GPT's q, k and v projection, which attention reads in bf16), becomes
+      `anvil.linear` (`BIAS`) of `x`, `w` and `b` rounded to bf16. The op has
+      no VJP: it is made once the step is differentiated.
 
     `forward` runs the first form (anvil-compile: in the `precision`
-    stage), `backward` the other two (once the training step is built).
+    stage), `backward` the other three (once the training step is built).
 
     Rounding changes (cuBLASLt's types for a bf16 GEMM): the bias is
     rounded to bf16 and added to the f32 sum before the one rounding to
@@ -171,8 +177,8 @@ def AnvilGemmEpiloguesPass : Pass<"anvil-gemm-epilogues", "mlir::ModuleOp"> {
     Option<"forward", "forward", "bool", /*default=*/"true",
            "Fuse linear layers' bias and GELU (the forward graph)">,
     Option<"backward", "backward", "bool", /*default=*/"true",
-           "Fuse the GELU's gradient and biases' gradients into GEMMs (the "
-           "training step)">,
+           "Fuse the GELU's gradient, biases' gradients and biases alone into "
+           "GEMMs (the training step)">,
   ];
   let dependentDialects = ["mlir::anvil::AnvilDialect"];
 }

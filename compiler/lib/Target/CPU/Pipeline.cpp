@@ -113,6 +113,7 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     bufferize.attentionGradCallee = options.attentionGrad;
     bufferize.attentionBf16Callee = options.attentionBf16;
     bufferize.attentionGradBf16Callee = options.attentionGradBf16;
+    bufferize.gemmBiasCallee = options.gemmBias;
     bufferize.gemmBiasGeluCallee = options.gemmBiasGelu;
     bufferize.gemmDgeluBgradCallee = options.gemmDgeluBgrad;
     bufferize.gemmWeightBiasGradCallee = options.gemmWeightBiasGrad;

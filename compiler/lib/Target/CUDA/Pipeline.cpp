@@ -12,9 +12,10 @@
 //      fused attention
 //      (anvil.flash_attention and its gradient) cuDNN's or Anvil's
 //      flash-attention kernels (anvil_rt_cuda_attention_f32, _grad_f32; on bf16
-//      tensors anvil_rt_cuda_attention_bf16, _grad_bf16), GEMMs with a bias and
-//      GELU epilogue (anvil.linear_gelu, anvil.matmul_gelu_bias_grad)
-//      cuBLASLt's (anvil_rt_cuda_gemm_bias_gelu, _dgelu_bgrad), a weight's
+//      tensors anvil_rt_cuda_attention_bf16, _grad_bf16), GEMMs with a bias
+//      epilogue (anvil.linear), or a bias and GELU one (anvil.linear_gelu,
+//      anvil.matmul_gelu_bias_grad) cuBLASLt's (anvil_rt_cuda_gemm_bias,
+//      anvil_rt_cuda_gemm_bias_gelu, _dgelu_bgrad), a weight's
 //      gradient with its bias's cuBLASLt's (_weight_bias_grad), the
 //      convolutions cuDNN takes (anvil-library-convs) cuDNN's
 //      (anvil_rt_cuda_conv).
@@ -119,6 +120,7 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     cpuOptions.attentionGrad = "anvil_rt_cuda_attention_grad_f32";
     cpuOptions.attentionBf16 = "anvil_rt_cuda_attention_bf16";
     cpuOptions.attentionGradBf16 = "anvil_rt_cuda_attention_grad_bf16";
+    cpuOptions.gemmBias = "anvil_rt_cuda_gemm_bias";
     cpuOptions.gemmBiasGelu = "anvil_rt_cuda_gemm_bias_gelu";
     cpuOptions.gemmDgeluBgrad = "anvil_rt_cuda_gemm_dgelu_bgrad";
     cpuOptions.gemmWeightBiasGrad = "anvil_rt_cuda_gemm_weight_bias_grad";

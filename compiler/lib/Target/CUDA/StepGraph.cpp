@@ -42,6 +42,7 @@ bool queuesOnly(StringRef callee) {
                                           "anvil_rt_cuda_attention_grad_f32",
                                           "anvil_rt_cuda_attention_bf16",
                                           "anvil_rt_cuda_attention_grad_bf16",
+                                          "anvil_rt_cuda_gemm_bias",
                                           "anvil_rt_cuda_gemm_bias_gelu",
                                           "anvil_rt_cuda_gemm_dgelu_bgrad",
                                           "anvil_rt_cuda_gemm_weight_bias_grad",

@@ -218,12 +218,15 @@ void anvil_rt_cuda_gemm_bf16_rounded(int32_t transA, int32_t transB, int64_t m,
                                      int64_t strideB, uint16_t *c, int64_t ldc,
                                      int64_t strideC, int64_t batch);
 
-/// anvil_rt_gemm_bias_gelu's and anvil_rt_gemm_dgelu_bgrad's contracts
-/// (RuntimeABI.h) on device pointers: one cuBLASLt GEMM each, with the
-/// GELU_AUX_BIAS (GELU_BIAS with a null `pre`) and DGELU_BGRAD epilogues
-/// (n a multiple of 8). Queue the
-/// product on the step stream; a failure names the call, the epilogue and
-/// the shapes.
+/// anvil_rt_gemm_bias's, anvil_rt_gemm_bias_gelu's and
+/// anvil_rt_gemm_dgelu_bgrad's contracts (RuntimeABI.h) on device pointers:
+/// one cuBLASLt GEMM each, with the BIAS, GELU_AUX_BIAS (GELU_BIAS with a
+/// null `pre`) and DGELU_BGRAD epilogues (n a multiple of 8 for the GELU's).
+/// Queue the product on the step stream; a failure names the call, the
+/// epilogue and the shapes.
+void anvil_rt_cuda_gemm_bias(int32_t transB, int64_t m, int64_t n, int64_t k,
+                             const uint16_t *a, const uint16_t *b,
+                             const uint16_t *bias, uint16_t *out);
 void anvil_rt_cuda_gemm_bias_gelu(int32_t transB, int64_t m, int64_t n,
                                   int64_t k, const uint16_t *a,
                                   const uint16_t *b, const uint16_t *bias,

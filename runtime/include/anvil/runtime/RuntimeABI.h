@@ -103,6 +103,15 @@ void anvil_rt_gemm_bf16_rounded(int32_t transA, int32_t transB, int64_t m,
                                 int64_t ldb, int64_t strideB, uint16_t *c,
                                 int64_t ldc, int64_t strideC, int64_t batch);
 
+/// A bf16 linear layer with its bias (`anvil.linear`): out = bf16(a b +
+/// bias), m x n (a: m x k, b: k x n, or n x k with `transB`, and bias (n)
+/// bf16; products exact, accumulated in f32, the bias added to the f32 sum,
+/// rounded once). Every buffer is contiguous and row-major; out is
+/// overwritten. (cuBLASLt's BIAS epilogue.)
+void anvil_rt_gemm_bias(int32_t transB, int64_t m, int64_t n, int64_t k,
+                        const uint16_t *a, const uint16_t *b,
+                        const uint16_t *bias, uint16_t *out);
+
 /// A bf16 linear layer with its bias and tanh GELU (`anvil.linear_gelu`):
 /// with p = a b + bias (a: m x k, b: k x n, or n x k with `transB`, and
 /// bias (n) bf16; products exact, accumulated in f32, the bias added to the

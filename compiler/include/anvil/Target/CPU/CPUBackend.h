@@ -86,8 +86,9 @@ struct CPUPipelineOptions {
   std::string attentionBf16 = "anvil_rt_attention_bf16";
   std::string attentionGradBf16 = "anvil_rt_attention_grad_bf16";
   /// The runtime functions the GEMMs with epilogues call
-  /// (anvil-bufferize gemm-bias-gelu, gemm-dgelu-bgrad,
+  /// (anvil-bufferize gemm-bias, gemm-bias-gelu, gemm-dgelu-bgrad,
   /// gemm-weight-bias-grad).
+  std::string gemmBias = "anvil_rt_gemm_bias";
   std::string gemmBiasGelu = "anvil_rt_gemm_bias_gelu";
   std::string gemmDgeluBgrad = "anvil_rt_gemm_dgelu_bgrad";
   std::string gemmWeightBiasGrad = "anvil_rt_gemm_weight_bias_grad";

@@ -174,7 +174,8 @@ def AnvilCUDAStepGraphPass
       `anvil_rt_cuda_attention_f32`,
       `anvil_rt_cuda_attention_grad_f32`,
       `anvil_rt_cuda_attention_bf16`, `anvil_rt_cuda_attention_grad_bf16`,
-      `anvil_rt_cuda_gemm_bias_gelu`, `anvil_rt_cuda_gemm_dgelu_bgrad`,
+      `anvil_rt_cuda_gemm_bias`, `anvil_rt_cuda_gemm_bias_gelu`,
+      `anvil_rt_cuda_gemm_dgelu_bgrad`,
       `anvil_rt_cuda_gemm_weight_bias_grad`, `anvil_rt_cuda_conv`.
 
     Otherwise (a host read or write of a buffer, an allocation, the

@@ -116,6 +116,11 @@ int64_t MatmulF8Op::getFlops() {
 // The fused linear layers: the GEMM's 2 M N K, plus the epilogue per
 // element of the product: the bias's add, GELU's 8 (docs/cost.md) and,
 // for its derivative, twice that.
+int64_t LinearOp::getFlops() {
+  int64_t k = shapeOf(getLhs()).back();
+  return (2 * k + 1) * numel(getResult());
+}
+
 int64_t LinearGeluOp::getFlops() {
   int64_t k = shapeOf(getLhs()).back();
   return (2 * k + 1 + 8) * numel(getResult());

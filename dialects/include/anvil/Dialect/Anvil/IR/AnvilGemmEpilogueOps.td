@@ -1,7 +1,7 @@
 //===- AnvilGemmEpilogueOps.td - GEMMs with epilogues -------*- tablegen -*-===//
 //
 // The linear layers' GEMMs with their bias, GELU and gradients fused, in
-// the forms of cuBLASLt's GELU_AUX_BIAS, DGELU_BGRAD and BGRADA epilogues
+// the forms of cuBLASLt's GELU_AUX_BIAS, BIAS, DGELU_BGRAD and BGRADA epilogues
 // (anvil-gemm-epilogues makes them; anvil-decompose the FP8 GELU_AUX_BIAS
 // form). Included by AnvilOps.td.
 //
@@ -41,6 +41,36 @@ def Anvil_LinearGeluOp : Anvil_CostedOp<"linear_gelu",
   let arguments = (ins Anvil_FloatTensor:$lhs, Anvil_FloatTensor:$rhs,
                        Anvil_FloatTensor:$bias, UnitAttr:$transpose_rhs);
   let results = (outs Anvil_FloatTensor:$result, Anvil_FloatTensor:$pre);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $bias attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Anvil_LinearOp : Anvil_CostedOp<"linear", [InferTypeOpAdaptor]> {
+  let summary = "A bf16 linear layer with its bias fused";
+  let description = [{
+    `result = lhs rhs + bias` on operands of one element type: `lhs` is
+    `(..., M, K)`, `rhs` the shared `(K, N)` weight (`(N, K)` with
+    `transpose_rhs`) and `bias` the `(N)` vector. The products are exact
+    and accumulate in f32, the bias is added to the f32 sum, and the sum is
+    rounded to the result's type once. bf16 for the backends (which call
+    cuBLASLt, or a CPU function, for it), f64 in the interpreter's tests.
+
+    It is cuBLASLt's `BIAS` epilogue: `anvil-gemm-epilogues` makes it, on
+    the training step (it has no VJP), of `cast<bf16>(cast<f32>(matmul) +
+    broadcast(bias))` (GPT's q, k and v projection, which attention reads in
+    bf16), and the backends call one GEMM for it (`anvil_rt_gemm_bias`):
+    the product is never stored before its bias is added.
+
+    ```mlir
+    %qkv = anvil.linear %x, %w, %b
+        : (tensor<8x1024x768xbf16>, tensor<768x2304xbf16>, tensor<2304xbf16>)
+        -> tensor<8x1024x2304xbf16>
+    ```
+  }];
+  let arguments = (ins Anvil_FloatTensor:$lhs, Anvil_FloatTensor:$rhs,
+                       Anvil_FloatTensor:$bias, UnitAttr:$transpose_rhs);
+  let results = (outs Anvil_FloatTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs `,` $bias attr-dict `:` functional-type(operands, results)
   }];
