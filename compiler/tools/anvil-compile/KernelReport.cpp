@@ -9,7 +9,9 @@
 #include "anvil/Target/CUDA/CUDABackend.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Demangle/Demangle.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -19,6 +21,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
+#include <functional>
 #include <set>
 #include <string>
 
@@ -90,6 +93,42 @@ std::set<std::string> libraryKernelsCalled(mlir::ModuleOp module) {
 }
 
 } // namespace
+
+StepLaunches countStepLaunches(mlir::func::FuncOp step) {
+  mlir::SymbolTableCollection symbols;
+  // Per function, once: a function that calls itself (directly or not)
+  // counts its own launches once.
+  DenseMap<mlir::Operation *, StepLaunches> counted;
+  std::function<StepLaunches(mlir::func::FuncOp)> count =
+      [&](mlir::func::FuncOp fn) {
+        if (auto it = counted.find(fn); it != counted.end())
+          return it->second;
+        counted[fn] = {};
+        StepLaunches n;
+        fn.walk([&](mlir::Operation *op) {
+          if (isa<mlir::gpu::LaunchFuncOp>(op)) {
+            ++n.kernels;
+            return;
+          }
+          auto call = dyn_cast<mlir::func::CallOp>(op);
+          if (!call)
+            return;
+          auto callee = symbols.lookupNearestSymbolFrom<mlir::func::FuncOp>(
+              call, call.getCalleeAttr());
+          if (!callee)
+            return;
+          if (callee.isDeclaration()) {
+            n.libraryCalls += callee.getSymName().starts_with("anvil_rt_");
+            return;
+          }
+          StepLaunches inner = count(callee);
+          n.kernels += inner.kernels;
+          n.libraryCalls += inner.libraryCalls;
+        });
+        return counted[fn] = n;
+      };
+  return count(step);
+}
 
 LogicalResult writeKernelReport(mlir::ModuleOp module, StringRef cudaArch,
                                 StringRef cudaToolkit, StringRef kernelReport,

@@ -9,6 +9,7 @@
 #ifndef ANVIL_TOOLS_ANVIL_COMPILE_KERNELREPORT_H
 #define ANVIL_TOOLS_ANVIL_COMPILE_KERNELREPORT_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -25,6 +26,17 @@ mlir::LogicalResult writeKernelReport(mlir::ModuleOp module,
                                       llvm::StringRef cudaToolkit,
                                       llvm::StringRef kernelReport,
                                       llvm::StringRef runtimeLibDir);
+
+/// What one call of a step function makes at the kernels stage: its kernel
+/// launches (gpu.launch_func) and its calls of the runtime's library
+/// functions (`anvil_rt_*` declarations: GEMMs, attention, convolutions,
+/// collectives), with those of the functions it calls (its dispatches)
+/// counted once per call.
+struct StepLaunches {
+  int64_t kernels = 0;
+  int64_t libraryCalls = 0;
+};
+StepLaunches countStepLaunches(mlir::func::FuncOp step);
 
 } // namespace anvil::compile
 

@@ -494,9 +494,11 @@ void collectDequantizedFP8Gemms(mlir::func::FuncOp step, StringRef form) {
   });
 }
 
-/// `dispatches` is the number of dispatch regions of the compiled step and
-/// `plannedBytes` its workspace, or -1 when not compiled that far.
+/// `dispatches` is the number of dispatch regions of the compiled step,
+/// `plannedBytes` its workspace, or -1 when not compiled that far; `launches`
+/// what a CUDA step launches and calls (when compiled to kernels).
 void printReport(const ModelReport &r, int64_t dispatches, int64_t plannedBytes,
+                 std::optional<anvil::compile::StepLaunches> launches,
                  const RankFigures &rank, raw_ostream &os) {
   if (report == Report::Json) {
     json::Object o{{"model", r.model},
@@ -510,6 +512,10 @@ void printReport(const ModelReport &r, int64_t dispatches, int64_t plannedBytes,
                    {"vocab", r.vocab}};
     if (dispatches >= 0)
       o["dispatches_per_step"] = dispatches;
+    if (launches) {
+      o["kernel_launches_per_step"] = launches->kernels;
+      o["library_calls_per_step"] = launches->libraryCalls;
+    }
     if (plannedBytes >= 0)
       o["planned_bytes"] = plannedBytes;
     if (!fp8Gemms.empty()) {
@@ -545,6 +551,9 @@ void printReport(const ModelReport &r, int64_t dispatches, int64_t plannedBytes,
      << "flops_per_step:  " << r.flopsPerStep << " (training, analytic)\n";
   if (dispatches >= 0)
     os << "dispatches:      " << dispatches << " per step (after fusion)\n";
+  if (launches)
+    os << "launches:        " << launches->kernels << " kernels and "
+       << launches->libraryCalls << " library calls per step (CUDA)\n";
   if (plannedBytes >= 0)
     os << "planned_bytes:   " << plannedBytes
        << " (the step's workspace, static memory plan)\n";
@@ -1162,6 +1171,7 @@ int main(int argc, char **argv) {
   // The backend's stages.
   std::optional<mlir::anvil::ModuleABI> abi;
   int64_t dispatches = -1, plannedBytes = -1;
+  std::optional<anvil::compile::StepLaunches> launches;
   // Runs the backend's passes of driver stage `stage` (those after the
   // previous stage): the CPU's pipeline, or the CUDA one.
   auto lower = [&](Stage stage) {
@@ -1272,6 +1282,10 @@ int main(int argc, char **argv) {
   if (failed(runStage(Stage::Kernels, [&] {
         if (failed(lower(Stage::Kernels)))
           return mlir::failure();
+        if (auto step = cuda ? module.lookupSymbol<mlir::func::FuncOp>(
+                                   abi->entries.front().function)
+                             : nullptr)
+          launches = anvil::compile::countStepLaunches(step);
         // The report reads the kernels as this stage leaves them.
         return kernelReport.empty()
                    ? mlir::success()
@@ -1343,7 +1357,7 @@ int main(int argc, char **argv) {
       return error(log);
   }
   if (report != Report::None)
-    printReport(built.report, dispatches, plannedBytes, rankFiguresOfStep,
-                irToStdout ? errs() : outs());
+    printReport(built.report, dispatches, plannedBytes, launches,
+                rankFiguresOfStep, irToStdout ? errs() : outs());
   return 0;
 }
