@@ -177,14 +177,14 @@ func.func @amax_fills(%x: tensor<8xf32>, %y: tensor<8xf32>, %z: tensor<4x8xf32>)
 
 // Reductions with a parallel loop merge like elementwise ops when their
 // domains and loop kinds match: a row maximum and a row sum of one tensor
-// (the cross-entropy's maximum and label logit: the logits read once),
-// each output folded in its own order. A contraction (a product a backend
-// runs as a library GEMM) stays alone, and so does a reduction over every
-// loop (above).
+// (the cross-entropy's maximum and label logit: the logits read once, one
+// input of the merged op), each output folded in its own order. A
+// contraction (a product a backend runs as a library GEMM) stays alone,
+// and so does a reduction over every loop (above).
 #x3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 #r3 = affine_map<(d0, d1, d2) -> (d0, d1)>
 // CHECK-LABEL: func.func @rows
-// CHECK: %[[M:.+]]:2 = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %arg0 : tensor<4x1x8xf32>, tensor<4x1x8xf32>) outs(%{{.+}}, %{{.+}} : tensor<4x1xf32>, tensor<4x1xf32>)
+// CHECK: %[[M:.+]]:2 = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0 : tensor<4x1x8xf32>) outs(%{{.+}}, %{{.+}} : tensor<4x1xf32>, tensor<4x1xf32>)
 // CHECK: arith.maximumf
 // CHECK: arith.addf
 // CHECK: linalg.generic {{.*}} ins(%arg1, %arg2 : tensor<4x1x8xf32>, tensor<4x1x8xf32>) outs(%{{.+}} : tensor<4x1xf32>)
@@ -309,4 +309,48 @@ func.func @casts(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %c: tensor<8x4xf32>) 
     linalg.yield %t : f32
   } -> tensor<4xf32>
   return %u, %v, %c16 : tensor<4xf32>, tensor<4xf32>, tensor<8x4xbf16>
+}
+
+// -----
+
+// A tensor two members read through equal reshapes of it and the same map
+// is one input of the merged op; read through another map (the transpose)
+// it stays an input of its own.
+#v3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#w3 = affine_map<(d0, d1, d2) -> (d0, d1)>
+#t3 = affine_map<(d0, d1, d2) -> (d1, d0, d2)>
+// CHECK-LABEL: func.func @views
+// HOIST-LABEL: func.func @views
+// CHECK: %[[V:.+]] = tensor.expand_shape %arg0 {{\[}}[0], [1, 2]]
+// CHECK: %[[M:.+]]:3 = linalg.generic {{.*}} ins(%[[V]], %arg1 : tensor<4x1x8xf32>, tensor<1x4x8xf32>) outs(
+// CHECK: ^bb0(%[[IN:.+]]: f32, %[[T:.+]]: f32, %{{.+}}: f32, %{{.+}}: f32, %{{.+}}: f32):
+// CHECK: arith.maximumf %{{.+}}, %[[IN]]
+// CHECK: arith.addf %{{.+}}, %[[IN]]
+// CHECK: arith.addf %{{.+}}, %[[T]]
+// CHECK: return %[[M]]#0, %[[M]]#1, %[[M]]#2
+func.func @views(%z: tensor<4x8xf32>, %zt: tensor<1x4x8xf32>) -> (tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>) {
+  %low = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x1xf32>
+  %v1 = tensor.expand_shape %z [[0], [1, 2]] output_shape [4, 1, 8] : tensor<4x8xf32> into tensor<4x1x8xf32>
+  %fm = linalg.fill ins(%low : f32) outs(%e : tensor<4x1xf32>) -> tensor<4x1xf32>
+  %max = linalg.generic {indexing_maps = [#v3, #w3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%v1 : tensor<4x1x8xf32>) outs(%fm : tensor<4x1xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %r = arith.maximumf %o, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %v2 = tensor.expand_shape %z [[0], [1, 2]] output_shape [4, 1, 8] : tensor<4x8xf32> into tensor<4x1x8xf32>
+  %fs = linalg.fill ins(%zero : f32) outs(%e : tensor<4x1xf32>) -> tensor<4x1xf32>
+  %sum = linalg.generic {indexing_maps = [#v3, #w3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%v2 : tensor<4x1x8xf32>) outs(%fs : tensor<4x1xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %r = arith.addf %o, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %ft = linalg.fill ins(%zero : f32) outs(%e : tensor<4x1xf32>) -> tensor<4x1xf32>
+  %tsum = linalg.generic {indexing_maps = [#t3, #w3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%zt : tensor<1x4x8xf32>) outs(%ft : tensor<4x1xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %r = arith.addf %o, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  return %max, %sum, %tsum : tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>
 }

@@ -1153,8 +1153,12 @@ struct LowerArgmax : OpRewritePattern<ArgmaxOp> {
 struct AnvilConvertToLinalgPass
     : mlir::anvil::impl::AnvilConvertToLinalgPassBase<
           AnvilConvertToLinalgPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
+    if (onlineLogSumExp)
+      lowerOnlineLogSumExps(getOperation());
     RewritePatternSet patterns(ctx);
     for (StringRef name :
          {AddOp::getOperationName(),    SubOp::getOperationName(),

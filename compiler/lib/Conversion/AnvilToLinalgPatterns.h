@@ -3,7 +3,8 @@
 //
 // Private to compiler/lib/Conversion: the helpers the lowering patterns
 // share, and the patterns that live in their own file
-// (AnvilToLinalgWindows.cpp: convolutions, pooling, upsampling).
+// (AnvilToLinalgWindows.cpp: convolutions, pooling, upsampling;
+// OnlineLogSumExp.cpp: a row's log-sum-exp in one pass).
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,6 +65,12 @@ bool accumulatesInF32(Type element);
 /// Convolutions (and their filter gradient), pooling (and max pooling's
 /// gradient) and nearest upsampling.
 void populateWindowLoweringPatterns(RewritePatternSet &patterns);
+
+/// Each row log-sum-exp of anvil ops under `root` (reduce_max, the shifted
+/// exponentials' reduce_sum, and their lse = m + log(s)) as one linalg
+/// generic that folds the maximum and the sum together
+/// (OnlineLogSumExp.cpp).
+void lowerOnlineLogSumExps(Operation *root);
 
 } // namespace mlir::anvil::lowering
 

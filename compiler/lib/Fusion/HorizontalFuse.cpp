@@ -74,17 +74,43 @@ bool readBefore(linalg::GenericOp member, Operation *op) {
   return false;
 }
 
+/// Whether `a` and `b` are the same tensor: one value, or the results of
+/// two equal reshapes of one value (the members' own views of a tensor).
+bool sameTensor(Value a, Value b) {
+  if (a == b)
+    return true;
+  Operation *da = a.getDefiningOp(), *db = b.getDefiningOp();
+  return da && db && isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(da) &&
+         OperationEquivalence::isEquivalentTo(
+             da, db, OperationEquivalence::IgnoreLocations);
+}
+
 /// The generic computing every member of `members` at the last member's
-/// place; the members' results are replaced by its results.
+/// place; the members' results are replaced by its results. An input that
+/// an earlier member reads the same way (the same tensor through the same
+/// map) is read once: its block argument stands for both.
 void merge(RewriterBase &rewriter, ArrayRef<linalg::GenericOp> members) {
   SmallVector<Value> ins, outs;
   SmallVector<AffineMap> inMaps, outMaps;
   SmallVector<Type> resultTypes;
+  // For each member's input, the merged input it reads.
+  SmallVector<unsigned> inputOf;
   for (linalg::GenericOp m : members) {
-    llvm::append_range(ins, m.getDpsInputs()); // a vector, by value
+    for (OpOperand *in : m.getDpsInputOperands()) {
+      AffineMap map = m.getMatchingIndexingMap(in);
+      auto same =
+          llvm::find_if(llvm::seq<unsigned>(0, ins.size()), [&](unsigned i) {
+            return inMaps[i] == map && sameTensor(ins[i], in->get());
+          });
+      if (same != llvm::seq<unsigned>(0, ins.size()).end()) {
+        inputOf.push_back(*same);
+        continue;
+      }
+      inputOf.push_back(ins.size());
+      ins.push_back(in->get());
+      inMaps.push_back(map);
+    }
     llvm::append_range(outs, m.getDpsInits());
-    for (OpOperand *in : m.getDpsInputOperands())
-      inMaps.push_back(m.getMatchingIndexingMap(in));
     for (OpOperand &out : m.getDpsInitsMutable())
       outMaps.push_back(m.getMatchingIndexingMap(&out));
     resultTypes.append(m->getResultTypes().begin(), m->getResultTypes().end());
@@ -96,24 +122,29 @@ void merge(RewriterBase &rewriter, ArrayRef<linalg::GenericOp> members) {
   auto merged =
       linalg::GenericOp::create(rewriter, last.getLoc(), resultTypes, ins, outs,
                                 maps, last.getIteratorTypesArray());
-  // The block's arguments: every member's inputs, then every member's
-  // outputs, in member order.
-  SmallVector<BlockArgument> inArgs, outArgs;
+  // The block's arguments: the merged inputs (each as its first reader
+  // has it), then every member's outputs, in member order.
+  SmallVector<BlockArgument> inArgs, outArgs, firstArgs;
   for (linalg::GenericOp m : members) {
     llvm::append_range(inArgs, m.getRegionInputArgs());
     llvm::append_range(outArgs, m.getRegionOutputArgs());
   }
+  for (auto [arg, input] : llvm::zip_equal(inArgs, inputOf))
+    if (input == firstArgs.size())
+      firstArgs.push_back(arg);
   SmallVector<Type> argTypes;
   SmallVector<Location> argLocs;
-  for (BlockArgument a : llvm::concat<BlockArgument>(inArgs, outArgs)) {
+  for (BlockArgument a : llvm::concat<BlockArgument>(firstArgs, outArgs)) {
     argTypes.push_back(a.getType());
     argLocs.push_back(a.getLoc());
   }
   Block *body =
       rewriter.createBlock(&merged.getRegion(), {}, argTypes, argLocs);
   IRMapping map;
-  for (auto [from, to] : llvm::zip_equal(
-           llvm::concat<BlockArgument>(inArgs, outArgs), body->getArguments()))
+  for (auto [from, input] : llvm::zip_equal(inArgs, inputOf))
+    map.map(from, body->getArgument(input));
+  for (auto [from, to] :
+       llvm::zip_equal(outArgs, body->getArguments().drop_front(ins.size())))
     map.map(from, to);
   SmallVector<Value> yielded;
   for (linalg::GenericOp m : members) {

@@ -274,6 +274,15 @@ cl::opt<std::string> horizontalFusion(
              "--target=cuda or --emulate-cuda-grid, where a launch costs more "
              "than a small kernel's work) or off"),
     cl::value_desc("on|off"), cl::init(""), cl::cat(category));
+cl::opt<std::string> onlineLogSumExp(
+    "online-logsumexp",
+    cl::desc("Whether a row's log-sum-exp (the cross-entropy's) folds the "
+             "row's maximum and sum of exponentials in one pass over the row, "
+             "reading the logits once (anvil-convert-to-linalg "
+             "online-logsumexp; its rounding differs from the two passes'): "
+             "on (the default with --target=cuda or --emulate-cuda-grid) or "
+             "off"),
+    cl::value_desc("on|off"), cl::init(""), cl::cat(category));
 cl::opt<std::string> libraryConvs(
     "library-convs",
     cl::desc("Whether each convolution, and each of its gradients, that a "
@@ -868,7 +877,7 @@ int main(int argc, char **argv) {
   // or its emulated grid).
   for (cl::opt<std::string> *onOff :
        {&gemmEpilogues, &libraryConvs, &attentionBf16Tensors,
-        &horizontalFusion}) {
+        &horizontalFusion, &onlineLogSumExp}) {
     if (onOff->getNumOccurrences() && *onOff != "on" && *onOff != "off")
       return error("--" + onOff->ArgStr.str() + "=" + *onOff + ": on or off");
     if (onOff->empty())
@@ -1190,6 +1199,7 @@ int main(int argc, char **argv) {
       options.rowGroups = rowGroups;
       options.libraryConvs = libraryConvs == "on";
       options.horizontalFuse = horizontalFusion == "on";
+      options.onlineLogSumExp = onlineLogSumExp == "on";
       options.fp8GemmResult = fp8GemmResult;
       options.fp8GeluEpilogue = gemmEpilogues == "on";
       options.target.chip = cudaArch;
@@ -1213,6 +1223,7 @@ int main(int argc, char **argv) {
       // calls cuDNN).
       options.libraryConvs = libraryConvs == "on";
       options.horizontalFuse = horizontalFusion == "on";
+      options.onlineLogSumExp = onlineLogSumExp == "on";
       options.fp8GemmResult = fp8GemmResult;
       options.fp8GeluEpilogue = gemmEpilogues == "on";
       // The emulated grid runs what CUDA runs: FP8 GEMMs with K innermost.

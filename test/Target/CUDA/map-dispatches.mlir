@@ -407,14 +407,14 @@ func.func private @step__dispatch_13(%x: memref<6x2x300xf32>, %m: memref<6x2xf32
 // CHECK:   arith.maximumf %[[MX]], %[[X]]
 // CHECK:   arith.minimumf %[[X]], %[[MN]]
 // CHECK: gpu.shuffle xor %[[P]]#0, %c16
-// CHECK: arith.maximumf
 // CHECK: gpu.shuffle xor %[[P]]#1, %c16
+// CHECK: arith.maximumf
 // CHECK: arith.minimumf
-// CHECK-COUNT-4: gpu.shuffle xor
+// CHECK-COUNT-8: gpu.shuffle xor
 // CHECK: scf.if
 // CHECK: arith.maximumf
-// CHECK: memref.store
 // CHECK: arith.minimumf
+// CHECK: memref.store
 // CHECK: memref.store
 func.func private @step__dispatch_14(%x: memref<4x100xf32>, %mx: memref<f32>, %mn: memref<f32>) {
   linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>],

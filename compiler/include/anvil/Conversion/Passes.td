@@ -126,6 +126,15 @@ def AnvilConvertToLinalgPass : Pass<"anvil-convert-to-linalg", "mlir::ModuleOp">
     clamped into range). Composite ops must have been decomposed first
     (`anvil-decompose`); an op without a lowering is an error naming it.
 
+    With `online-logsumexp`, a row's log-sum-exp (`lse = m + log(s)` of
+    `m = reduce_max(z)` and `s = reduce_sum(exp(z - m))` over the last
+    dimension, kept: anvil-decompose's and the cross-entropy VJP's) becomes
+    one `linalg.generic` that reads `z` once, folding each row's maximum
+    and its sum of exponentials together: `m' = max(m, v)`, `e = exp(min(m,
+    v) - m')`, `s' = v > m ? s e + 1 : s + e`, from `m = -FLT_MAX` and `s
+    = 0` (a row of `-inf` still gives `-inf`). The sum differs from the
+    two passes' in rounding.
+
     Other dialects join through `ConvertToLinalgDialectInterface`
     (`anvil/Conversion/ConvertToLinalgInterface.h`): the patterns of every
     loaded dialect that attaches it run with Anvil's, and that dialect's
@@ -148,6 +157,12 @@ def AnvilConvertToLinalgPass : Pass<"anvil-convert-to-linalg", "mlir::ModuleOp">
     } -> tensor<4x8xf32>
     ```
   }];
+  let options = [
+    Option<"onlineLogSumExp", "online-logsumexp", "bool", /*default=*/"false",
+           "A row's log-sum-exp as one generic that folds the maximum and "
+           "the sum of exponentials together, reading the row once (the "
+           "CUDA backend's choice)">,
+  ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
     "mlir::math::MathDialect", "mlir::scf::SCFDialect",

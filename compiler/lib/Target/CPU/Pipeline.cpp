@@ -86,7 +86,9 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     pm.addPass(createAnvilDecomposePass(decompose));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
-    pm.addPass(createAnvilConvertToLinalgPass());
+    AnvilConvertToLinalgPassOptions toLinalg;
+    toLinalg.onlineLogSumExp = options.onlineLogSumExp;
+    pm.addPass(createAnvilConvertToLinalgPass(toLinalg));
     pm.addPass(createCanonicalizerPass());
   }
 

@@ -59,6 +59,18 @@ struct WarpLaunch {
 WarpLaunch createWarpLaunch(OpBuilder &b, Location loc, int64_t rows,
                             int64_t blockSize);
 
+/// How a warp folds each output of a reduction (warpFolds): output r as
+/// `out = combines[r](out, v)` from `identities[r]`, or, where `maxOf[r]`
+/// is an output p (not -1), as a row's online sum of exponentials
+/// (OnlineLogSumExp.cpp): the sum of exp(v - m), rescaled whenever output
+/// p's maximum m of the terms v grows; `combines[r]` is then the body's
+/// select that yields it, and its terms are p's.
+struct WarpFolds {
+  SmallVector<Operation *> combines;
+  SmallVector<APFloat> identities;
+  SmallVector<int> maxOf;
+};
+
 /// A linalg.generic's code where a warp computes a row of it
 /// (MapReductions.cpp's row reductions, MapRowGroups.cpp's row groups):
 /// `ivs` holds the loop indices of the point the code is at, set by the
@@ -80,6 +92,11 @@ public:
   /// combine(acc, v) or combine(v, acc), as the body folds its r-th output,
   /// with its flags.
   Value fold(Operation *combine, unsigned r, Value acc, Value v);
+  /// Every output's folds `a` and `b` of two parts of a row, combined into
+  /// the fold of both (an online sum rescales each part's to their common
+  /// maximum).
+  SmallVector<Value> combine(const WarpFolds &folds, ArrayRef<Value> a,
+                             ArrayRef<Value> b);
   /// The body at the point: the inputs loaded (`alignment` gives a load's
   /// claimed alignment in bytes, 0 for none) but those `map` has, then the
   /// body's ops but `skip`; maps the body's values to the point's, from
@@ -92,14 +109,12 @@ public:
   /// folds points lane, lane + 32, ... of the `length` points of the loops
   /// `reduction` (runs of `run` consecutive points from run * lane, then
   /// 32 runs on, the first load of each run of an `alignable` input
-  /// aligned to the run) from `identities`, then the lanes' partials fold
-  /// by a butterfly of xor shuffles. `combines` (and `identities`) are
-  /// warpFolds'.
+  /// aligned to the run) from the identities, then the lanes' partials
+  /// fold by a butterfly of xor shuffles. `folds` are warpFolds'.
   SmallVector<Value> foldOnWarp(Value lane, ArrayRef<unsigned> reduction,
                                 int64_t length, int64_t run,
                                 function_ref<bool(OpOperand *)> alignable,
-                                ArrayRef<Operation *> combines,
-                                ArrayRef<APFloat> identities);
+                                const WarpFolds &folds);
 
   OpBuilder &b;
   Location loc;
@@ -113,9 +128,10 @@ public:
 /// order: `out = combine(out, v)`, `v` computed without the outputs or
 /// another output's fold, `combine` an f32 addf, maximumf or minimumf
 /// (whose identities, the value x combined with which gives x back, are
-/// -0, -inf, +inf). Sets `combines` and `identities` by output.
-bool warpFolds(linalg::GenericOp op, SmallVectorImpl<Operation *> &combines,
-               SmallVectorImpl<APFloat> &identities);
+/// -0, -inf, +inf); or an online sum of exponentials and the maximum it
+/// is taken against, as OnlineLogSumExp.cpp writes them (identities +0
+/// and -FLT_MAX, the row's fills). Sets `folds` by output.
+bool warpFolds(linalg::GenericOp op, WarpFolds &folds);
 
 /// Whether `op` writes all of `buffer` (an output whose map's results are
 /// distinct loops, or 0 along a dimension of 1) and does not read it as an

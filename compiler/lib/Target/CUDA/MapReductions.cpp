@@ -18,6 +18,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 
 #include <algorithm>
 #include <cmath>
@@ -369,15 +370,61 @@ IRMapping WarpRow::point(ArrayRef<Operation *> skip,
   return map;
 }
 
+SmallVector<Value> WarpRow::combine(const WarpFolds &folds, ArrayRef<Value> a,
+                                    ArrayRef<Value> b) {
+  SmallVector<Value> both;
+  for (auto [r, combine] : llvm::enumerate(folds.combines)) {
+    int p = folds.maxOf[r];
+    if (p < 0) {
+      both.push_back(fold(combine, r, a[r], b[r]));
+      continue;
+    }
+    // s_a exp(m_a - m) + s_b exp(m_b - m), m the larger maximum.
+    Value m = arith::MaximumFOp::create(this->b, loc, a[p], b[p]);
+    auto rescaled = [&](Value sum, Value max) {
+      Value shift = arith::SubFOp::create(this->b, loc, max, m);
+      Value scale = math::ExpOp::create(this->b, loc, shift);
+      return arith::MulFOp::create(this->b, loc, sum, scale).getResult();
+    };
+    Value sa = rescaled(a[r], a[p]);
+    Value sb = rescaled(b[r], b[p]);
+    both.push_back(arith::AddFOp::create(this->b, loc, sa, sb));
+  }
+  return both;
+}
+
 SmallVector<Value>
 WarpRow::foldOnWarp(Value lane, ArrayRef<unsigned> reduction, int64_t length,
                     int64_t run, function_ref<bool(OpOperand *)> alignable,
-                    ArrayRef<Operation *> combines,
-                    ArrayRef<APFloat> identities) {
+                    const WarpFolds &folds) {
   constexpr int64_t warp = 32;
   Block *body = op.getBlock();
+  // The body's ops that read the outputs: the folds, which the code below
+  // makes itself.
+  SmallVector<Operation *> folding;
+  {
+    DenseSet<Value> fromOutputs(body->getArguments().begin() +
+                                    op.getNumDpsInputs(),
+                                body->getArguments().end());
+    for (Operation &bodyOp : body->without_terminator())
+      if (llvm::any_of(bodyOp.getOperands(),
+                       [&](Value v) { return fromOutputs.contains(v); })) {
+        folding.push_back(&bodyOp);
+        fromOutputs.insert(bodyOp.result_begin(), bodyOp.result_end());
+      }
+  }
+  // The value a combine folds in: its operand that is not the output.
+  auto termOf = [&](unsigned r) {
+    Operation *combine =
+        folds.combines[folds.maxOf[r] < 0 ? r : folds.maxOf[r]];
+    unsigned out =
+        op.getNumDpsInputs() + (folds.maxOf[r] < 0 ? r : folds.maxOf[r]);
+    Value arg = body->getArgument(out);
+    return combine->getOperand(0) == arg ? combine->getOperand(1)
+                                         : combine->getOperand(0);
+  };
   SmallVector<Value> inits;
-  for (const APFloat &identity : identities)
+  for (const APFloat &identity : folds.identities)
     inits.push_back(arith::ConstantOp::create(
         b, loc, b.getF32FloatAttr(identity.convertToFloat())));
   Value first =
@@ -394,7 +441,7 @@ WarpRow::foldOnWarp(Value lane, ArrayRef<unsigned> reduction, int64_t length,
       if (j > 0)
         k = arith::AddIOp::create(b, loc, k, index(j));
       delinearize(k, reduction);
-      IRMapping map = point(combines, [&](OpOperand *input) -> int64_t {
+      IRMapping map = point(folding, [&](OpOperand *input) -> int64_t {
         if (j != 0 || run == 1 || !alignable(input))
           return 0;
         return run *
@@ -402,12 +449,31 @@ WarpRow::foldOnWarp(Value lane, ArrayRef<unsigned> reduction, int64_t length,
                    .getElementTypeBitWidth() /
                8;
       });
-      for (auto [r, combine] : llvm::enumerate(combines)) {
-        Value out = body->getArgument(op.getNumDpsInputs() + r);
-        Value v = combine->getOperand(0) == out ? combine->getOperand(1)
-                                                : combine->getOperand(0);
-        accs[r] = fold(combine, r, accs[r], map.lookupOrDefault(v));
+      SmallVector<Value> next;
+      for (auto [r, combine] : llvm::enumerate(folds.combines)) {
+        Value v = map.lookupOrDefault(termOf(r));
+        int p = folds.maxOf[r];
+        if (p < 0) {
+          next.push_back(fold(combine, r, accs[r], v));
+          continue;
+        }
+        // The online sum's step (OnlineLogSumExp.cpp), against the
+        // maximum before it: s' = v > m ? s e + 1 : s + e, with e =
+        // exp(min(m, v) - max(m, v)).
+        Value m = accs[p], sum = accs[r];
+        Value high = arith::MaximumFOp::create(b, loc, m, v);
+        Value low = arith::MinimumFOp::create(b, loc, m, v);
+        Value shift = arith::SubFOp::create(b, loc, low, high);
+        Value e = math::ExpOp::create(b, loc, shift);
+        Value grew =
+            arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, v, m);
+        Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0));
+        Value scaled = arith::MulFOp::create(b, loc, sum, e);
+        Value rescaled = arith::AddFOp::create(b, loc, scaled, one);
+        Value added = arith::AddFOp::create(b, loc, sum, e);
+        next.push_back(arith::SelectOp::create(b, loc, grew, rescaled, added));
       }
+      accs = next;
     }
     scf::YieldOp::create(b, loc, accs);
   }
@@ -415,13 +481,14 @@ WarpRow::foldOnWarp(Value lane, ArrayRef<unsigned> reduction, int64_t length,
   // the lanes whose numbers differ from its own only in bits o and above,
   // the same value in all of them; after offset 1, the fold of all 32.
   SmallVector<Value> partials(loop.getResults());
-  for (int32_t offset = warp / 2; offset >= 1; offset /= 2)
-    for (auto [r, combine] : llvm::enumerate(combines)) {
-      Value other = gpu::ShuffleOp::create(b, loc, partials[r], offset, warp,
-                                           gpu::ShuffleMode::XOR)
-                        .getShuffleResult();
-      partials[r] = fold(combine, r, partials[r], other);
-    }
+  for (int32_t offset = warp / 2; offset >= 1; offset /= 2) {
+    SmallVector<Value> others;
+    for (Value partial : partials)
+      others.push_back(gpu::ShuffleOp::create(b, loc, partial, offset, warp,
+                                              gpu::ShuffleMode::XOR)
+                           .getShuffleResult());
+    partials = combine(folds, partials, others);
+  }
   return partials;
 }
 
@@ -468,17 +535,114 @@ bool mlir::anvil::cuda::grid::readsRowsContiguously(
   return true;
 }
 
+namespace {
+
+/// `a` and `b` are `op`'s operands, in either order.
+bool operandsAre(Operation *op, Value a, Value b) {
+  return op && op->getNumOperands() == 2 &&
+         ((op->getOperand(0) == a && op->getOperand(1) == b) ||
+          (op->getOperand(0) == b && op->getOperand(1) == a));
+}
+
+/// The output of the maximum that output `r` of `op`, a row's online sum
+/// of exponentials as OnlineLogSumExp.cpp writes it, is taken against:
+///   yield r:  select(cmpf ogt(v, m), addf(mulf(s, e), 1), addf(s, e))
+///   yield p:  next = maximumf(m, v)
+///   e = exp(subf(minimumf(m, v), next))
+/// with s and m the block arguments of outputs r and p, every value used
+/// only there (v aside); -1 when it is not one.
+int onlineSumMax(linalg::GenericOp op, unsigned r) {
+  Block *body = op.getBlock();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  unsigned inputs = op.getNumDpsInputs();
+  Value s = body->getArgument(inputs + r);
+  auto select = yield.getOperand(r).getDefiningOp<arith::SelectOp>();
+  if (!select || !select->hasOneUse() || !s.getType().isF32())
+    return -1;
+  auto grew = select.getCondition().getDefiningOp<arith::CmpFOp>();
+  auto rescaled = select.getTrueValue().getDefiningOp<arith::AddFOp>();
+  auto added = select.getFalseValue().getDefiningOp<arith::AddFOp>();
+  if (!grew || grew.getPredicate() != arith::CmpFPredicate::OGT || !rescaled ||
+      !added || !grew->hasOneUse() || !rescaled->hasOneUse() ||
+      !added->hasOneUse())
+    return -1;
+  Value v = grew.getLhs(), m = grew.getRhs();
+  auto mArg = dyn_cast<BlockArgument>(m);
+  if (!mArg || mArg.getOwner() != body || mArg.getArgNumber() < inputs ||
+      mArg.getArgNumber() == inputs + r)
+    return -1;
+  unsigned p = mArg.getArgNumber() - inputs;
+  auto next = yield.getOperand(p).getDefiningOp<arith::MaximumFOp>();
+  if (!next || !operandsAre(next, m, v))
+    return -1;
+  // e: added's other operand.
+  Value e = added.getLhs() == s ? added.getRhs() : added.getLhs();
+  auto exp = e.getDefiningOp<math::ExpOp>();
+  auto shift =
+      exp ? exp.getOperand().getDefiningOp<arith::SubFOp>() : arith::SubFOp();
+  auto low = shift ? shift.getLhs().getDefiningOp<arith::MinimumFOp>()
+                   : arith::MinimumFOp();
+  if (!operandsAre(added, s, e) || !exp || !shift || !low ||
+      shift.getRhs() != next.getResult() || !operandsAre(low, m, v) ||
+      !shift->hasOneUse() || !low->hasOneUse() ||
+      std::distance(e.use_begin(), e.use_end()) != 2)
+    return -1;
+  // rescaled = s e + 1.
+  Value product = nullptr;
+  for (Value operand : rescaled->getOperands()) {
+    FloatAttr one;
+    if (matchPattern(operand, m_Constant(&one)) &&
+        one.getValue().isExactlyValue(1.0))
+      continue;
+    product = operand;
+  }
+  auto mul = product ? product.getDefiningOp<arith::MulFOp>() : arith::MulFOp();
+  if (!mul || !mul->hasOneUse() || !operandsAre(mul, s, e) ||
+      std::distance(s.use_begin(), s.use_end()) != 2 ||
+      std::distance(m.use_begin(), m.use_end()) != 3 ||
+      std::distance(next->use_begin(), next->use_end()) != 2)
+    return -1;
+  return static_cast<int>(p);
+}
+
+} // namespace
+
 bool mlir::anvil::cuda::grid::warpFolds(linalg::GenericOp op,
-                                        SmallVectorImpl<Operation *> &combines,
-                                        SmallVectorImpl<APFloat> &identities) {
-  if (op.getNumDpsInits() == 0)
+                                        WarpFolds &folds) {
+  unsigned outputs = op.getNumDpsInits();
+  if (outputs == 0)
     return false;
   Block *body = op.getBlock();
   auto yield = cast<linalg::YieldOp>(body->getTerminator());
-  for (OpOperand &init : op.getDpsInitsMutable()) {
-    unsigned r = init.getOperandNumber() - op.getNumDpsInputs();
-    Value out = body->getArgument(op.getNumDpsInputs() + r);
+  unsigned inputs = op.getNumDpsInputs();
+  folds.combines.assign(outputs, nullptr);
+  folds.identities.assign(outputs, APFloat::getZero(APFloat::IEEEsingle()));
+  folds.maxOf.assign(outputs, -1);
+  // The online sums first: their maxima read their outputs more than once.
+  SmallVector<bool> pairedMax(outputs, false);
+  for (unsigned r = 0; r < outputs; ++r) {
+    int p = onlineSumMax(op, r);
+    if (p < 0)
+      continue;
+    if (pairedMax[p])
+      return false;
+    pairedMax[p] = true;
+    folds.maxOf[r] = p;
+    folds.combines[r] = yield.getOperand(r).getDefiningOp();
+    folds.identities[r] = APFloat::getZero(APFloat::IEEEsingle());
+  }
+  for (unsigned r = 0; r < outputs; ++r) {
+    if (folds.maxOf[r] >= 0)
+      continue;
+    Value out = body->getArgument(inputs + r);
     Operation *combine = yield.getOperand(r).getDefiningOp();
+    if (pairedMax[r]) {
+      // OnlineLogSumExp.cpp's maximum, from its fill's -FLT_MAX.
+      folds.combines[r] = combine;
+      folds.identities[r] = APFloat::getLargest(APFloat::IEEEsingle(),
+                                                /*Negative=*/true);
+      continue;
+    }
     if (!combine || combine->getBlock() != body ||
         combine->getNumOperands() != 2 || !out.hasOneUse() ||
         out.getUses().begin()->getOwner() != combine ||
@@ -487,12 +651,15 @@ bool mlir::anvil::cuda::grid::warpFolds(linalg::GenericOp op,
     std::optional<APFloat> identity = combinerIdentity(combine);
     if (!identity)
       return false;
-    combines.push_back(combine);
-    identities.push_back(*identity);
+    folds.combines[r] = combine;
+    folds.identities[r] = *identity;
   }
   // The values folded in read neither output nor another fold.
-  for (auto [r, combine] : llvm::enumerate(combines)) {
-    Value out = body->getArgument(op.getNumDpsInputs() + r);
+  for (unsigned r = 0; r < outputs; ++r) {
+    if (folds.maxOf[r] >= 0)
+      continue; // its terms are its maximum's
+    Operation *combine = folds.combines[r];
+    Value out = body->getArgument(inputs + r);
     SmallVector<Value> work = {combine->getOperand(0) == out
                                    ? combine->getOperand(1)
                                    : combine->getOperand(0)};
@@ -500,20 +667,18 @@ bool mlir::anvil::cuda::grid::warpFolds(linalg::GenericOp op,
     while (!work.empty()) {
       Value v = work.pop_back_val();
       if (auto arg = dyn_cast<BlockArgument>(v)) {
-        if (arg.getOwner() == body &&
-            arg.getArgNumber() >= op.getNumDpsInputs())
+        if (arg.getOwner() == body && arg.getArgNumber() >= inputs)
           return false;
         continue;
       }
       Operation *def = v.getDefiningOp();
       if (!def || def->getBlock() != body || !seen.insert(def).second)
         continue;
-      if (llvm::is_contained(combines, def))
+      if (llvm::is_contained(folds.combines, def))
         return false;
       work.append(def->operand_begin(), def->operand_end());
     }
   }
-
   return true;
 }
 
@@ -589,9 +754,8 @@ bool mlir::anvil::cuda::grid::mapRowReductions(
                       [&](unsigned d) { return map.isFunctionOfDim(d); }))
       return false;
   }
-  SmallVector<Operation *> combines;
-  SmallVector<APFloat> identities;
-  if (!warpFolds(op, combines, identities))
+  WarpFolds folds;
+  if (!warpFolds(op, folds))
     return false;
 
   OpBuilder b(op);
@@ -618,8 +782,8 @@ bool mlir::anvil::cuda::grid::mapRowReductions(
   if (width > 1 && length % width == 0 && ranges[inner] % width == 0 &&
       llvm::any_of(op.getDpsInputOperands(), alignable))
     run = width;
-  SmallVector<Value> partials = code.foldOnWarp(
-      lane, reduction, length, run, alignable, combines, identities);
+  SmallVector<Value> partials =
+      code.foldOnWarp(lane, reduction, length, run, alignable, folds);
   // Lane 0 of a warp that has a row folds the row's value into the output.
   Value hasRow = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                        warpIndex, index(rows));
@@ -628,19 +792,20 @@ bool mlir::anvil::cuda::grid::mapRowReductions(
   Value store = arith::AndIOp::create(b, loc, hasRow, firstLane);
   auto guard = scf::IfOp::create(b, loc, store, /*withElseRegion=*/false);
   b.setInsertionPoint(guard.thenBlock()->getTerminator());
-  for (auto [r, combine] : llvm::enumerate(combines)) {
-    OpOperand &init = op.getDpsInitsMutable()[r];
-    SmallVector<Value> where = code.at(init);
+  SmallVector<Value> olds;
+  for (OpOperand &init : op.getDpsInitsMutable()) {
     // The output's value before the reduction: its fill's, or read.
     Value old;
     for (linalg::FillOp fill : fills)
       if (fill.getOutputs()[0] == init.get())
         old = b.clone(*fill.getInputs()[0].getDefiningOp())->getResult(0);
     if (!old)
-      old = memref::LoadOp::create(b, loc, init.get(), where);
-    Value result = code.fold(combine, r, old, partials[r]);
-    memref::StoreOp::create(b, loc, result, init.get(), where);
+      old = memref::LoadOp::create(b, loc, init.get(), code.at(init));
+    olds.push_back(old);
   }
+  for (auto [init, result] : llvm::zip_equal(
+           op.getDpsInitsMutable(), code.combine(folds, olds, partials)))
+    memref::StoreOp::create(b, loc, result, init.get(), code.at(init));
   op.erase();
   for (linalg::FillOp fill : fills)
     fill.erase();

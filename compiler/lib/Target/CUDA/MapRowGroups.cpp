@@ -187,8 +187,7 @@ bool mlir::anvil::cuda::grid::mapRowGroup(
     MLIRContext *ctx = op.getContext();
 
     if (!reduction.empty()) {
-      SmallVector<Operation *> combines;
-      SmallVector<APFloat> identities;
+      WarpFolds folds;
       // On the warp where a reduction of its own would be
       // (mapRowReductions): the same tree of sums.
       auto everyParallelLoop = [&](OpOperand &init) {
@@ -202,7 +201,7 @@ bool mlir::anvil::cuda::grid::mapRowGroup(
       if (minLength > 0 && length >= std::max<int64_t>(minLength, warp) &&
           readsRowsContiguously(op, reduction) &&
           llvm::all_of(op.getDpsInitsMutable(), everyParallelLoop) &&
-          warpFolds(op, combines, identities)) {
+          warpFolds(op, folds)) {
         unsigned inner = reduction.back();
         auto alignable = [&](OpOperand *input) {
           return innermostAlong(op.getMatchingIndexingMap(input), inner, ctx) &&
@@ -213,16 +212,17 @@ bool mlir::anvil::cuda::grid::mapRowGroup(
             code.ranges[inner] % width == 0 &&
             llvm::any_of(op.getDpsInputOperands(), alignable))
           run = width;
-        SmallVector<Value> partials = code.foldOnWarp(
-            lane, reduction, length, run, alignable, combines, identities);
+        SmallVector<Value> partials =
+            code.foldOnWarp(lane, reduction, length, run, alignable, folds);
         auto guard = scf::IfOp::create(b, loc, rowLane, false);
         OpBuilder::InsertionGuard g(b);
         b.setInsertionPoint(guard.thenBlock()->getTerminator());
-        for (auto [r, combine] : llvm::enumerate(combines)) {
-          OpOperand &init = op.getDpsInitsMutable()[r];
-          Value result = code.fold(combine, r, before(code, init), partials[r]);
+        SmallVector<Value> olds;
+        for (OpOperand &init : op.getDpsInitsMutable())
+          olds.push_back(before(code, init));
+        for (auto [init, result] : llvm::zip_equal(
+                 op.getDpsInitsMutable(), code.combine(folds, olds, partials)))
           memref::StoreOp::create(b, loc, result, init.get(), code.at(init));
-        }
         continue;
       }
       // Lane 0 folds the row in order.

@@ -127,6 +127,7 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     cpuOptions.libraryConvs = options.libraryConvs;
     cpuOptions.conv = "anvil_rt_cuda_conv";
     cpuOptions.horizontalFuse = options.horizontalFuse;
+    cpuOptions.onlineLogSumExp = options.onlineLogSumExp;
     // A fill and the row reduction it starts: one launch.
     cpuOptions.fillsIntoReductions = true;
     cpuOptions.rowGroups = options.rowGroups;

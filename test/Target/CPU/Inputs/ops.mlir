@@ -112,6 +112,23 @@ func.func @row_reductions(%x: tensor<10x3x300xf32>, %g: tensor<300xf32>, %b: ten
   return %0, %1, %2, %3 : tensor<10x3x300xf32>, tensor<10x3x300xf32>, tensor<5xf32>, tensor<10x3xf32>
 }
 
+// The cross-entropy alone over rows of 300, its logits (scaled to a
+// spread of tens, where a row's maximum grows often and most exponentials
+// underflow) read by nothing else: with the CUDA backend and the emulated
+// grid, the rows' log-sum-exp is one pass that folds each row's maximum
+// and sum of exponentials together (anvil-convert-to-linalg
+// online-logsumexp), on a warp per row, the lanes' sums rescaled to their
+// common maximum as they combine; the CPU takes two passes.
+// tolerance: f32-composite
+// int-high: 300
+func.func @online_logsumexp(%x: tensor<10x3x300xf32>, %t: tensor<10x3xi64>) -> tensor<10x3xf32> {
+  %c = anvil.constant dense<3.000000e+01> : tensor<f32>
+  %cb = anvil.broadcast %c, dims = [] : tensor<f32> -> tensor<10x3x300xf32>
+  %z = anvil.mul %x, %cb : tensor<10x3x300xf32>
+  %0 = anvil.cross_entropy none %z, %t : (tensor<10x3x300xf32>, tensor<10x3xi64>) -> tensor<10x3xf32>
+  return %0 : tensor<10x3xf32>
+}
+
 func.func @matmuls(%a: tensor<5x3xf32>, %b: tensor<3x7xf32>, %at: tensor<3x5xf32>, %bt: tensor<7x3xf32>, %x: tensor<2x5x3xf32>, %q: tensor<2x3x5x3xf32>, %k: tensor<2x3x7x3xf32>, %xt: tensor<2x3x5xf32>) -> (tensor<5x7xf32>, tensor<5x7xf32>, tensor<5x7xf32>, tensor<2x5x7xf32>, tensor<2x3x5x7xf32>, tensor<2x5x7xf32>) {
   %0 = anvil.matmul %a, %b : (tensor<5x3xf32>, tensor<3x7xf32>) -> tensor<5x7xf32>
   %1 = anvil.matmul %at, %b {transpose_lhs} : (tensor<3x5xf32>, tensor<3x7xf32>) -> tensor<5x7xf32>

@@ -92,6 +92,9 @@ struct CPUPipelineOptions {
   std::string gemmBiasGelu = "anvil_rt_gemm_bias_gelu";
   std::string gemmDgeluBgrad = "anvil_rt_gemm_dgelu_bgrad";
   std::string gemmWeightBiasGrad = "anvil_rt_gemm_weight_bias_grad";
+  /// A row's log-sum-exp in one pass over the row (anvil-convert-to-linalg
+  /// online-logsumexp; off on the CPU, whose caches hold a row for the two).
+  bool onlineLogSumExp = false;
   /// Run anvil-library-convs: the convolutions a library takes become one
   /// call each of `conv` (off, the CPU's default: every convolution is a
   /// linalg one).

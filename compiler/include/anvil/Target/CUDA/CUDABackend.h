@@ -82,6 +82,9 @@ struct CUDAPipelineOptions {
   /// Independent dispatches over one domain run as one kernel
   /// (anvil-horizontal-fuse).
   bool horizontalFuse = true;
+  /// A row's log-sum-exp in one pass over the row (anvil-convert-to-linalg
+  /// online-logsumexp): the cross-entropy's logits read once.
+  bool onlineLogSumExp = true;
   /// Convolutions that cuDNN takes run as one call each
   /// (anvil-library-convs; anvil_rt_cuda_conv); off: as kernels.
   bool libraryConvs = true;

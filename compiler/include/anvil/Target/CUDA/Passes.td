@@ -43,7 +43,11 @@ def AnvilCUDAMapDispatchesPass
     of a thread: lane `l` folds elements `l, l + 32, ...` of its row from
     the combiner's identity (f32 `addf`, `maximumf` or `minimumf`), the
     lanes' partials fold by `gpu.shuffle xor` 16, 8, 4, 2, 1, and lane 0
-    folds the result into the output. Where the rows divide into runs of
+    folds the result into the output. A row's online sum of exponentials
+    and the maximum it is taken against (`anvil-convert-to-linalg`'s
+    `online-logsumexp`) fold as a pair: each lane's from (-FLT_MAX, 0)
+    as the body does, and two partials (m1, s1), (m2, s2) as (m, s1
+    exp(m1 - m) + s2 exp(m2 - m)) with m = max(m1, m2). Where the rows divide into runs of
     `vector-width` and an operand's rows are aligned to them, lane `l`
     folds runs of that many consecutive terms instead, each run's first
     load carrying the run's alignment. A sum's order is then a fixed tree,
