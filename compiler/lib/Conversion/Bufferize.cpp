@@ -514,8 +514,7 @@ struct AttentionBufferization
 ///   anvil_rt_gemm_weight_bias_grad(m, k, n, x, grad, weightGrad, biasGrad)
 /// with the lhs's leading dimensions folded into m rows and every buffer,
 /// made contiguous first, passed as a pointer to its first element (a null
-/// `pre` when nothing reads it). The GELU's n must be a multiple of 8 (the
-/// bias alone takes any).
+/// `pre` when nothing reads it). n must be a multiple of 8.
 template <typename OpTy>
 struct GemmEpilogueBufferization
     : NewBufferModel<GemmEpilogueBufferization<OpTy>, OpTy> {
@@ -538,11 +537,12 @@ struct GemmEpilogueBufferization
             k = lhs.getShape().back();
     if (!weightGrad) {
       n = cast<RankedTensorType>(op->getResult(0).getType()).getShape().back();
-      if (!biasOnly && n % 8 != 0)
+      if (n % 8 != 0)
         return op->emitError("anvil-bufferize: '")
                << op->getName() << "' with " << n
                << " columns: the runtime's GEMM epilogues need a multiple of "
-                  "8 (cuBLASLt's rule for the GELU's input it keeps)";
+                  "8 (cuBLASLt's rule for the GELU's input it keeps, and rows "
+                  "of 16 bytes for every epilogue)";
     }
     // A `pre` nothing reads (the evaluation's forward pass) is not written:
     // a null pointer, and the result's buffer stands in for it.

@@ -17,7 +17,8 @@
 //
 // from m = -FLT_MAX and s = 0. The lowest finite float, not -inf, keeps
 // min(m, v) - m' from being -inf - -inf: a row of -inf terms keeps s = 0
-// and lse = -FLT_MAX + log(0) = -inf, as the two passes give. The sums
+// and lse = -FLT_MAX + log(0) = -inf (the two passes give NaN there:
+// exp(-inf - -inf)). The sums
 // differ from the two passes' in rounding only (each term's exponential is
 // taken against the maximum so far and rescaled when it grows). m is
 // lse's alone (the pattern requires it): it is the row's maximum but for

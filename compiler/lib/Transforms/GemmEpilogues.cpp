@@ -46,12 +46,13 @@ namespace {
 
 /// `v`'s bf16 anvil.matmul when it is one that the fused ops take: bf16
 /// (..., M, K) times a shared bf16 matrix, lhs not transposed, N a
-/// multiple of 8 (cuBLASLt's rule for the auxiliary matrix's rows) unless
-/// `anyWidth` (the bias alone keeps none), and `v` read once.
-MatmulOp linearProduct(Value v, bool anyWidth = false) {
+/// multiple of 8 (cuBLASLt's rule for the auxiliary matrix's rows, and
+/// rows of 16 bytes, which every epilogue's algorithms take), and `v` read
+/// once.
+MatmulOp linearProduct(Value v) {
   auto mm = v.getDefiningOp<MatmulOp>();
   if (!mm || !v.hasOneUse() || mm.getTransposeLhs() ||
-      (!anyWidth && mm.getType().getShape().back() % 8 != 0) ||
+      mm.getType().getShape().back() % 8 != 0 ||
       !mm.getLhs().getType().getElementType().isBF16() ||
       !mm.getRhs().getType().getElementType().isBF16() ||
       !mm.getType().getElementType().isBF16() ||
@@ -66,6 +67,49 @@ MatmulOp linearProduct(Value v, bool anyWidth = false) {
 Value broadcastBias(Value v) {
   BroadcastOp broadcast = rowBias(v);
   return broadcast ? broadcast.getOperand() : Value();
+}
+
+/// A linear layer's product plus its bias, `cast<f32>(matmul(x, w)) +
+/// broadcast(b)` in either order, the product and its widening each read
+/// by the next alone: the GEMM (one linearProduct takes), the widening, the
+/// f32 (N) bias and its broadcast.
+struct BiasedProduct {
+  MatmulOp mm;
+  CastOp widen;
+  Value bias;
+  Operation *broadcast;
+};
+std::optional<BiasedProduct> biasedProduct(AddOp add) {
+  for (auto [sum, other] : {std::pair(add.getLhs(), add.getRhs()),
+                            std::pair(add.getRhs(), add.getLhs())}) {
+    auto widen = sum.getDefiningOp<CastOp>();
+    Value bias = broadcastBias(other);
+    if (!widen || !sum.hasOneUse() || !bias ||
+        !widen.getType().getElementType().isF32())
+      continue;
+    if (MatmulOp mm = linearProduct(widen.getOperand()))
+      return BiasedProduct{mm, widen, bias, other.getDefiningOp()};
+  }
+  return std::nullopt;
+}
+
+/// The fused op's bf16 bias, at `b`'s point: cuBLASLt adds a bf16 GEMM's
+/// bias in bf16 (and autocast rounds a linear layer's); its gradient is
+/// widened back by the cast's VJP.
+Value narrowBias(OpBuilder &b, BiasedProduct p) {
+  return CastOp::create(
+      b, p.mm.getLoc(),
+      cast<RankedTensorType>(p.bias.getType()).clone(b.getBF16Type()), p.bias);
+}
+
+/// Erases `add` and the product it read (the fused op computes them), and
+/// the bias's broadcast unless something else reads it.
+void eraseBiasedProduct(AddOp add, BiasedProduct p) {
+  add.erase();
+  p.widen.erase();
+  p.mm.erase();
+  if (p.broadcast->use_empty())
+    p.broadcast->erase();
 }
 
 /// Rewrites `gelu` (form 1 of the file comment) into anvil.linear_gelu;
@@ -84,41 +128,20 @@ bool fuseForward(GeluOp gelu) {
       return false;
     roundings.push_back(cast);
   }
-  if (roundings.empty())
+  std::optional<BiasedProduct> p = biasedProduct(add);
+  if (roundings.empty() || !p)
     return false;
-  for (auto [sum, other] : {std::pair(add.getLhs(), add.getRhs()),
-                            std::pair(add.getRhs(), add.getLhs())}) {
-    auto widen = sum.getDefiningOp<CastOp>();
-    Value bias = broadcastBias(other);
-    if (!widen || !sum.hasOneUse() || !bias ||
-        !widen.getType().getElementType().isF32())
-      continue;
-    MatmulOp mm = linearProduct(widen.getOperand());
-    if (!mm)
-      continue;
-    // The bias in bf16, as cuBLASLt adds a bf16 GEMM's (and as autocast
-    // rounds a linear layer's): its gradient is widened back by the cast's
-    // VJP.
-    OpBuilder b(gelu);
-    Value narrowBias = CastOp::create(
-        b, mm.getLoc(),
-        cast<RankedTensorType>(bias.getType()).clone(b.getBF16Type()), bias);
-    auto fused = LinearGeluOp::create(b, mm.getLoc(), mm.getLhs(), mm.getRhs(),
-                                      narrowBias, mm.getTransposeRhs());
-    for (CastOp cast : roundings) {
-      cast.replaceAllUsesWith(fused.getResult());
-      cast.erase();
-    }
-    Operation *broadcast = other.getDefiningOp();
-    gelu.erase();
-    add.erase();
-    widen.erase();
-    mm.erase();
-    if (broadcast->use_empty())
-      broadcast->erase();
-    return true;
+  OpBuilder b(gelu);
+  auto fused =
+      LinearGeluOp::create(b, p->mm.getLoc(), p->mm.getLhs(), p->mm.getRhs(),
+                           narrowBias(b, *p), p->mm.getTransposeRhs());
+  for (CastOp cast : roundings) {
+    cast.replaceAllUsesWith(fused.getResult());
+    cast.erase();
   }
-  return false;
+  gelu.erase();
+  eraseBiasedProduct(add, *p);
+  return true;
 }
 
 /// Rewrites `rounding` (form 4 of the file comment) and the GEMM and bias
@@ -128,34 +151,17 @@ bool fuseBias(CastOp rounding) {
   if (!rounding.getType().getElementType().isBF16() || !add ||
       !add->hasOneUse())
     return false;
-  for (auto [sum, other] : {std::pair(add.getLhs(), add.getRhs()),
-                            std::pair(add.getRhs(), add.getLhs())}) {
-    auto widen = sum.getDefiningOp<CastOp>();
-    Value bias = broadcastBias(other);
-    if (!widen || !sum.hasOneUse() || !bias ||
-        !widen.getType().getElementType().isF32())
-      continue;
-    MatmulOp mm = linearProduct(widen.getOperand(), /*anyWidth=*/true);
-    if (!mm)
-      continue;
-    // The bias in bf16, as cuBLASLt adds a bf16 GEMM's.
-    OpBuilder b(rounding);
-    Value narrowBias = CastOp::create(
-        b, mm.getLoc(),
-        cast<RankedTensorType>(bias.getType()).clone(b.getBF16Type()), bias);
-    Value fused = LinearOp::create(b, mm.getLoc(), mm.getLhs(), mm.getRhs(),
-                                   narrowBias, mm.getTransposeRhs());
-    rounding.replaceAllUsesWith(fused);
-    Operation *broadcast = other.getDefiningOp();
-    rounding.erase();
-    add.erase();
-    widen.erase();
-    mm.erase();
-    if (broadcast->use_empty())
-      broadcast->erase();
-    return true;
-  }
-  return false;
+  std::optional<BiasedProduct> p = biasedProduct(add);
+  if (!p)
+    return false;
+  OpBuilder b(rounding);
+  Value fused =
+      LinearOp::create(b, p->mm.getLoc(), p->mm.getLhs(), p->mm.getRhs(),
+                       narrowBias(b, *p), p->mm.getTransposeRhs());
+  rounding.replaceAllUsesWith(fused);
+  rounding.erase();
+  eraseBiasedProduct(add, *p);
+  return true;
 }
 
 /// Rewrites `grad` (form 2) into anvil.matmul_gelu_bias_grad; false when

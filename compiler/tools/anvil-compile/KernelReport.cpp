@@ -118,12 +118,12 @@ StepLaunches countStepLaunches(mlir::func::FuncOp step) {
           if (!callee)
             return;
           if (callee.isDeclaration()) {
-            n.libraryCalls += callee.getSymName().starts_with("anvil_rt_");
+            n.runtimeCalls += callee.getSymName().starts_with("anvil_rt_");
             return;
           }
           StepLaunches inner = count(callee);
           n.kernels += inner.kernels;
-          n.libraryCalls += inner.libraryCalls;
+          n.runtimeCalls += inner.runtimeCalls;
         });
         return counted[fn] = n;
       };

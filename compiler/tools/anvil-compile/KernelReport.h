@@ -28,13 +28,14 @@ mlir::LogicalResult writeKernelReport(mlir::ModuleOp module,
                                       llvm::StringRef runtimeLibDir);
 
 /// What one call of a step function makes at the kernels stage: its kernel
-/// launches (gpu.launch_func) and its calls of the runtime's library
-/// functions (`anvil_rt_*` declarations: GEMMs, attention, convolutions,
-/// collectives), with those of the functions it calls (its dispatches)
+/// launches (gpu.launch_func) and its calls of the runtime's functions
+/// (`anvil_rt_*` declarations: the libraries' GEMMs, attention,
+/// convolutions and collectives, and the few that are not a library's, as
+/// a rank's index), with those of the functions it calls (its dispatches)
 /// counted once per call.
 struct StepLaunches {
   int64_t kernels = 0;
-  int64_t libraryCalls = 0;
+  int64_t runtimeCalls = 0;
 };
 StepLaunches countStepLaunches(mlir::func::FuncOp step);
 

@@ -523,7 +523,7 @@ void printReport(const ModelReport &r, int64_t dispatches, int64_t plannedBytes,
       o["dispatches_per_step"] = dispatches;
     if (launches) {
       o["kernel_launches_per_step"] = launches->kernels;
-      o["library_calls_per_step"] = launches->libraryCalls;
+      o["runtime_calls_per_step"] = launches->runtimeCalls;
     }
     if (plannedBytes >= 0)
       o["planned_bytes"] = plannedBytes;
@@ -562,7 +562,7 @@ void printReport(const ModelReport &r, int64_t dispatches, int64_t plannedBytes,
     os << "dispatches:      " << dispatches << " per step (after fusion)\n";
   if (launches)
     os << "launches:        " << launches->kernels << " kernels and "
-       << launches->libraryCalls << " library calls per step (CUDA)\n";
+       << launches->runtimeCalls << " runtime calls per step (CUDA)\n";
   if (plannedBytes >= 0)
     os << "planned_bytes:   " << plannedBytes
        << " (the step's workspace, static memory plan)\n";
@@ -876,8 +876,8 @@ int main(int argc, char **argv) {
   // The on|off choices that default to on for the CUDA kernels (the target
   // or its emulated grid).
   for (cl::opt<std::string> *onOff :
-       {&gemmEpilogues, &libraryConvs, &attentionBf16Tensors,
-        &horizontalFusion, &onlineLogSumExp}) {
+       {&gemmEpilogues, &libraryConvs, &attentionBf16Tensors, &horizontalFusion,
+        &onlineLogSumExp}) {
     if (onOff->getNumOccurrences() && *onOff != "on" && *onOff != "off")
       return error("--" + onOff->ArgStr.str() + "=" + *onOff + ": on or off");
     if (onOff->empty())

@@ -132,8 +132,8 @@ def AnvilConvertToLinalgPass : Pass<"anvil-convert-to-linalg", "mlir::ModuleOp">
     one `linalg.generic` that reads `z` once, folding each row's maximum
     and its sum of exponentials together: `m' = max(m, v)`, `e = exp(min(m,
     v) - m')`, `s' = v > m ? s e + 1 : s + e`, from `m = -FLT_MAX` and `s
-    = 0` (a row of `-inf` still gives `-inf`). The sum differs from the
-    two passes' in rounding.
+    = 0` (a row of `-inf` gives `-inf`, where the two passes give NaN).
+    The sum differs from the two passes' in rounding.
 
     Other dialects join through `ConvertToLinalgDialectInterface`
     (`anvil/Conversion/ConvertToLinalgInterface.h`): the patterns of every

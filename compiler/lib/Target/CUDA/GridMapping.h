@@ -130,7 +130,9 @@ public:
 /// (whose identities, the value x combined with which gives x back, are
 /// -0, -inf, +inf); or an online sum of exponentials and the maximum it
 /// is taken against, as OnlineLogSumExp.cpp writes them (identities +0
-/// and -FLT_MAX, the row's fills). Sets `folds` by output.
+/// and -FLT_MAX, the fills it gives them: a maximum filled with -inf
+/// instead would, for a row of -inf terms, store -FLT_MAX and a sum of 0
+/// where a fold in order gives -inf and NaN). Sets `folds` by output.
 bool warpFolds(linalg::GenericOp op, WarpFolds &folds);
 
 /// Whether `op` writes all of `buffer` (an output whose map's results are

@@ -587,15 +587,15 @@ int onlineSumMax(linalg::GenericOp op, unsigned r) {
       !shift->hasOneUse() || !low->hasOneUse() ||
       std::distance(e.use_begin(), e.use_end()) != 2)
     return -1;
-  // rescaled = s e + 1.
-  Value product = nullptr;
-  for (Value operand : rescaled->getOperands()) {
+  // rescaled = s e + 1: one operand the constant 1, the other the product.
+  auto isOne = [](Value v) {
     FloatAttr one;
-    if (matchPattern(operand, m_Constant(&one)) &&
-        one.getValue().isExactlyValue(1.0))
-      continue;
-    product = operand;
-  }
+    return matchPattern(v, m_Constant(&one)) &&
+           one.getValue().isExactlyValue(1.0);
+  };
+  Value product = isOne(rescaled.getRhs())   ? rescaled.getLhs()
+                  : isOne(rescaled.getLhs()) ? rescaled.getRhs()
+                                             : Value();
   auto mul = product ? product.getDefiningOp<arith::MulFOp>() : arith::MulFOp();
   if (!mul || !mul->hasOneUse() || !operandsAre(mul, s, e) ||
       std::distance(s.use_begin(), s.use_end()) != 2 ||

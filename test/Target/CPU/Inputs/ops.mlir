@@ -421,10 +421,10 @@ func.func @bf16_gemms(%x: tensor<2x5x16xf32>, %w: tensor<16x32xf32>, %a: tensor<
 // RuntimeABI.h's functions on the CPU): a linear layer's bias and GELU, the
 // gradient through them of a given gradient and of a GEMM's product (a
 // transposed weight, as dX = dY W2^T), a weight's gradient with its bias's
-// (BGRADA), a linear layer with its bias alone (a transposed weight, 12
-// columns), each bf16 result rounded once; the interpreter does not round.
+// (BGRADA), a linear layer with its bias alone (a transposed weight),
+// each bf16 result rounded once; the interpreter does not round.
 // tolerance: bf16
-func.func @gemm_epilogues(%x: tensor<2x5x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>, %g: tensor<2x5x32xf32>, %dy: tensor<2x5x24xf32>, %w2: tensor<32x24xf32>, %w3: tensor<12x16xf32>, %b3: tensor<12xf32>) -> (tensor<2x5x32xf32>, tensor<2x5x32xf32>, tensor<2x5x32xf32>, tensor<32xf32>, tensor<2x5x32xf32>, tensor<32xf32>, tensor<16x24xf32>, tensor<24xf32>, tensor<2x5x12xf32>) {
+func.func @gemm_epilogues(%x: tensor<2x5x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>, %g: tensor<2x5x32xf32>, %dy: tensor<2x5x24xf32>, %w2: tensor<32x24xf32>, %w3: tensor<24x16xf32>, %b3: tensor<24xf32>) -> (tensor<2x5x32xf32>, tensor<2x5x32xf32>, tensor<2x5x32xf32>, tensor<32xf32>, tensor<2x5x32xf32>, tensor<32xf32>, tensor<16x24xf32>, tensor<24xf32>, tensor<2x5x24xf32>) {
   %x16 = anvil.cast %x : tensor<2x5x16xf32> to tensor<2x5x16xbf16>
   %w16 = anvil.cast %w : tensor<16x32xf32> to tensor<16x32xbf16>
   %b16 = anvil.cast %b : tensor<32xf32> to tensor<32xbf16>
@@ -445,9 +445,9 @@ func.func @gemm_epilogues(%x: tensor<2x5x16xf32>, %w: tensor<16x32xf32>, %b: ten
   %dw3, %db3 = anvil.matmul_bias_grad %xr, %dyr : (tensor<10x16xbf16>, tensor<10x24xbf16>) -> (tensor<16x24xbf16>, tensor<24xbf16>)
   %r6 = anvil.cast %dw3 : tensor<16x24xbf16> to tensor<16x24xf32>
   %r7 = anvil.cast %db3 : tensor<24xbf16> to tensor<24xf32>
-  %w316 = anvil.cast %w3 : tensor<12x16xf32> to tensor<12x16xbf16>
-  %b316 = anvil.cast %b3 : tensor<12xf32> to tensor<12xbf16>
-  %l = anvil.linear %x16, %w316, %b316 {transpose_rhs} : (tensor<2x5x16xbf16>, tensor<12x16xbf16>, tensor<12xbf16>) -> tensor<2x5x12xbf16>
-  %r8 = anvil.cast %l : tensor<2x5x12xbf16> to tensor<2x5x12xf32>
-  return %r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8 : tensor<2x5x32xf32>, tensor<2x5x32xf32>, tensor<2x5x32xf32>, tensor<32xf32>, tensor<2x5x32xf32>, tensor<32xf32>, tensor<16x24xf32>, tensor<24xf32>, tensor<2x5x12xf32>
+  %w316 = anvil.cast %w3 : tensor<24x16xf32> to tensor<24x16xbf16>
+  %b316 = anvil.cast %b3 : tensor<24xf32> to tensor<24xbf16>
+  %l = anvil.linear %x16, %w316, %b316 {transpose_rhs} : (tensor<2x5x16xbf16>, tensor<24x16xbf16>, tensor<24xbf16>) -> tensor<2x5x24xbf16>
+  %r8 = anvil.cast %l : tensor<2x5x24xbf16> to tensor<2x5x24xf32>
+  return %r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8 : tensor<2x5x32xf32>, tensor<2x5x32xf32>, tensor<2x5x32xf32>, tensor<32xf32>, tensor<2x5x32xf32>, tensor<32xf32>, tensor<16x24xf32>, tensor<24xf32>, tensor<2x5x24xf32>
 }
