@@ -18,11 +18,12 @@
 // from m = -FLT_MAX and s = 0. The lowest finite float, not -inf, keeps
 // min(m, v) - m' from being -inf - -inf: a row of -inf terms keeps s = 0
 // and lse = -FLT_MAX + log(0) = -inf (the two passes give NaN there:
-// exp(-inf - -inf)). The sums
-// differ from the two passes' in rounding only (each term's exponential is
-// taken against the maximum so far and rescaled when it grows). m is
-// lse's alone (the pattern requires it): it is the row's maximum but for
-// a row of -inf terms, where it is -FLT_MAX.
+// exp(-inf - -inf)). A +inf term gives +inf folded in order, NaN on a
+// warp (whose partial sums combine through exp(inf - inf)) and in two
+// passes. Otherwise the sums differ from the two passes' in rounding only
+// (each term's exponential is taken against the maximum so far and
+// rescaled when it grows). m is lse's alone (the pattern requires it): it
+// is the row's maximum but for a row of -inf terms, where it is -FLT_MAX.
 //
 // The CUDA backend's warps fold rows of such a generic (warpFolds,
 // MapReductions.cpp), where the cross-entropy's logits would otherwise be
