@@ -475,9 +475,12 @@ std::vector<DequantizedGemm> fp8Dequantized;
 /// The step's FP8 GEMMs, dequantized or not.
 int64_t fp8GemmsInStep = 0;
 
-/// The FP8 GEMMs' form of the emulated CUDA grid: sm_90's.
+/// The chip whose kernels the emulated CUDA grid runs.
+constexpr StringLiteral kEmulatedGridChip = "sm_90";
+
+/// The FP8 GEMMs' form of the emulated CUDA grid: its chip's.
 std::string emulatedGridFp8GemmsForm() {
-  return mlir::anvil::cuda::fp8GemmsForm("sm_90");
+  return mlir::anvil::cuda::fp8GemmsForm(kEmulatedGridChip);
 }
 
 /// Collects the FP8 GEMMs of `step` that anvil-decompose{fp8-gemms=`form`
@@ -1181,6 +1184,21 @@ int main(int argc, char **argv) {
   std::optional<mlir::anvil::ModuleABI> abi;
   int64_t dispatches = -1, plannedBytes = -1;
   std::optional<anvil::compile::StepLaunches> launches;
+  // What the flags make of the CUDA kernels (the target's, or the emulated
+  // grid's).
+  auto kernelOptions = [&] {
+    mlir::anvil::cuda::CUDAPipelineOptions options;
+    options.fuse = !noFusion;
+    options.splitReductions = splitReductions;
+    options.warpReductions = warpReductions;
+    options.rowGroups = rowGroups;
+    options.libraryConvs = libraryConvs == "on";
+    options.horizontalFuse = horizontalFusion == "on";
+    options.onlineLogSumExp = onlineLogSumExp == "on";
+    options.fp8GemmResult = fp8GemmResult;
+    options.fp8GeluEpilogue = gemmEpilogues == "on";
+    return options;
+  };
   // Runs the backend's passes of driver stage `stage` (those after the
   // previous stage): the CPU's pipeline, or the CUDA one.
   auto lower = [&](Stage stage) {
@@ -1192,16 +1210,7 @@ int main(int argc, char **argv) {
                : stage == Stage::Bufferized ? S::Bufferized
                : stage == Stage::Kernels    ? S::Kernels
                                             : S::LLVM;
-      mlir::anvil::cuda::CUDAPipelineOptions options;
-      options.fuse = !noFusion;
-      options.splitReductions = splitReductions;
-      options.warpReductions = warpReductions;
-      options.rowGroups = rowGroups;
-      options.libraryConvs = libraryConvs == "on";
-      options.horizontalFuse = horizontalFusion == "on";
-      options.onlineLogSumExp = onlineLogSumExp == "on";
-      options.fp8GemmResult = fp8GemmResult;
-      options.fp8GeluEpilogue = gemmEpilogues == "on";
+      mlir::anvil::cuda::CUDAPipelineOptions options = kernelOptions();
       options.target.chip = cudaArch;
       options.target.toolkit = cudaToolkit;
       mlir::anvil::cuda::buildCUDAPipeline(
@@ -1217,24 +1226,20 @@ int main(int argc, char **argv) {
                : stage == Stage::Bufferized ? S::Bufferized
                                             : S::LLVM;
       mlir::anvil::cpu::CPUPipelineOptions options;
-      options.fuse = !noFusion;
-      options.threadChunks = !emulateCUDAGrid;
-      // The CPU's reference of the library's convolutions (where CUDA
-      // calls cuDNN).
-      options.libraryConvs = libraryConvs == "on";
-      options.horizontalFuse = horizontalFusion == "on";
-      options.onlineLogSumExp = onlineLogSumExp == "on";
-      options.fp8GemmResult = fp8GemmResult;
-      options.fp8GeluEpilogue = gemmEpilogues == "on";
-      // The emulated grid runs what CUDA runs: FP8 GEMMs with K innermost.
       if (emulateCUDAGrid) {
-        options.fp8Gemms = emulatedGridFp8GemmsForm();
-        options.mergeAmax = true;
-        options.recomputeCheap = true;
-        options.mergeCheapReaders = true;
-        options.fillsIntoReductions = true;
-        options.rowGroups = rowGroups;
-        options.splitReductions = splitReductions;
+        // The emulated grid runs what CUDA runs (its chip's: FP8 GEMMs with
+        // K innermost), calling the CPU's references of the libraries'
+        // functions (the convolutions' where CUDA calls cuDNN).
+        mlir::anvil::cuda::CUDAPipelineOptions cuda = kernelOptions();
+        cuda.target.chip = kEmulatedGridChip.str();
+        options = mlir::anvil::cuda::kernelShapeOptions(cuda);
+      } else {
+        options.fuse = !noFusion;
+        options.libraryConvs = libraryConvs == "on";
+        options.horizontalFuse = horizontalFusion == "on";
+        options.onlineLogSumExp = onlineLogSumExp == "on";
+        options.fp8GemmResult = fp8GemmResult;
+        options.fp8GeluEpilogue = gemmEpilogues == "on";
       }
       mlir::anvil::cpu::buildCPUPipeline(
           pm, upTo,

@@ -98,20 +98,38 @@ std::string mlir::anvil::cuda::runtimeKernelChip(StringRef chip) {
   return sm >= 80 && sm < 90 ? "sm_80" : sm >= 90 && sm < 100 ? "sm_90" : "";
 }
 
+mlir::anvil::cpu::CPUPipelineOptions
+mlir::anvil::cuda::kernelShapeOptions(const CUDAPipelineOptions &options) {
+  cpu::CPUPipelineOptions cpuOptions;
+  cpuOptions.fuse = options.fuse;
+  cpuOptions.threadChunks = false;
+  cpuOptions.splitReductions = options.splitReductions;
+  cpuOptions.libraryConvs = options.libraryConvs;
+  cpuOptions.horizontalFuse = options.horizontalFuse;
+  cpuOptions.onlineLogSumExp = options.onlineLogSumExp;
+  // A fill and the row reduction it starts: one launch.
+  cpuOptions.fillsIntoReductions = true;
+  cpuOptions.rowGroups = options.rowGroups;
+  cpuOptions.mergeAmax = true;
+  cpuOptions.recomputeCheap = true;
+  cpuOptions.mergeCheapReaders = true;
+  // cuBLASLt's FP8 GEMM (sm_89 and newer) takes both operands with K
+  // innermost, and the scales as its scale pointers; older chips multiply
+  // the dequantized values.
+  cpuOptions.fp8Gemms = fp8GemmsForm(options.target.chip);
+  cpuOptions.fp8GemmResult = options.fp8GemmResult;
+  cpuOptions.fp8GeluEpilogue = options.fp8GeluEpilogue;
+  return cpuOptions;
+}
+
 void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
                                           std::optional<Stage> after,
                                           const CUDAPipelineOptions &options) {
   // The target-independent stages are the CPU backend's first three.
   auto shared = [](Stage s) { return static_cast<cpu::Stage>(s); };
   if (last >= Stage::Linalg && (!after || *after < Stage::Bufferized)) {
-    cpu::CPUPipelineOptions cpuOptions;
-    cpuOptions.fuse = options.fuse;
-    cpuOptions.threadChunks = false;
-    cpuOptions.splitReductions = options.splitReductions;
+    cpu::CPUPipelineOptions cpuOptions = kernelShapeOptions(options);
     cpuOptions.sgemm = "anvil_rt_cuda_sgemm";
-    // cuBLASLt's FP8 GEMM (sm_89 and newer) takes both operands with K
-    // innermost, and the scales as its scale pointers; older chips multiply
-    // the dequantized values.
     cpuOptions.gemmF8 = "anvil_rt_cuda_gemm_f8";
     cpuOptions.gemmF8Gelu = "anvil_rt_cuda_gemm_f8_gelu";
     cpuOptions.gemmBF16 = "anvil_rt_cuda_gemm_bf16";
@@ -124,19 +142,7 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     cpuOptions.gemmBiasGelu = "anvil_rt_cuda_gemm_bias_gelu";
     cpuOptions.gemmDgeluBgrad = "anvil_rt_cuda_gemm_dgelu_bgrad";
     cpuOptions.gemmWeightBiasGrad = "anvil_rt_cuda_gemm_weight_bias_grad";
-    cpuOptions.libraryConvs = options.libraryConvs;
     cpuOptions.conv = "anvil_rt_cuda_conv";
-    cpuOptions.horizontalFuse = options.horizontalFuse;
-    cpuOptions.onlineLogSumExp = options.onlineLogSumExp;
-    // A fill and the row reduction it starts: one launch.
-    cpuOptions.fillsIntoReductions = true;
-    cpuOptions.rowGroups = options.rowGroups;
-    cpuOptions.mergeAmax = true;
-    cpuOptions.recomputeCheap = true;
-    cpuOptions.mergeCheapReaders = true;
-    cpuOptions.fp8Gemms = fp8GemmsForm(options.target.chip);
-    cpuOptions.fp8GemmResult = options.fp8GemmResult;
-    cpuOptions.fp8GeluEpilogue = options.fp8GeluEpilogue;
     Stage upTo = std::min(last, Stage::Bufferized);
     cpu::buildCPUPipeline(pm, shared(upTo),
                           after ? std::optional(shared(*after)) : std::nullopt,

@@ -97,6 +97,16 @@ struct CUDAPipelineOptions {
   CUDATarget target; ///< The llvm stage's cubin.
 };
 
+/// The CPU backend's options for its first three stages that shape the
+/// CUDA kernels from `options`: fusion, split sums, horizontal merges, row
+/// groups, fills in their reductions, merged amaxes, recomputed and merged
+/// cheap readers, the one-pass log-sum-exp, library convolutions and the
+/// FP8 GEMMs' form for `options.target.chip`; no thread chunks. The CUDA
+/// pipeline starts from them (and names its runtime functions), and so
+/// does the emulated grid (anvil-compile --emulate-cuda-grid, with the
+/// CPU's reference functions), which must run what CUDA runs.
+cpu::CPUPipelineOptions kernelShapeOptions(const CUDAPipelineOptions &options);
+
 /// Adds the passes of the stages after `after` (from the start when not
 /// given) up to `last`, inclusive.
 void buildCUDAPipeline(OpPassManager &pm, Stage last = Stage::Kernels,
