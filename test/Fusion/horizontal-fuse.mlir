@@ -178,18 +178,21 @@ func.func @amax_fills(%x: tensor<8xf32>, %y: tensor<8xf32>, %z: tensor<4x8xf32>)
 // Reductions with a parallel loop merge like elementwise ops when their
 // domains and loop kinds match: a row maximum and a row sum of one tensor
 // (the cross-entropy's maximum and label logit: the logits read once, one
-// input of the merged op), each output folded in its own order. A
-// contraction (a product a backend runs as a library GEMM) stays alone,
-// and so does a reduction over every loop (above).
+// input of the merged op), and sums of products over shared loops (a
+// norm's weight gradient, sum(dy x) over the rows), each output folded in
+// its own order. A reduction over every loop (above) stays alone, and so
+// does a GEMM (@gemms, below).
 #x3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 #r3 = affine_map<(d0, d1, d2) -> (d0, d1)>
 // CHECK-LABEL: func.func @rows
-// CHECK: %[[M:.+]]:2 = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0 : tensor<4x1x8xf32>) outs(%{{.+}}, %{{.+}} : tensor<4x1xf32>, tensor<4x1xf32>)
+// CHECK: %[[M:.+]]:4 = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %arg1, %arg2 : tensor<4x1x8xf32>, tensor<4x1x8xf32>, tensor<4x1x8xf32>) outs(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
 // CHECK: arith.maximumf
 // CHECK: arith.addf
-// CHECK: linalg.generic {{.*}} ins(%arg1, %arg2 : tensor<4x1x8xf32>, tensor<4x1x8xf32>) outs(%{{.+}} : tensor<4x1xf32>)
-// CHECK: linalg.generic {{.*}} ins(%arg1, %arg2 : tensor<4x1x8xf32>, tensor<4x1x8xf32>) outs(%{{.+}} : tensor<4x1xf32>)
-// CHECK: return %[[M]]#0, %[[M]]#1
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: return %[[M]]#0, %[[M]]#1, %[[M]]#2, %[[M]]#3
 func.func @rows(%z: tensor<4x1x8xf32>, %a: tensor<4x1x8xf32>, %b: tensor<4x1x8xf32>) -> (tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>) {
   %low = arith.constant 0xFF800000 : f32
   %zero = arith.constant 0.0 : f32
@@ -221,6 +224,36 @@ func.func @rows(%z: tensor<4x1x8xf32>, %a: tensor<4x1x8xf32>, %b: tensor<4x1x8xf
     linalg.yield %r : f32
   } -> tensor<4x1xf32>
   return %max, %sum, %dot1, %dot2 : tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>
+}
+
+// -----
+
+// Two products with m, n and k loops (batched GEMMs, which GemmToBlas runs
+// as library calls) over one domain stay apart.
+#ga = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+#gb = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
+#gc = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @gemms
+// CHECK-COUNT-2: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%{{.+}}, %{{.+}} : tensor<2x4x8xf32>, tensor<2x8x4xf32>) outs(%{{.+}} : tensor<2x4x4xf32>)
+// CHECK: return
+// HOIST-LABEL: func.func @gemms
+func.func @gemms(%a: tensor<2x4x8xf32>, %b: tensor<2x8x4xf32>, %c: tensor<2x4x8xf32>, %d: tensor<2x8x4xf32>) -> (tensor<2x4x4xf32>, tensor<2x4x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x4x4xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %p = linalg.generic {indexing_maps = [#ga, #gb, #gc], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%a, %b : tensor<2x4x8xf32>, tensor<2x8x4xf32>) outs(%f : tensor<2x4x4xf32>) {
+  ^bb0(%i: f32, %j: f32, %o: f32):
+    %m = arith.mulf %i, %j : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x4xf32>
+  %q = linalg.generic {indexing_maps = [#ga, #gb, #gc], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%c, %d : tensor<2x4x8xf32>, tensor<2x8x4xf32>) outs(%f : tensor<2x4x4xf32>) {
+  ^bb0(%i: f32, %j: f32, %o: f32):
+    %m = arith.mulf %i, %j : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x4xf32>
+  return %p, %q : tensor<2x4x4xf32>, tensor<2x4x4xf32>
 }
 
 // -----

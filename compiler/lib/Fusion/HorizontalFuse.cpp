@@ -34,18 +34,25 @@ namespace {
 /// parallel, or include a parallel one (a reduction over rows or columns,
 /// which a merged op folds output by output in the same order; not one
 /// over every loop, whose grid folds into one output atomically, nor a
-/// contraction), with no attributes beyond its own (nothing a later pass
-/// reads off it).
+/// GEMM), with no attributes beyond its own (nothing a later pass reads
+/// off it).
 bool isCandidate(linalg::GenericOp op) {
   if (!op.hasPureTensorSemantics() ||
       (op.getNumLoops() != 0 && op.getNumParallelLoops() == 0))
     return false;
-  // A contraction (a batched product) stays alone: a backend runs it as a
-  // library GEMM.
+  // A product with m, n and k loops (a batched GEMM) stays alone: a
+  // backend runs it as a library GEMM (GemmToBlas takes those). A sum of
+  // products over shared loops (a norm's weight gradient, sum(dy x) over
+  // the rows) is a reduction like any other.
   if (op.getNumReductionLoops() != 0 &&
       linalg::isaContractionOpInterface(
-          cast<linalg::LinalgOp>(op.getOperation())))
-    return false;
+          cast<linalg::LinalgOp>(op.getOperation()))) {
+    FailureOr<linalg::ContractionDimensions> dims =
+        linalg::inferContractionDims(op);
+    if (failed(dims) ||
+        (!dims->m.empty() && !dims->n.empty() && !dims->k.empty()))
+      return false;
+  }
   if (llvm::any_of(op.getStaticLoopRanges(),
                    [](int64_t r) { return ShapedType::isDynamic(r); }))
     return false;

@@ -202,11 +202,14 @@ def AnvilHorizontalFusePass
 
     It walks each function's top-level generics in order. A candidate has
     tensor semantics, a static domain, no attributes of its own, and only
-    parallel loops, or a reduction with a parallel loop that is not a
-    contraction (a reduction over every loop folds into its output
-    atomically on a grid; a contraction runs as a library GEMM): a row
-    maximum and a row sum of one tensor read it once, each output folded in
-    its own order. It joins the first open group with the same loop ranges
+    parallel loops, or a reduction with a parallel loop that is not a GEMM
+    (a reduction over every loop folds into its output atomically on a
+    grid; a product with m, n and k loops runs as a library GEMM; a sum of
+    products over shared loops, a norm's weight gradient, is a reduction
+    like any other): a row maximum and a row sum of one tensor read it
+    once, each output folded in its own order; an input two members read
+    the same way (one tensor, or equal reshapes of it, through the same
+    map) is one input of the merged op. It joins the first open group with the same loop ranges
     and kinds if the group's operands stay within `max-operands`; a group
     closes once something reads one of its results at or before the
     candidate (the merged op takes the place of the group's last member, so
