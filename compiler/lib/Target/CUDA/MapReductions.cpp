@@ -414,12 +414,11 @@ WarpRow::foldOnWarp(Value lane, ArrayRef<unsigned> reduction, int64_t length,
       }
   }
   // The value a combine folds in: its operand that is not the output.
+  // (An online sum's terms are its maximum's.)
   auto termOf = [&](unsigned r) {
-    Operation *combine =
-        folds.combines[folds.maxOf[r] < 0 ? r : folds.maxOf[r]];
-    unsigned out =
-        op.getNumDpsInputs() + (folds.maxOf[r] < 0 ? r : folds.maxOf[r]);
-    Value arg = body->getArgument(out);
+    unsigned q = folds.maxOf[r] < 0 ? r : folds.maxOf[r];
+    Operation *combine = folds.combines[q];
+    Value arg = body->getArgument(op.getNumDpsInputs() + q);
     return combine->getOperand(0) == arg ? combine->getOperand(1)
                                          : combine->getOperand(0);
   };

@@ -187,6 +187,16 @@ bool mlir::anvil::cuda::grid::mapRowGroup(
     MLIRContext *ctx = op.getContext();
 
     if (!reduction.empty()) {
+      // Into lane 0 of the row's warp (the caller's insertion guard keeps
+      // the builder's place after): the outputs' values before the fold.
+      auto onRowLane = [&] {
+        auto guard = scf::IfOp::create(b, loc, rowLane, false);
+        b.setInsertionPoint(guard.thenBlock()->getTerminator());
+        SmallVector<Value> olds;
+        for (OpOperand &init : op.getDpsInitsMutable())
+          olds.push_back(before(code, init));
+        return olds;
+      };
       WarpFolds folds;
       // On the warp where a reduction of its own would be
       // (mapRowReductions): the same tree of sums.
@@ -214,24 +224,16 @@ bool mlir::anvil::cuda::grid::mapRowGroup(
           run = width;
         SmallVector<Value> partials =
             code.foldOnWarp(lane, reduction, length, run, alignable, folds);
-        auto guard = scf::IfOp::create(b, loc, rowLane, false);
         OpBuilder::InsertionGuard g(b);
-        b.setInsertionPoint(guard.thenBlock()->getTerminator());
-        SmallVector<Value> olds;
-        for (OpOperand &init : op.getDpsInitsMutable())
-          olds.push_back(before(code, init));
+        SmallVector<Value> olds = onRowLane();
         for (auto [init, result] : llvm::zip_equal(
                  op.getDpsInitsMutable(), code.combine(folds, olds, partials)))
           memref::StoreOp::create(b, loc, result, init.get(), code.at(init));
         continue;
       }
       // Lane 0 folds the row in order.
-      auto guard = scf::IfOp::create(b, loc, rowLane, false);
       OpBuilder::InsertionGuard g(b);
-      b.setInsertionPoint(guard.thenBlock()->getTerminator());
-      SmallVector<Value> olds;
-      for (OpOperand &init : op.getDpsInitsMutable())
-        olds.push_back(before(code, init));
+      SmallVector<Value> olds = onRowLane();
       auto loop =
           scf::ForOp::create(b, loc, index(0), index(length), index(1), olds);
       {

@@ -41,48 +41,40 @@ static RankedTensorType biasType(RankedTensorType rows) {
   return RankedTensorType::get({rows.getShape().back()}, rows.getElementType());
 }
 
-/// The product of a linear layer with its bias (anvil.linear,
-/// anvil.linear_gelu): inferLinear's, with `bias` one per column of it.
+/// The results of a linear layer with its bias (anvil.linear,
+/// anvil.linear_gelu): `results` times inferLinear's product, with `bias`
+/// one per column of it.
 template <typename OpTy, typename Adaptor>
-static FailureOr<RankedTensorType>
-inferLinearWithBias(std::optional<Location> loc, Adaptor adaptor) {
+static LogicalResult inferLinearWithBias(std::optional<Location> loc,
+                                         Adaptor adaptor, unsigned results,
+                                         SmallVectorImpl<Type> &inferred) {
   FailureOr<RankedTensorType> product = inferLinear<OpTy>(
       loc, tensorType(adaptor.getLhs()), tensorType(adaptor.getRhs()),
       adaptor.getTransposeRhs());
   if (failed(product))
     return failure();
   RankedTensorType bias = tensorType(adaptor.getBias());
-  if (bias != biasType(*product)) {
-    (void)Fail<OpTy>{loc}("bias must be ", biasType(*product),
-                          " (one per column of the product ", *product,
-                          "), got ", bias);
-    return failure();
-  }
-  return product;
+  if (bias != biasType(*product))
+    return Fail<OpTy>{loc}("bias must be ", biasType(*product),
+                           " (one per column of the product ", *product,
+                           "), got ", bias);
+  inferred.append(results, *product);
+  return success();
 }
 
 LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
-  FailureOr<RankedTensorType> product =
-      inferLinearWithBias<LinearOp>(loc, adaptor);
-  if (failed(product))
-    return failure();
-  inferred.push_back(*product);
-  return success();
+  return inferLinearWithBias<LinearOp>(loc, adaptor, 1, inferred);
 }
 
 LogicalResult LinearGeluOp::inferReturnTypes(MLIRContext *,
                                              std::optional<Location> loc,
                                              Adaptor adaptor,
                                              SmallVectorImpl<Type> &inferred) {
-  FailureOr<RankedTensorType> product =
-      inferLinearWithBias<LinearGeluOp>(loc, adaptor);
-  if (failed(product))
-    return failure();
-  inferred.append({*product, *product});
-  return success();
+  // The GELU and `pre`.
+  return inferLinearWithBias<LinearGeluOp>(loc, adaptor, 2, inferred);
 }
 
 LogicalResult
