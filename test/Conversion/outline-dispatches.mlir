@@ -77,6 +77,36 @@ func.func @step(%x: memref<64xf32>, %s: memref<8xf32>, %m: memref<f32>, %t: memr
   return
 }
 
+// A merged reduction's outputs, each filled: both fills join its dispatch
+// (the first passes the second, a fill of another buffer). A fill of a
+// buffer that the reduction does not write, between them, keeps its own
+// dispatch, before.
+// CHECK-LABEL: func.func @two_fills
+// FILLS: func.func private @[[$SUMS:two_fills__dispatch_[0-9]+]](%[[A:.+]]: memref<8xf32>, %[[B:.+]]: memref<8xf32>, %[[ROWS:.+]]: memref<8x8xf32>)
+// FILLS: linalg.fill ins(%{{.+}} : f32) outs(%[[A]] : memref<8xf32>)
+// FILLS-NEXT: linalg.fill ins(%{{.+}} : f32) outs(%[[B]] : memref<8xf32>)
+// FILLS-NEXT: linalg.generic {{.+}} outs(%[[A]], %[[B]] : memref<8xf32>, memref<8xf32>)
+// FILLS-LABEL: func.func @two_fills
+// FILLS: call @{{.+}}__dispatch_{{[0-9]+}}(%arg3) : (memref<8xf32>) -> ()
+// FILLS-NEXT: call @[[$SUMS]](%arg1, %arg2, %{{.+}})
+// FILLS-NOT: call
+func.func @two_fills(%x: memref<64xf32>, %a: memref<8xf32>, %b: memref<8xf32>, %c: memref<8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %rows = memref.expand_shape %x [[0, 1]] output_shape [8, 8] : memref<64xf32> into memref<8x8xf32>
+  linalg.fill ins(%zero : f32) outs(%a : memref<8xf32>)
+  linalg.fill ins(%zero : f32) outs(%c : memref<8xf32>)
+  linalg.fill ins(%zero : f32) outs(%b : memref<8xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%rows : memref<8x8xf32>) outs(%a, %b : memref<8xf32>, memref<8xf32>) {
+  ^bb0(%v: f32, %p: f32, %q: f32):
+    %r = arith.addf %v, %p : f32
+    %m = arith.maximumf %v, %q : f32
+    linalg.yield %r, %m : f32, f32
+  }
+  return
+}
+
 // A reduction that reads the filled buffer (through a view) keeps the fill
 // apart: its input must hold the fill's values.
 // CHECK-LABEL: func.func @reads_filled

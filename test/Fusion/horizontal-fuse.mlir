@@ -1,6 +1,8 @@
 // RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse=hoist-argument-only=false | FileCheck %s
 // RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="max-operands=5 hoist-argument-only=false" | FileCheck %s --check-prefix=FEW
 // RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse | FileCheck %s --check-prefix=HOIST
+// RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="hoist-argument-only=false sink-small-readers=false" | FileCheck %s --check-prefix=NOSINK
+// RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="hoist-argument-only=false max-sunk-elements=8" | FileCheck %s --check-prefix=NOSINK
 
 // Tests anvil-horizontal-fuse: independent generics over the same static
 // domain (all parallel, or reductions with a parallel loop) become one
@@ -386,4 +388,106 @@ func.func @views(%z: tensor<4x8xf32>, %zt: tensor<1x4x8xf32>) -> (tensor<4x1xf32
     linalg.yield %r : f32
   } -> tensor<4x1xf32>
   return %max, %sum, %tsum : tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>
+}
+
+// -----
+
+// Two split sums over one tensor (a layer norm's dgamma and dbeta partial
+// sums over dy, each through its own collapse and expand), each second
+// stage right after its first: the first second stage moves past the
+// second first stage, so the first stages merge and read dy once (equal
+// chains of reshapes are one tensor); the second stages merge after them.
+// Without sink-small-readers, or with the partials (16 elements) above
+// max-sunk-elements, the first stages stay apart.
+#p3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#q3 = affine_map<(d0, d1, d2) -> (d0, d2)>
+#p2 = affine_map<(d0, d1) -> (d0, d1)>
+#c2 = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @split_sums
+// CHECK: %[[DY:.+]] = tensor.expand_shape %{{.+}} {{\[\[}}0, 1], [2]] output_shape [4, 4, 4]
+// CHECK: %[[X:.+]] = tensor.expand_shape %{{.+}} {{\[\[}}0, 1], [2]] output_shape [4, 4, 4]
+// CHECK: %[[P:.+]]:2 = linalg.generic {{.*}} ins(%[[DY]], %[[X]] : tensor<4x4x4xf32>, tensor<4x4x4xf32>) outs(
+// CHECK: %[[S:.+]]:2 = linalg.generic {{.*}} ins(%[[P]]#0, %[[P]]#1 : tensor<4x4xf32>, tensor<4x4xf32>) outs(%arg2, %arg3 :
+// CHECK: return %[[S]]#0, %[[S]]#1
+// NOSINK-LABEL: func.func @split_sums
+// NOSINK: %[[P1:.+]] = linalg.generic {{.*}} ins(%{{.+}}, %{{.+}} : tensor<4x4x4xf32>, tensor<4x4x4xf32>) outs(%{{.+}} : tensor<4x4xf32>)
+// NOSINK: %[[P2:.+]] = linalg.generic {{.*}} ins(%{{.+}} : tensor<4x4x4xf32>) outs(%{{.+}} : tensor<4x4xf32>)
+// NOSINK: linalg.generic {{.*}} ins(%[[P1]], %[[P2]] : tensor<4x4xf32>, tensor<4x4xf32>)
+func.func @split_sums(%dy: tensor<2x8x4xf32>, %x: tensor<2x8x4xf32>, %o1: tensor<4xf32>, %o2: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x4xf32>
+  %c1 = tensor.collapse_shape %dy [[0, 1], [2]] : tensor<2x8x4xf32> into tensor<16x4xf32>
+  %v1 = tensor.expand_shape %c1 [[0, 1], [2]] output_shape [4, 4, 4] : tensor<16x4xf32> into tensor<4x4x4xf32>
+  %cx = tensor.collapse_shape %x [[0, 1], [2]] : tensor<2x8x4xf32> into tensor<16x4xf32>
+  %vx = tensor.expand_shape %cx [[0, 1], [2]] output_shape [4, 4, 4] : tensor<16x4xf32> into tensor<4x4x4xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %p1 = linalg.generic {indexing_maps = [#p3, #p3, #q3], iterator_types = ["parallel", "reduction", "parallel"]} ins(%v1, %vx : tensor<4x4x4xf32>, tensor<4x4x4xf32>) outs(%f1 : tensor<4x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<4x4xf32>
+  %s1 = linalg.generic {indexing_maps = [#p2, #c2], iterator_types = ["reduction", "parallel"]} ins(%p1 : tensor<4x4xf32>) outs(%o1 : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %c2 = tensor.collapse_shape %dy [[0, 1], [2]] : tensor<2x8x4xf32> into tensor<16x4xf32>
+  %v2 = tensor.expand_shape %c2 [[0, 1], [2]] output_shape [4, 4, 4] : tensor<16x4xf32> into tensor<4x4x4xf32>
+  %f2 = linalg.fill ins(%zero : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %p2 = linalg.generic {indexing_maps = [#p3, #q3], iterator_types = ["parallel", "reduction", "parallel"]} ins(%v2 : tensor<4x4x4xf32>) outs(%f2 : tensor<4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<4x4xf32>
+  %s2 = linalg.generic {indexing_maps = [#p2, #c2], iterator_types = ["reduction", "parallel"]} ins(%p2 : tensor<4x4xf32>) outs(%o2 : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  return %s1, %s2 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// A second stage whose result something reads before the second split sum
+// does not move (its reader would have to move too): the first stages
+// stay apart.
+#p3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#q3 = affine_map<(d0, d1, d2) -> (d0, d2)>
+#p2 = affine_map<(d0, d1) -> (d0, d1)>
+#c2 = affine_map<(d0, d1) -> (d1)>
+#v = affine_map<(d0) -> (d0)>
+// CHECK-LABEL: func.func @read_between
+// CHECK: %[[P1:.+]] = linalg.generic {{.*}} ins(%{{.+}} : tensor<4x4x4xf32>) outs(%{{.+}} : tensor<4x4xf32>)
+// CHECK: %[[S1:.+]] = linalg.generic {{.*}} ins(%[[P1]] : tensor<4x4xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[S1]] : tensor<4xf32>)
+// CHECK: linalg.generic {{.*}} ins(%{{.+}} : tensor<4x4x4xf32>) outs(%{{.+}} : tensor<4x4xf32>)
+func.func @read_between(%dy: tensor<16x4xf32>, %o1: tensor<4xf32>) -> (tensor<4xf32>, tensor<4x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x4xf32>
+  %v = tensor.expand_shape %dy [[0, 1], [2]] output_shape [4, 4, 4] : tensor<16x4xf32> into tensor<4x4x4xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %p1 = linalg.generic {indexing_maps = [#p3, #q3], iterator_types = ["parallel", "reduction", "parallel"]} ins(%v : tensor<4x4x4xf32>) outs(%f1 : tensor<4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<4x4xf32>
+  %s1 = linalg.generic {indexing_maps = [#p2, #c2], iterator_types = ["reduction", "parallel"]} ins(%p1 : tensor<4x4xf32>) outs(%o1 : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %u = linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]} ins(%s1 : tensor<4xf32>) outs(%o1 : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.negf %a : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %f2 = linalg.fill ins(%zero : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %p2 = linalg.generic {indexing_maps = [#p3, #q3], iterator_types = ["parallel", "reduction", "parallel"]} ins(%v : tensor<4x4x4xf32>) outs(%f2 : tensor<4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %o, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<4x4xf32>
+  return %u, %p2 : tensor<4xf32>, tensor<4x4xf32>
 }

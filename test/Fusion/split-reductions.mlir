@@ -60,11 +60,68 @@ func.func @norm_grad(%x: tensor<8x1024x768xf32>, %y: tensor<8x1024x768xf32>, %o:
 
 // -----
 
+// A layer norm's weight gradient, sum(dy * (x - mean) * rstd) over batch
+// and sequence, reads each row's mean and rstd ([8, 1024, 1]) at
+// (d0, d1, 0): the unit dimension is collapsed away first, and the
+// statistics are split into slices of rows like x.
+#m3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#s3 = affine_map<(d0, d1, d2) -> (d0, d1, 0)>
+#o3 = affine_map<(d0, d1, d2) -> (d2)>
+// CHECK-LABEL: func.func @norm_grad_stats
+// CHECK-DAG: %[[MEAN:.+]] = tensor.collapse_shape %arg1 {{\[\[}}0], [1, 2]] : tensor<8x1024x1xf32> into tensor<8x1024xf32>
+// CHECK-DAG: %[[MEAN2:.+]] = tensor.collapse_shape %[[MEAN]] {{\[\[}}0, 1]] : tensor<8x1024xf32> into tensor<8192xf32>
+// CHECK-DAG: %[[MEANS:.+]] = tensor.expand_shape %[[MEAN2]] {{\[\[}}0, 1]] output_shape [64, 128] : tensor<8192xf32> into tensor<64x128xf32>
+// CHECK-DAG: %[[XS:.+]] = tensor.expand_shape %{{.+}} {{.*}} into tensor<64x128x768xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[FULL:.+]], #[[ROWS:.+]], #[[ROWS]], #[[FULL]], #[[OUT:.+]]], iterator_types = ["parallel", "reduction", "parallel"]} ins(%[[XS]], %[[MEANS]], %{{.+}}, %{{.+}} : tensor<64x128x768xf32>, tensor<64x128xf32>, tensor<64x128xf32>, tensor<64x128x768xf32>)
+// CHECK: arith.subf
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "parallel"]{{.*}} outs(%arg4 : tensor<768xf32>)
+// OFF-LABEL: func.func @norm_grad_stats
+// OFF-NOT: tensor.collapse_shape
+// OFF: return
+func.func @norm_grad_stats(%x: tensor<8x1024x768xf32>, %mean: tensor<8x1024x1xf32>, %rstd: tensor<8x1024x1xf32>,
+                           %dy: tensor<8x1024x768xf32>, %o: tensor<768xf32>) -> tensor<768xf32> {
+  %r = linalg.generic {indexing_maps = [#m3, #s3, #s3, #m3, #o3], iterator_types = ["reduction", "reduction", "parallel"]}
+      ins(%x, %mean, %rstd, %dy : tensor<8x1024x768xf32>, tensor<8x1024x1xf32>, tensor<8x1024x1xf32>, tensor<8x1024x768xf32>)
+      outs(%o : tensor<768xf32>) {
+  ^bb0(%a: f32, %m: f32, %s: f32, %g: f32, %acc: f32):
+    %c = arith.subf %a, %m : f32
+    %n = arith.mulf %c, %s : f32
+    %p = arith.mulf %g, %n : f32
+    %t = arith.addf %acc, %p : f32
+    linalg.yield %t : f32
+  } -> tensor<768xf32>
+  return %r : tensor<768xf32>
+}
+
+// -----
+
+// A leading unit dimension read at a constant 0 joins the group after it:
+// [1, 768] at (0, d1) is read as [768] at (d1).
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#lead = affine_map<(d0, d1) -> (0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @leading_unit
+// CHECK: %[[G:.+]] = tensor.collapse_shape %arg1 {{\[\[}}0, 1]] : tensor<1x768xf32> into tensor<768xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction", "parallel"]{{.*}} ins(%{{.+}}, %[[G]] : tensor<64x128x768xf32>, tensor<768xf32>)
+func.func @leading_unit(%dy: tensor<8192x768xf32>, %g: tensor<1x768xf32>, %o: tensor<768xf32>) -> tensor<768xf32> {
+  %r = linalg.generic {indexing_maps = [#rows, #lead, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%dy, %g : tensor<8192x768xf32>, tensor<1x768xf32>) outs(%o : tensor<768xf32>) {
+  ^bb0(%x: f32, %w: f32, %acc: f32):
+    %p = arith.mulf %x, %w : f32
+    %s = arith.addf %p, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<768xf32>
+  return %r : tensor<768xf32>
+}
+
+// -----
+
 // Left alone: a short sum (128 terms < min-length; with min-length=16 and
 // min-slice=4 it splits into 32 slices of 4), a maximum (not a sum), a sum
 // into more than max-points outputs, a matrix product (a GEMM's), a sum
-// reading a broadcast through a constant 0 (softmax's exp(x - max)), and a
-// sum whose body reads its loop position (linalg.index).
+// reading one column of a wider tensor through a constant 0 (a unit
+// dimension read so is dropped: see @norm_grad_stats), and a sum whose
+// body reads its loop position (linalg.index).
 #rows = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d1)>
 #a = affine_map<(m, n, k) -> (m, k)>
@@ -81,7 +138,7 @@ func.func @norm_grad(%x: tensor<8x1024x768xf32>, %y: tensor<8x1024x768xf32>, %o:
 // SMALL: return
 func.func @left_alone(%short: tensor<128x768xf32>, %wide: tensor<8192x32768xf32>, %o: tensor<768xf32>, %w: tensor<32768xf32>,
                       %ma: tensor<64x8192xf32>, %mb: tensor<8192x64xf32>, %mc: tensor<64x64xf32>,
-                      %mx: tensor<64x1xf32>, %ro: tensor<64xf32>) -> (tensor<768xf32>, tensor<768xf32>, tensor<32768xf32>, tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>) {
+                      %mx: tensor<64x2xf32>, %ro: tensor<64xf32>) -> (tensor<768xf32>, tensor<768xf32>, tensor<32768xf32>, tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>) {
   %0 = linalg.generic {indexing_maps = [#rows, #col], iterator_types = ["reduction", "parallel"]}
       ins(%short : tensor<128x768xf32>) outs(%o : tensor<768xf32>) {
   ^bb0(%x: f32, %acc: f32):
@@ -108,7 +165,7 @@ func.func @left_alone(%short: tensor<128x768xf32>, %wide: tensor<8192x32768xf32>
     linalg.yield %s : f32
   } -> tensor<64x64xf32>
   %4 = linalg.generic {indexing_maps = [#rows, #bcast, #row], iterator_types = ["parallel", "reduction"]}
-      ins(%ma, %mx : tensor<64x8192xf32>, tensor<64x1xf32>) outs(%ro : tensor<64xf32>) {
+      ins(%ma, %mx : tensor<64x8192xf32>, tensor<64x2xf32>) outs(%ro : tensor<64xf32>) {
   ^bb0(%x: f32, %m: f32, %acc: f32):
     %d = arith.subf %x, %m : f32
     %e = math.exp %d : f32

@@ -45,8 +45,10 @@ using namespace mlir;
 namespace {
 
 /// With fills-into-reductions: when `fill` (a linalg.fill of a buffer with
-/// a constant) is followed, past ops free of memory effects only, by a
-/// dispatch that is a linalg.generic with parallel and reduction loops
+/// a constant) is followed, past ops free of memory effects and other
+/// buffers' constant fills only (a merged reduction's outputs, each
+/// filled), by a dispatch that is a linalg.generic with parallel and
+/// reduction loops
 /// whose outputs include the filled buffer and whose inputs do not (nor a
 /// view of it), that generic: the two make one dispatch, so that a grid's
 /// reduction can start from the fill's value instead of a launch of its
@@ -74,6 +76,11 @@ linalg::GenericOp reductionFilled(linalg::FillOp fill) {
         return nullptr;
       continue;
     }
+    if (auto other = dyn_cast<linalg::FillOp>(op);
+        other && other.hasPureBufferSemantics() &&
+        other.getInputs()[0].getDefiningOp<arith::ConstantOp>() &&
+        !viewsBuffer(other.getOutputs()[0]))
+      continue;
     auto generic = dyn_cast<linalg::GenericOp>(op);
     if (!generic || !generic.hasPureBufferSemantics() ||
         generic.getNumParallelLoops() == 0 ||
@@ -98,22 +105,26 @@ struct AnvilOutlineDispatchesPass
     for (func::FuncOp fn : functions) {
       if (fn.isExternal())
         continue;
-      // Each region's ops, in order: one dispatch, or a fill and the
-      // reduction it initializes (the region goes where the last one is).
+      // Each region's ops, in order: one dispatch, or the fills and the
+      // reduction they initialize (the region goes where the last one is).
       SmallVector<SmallVector<Operation *, 2>> regions;
-      DenseSet<Operation *> taken;
+      // The region of each reduction that fills start.
+      DenseMap<Operation *, size_t> regionOf;
       for (Operation &op : fn.getBody().getOps()) {
-        if (!anvil::rows::isDispatchRegion(&op) || taken.contains(&op))
+        if (!anvil::rows::isDispatchRegion(&op) || regionOf.contains(&op))
           continue;
         auto fill = dyn_cast<linalg::FillOp>(op);
         linalg::GenericOp reduction =
             fill && fillsIntoReductions ? reductionFilled(fill) : nullptr;
-        if (reduction) {
-          regions.push_back({fill, reduction});
-          taken.insert(reduction);
-        } else {
+        if (!reduction) {
           regions.push_back({&op});
+          continue;
         }
+        auto [it, added] = regionOf.try_emplace(reduction, regions.size());
+        if (added)
+          regions.push_back({reduction});
+        SmallVector<Operation *, 2> &region = regions[it->second];
+        region.insert(std::prev(region.end()), fill);
       }
       for (auto [n, ops] : llvm::enumerate(regions)) {
         Operation *op = ops.back();

@@ -18,6 +18,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
 
 namespace mlir::anvil {
@@ -82,14 +83,27 @@ bool readBefore(linalg::GenericOp member, Operation *op) {
 }
 
 /// Whether `a` and `b` are the same tensor: one value, or the results of
-/// two equal reshapes of one value (the members' own views of a tensor).
+/// two equal reshapes of the same tensor (the members' own views of it,
+/// such as a split sum's expand of its own collapse).
 bool sameTensor(Value a, Value b) {
   if (a == b)
     return true;
   Operation *da = a.getDefiningOp(), *db = b.getDefiningOp();
   return da && db && isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(da) &&
          OperationEquivalence::isEquivalentTo(
-             da, db, OperationEquivalence::IgnoreLocations);
+             da, db, [](Value x, Value y) { return success(sameTensor(x, y)); },
+             /*markEquivalent=*/nullptr, OperationEquivalence::IgnoreLocations);
+}
+
+/// Whether `a` and `b` read an input the same way: one tensor (or equal
+/// reshapes of it) through the same map.
+bool shareInput(linalg::GenericOp a, linalg::GenericOp b) {
+  for (OpOperand *x : a.getDpsInputOperands())
+    for (OpOperand *y : b.getDpsInputOperands())
+      if (a.getMatchingIndexingMap(x) == b.getMatchingIndexingMap(y) &&
+          sameTensor(x->get(), y->get()))
+        return true;
+  return false;
 }
 
 /// The generic computing every member of `members` at the last member's
@@ -182,6 +196,8 @@ struct AnvilHorizontalFusePass
         if (hoistArgumentOnly)
           hoistReadingArguments(block);
         hoistFullReductionFills(rewriter, block);
+        if (sinkSmallReaders)
+          sinkReadersBetweenSharers(block);
         fuseBlock(rewriter, block);
       }
     });
@@ -335,6 +351,74 @@ struct AnvilHorizontalFusePass
         for (Operation *def : with)
           moveUp(def);
         moveUp(op);
+      }
+    }
+  }
+
+  /// For each candidate, the nearest earlier candidate of its domain and
+  /// loop kinds that reads an input the same way (a layer norm's dgamma and
+  /// dbeta partial sums, both over dy): the readers of the earlier one's
+  /// results that lie between the two, which would close its group before
+  /// the later one comes (a split sum's second stage sits right after its
+  /// first), move to just after the later one, in order, so that the two
+  /// merge and read the shared input once. Only readers free of memory
+  /// effects, read by nothing at or before the later candidate, whose
+  /// tensor inputs hold at most `maxSunkElements` elements each (a second
+  /// stage's 64 x 768 partial sums), move: moved later, each computes the
+  /// same values; its inputs live a little longer. Otherwise nothing moves.
+  void sinkReadersBetweenSharers(Block &block) {
+    SmallVector<linalg::GenericOp> candidates;
+    for (auto op : block.getOps<linalg::GenericOp>())
+      if (isCandidate(op))
+        candidates.push_back(op);
+    auto small = [&](Operation *reader) {
+      return llvm::all_of(reader->getOperandTypes(), [&](Type t) {
+        auto shaped = dyn_cast<RankedTensorType>(t);
+        return !shaped || (shaped.hasStaticShape() &&
+                           shaped.getNumElements() <= maxSunkElements);
+      });
+    };
+    for (auto [i, op] : llvm::enumerate(candidates)) {
+      SmallVector<int64_t> domain = op.getStaticLoopRanges();
+      SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+      for (linalg::GenericOp earlier :
+           llvm::reverse(ArrayRef(candidates).take_front(i))) {
+        if (earlier.getStaticLoopRanges() != domain ||
+            earlier.getIteratorTypesArray() != iterators ||
+            !shareInput(earlier, op))
+          continue;
+        // The readers of `earlier` at or before `op`, in block order.
+        SmallVector<Operation *> readers;
+        bool movable = true;
+        for (Operation *user : earlier->getUsers()) {
+          Operation *reader = block.findAncestorOpInBlock(*user);
+          if (!reader || reader == op) {
+            movable = false;
+            break;
+          }
+          if (!reader->isBeforeInBlock(op) ||
+              llvm::is_contained(readers, reader))
+            continue;
+          movable = isMemoryEffectFree(reader) && small(reader) &&
+                    llvm::none_of(reader->getUsers(), [&](Operation *u) {
+                      Operation *a = block.findAncestorOpInBlock(*u);
+                      return !a || a == op || a->isBeforeInBlock(op);
+                    });
+          if (!movable)
+            break;
+          readers.push_back(reader);
+        }
+        if (movable) {
+          llvm::sort(readers, [](Operation *a, Operation *b) {
+            return a->isBeforeInBlock(b);
+          });
+          Operation *after = op;
+          for (Operation *reader : readers) {
+            reader->moveAfter(after);
+            after = reader;
+          }
+        }
+        break;
       }
     }
   }

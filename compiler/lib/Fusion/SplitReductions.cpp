@@ -32,6 +32,76 @@ bool isSum(linalg::GenericOp op) {
   return add && out.hasOneUse() && (add.getLhs() == out || add.getRhs() == out);
 }
 
+/// Whether `operand`'s map reads it through loop dimensions, and constant
+/// 0s only where its dimension is 1 (a layer norm's row mean, [8, 1024, 1],
+/// read at (d0, d1, 0)).
+bool unitBroadcastsOnly(linalg::GenericOp op, OpOperand &operand) {
+  AffineMap map = op.getMatchingIndexingMap(&operand);
+  if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
+    return false;
+  ArrayRef<int64_t> shape = op.getShape(&operand);
+  return llvm::all_of(llvm::enumerate(map.getResults()), [&](auto result) {
+    auto constant = dyn_cast<AffineConstantExpr>(result.value());
+    return !constant || shape[result.index()] == 1;
+  });
+}
+
+/// `op` with each input's unit dimensions that its map reads at a constant
+/// 0 collapsed away (the row mean read as [8, 1024] at (d0, d1)), so that
+/// every map is a projected permutation, which the split needs.
+linalg::GenericOp dropUnitBroadcasts(RewriterBase &rewriter,
+                                     linalg::GenericOp op) {
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  bool changed = false;
+  rewriter.setInsertionPoint(op);
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(in);
+    auto type = cast<RankedTensorType>(in->get().getType());
+    SmallVector<AffineExpr> kept;
+    SmallVector<int64_t> shape;
+    // Each kept dimension's group, a dropped one joining the group before
+    // it (or the first group, if it leads).
+    SmallVector<ReassociationIndices> groups;
+    ReassociationIndices leading;
+    for (auto [i, expr] : llvm::enumerate(map.getResults())) {
+      if (isa<AffineConstantExpr>(expr)) {
+        (groups.empty() ? leading : groups.back())
+            .push_back(static_cast<int64_t>(i));
+        continue;
+      }
+      kept.push_back(expr);
+      shape.push_back(type.getDimSize(i));
+      groups.push_back(leading);
+      groups.back().push_back(static_cast<int64_t>(i));
+      leading.clear();
+    }
+    if (kept.size() == map.getNumResults()) {
+      inputs.push_back(in->get());
+      maps.push_back(map);
+      continue;
+    }
+    changed = true;
+    inputs.push_back(tensor::CollapseShapeOp::create(
+        rewriter, op.getLoc(),
+        RankedTensorType::get(shape, type.getElementType()), in->get(),
+        groups));
+    maps.push_back(
+        AffineMap::get(map.getNumDims(), 0, kept, rewriter.getContext()));
+  }
+  if (!changed)
+    return op;
+  for (OpOperand &out : op.getDpsInitsMutable())
+    maps.push_back(op.getMatchingIndexingMap(&out));
+  auto replacement = linalg::GenericOp::create(
+      rewriter, op.getLoc(), op->getResultTypes(), inputs, op.getDpsInits(),
+      maps, op.getIteratorTypesArray());
+  rewriter.inlineRegionBefore(op.getRegion(), replacement.getRegion(),
+                              replacement.getRegion().begin());
+  rewriter.replaceOp(op, replacement->getResults());
+  return replacement;
+}
+
 struct AnvilSplitReductionsPass
     : mlir::anvil::impl::AnvilSplitReductionsPassBase<
           AnvilSplitReductionsPass> {
@@ -44,13 +114,15 @@ struct AnvilSplitReductionsPass
         op.getNumResults() != 1 || !isSum(op))
       return 0;
     // The split re-indexes operands by loop dimension: each map's results
-    // must be loop dimensions (not a broadcast's constant 0), and the body
-    // must not read loop positions (linalg.index would keep the old ones).
-    if (!llvm::all_of(op.getIndexingMapsArray(),
-                      [](AffineMap map) {
-                        return map.isProjectedPermutation(
-                            /*allowZeroInResults=*/false);
-                      }) ||
+    // must be loop dimensions, or a constant 0 where an input's dimension
+    // is 1 (dropped before the split; not a broadcast of a longer one),
+    // and the body must not read loop positions (linalg.index would keep
+    // the old ones).
+    if (!llvm::all_of(
+            op.getDpsInputOperands(),
+            [&](OpOperand *in) { return unitBroadcastsOnly(op, *in); }) ||
+        !op.getMatchingIndexingMap(op.getDpsInitOperand(0))
+             .isProjectedPermutation(/*allowZeroInResults=*/false) ||
         !op.getBody()->getOps<linalg::IndexOp>().empty())
       return 0;
     // A matrix product (rows and columns of its own) is a GEMM's; a sum of
@@ -83,7 +155,8 @@ struct AnvilSplitReductionsPass
         sums.emplace_back(op, slices);
     });
     IRRewriter rewriter(&getContext());
-    for (auto [op, slices] : sums) {
+    for (auto [original, slices] : sums) {
+      linalg::GenericOp op = dropUnitBroadcasts(rewriter, original);
       linalg::LinalgOp sum = op;
       // Several reduction dimensions become one where every operand has
       // them next to each other ([8, 1024, 768] -> [768] sums 8192 rows).

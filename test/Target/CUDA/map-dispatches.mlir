@@ -854,6 +854,37 @@ func.func private @step__dispatch_24(%x: memref<64x768xf32>, %s: memref<768xf32>
 
 // -----
 
+// Two column sums merged into one generic (anvil-horizontal-fuse), each
+// output filled: both fills' nests fold into the sums' nest (the first
+// past the second's), each accumulator starting from its fill's value:
+// one launch.
+// CHECK-LABEL: func.func private @step__dispatch_26
+// CHECK-DAG: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG: %[[HALF:.+]] = arith.constant 5.000000e-01 : f32
+// CHECK: gpu.launch
+// CHECK-NOT: memref.load %{{.+}} : memref<768xf32>
+// CHECK: scf.for %{{.+}} = %c0{{.*}} to %c64{{.*}} step %c1{{.*}} iter_args(%{{.+}} = %[[ZERO]], %{{.+}} = %[[HALF]]) -> (f32, f32) {
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func private @step__dispatch_26(%x: memref<64x768xf32>, %s: memref<768xf32>, %t: memref<768xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  linalg.fill ins(%zero : f32) outs(%s : memref<768xf32>)
+  linalg.fill ins(%half : f32) outs(%t : memref<768xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d1)>],
+                  iterator_types = ["reduction", "parallel"]}
+      ins(%x : memref<64x768xf32>) outs(%s, %t : memref<768xf32>, memref<768xf32>) {
+  ^bb0(%a: f32, %acc: f32, %acc2: f32):
+    %r = arith.addf %a, %acc : f32
+    %q = arith.mulf %a, %a : f32
+    %r2 = arith.addf %q, %acc2 : f32
+    linalg.yield %r, %r2 : f32, f32
+  }
+  return
+}
+
+// -----
+
 // A fill whose buffer the next nest reads but does not write keeps its own
 // nest: its values are still needed after.
 // CHECK-LABEL: func.func private @step__dispatch_25

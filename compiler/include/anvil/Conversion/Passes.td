@@ -299,7 +299,8 @@ def AnvilOutlineDispatchesPass : Pass<"anvil-outline-dispatches", "mlir::ModuleO
     `linalg.fill` of a buffer with a constant and the next dispatch, when
     that is a `linalg.generic` with parallel and reduction loops that
     writes the buffer and does not read it (past ops free of memory effects
-    only), make one region, at the generic's place:
+    and other buffers' constant fills only: a merged reduction's outputs,
+    each filled, all join it), make one region, at the generic's place:
     anvil-cuda-map-dispatches then starts the reduction (a warp per row, or
     a thread per output) from the fill's value, one launch instead of two.
     A reduction over every loop (an amax, whose blocks fold into the output

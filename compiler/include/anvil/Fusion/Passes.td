@@ -137,10 +137,13 @@ def AnvilSplitReductionsPass
     columns, on 768 threads of 3 of an H200's 132 SMs. This pass, run after
     `anvil-fuse` for the CUDA backend, rewrites each such sum (a generic on
     tensors with one output, `arith.addf` as its combiner, static shapes,
-    every operand read through loop dimensions alone (not a broadcast's
-    constant 0), no `linalg.index` in the body, at least `min-length` terms
-    per output and at most `max-points` outputs; not a matrix product, which
-    goes to a GEMM) into two generics:
+    every operand read through loop dimensions alone, or at a constant 0
+    where its dimension is 1 (a layer norm's row mean and rstd, [8, 1024,
+    1], in its weight gradient; those dimensions are collapsed away first,
+    so the statistics split into slices like the rows; a constant 0 into a
+    longer dimension is not split), no `linalg.index` in the body, at least
+    `min-length` terms per output and at most `max-points` outputs; not a
+    matrix product, which goes to a GEMM) into two generics:
 
     1. partial sums: the reduction dimensions, collapsed into one of R terms
        where every operand keeps them contiguous, are split into S slices of
@@ -218,6 +221,19 @@ def AnvilHorizontalFusePass
     at their last member's place; the members' results are replaced by its
     results.
 
+    Before the walk, with `sink-small-readers` (the default): for each
+    candidate, the nearest earlier candidate of its domain and loop kinds
+    that reads an input the same way (a layer norm's dgamma and dbeta
+    partial sums, both over dy, after anvil-split-reductions): the readers
+    of the earlier one's results that lie between the two (a split sum's
+    second stage, right after its first, which would close the group)
+    move to just after the later one, in order, so that the two merge and
+    read the input once. Only readers free of memory effects that nothing
+    reads at or before the later candidate, and whose tensor operands each
+    hold at most `max-sunk-elements` elements, move; otherwise nothing
+    does. Moved later, each computes the same values; its small inputs
+    live a little longer.
+
     First, the fills that start reductions over every loop (FP8's atomic
     amaxes, which need their output filled by an earlier launch anyway) or
     across rows (column sums, the innermost loop parallel: a merged sum's
@@ -256,6 +272,15 @@ def AnvilHorizontalFusePass
            /*default=*/"1024",
            "The largest fills (in elements) of reductions over every loop "
            "that move to the function's start, merged by shape">,
+    Option<"sinkSmallReaders", "sink-small-readers", "bool",
+           /*default=*/"true",
+           "Move the small readers between two candidates of a domain that "
+           "read an input the same way to after the second, so that the two "
+           "merge">,
+    Option<"maxSunkElements", "max-sunk-elements", "int64_t",
+           /*default=*/"65536",
+           "The largest tensor (in elements) that a reader moved by "
+           "sink-small-readers may read">,
     Option<"hoistArgumentOnly", "hoist-argument-only", "bool",
            /*default=*/"true",
            "Move the candidates that read only the block's arguments to its "

@@ -583,30 +583,52 @@ bool atInductionVars(ValueRange indices, scf::ParallelOp loop) {
   return llvm::equal(indices, loop.getInductionVars());
 }
 
+/// The store of `nest` when that is all it does: a value defined outside
+/// it, into a buffer at its induction variables (a fill's loop nest).
+memref::StoreOp fillStore(scf::ParallelOp nest) {
+  Block *body = nest.getBody();
+  if (body->getOperations().size() != 2) // the store and the yield
+    return nullptr;
+  auto store = dyn_cast<memref::StoreOp>(body->front());
+  if (!store || !atInductionVars(store.getIndices(), nest) ||
+      !nest.isDefinedOutsideOfLoop(store.getValueToStore()))
+    return nullptr;
+  return store;
+}
+
 /// A fill's loop nest (anvil-outline-dispatches fills-into-reductions) into
-/// the next nest of `fn`: where a top-level scf.parallel only stores a value
+/// the nest it starts: where a top-level scf.parallel only stores a value
 /// defined outside it into B at its induction variables, and the next
-/// top-level nest has the same bounds and touches B only at its own
-/// induction variables, first by a load in its body's block, and stores
-/// each point in that block, that load becomes the value and the fill's
-/// nest goes (one launch fewer; every point of B still starts from the
-/// value and ends written). The reductions that run a thread an output
-/// (column sums) start so.
+/// top-level nest but constants and other buffers' fill nests of the same
+/// bounds (a merged reduction's outputs, each filled) has the same bounds
+/// and touches B only at its own induction variables, first by a load in
+/// its body's block, and stores each point in that block, that load
+/// becomes the value and the fill's nest goes (one launch fewer; every
+/// point of B still starts from the value and ends written). The
+/// reductions that run a thread an output (column sums) start so.
 void foldFillNests(func::FuncOp fn) {
   SmallVector<scf::ParallelOp> nests(fn.front().getOps<scf::ParallelOp>());
-  for (auto [fill, next] : llvm::zip(nests, llvm::drop_begin(nests))) {
-    // Nothing but constants between the two.
-    Operation *between = fill->getNextNode();
-    while (between != next.getOperation() &&
-           between->hasTrait<OpTrait::ConstantLike>())
-      between = between->getNextNode();
-    Block *fillBody = fill.getBody();
-    if (fillBody->getOperations().size() != 2) // the store and the yield
+  // Only the nest being looked at is erased: one looked at later, or found
+  // as the next, is still there.
+  for (scf::ParallelOp fill : nests) {
+    memref::StoreOp store = fillStore(fill);
+    if (!store)
       continue;
-    auto store = dyn_cast<memref::StoreOp>(fillBody->front());
-    if (!store || !atInductionVars(store.getIndices(), fill) ||
-        !fill.isDefinedOutsideOfLoop(store.getValueToStore()) ||
-        !sameSpace(fill, next) || between != next.getOperation())
+    scf::ParallelOp next;
+    for (Operation *op = fill->getNextNode(); op; op = op->getNextNode()) {
+      if (op->hasTrait<OpTrait::ConstantLike>())
+        continue;
+      auto nest = dyn_cast<scf::ParallelOp>(op);
+      if (!nest)
+        break;
+      memref::StoreOp other = fillStore(nest);
+      if (other && other.getMemRef() != store.getMemRef() &&
+          sameSpace(fill, nest))
+        continue;
+      next = nest;
+      break;
+    }
+    if (!next || !sameSpace(fill, next))
       continue;
     Value buffer = store.getMemRef();
     memref::LoadOp first;
