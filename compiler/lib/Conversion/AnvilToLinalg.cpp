@@ -888,10 +888,23 @@ struct LowerGather : OpRewritePattern<GatherOp> {
   }
 };
 
+/// Whether the runtime's anvil_rt_embedding_grad_f32 computes `op`: f32
+/// gradients, i32 ids, static shapes, a table of rows of one dimension.
+bool isLibraryEmbeddingGrad(EmbeddingGradOp op) {
+  auto grad = op.getGrad().getType();
+  auto ids = op.getIndices().getType();
+  auto table = op.getType();
+  return grad.getElementType().isF32() && ids.getElementType().isInteger(32) &&
+         grad.hasStaticShape() && ids.hasStaticShape() &&
+         table.hasStaticShape() && table.getRank() == 2;
+}
+
 struct LowerEmbeddingGrad : OpRewritePattern<EmbeddingGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(EmbeddingGradOp op,
                                 PatternRewriter &rewriter) const override {
+    if (op->hasAttr(AnvilDialect::kLibraryCallAttrName))
+      return rewriter.notifyMatchFailure(op, "a runtime call's");
     // table (R, C) = 0; for n in [0, N): table[idx[n]] += grad[n].
     Location loc = op.getLoc();
     auto out = op.getType();
@@ -1159,6 +1172,11 @@ struct AnvilConvertToLinalgPass
     MLIRContext *ctx = &getContext();
     if (onlineLogSumExp)
       lowerOnlineLogSumExps(getOperation());
+    if (libraryEmbeddingGrads)
+      getOperation().walk([&](EmbeddingGradOp op) {
+        if (isLibraryEmbeddingGrad(op))
+          op->setAttr(AnvilDialect::kLibraryCallAttrName, UnitAttr::get(ctx));
+      });
     RewritePatternSet patterns(ctx);
     for (StringRef name :
          {AddOp::getOperationName(),    SubOp::getOperationName(),

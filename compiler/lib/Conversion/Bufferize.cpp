@@ -74,6 +74,7 @@ constexpr StringLiteral kGemmWeightBiasGrad = "anvil_rt_gemm_weight_bias_grad";
 constexpr StringLiteral kConv = "anvil_rt_conv";
 constexpr StringLiteral kGemmF8 = "anvil_rt_gemm_f8";
 constexpr StringLiteral kGemmF8Gelu = "anvil_rt_gemm_f8_gelu";
+constexpr StringLiteral kEmbeddingGrad = "anvil_rt_embedding_grad_f32";
 
 /// The runtime's name for mesh axis `axis` of `op`'s module: its position
 /// in the module's `anvil.mesh`, or -1 without a mesh (a world of one).
@@ -756,6 +757,45 @@ struct ConvBufferization : NewBufferModel<ConvBufferization<OpTy>, OpTy> {
   }
 };
 
+/// An anvil.embedding_grad marked anvil.library_call
+/// (anvil-convert-to-linalg library-embedding-grads): a new buffer for the
+/// table, written by one runtime call (RuntimeABI.h):
+///   anvil_rt_embedding_grad_f32(count, rows, width, grad, ids, table)
+/// the gradient and the ids made contiguous, all three as pointers.
+struct EmbeddingGradBufferization
+    : NewBufferModel<EmbeddingGradBufferization, anvil::EmbeddingGradOp> {
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const bufferization::BufferizationOptions &options,
+                          bufferization::BufferizationState &state) const {
+    auto grad = cast<anvil::EmbeddingGradOp>(op);
+    auto table = cast<RankedTensorType>(grad.getType());
+    auto ids = cast<RankedTensorType>(grad.getIndices().getType());
+    auto gradType = cast<RankedTensorType>(grad.getGrad().getType());
+    if (!op->hasAttr(anvil::AnvilDialect::kLibraryCallAttrName) ||
+        !gradType.getElementType().isF32() ||
+        !ids.getElementType().isInteger(32) || table.getRank() != 2)
+      return op->emitError("anvil-bufferize: this anvil.embedding_grad is not "
+                           "a runtime call (one of f32 gradients and i32 ids "
+                           "marked anvil.library_call, as "
+                           "anvil-convert-to-linalg's library-embedding-grads "
+                           "marks them; the others become a loop there)");
+    Location loc = op->getLoc();
+    Value result = allocFor(rewriter, loc, table);
+    Scalars c{rewriter, loc};
+    SmallVector<Value> args = {c.i64(ids.getNumElements()),
+                               c.i64(table.getDimSize(0)),
+                               c.i64(table.getDimSize(1))};
+    FailureOr<SmallVector<Value>> operands =
+        operandPointers(rewriter, op, options, state);
+    if (failed(operands))
+      return failure();
+    args.append(*operands);
+    args.push_back(pointerTo(rewriter, loc, result));
+    callRuntime(rewriter, op, kEmbeddingGrad, args, {result});
+    return success();
+  }
+};
+
 /// Declares the runtime functions the module's collectives call:
 ///   anvil_rt_all_reduce_f32(i64 address, i64 elements, i32 op, i32 axis)
 ///   anvil_rt_all_gather_f32(i64 in, i64 out, i64 per_rank, i32 axis)
@@ -864,6 +904,7 @@ struct AnvilBufferizePass
           ConvBufferization<anvil::ConvTransposeOp>>(*ctx);
       anvil::ConvFilterGradOp::attachInterface<
           ConvBufferization<anvil::ConvFilterGradOp>>(*ctx);
+      anvil::EmbeddingGradOp::attachInterface<EmbeddingGradBufferization>(*ctx);
     });
   }
   void runOnOperation() override {
@@ -919,7 +960,8 @@ struct AnvilBufferizePass
           {kGemmWeightBiasGrad, gemmWeightBiasGradCallee},
           {kGemmF8, gemmF8Callee},
           {kGemmF8Gelu, gemmF8GeluCallee},
-          {kConv, convCallee}}) {
+          {kConv, convCallee},
+          {kEmbeddingGrad, embeddingGradCallee}}) {
       auto callee = getOperation().lookupSymbol<func::FuncOp>(from);
       if (!callee || from == to)
         continue;

@@ -38,15 +38,21 @@ int error(const Twine &message) {
 }
 
 /// The CUDA runtime's own kernels that `module`'s library calls launch, as
-/// named in their ptxas report: the flash-attention kernels of the head
-/// widths (padded to 16, 32, 64 or 128) and precisions its calls pass, and
-/// the copies around them: for f32 tensors with bf16 products (which cuDNN
-/// may run) to and from bf16, for bf16 tensors (which Anvil's kernels may
-/// run) to and from f32.
+/// named in their ptxas report: the embedding gradient's three, the
+/// flash-attention kernels of the head widths (padded to 16, 32, 64 or
+/// 128) and precisions its calls pass, and the copies around them: for f32
+/// tensors with bf16 products (which cuDNN may run) to and from bf16, for
+/// bf16 tensors (which Anvil's kernels may run) to and from f32.
 std::set<std::string> libraryKernelsCalled(mlir::ModuleOp module) {
   std::set<std::string> names;
   module.walk([&](mlir::func::CallOp call) {
     StringRef callee = call.getCallee();
+    if (callee == "anvil_rt_cuda_embedding_grad_f32") {
+      for (const char *kernel :
+           {"embeddingRanks(", "embeddingOrder(", "embeddingSums("})
+        names.insert(kernel);
+      return;
+    }
     bool bf16Tensors = callee == "anvil_rt_cuda_attention_bf16" ||
                        callee == "anvil_rt_cuda_attention_grad_bf16";
     bool forward = callee == "anvil_rt_cuda_attention_f32" ||

@@ -283,6 +283,16 @@ cl::opt<std::string> onlineLogSumExp(
              "on (the default with --target=cuda or --emulate-cuda-grid) or "
              "off"),
     cl::value_desc("on|off"), cl::init(""), cl::cat(category));
+cl::opt<std::string> libraryEmbeddingGrads(
+    "library-embedding-grads",
+    cl::desc("Whether each embedding table's gradient (f32, i32 ids) runs as "
+             "one runtime call (anvil-convert-to-linalg "
+             "library-embedding-grads; CUDA's sums each row's gradient rows "
+             "in parallel, in position order: the loop's bits): on (the "
+             "default with --target=cuda or --emulate-cuda-grid, which calls "
+             "the CPU's function) or off (a loop over the positions; on a "
+             "GPU a thread per column adds every position's row in turn)"),
+    cl::value_desc("on|off"), cl::init(""), cl::cat(category));
 cl::opt<std::string> libraryConvs(
     "library-convs",
     cl::desc("Whether each convolution, and each of its gradients, that a "
@@ -880,7 +890,7 @@ int main(int argc, char **argv) {
   // or its emulated grid).
   for (cl::opt<std::string> *onOff :
        {&gemmEpilogues, &libraryConvs, &attentionBf16Tensors, &horizontalFusion,
-        &onlineLogSumExp}) {
+        &onlineLogSumExp, &libraryEmbeddingGrads}) {
     if (onOff->getNumOccurrences() && *onOff != "on" && *onOff != "off")
       return error("--" + onOff->ArgStr.str() + "=" + *onOff + ": on or off");
     if (onOff->empty())
@@ -1195,6 +1205,7 @@ int main(int argc, char **argv) {
     options.libraryConvs = libraryConvs == "on";
     options.horizontalFuse = horizontalFusion == "on";
     options.onlineLogSumExp = onlineLogSumExp == "on";
+    options.libraryEmbeddingGrads = libraryEmbeddingGrads == "on";
     options.fp8GemmResult = fp8GemmResult;
     options.fp8GeluEpilogue = gemmEpilogues == "on";
     return options;
@@ -1238,6 +1249,7 @@ int main(int argc, char **argv) {
         options.libraryConvs = libraryConvs == "on";
         options.horizontalFuse = horizontalFusion == "on";
         options.onlineLogSumExp = onlineLogSumExp == "on";
+        options.libraryEmbeddingGrads = libraryEmbeddingGrads == "on";
         options.fp8GemmResult = fp8GemmResult;
         options.fp8GeluEpilogue = gemmEpilogues == "on";
       }

@@ -81,7 +81,11 @@
 #include <type_traits>
 #include <vector>
 
+#include "KernelCall.h"
+
 namespace {
+
+using namespace anvil::rt::cuda::kernel_call;
 
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
@@ -180,18 +184,6 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4],
                  "r"(b[1]));
 #endif
 }
-
-/// Declares `name` (unsigned char[] or *): the CTA's dynamic shared memory,
-/// the launch's bytes, 16-byte aligned. A macro, not a function returning
-/// the pointer: nvcc then addresses the tiles as it did before the hook
-/// (a returned pointer changes the kernels' PTX and registers).
-#ifdef ANVIL_CUDA_EMULATION
-#define ANVIL_DYNAMIC_SHARED(name)                                             \
-  unsigned char *name = anvil::cuda_emulation::dynamicSharedMemory()
-#else
-#define ANVIL_DYNAMIC_SHARED(name)                                             \
-  extern __shared__ __align__(16) unsigned char name[]
-#endif
 
 /// The warp's C (16 x 8 NT) += A (16 x K) B (K x 8 NT), all operands in
 /// shared memory. A is row-major (row r at a + r lda). B is stored as its
@@ -736,19 +728,6 @@ __global__ void __launch_bounds__(kThreads)
 
 //===- Host side ----------------------------------------------------------===//
 
-[[noreturn]] void fail(const std::string &message) {
-  std::fprintf(stderr, "anvil: %s\n", message.c_str());
-  std::abort();
-}
-
-/// One call: its name, its shape in words, when it started.
-struct Call {
-  const char *name;
-  std::string shape;
-  std::string profileName;
-  std::chrono::steady_clock::time_point start;
-};
-
 Call describe(const char *name, const char *pass, int64_t batch, int64_t heads,
               int64_t kvHeads, int64_t queries, int64_t keys, int64_t dim,
               int64_t valueDim, int32_t causal, int32_t bf16) {
@@ -767,10 +746,6 @@ Call describe(const char *name, const char *pass, int64_t batch, int64_t heads,
                   (dim == valueDim ? "" : "/" + n(valueDim));
   c.start = std::chrono::steady_clock::now();
   return c;
-}
-
-[[noreturn]] void failShape(const Call &c, const std::string &why) {
-  fail(std::string(c.name) + ": " + why + " (" + c.shape + ")");
 }
 
 /// Fails unless the kernels here support the shape.
@@ -859,25 +834,6 @@ Strided<T> chunkOf(T *base, const anvil_rt_attention_layout &l, int64_t b0,
   return t;
 }
 
-/// Aborts with the report of a failed CUDA runtime call (in a graph
-/// capture, records it: cuda::recordCaptureFailure).
-void check(cudaError_t e, const char *what, const Call &c,
-           const std::string &kernel = "") {
-  if (e == cudaSuccess)
-    return;
-  std::string message = std::string(what) + " failed: " + cudaGetErrorName(e) +
-                        " (" + cudaGetErrorString(e) + "), " +
-                        (kernel.empty() ? "" : "for kernel '" + kernel + "' ") +
-                        "of " + c.name + " (" + c.shape + ")";
-  if (!anvil::rt::cuda::recordCaptureFailure(message))
-    fail(message);
-}
-
-/// The stream the step's work runs on.
-cudaStream_t stepStream() {
-  return static_cast<cudaStream_t>(anvil::rt::cuda::stepStream());
-}
-
 /// The largest dynamic shared memory a CTA may opt into on this device.
 int sharedMemoryLimit(const Call &c) {
   int device = 0, bytes = 0;
@@ -886,18 +842,6 @@ int sharedMemoryLimit(const Call &c) {
                                device),
         "cudaDeviceGetAttribute", c);
   return bytes;
-}
-
-/// kernel<<<grid, threads, smem>>>(args...) on the step stream (emulated:
-/// run on the CPU before it returns).
-template <typename Kernel, typename... Args>
-void launchOnStepStream(Kernel kernel, dim3 grid, dim3 threads, size_t smem,
-                        Args... args) {
-#ifdef ANVIL_CUDA_EMULATION
-  anvil::cuda_emulation::launch(kernel, grid, threads, smem, args...);
-#else
-  kernel<<<grid, threads, smem, stepStream()>>>(args...);
-#endif
 }
 
 /// Lets `kernel` use `smem` bytes of dynamic shared memory, once per
@@ -935,29 +879,6 @@ void launch(Kernel kernel, const std::string &name, dim3 grid, size_t smem,
   }
   launchOnStepStream(kernel, grid, kThreads, smem, args...);
   check(cudaGetLastError(), "the launch", c, name);
-}
-
-/// Waits for the step stream in "sync" mode and adds the call's time to
-/// the profile.
-void finish(const Call &c) {
-  if (anvil::rt::cuda::launchMode() != anvil::rt::cuda::LaunchMode::Sync)
-    return; // queued on the step stream; the step's end waits for it
-  check(cudaStreamSynchronize(stepStream()), "cudaStreamSynchronize", c);
-  if (anvil::rt::cuda::profiling())
-    anvil::rt::cuda::profileAdd(c.profileName,
-                                std::chrono::duration<double>(
-                                    std::chrono::steady_clock::now() - c.start)
-                                    .count());
-}
-
-void initialize(const Call &c) {
-  anvil::rt::Status st = anvil::rt::cuda::initialize();
-  if (!st.isOk())
-    fail(std::string(c.name) + ": " + st.message());
-  // The launches' checks read the runtime's last error: start from none.
-  // A launch error of an earlier call was that call's to report; one left
-  // by a graph capture that was dropped is not this call's.
-  (void)cudaGetLastError();
 }
 
 std::string kernelName(const char *kernel, int dp, bool bf16) {

@@ -40,7 +40,7 @@
 //   (cudaDevAttrMaxSharedMemoryPerBlockOptin: Options::sharedMemoryOptin,
 //   99 KB by default, sm_86/sm_89's, the least of the GPUs the kernels are
 //   built for), cudaMallocAsync/cudaFreeAsync (allocate(), filled with
-//   0xFF), cudaStreamSynchronize and the error names.
+//   0xFF), cudaMemsetAsync, cudaStreamSynchronize and the error names.
 // - Memory errors: allocate() and the dynamic shared memory end (rounded up
 //   to 16 bytes) at an inaccessible page, so reading or writing past the end
 //   faults; the fault is reported with the block and thread (unless a
@@ -768,6 +768,13 @@ inline cudaError_t cudaMallocAsync(void **p, size_t bytes, cudaStream_t) {
   if (!*p)
     return cudaErrorMemoryAllocation;
   std::memset(*p, 0xFF, bytes);
+  return cudaSuccess;
+}
+
+/// Synchronous.
+inline cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes,
+                                   cudaStream_t) {
+  std::memset(p, value, bytes);
   return cudaSuccess;
 }
 

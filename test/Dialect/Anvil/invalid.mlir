@@ -1369,7 +1369,7 @@ func.func @broadcast_grad_elsewhere(%x: tensor<4xf32>) {
 // -----
 
 func.func @library_call_elsewhere(%x: tensor<4xf32>) {
-  // expected-error@+1 {{'anvil.library_call' must be a unit attribute on an anvil.conv, anvil.conv_transpose or anvil.conv_filter_grad}}
+  // expected-error@+1 {{'anvil.library_call' must be a unit attribute on an anvil.conv, anvil.conv_transpose, anvil.conv_filter_grad or anvil.embedding_grad}}
   %0 = anvil.exp %x {anvil.library_call} : tensor<4xf32>
   return
 }

@@ -135,6 +135,18 @@ def AnvilConvertToLinalgPass : Pass<"anvil-convert-to-linalg", "mlir::ModuleOp">
     = 0` (a row of `-inf` gives `-inf`, where the two passes give NaN).
     The sum differs from the two passes' in rounding.
 
+    `anvil.embedding_grad` (a scatter-add of gradient rows into a zeroed
+    table) becomes a loop over the positions, each adding its row into its
+    table row in turn. With `library-embedding-grads`, one of f32
+    gradients, i32 ids and static shapes is marked `anvil.library_call`
+    instead and stays for `anvil-bufferize`, which calls the runtime's
+    `anvil_rt_embedding_grad_f32` (or the device's function the
+    bufferizer's `embedding-grad` option names: CUDA's sums the rows in
+    parallel, with the loop's bits). On a GPU the loop is a thread per
+    column that adds every position's row in turn: GPT-2's 8192 tokens
+    make that thousands of dependent read-modify-writes of global memory
+    in a row.
+
     Other dialects join through `ConvertToLinalgDialectInterface`
     (`anvil/Conversion/ConvertToLinalgInterface.h`): the patterns of every
     loaded dialect that attaches it run with Anvil's, and that dialect's
@@ -162,6 +174,11 @@ def AnvilConvertToLinalgPass : Pass<"anvil-convert-to-linalg", "mlir::ModuleOp">
            "A row's log-sum-exp as one generic that folds the maximum and "
            "the sum of exponentials together, reading the row once (the "
            "CUDA backend's choice)">,
+    Option<"libraryEmbeddingGrads", "library-embedding-grads", "bool",
+           /*default=*/"false",
+           "Leave each anvil.embedding_grad of f32 with i32 ids to a runtime "
+           "call (marked anvil.library_call; the CUDA backend's choice) "
+           "instead of a loop">,
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
@@ -220,6 +237,14 @@ def AnvilBufferizePass : Pass<"anvil-bufferize", "mlir::ModuleOp"> {
     global `__anvil_conv_problem_N`, and the three buffers, made contiguous,
     as pointers); the CUDA backend's is cuDNN's.
 
+    An `anvil.embedding_grad` marked `anvil.library_call`
+    (`anvil-convert-to-linalg`'s `library-embedding-grads`) writes a new
+    table through one call of `embedding-grad` (RuntimeABI.h's
+    `anvil_rt_embedding_grad_f32`: positions, rows, width, then the
+    gradient, the ids, made contiguous, and the table, as pointers); the
+    CUDA backend's sums each row's gradients in parallel with the same
+    bits (`anvil_rt_cuda_embedding_grad_f32`).
+
     Input:
     ```mlir
     func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
@@ -274,6 +299,10 @@ def AnvilBufferizePass : Pass<"anvil-bufferize", "mlir::ModuleOp"> {
            /*default=*/"\"anvil_rt_conv\"",
            "The runtime function a convolution marked anvil.library_call "
            "calls">,
+    Option<"embeddingGradCallee", "embedding-grad", "std::string",
+           /*default=*/"\"anvil_rt_embedding_grad_f32\"",
+           "The runtime function an anvil.embedding_grad marked "
+           "anvil.library_call calls">,
   ];
   let dependentDialects = [
     "mlir::bufferization::BufferizationDialect", "mlir::linalg::LinalgDialect",

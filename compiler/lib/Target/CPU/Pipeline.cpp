@@ -88,6 +88,7 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     pm.addPass(createCSEPass());
     AnvilConvertToLinalgPassOptions toLinalg;
     toLinalg.onlineLogSumExp = options.onlineLogSumExp;
+    toLinalg.libraryEmbeddingGrads = options.libraryEmbeddingGrads;
     pm.addPass(createAnvilConvertToLinalgPass(toLinalg));
     pm.addPass(createCanonicalizerPass());
   }
@@ -122,6 +123,7 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     bufferize.gemmF8Callee = options.gemmF8;
     bufferize.gemmF8GeluCallee = options.gemmF8Gelu;
     bufferize.convCallee = options.conv;
+    bufferize.embeddingGradCallee = options.embeddingGrad;
     pm.addPass(createAnvilBufferizePass(bufferize));
     pm.addPass(createCanonicalizerPass());
     bufferization::BufferResultsToOutParamsPassOptions outParams;

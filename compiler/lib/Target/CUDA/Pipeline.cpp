@@ -107,6 +107,7 @@ mlir::anvil::cuda::kernelShapeOptions(const CUDAPipelineOptions &options) {
   cpuOptions.libraryConvs = options.libraryConvs;
   cpuOptions.horizontalFuse = options.horizontalFuse;
   cpuOptions.onlineLogSumExp = options.onlineLogSumExp;
+  cpuOptions.libraryEmbeddingGrads = options.libraryEmbeddingGrads;
   // A fill and the row reduction it starts: one launch.
   cpuOptions.fillsIntoReductions = true;
   cpuOptions.rowGroups = options.rowGroups;
@@ -143,6 +144,7 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
     cpuOptions.gemmDgeluBgrad = "anvil_rt_cuda_gemm_dgelu_bgrad";
     cpuOptions.gemmWeightBiasGrad = "anvil_rt_cuda_gemm_weight_bias_grad";
     cpuOptions.conv = "anvil_rt_cuda_conv";
+    cpuOptions.embeddingGrad = "anvil_rt_cuda_embedding_grad_f32";
     Stage upTo = std::min(last, Stage::Bufferized);
     cpu::buildCPUPipeline(pm, shared(upTo),
                           after ? std::optional(shared(*after)) : std::nullopt,

@@ -46,7 +46,8 @@ bool queuesOnly(StringRef callee) {
                                           "anvil_rt_cuda_gemm_bias_gelu",
                                           "anvil_rt_cuda_gemm_dgelu_bgrad",
                                           "anvil_rt_cuda_gemm_weight_bias_grad",
-                                          "anvil_rt_cuda_conv"};
+                                          "anvil_rt_cuda_conv",
+                                          "anvil_rt_cuda_embedding_grad_f32"};
   return names.contains(callee);
 }
 

@@ -218,6 +218,15 @@ void anvil_rt_cuda_gemm_bf16_rounded(int32_t transA, int32_t transB, int64_t m,
                                      int64_t strideB, uint16_t *c, int64_t ldc,
                                      int64_t strideC, int64_t batch);
 
+/// anvil_rt_embedding_grad_f32's contract (RuntimeABI.h) on device
+/// pointers, the same bits, in parallel (EmbeddingGrad.cu): the positions
+/// sorted by (row, position), then a thread per row and column sums its
+/// gradient rows in order. Queues its kernels on the step stream; no
+/// atomics, so every run writes the same table.
+void anvil_rt_cuda_embedding_grad_f32(int64_t count, int64_t rows,
+                                      int64_t width, const float *grad,
+                                      const int32_t *ids, float *table);
+
 /// anvil_rt_gemm_bias's, anvil_rt_gemm_bias_gelu's and
 /// anvil_rt_gemm_dgelu_bgrad's contracts (RuntimeABI.h) on device pointers:
 /// one cuBLASLt GEMM each, with the BIAS, GELU_AUX_BIAS (GELU_BIAS with a

@@ -103,6 +103,16 @@ void anvil_rt_gemm_bf16_rounded(int32_t transA, int32_t transB, int64_t m,
                                 int64_t ldb, int64_t strideB, uint16_t *c,
                                 int64_t ldc, int64_t strideC, int64_t batch);
 
+/// An embedding table's gradient (`anvil.embedding_grad` of f32 with i32
+/// indices): table (rows x width) = 0, then for n in [0, count), in order,
+/// table[clamp(ids[n], 0, rows - 1)] += grad[n] (grad: count x width).
+/// Every buffer is contiguous and row-major; table is overwritten. Each
+/// row is the sum of its gradient rows in increasing n from 0.0: the bits
+/// of the loop anvil-convert-to-linalg makes of the op.
+void anvil_rt_embedding_grad_f32(int64_t count, int64_t rows, int64_t width,
+                                 const float *grad, const int32_t *ids,
+                                 float *table);
+
 /// A bf16 linear layer with its bias (`anvil.linear`): out = bf16(a b +
 /// bias), m x n (a: m x k, b: k x n, or n x k with `transB`, and bias (n)
 /// bf16; products exact, accumulated in f32, the bias added to the f32 sum,

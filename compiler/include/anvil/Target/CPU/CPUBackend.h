@@ -95,6 +95,13 @@ struct CPUPipelineOptions {
   /// A row's log-sum-exp in one pass over the row (anvil-convert-to-linalg
   /// online-logsumexp; off on the CPU, whose caches hold a row for the two).
   bool onlineLogSumExp = false;
+  /// Each embedding gradient of f32 with i32 ids as one call of
+  /// `embeddingGrad` (anvil-convert-to-linalg library-embedding-grads; off,
+  /// the CPU's default: the loop, the same bits).
+  bool libraryEmbeddingGrads = false;
+  /// The runtime function such an embedding gradient calls (anvil-bufferize
+  /// embedding-grad).
+  std::string embeddingGrad = "anvil_rt_embedding_grad_f32";
   /// Run anvil-library-convs: the convolutions a library takes become one
   /// call each of `conv` (off, the CPU's default: every convolution is a
   /// linalg one).

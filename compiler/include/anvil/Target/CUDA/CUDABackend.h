@@ -85,6 +85,11 @@ struct CUDAPipelineOptions {
   /// A row's log-sum-exp in one pass over the row (anvil-convert-to-linalg
   /// online-logsumexp): the cross-entropy's logits read once.
   bool onlineLogSumExp = true;
+  /// Each embedding gradient of f32 with i32 ids as one runtime call
+  /// (anvil-convert-to-linalg library-embedding-grads;
+  /// anvil_rt_cuda_embedding_grad_f32, which sums each row in parallel);
+  /// off: the loop, a kernel of a thread per column over every position.
+  bool libraryEmbeddingGrads = true;
   /// Convolutions that cuDNN takes run as one call each
   /// (anvil-library-convs; anvil_rt_cuda_conv); off: as kernels.
   bool libraryConvs = true;

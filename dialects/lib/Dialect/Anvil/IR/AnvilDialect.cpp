@@ -295,14 +295,17 @@ LogicalResult AnvilDialect::verifyOperationAttribute(Operation *op,
                                 "anvil.reduce_sum";
     return success();
   }
-  // A convolution a library runs (anvil-library-convs).
+  // A convolution a library runs (anvil-library-convs), an embedding
+  // gradient the runtime computes (anvil-convert-to-linalg
+  // library-embedding-grads).
   if (attr.getName() == kLibraryCallAttrName) {
-    if (!isa<ConvOp, ConvTransposeOp, ConvFilterGradOp>(op) ||
+    if (!isa<ConvOp, ConvTransposeOp, ConvFilterGradOp, EmbeddingGradOp>(op) ||
         !isa<UnitAttr>(attr.getValue()))
       return op->emitError()
              << "'" << kLibraryCallAttrName
              << "' must be a unit attribute on an anvil.conv, "
-                "anvil.conv_transpose or anvil.conv_filter_grad";
+                "anvil.conv_transpose, anvil.conv_filter_grad or "
+                "anvil.embedding_grad";
     return success();
   }
   if (attr.getName() == kRowGroupAttrName) {

@@ -86,7 +86,9 @@ def Anvil_Dialect : Dialect {
     /// that runs as one call of a convolution library (cuDNN on CUDA):
     /// anvil-library-convs sets it, anvil-decompose and
     /// anvil-convert-to-linalg leave the op, anvil-bufferize makes the call
-    /// (unit).
+    /// (unit). On an anvil.embedding_grad that the runtime computes
+    /// (anvil-convert-to-linalg's library-embedding-grads sets it, and
+    /// leaves the op to anvil-bufferize's call).
     static constexpr ::llvm::StringLiteral kLibraryCallAttrName =
         "anvil.library_call";
     /// On an scf.execute_region of ops over the same rows that
