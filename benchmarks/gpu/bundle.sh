@@ -23,6 +23,9 @@
 #   bin/gpt2-124m-bf16-rowsapart.cuda.train  the bf16 step with a layer
 #                                         norm's kernels apart
 #                                         (--row-groups=0)
+#   bin/gpt2-124m-bf16-embedloop.cuda.train  the bf16 step with the token
+#                                         embedding's gradient as the loop
+#                                         (--library-embedding-grads=off)
 #   bin/gpt2-124m-bf16-f32attention.cuda.train  the bf16 step with attention
 #                                         on f32 tensors
 #                                         (--attention-bf16-tensors=off)
@@ -120,6 +123,11 @@ echo "bundle: CUDA executables for $ARCH"
 "$BIN/anvil-compile" --model gpt --config gpt2-124m --precision=bf16 \
   --row-groups=0 --target=cuda --cuda-arch="$ARCH" \
   -o "$OUT/bin/gpt2-124m-bf16-rowsapart.cuda.train"
+# The same step with the token embedding's gradient as the loop over the
+# tokens (a thread per column), against the runtime's parallel call.
+"$BIN/anvil-compile" --model gpt --config gpt2-124m --precision=bf16 \
+  --library-embedding-grads=off --target=cuda --cuda-arch="$ARCH" \
+  -o "$OUT/bin/gpt2-124m-bf16-embedloop.cuda.train"
 for precision in bf16 fp8 fp8=delayed; do
   name=${precision/=/-}
   "$BIN/anvil-compile" --model gpt --config gpt2-350m --precision=$precision \

@@ -237,6 +237,11 @@ bf16_losses gpt2-bf16-horizontal-losses gpt2-bf16-separate || true
 # (anvil-row-groups): the same sums in the same order.
 measure gpt2-bf16-rowsapart "$here/bin/gpt2-124m-bf16-rowsapart.cuda.train"
 bf16_losses gpt2-bf16-row-group-losses gpt2-bf16-rowsapart || true
+# The token embedding's gradient as the loop over the tokens (a thread per
+# column, every token's row in turn) against the runtime's parallel call,
+# which writes the loop's bits.
+measure gpt2-bf16-embedloop "$here/bin/gpt2-124m-bf16-embedloop.cuda.train"
+bf16_losses gpt2-bf16-embedding-losses gpt2-bf16-embedloop || true
 # GPT-2 350M in FP8 (the blocks' linear layers; the rest bf16) against the
 # same model in bf16 (issue 9's target: 1.25x).
 measure gpt2-350m-bf16 "$here/bin/gpt2-350m-bf16.cuda.train"
@@ -287,6 +292,8 @@ ratio "Anvil bf16 horizontal fusion / a kernel per dispatch" gpt2-bf16 \
   gpt2-bf16-separate
 ratio "Anvil bf16 row groups / a layer norm's kernels apart" gpt2-bf16 \
   gpt2-bf16-rowsapart
+ratio "Anvil bf16 embedding gradient call / loop" gpt2-bf16 \
+  gpt2-bf16-embedloop
 ratio "Anvil bf16 CUDA graph / asynchronous launches" gpt2-bf16 gpt2-bf16-async
 ratio "Anvil bf16 CUDA graph / synchronized launches" gpt2-bf16 gpt2-bf16-sync
 ratio "Anvil GPT-2 350M fp8 / bf16" gpt2-350m-fp8 gpt2-350m-bf16 " (target 1.25)"
