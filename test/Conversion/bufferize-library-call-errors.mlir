@@ -25,7 +25,7 @@ func.func @bias(%x: tensor<1x2x8x8xf32>, %w: tensor<4x2x3x3xf32>, %b: tensor<4xf
 // An embedding gradient left as a runtime call must be one the runtime
 // takes: f32 gradients and i32 ids, marked.
 func.func @embedding_grad_bf16(%g: tensor<6x8xbf16>, %ids: tensor<6xi32>) -> tensor<10x8xbf16> {
-  // expected-error@+2 {{anvil-bufferize: this anvil.embedding_grad is not a runtime call (one of f32 gradients and i32 ids marked anvil.library_call, as anvil-convert-to-linalg's library-embedding-grads marks them; the others become a loop there)}}
+  // expected-error@+2 {{anvil-bufferize: this anvil.embedding_grad is not a runtime call (one of f32 gradients and i32 ids of static shapes marked anvil.library_call, as anvil-convert-to-linalg's library-embedding-grads marks them; the others become a loop there)}}
   // expected-error@+1 {{failed to bufferize op}}
   %t = anvil.embedding_grad %g[%ids] rows = 10 {anvil.library_call} : (tensor<6x8xbf16>, tensor<6xi32>) -> tensor<10x8xbf16>
   return %t : tensor<10x8xbf16>

@@ -78,23 +78,19 @@ func.func @step(%x: memref<64xf32>, %s: memref<8xf32>, %m: memref<f32>, %t: memr
 }
 
 // A merged reduction's outputs, each filled: both fills join its dispatch
-// (the first passes the second, a fill of another buffer). A fill of a
-// buffer that the reduction does not write, between them, keeps its own
-// dispatch, before.
+// (the first passes the second), in their order.
 // CHECK-LABEL: func.func @two_fills
 // FILLS: func.func private @[[$SUMS:two_fills__dispatch_[0-9]+]](%[[A:.+]]: memref<8xf32>, %[[B:.+]]: memref<8xf32>, %[[ROWS:.+]]: memref<8x8xf32>)
 // FILLS: linalg.fill ins(%{{.+}} : f32) outs(%[[A]] : memref<8xf32>)
 // FILLS-NEXT: linalg.fill ins(%{{.+}} : f32) outs(%[[B]] : memref<8xf32>)
 // FILLS-NEXT: linalg.generic {{.+}} outs(%[[A]], %[[B]] : memref<8xf32>, memref<8xf32>)
 // FILLS-LABEL: func.func @two_fills
-// FILLS: call @{{.+}}__dispatch_{{[0-9]+}}(%arg3) : (memref<8xf32>) -> ()
-// FILLS-NEXT: call @[[$SUMS]](%arg1, %arg2, %{{.+}})
+// FILLS: call @[[$SUMS]](%arg1, %arg2, %{{.+}})
 // FILLS-NOT: call
-func.func @two_fills(%x: memref<64xf32>, %a: memref<8xf32>, %b: memref<8xf32>, %c: memref<8xf32>) {
+func.func @two_fills(%x: memref<64xf32>, %a: memref<8xf32>, %b: memref<8xf32>) {
   %zero = arith.constant 0.0 : f32
   %rows = memref.expand_shape %x [[0, 1]] output_shape [8, 8] : memref<64xf32> into memref<8x8xf32>
   linalg.fill ins(%zero : f32) outs(%a : memref<8xf32>)
-  linalg.fill ins(%zero : f32) outs(%c : memref<8xf32>)
   linalg.fill ins(%zero : f32) outs(%b : memref<8xf32>)
   linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>],
                   iterator_types = ["parallel", "reduction"]}
@@ -103,6 +99,32 @@ func.func @two_fills(%x: memref<64xf32>, %a: memref<8xf32>, %b: memref<8xf32>, %
     %r = arith.addf %v, %p : f32
     %m = arith.maximumf %v, %q : f32
     linalg.yield %r, %m : f32, f32
+  }
+  return
+}
+
+// A fill of a buffer the reduction does not write (here the whole of one
+// whose start the reduction's output views) stays where it is, and so does
+// the fill before it: the reduction starts from the later fill's 1.0, as
+// written.
+// FILLS-LABEL: func.func @other_fill_between
+// FILLS: %[[A:.+]] = memref.subview %arg1
+// FILLS-NEXT: call @{{.+}}__dispatch_{{[0-9]+}}(%[[A]])
+// FILLS-NEXT: call @{{.+}}__dispatch_{{[0-9]+}}(%arg1)
+// FILLS-NEXT: call @{{.+}}__dispatch_{{[0-9]+}}(%arg0, %[[A]])
+// FILLS-NOT: call
+func.func @other_fill_between(%x: memref<8x8xf32>, %c: memref<16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %a = memref.subview %c[0] [8] [1] : memref<16xf32> to memref<8xf32, strided<[1]>>
+  linalg.fill ins(%zero : f32) outs(%a : memref<8xf32, strided<[1]>>)
+  linalg.fill ins(%one : f32) outs(%c : memref<16xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<8x8xf32>) outs(%a : memref<8xf32, strided<[1]>>) {
+  ^bb0(%v: f32, %p: f32):
+    %r = arith.addf %v, %p : f32
+    linalg.yield %r : f32
   }
   return
 }

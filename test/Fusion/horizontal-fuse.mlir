@@ -491,3 +491,41 @@ func.func @read_between(%dy: tensor<16x4xf32>, %o1: tensor<4xf32>) -> (tensor<4x
   } -> tensor<4x4xf32>
   return %u, %p2 : tensor<4xf32>, tensor<4x4xf32>
 }
+
+// -----
+
+// A second stage that the later split sum itself reads (its scale here)
+// does not move past it: the first stages stay apart.
+#p3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#q3 = affine_map<(d0, d1, d2) -> (d0, d2)>
+#c3 = affine_map<(d0, d1, d2) -> (d2)>
+#p2 = affine_map<(d0, d1) -> (d0, d1)>
+#c2 = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @read_by_later
+// CHECK: %[[P1:.+]] = linalg.generic {{.*}} ins(%{{.+}} : tensor<4x4x4xf32>) outs(%{{.+}} : tensor<4x4xf32>)
+// CHECK: %[[S1:.+]] = linalg.generic {{.*}} ins(%[[P1]] : tensor<4x4xf32>)
+// CHECK: linalg.generic {{.*}} ins(%{{.+}}, %[[S1]] : tensor<4x4x4xf32>, tensor<4xf32>) outs(%{{.+}} : tensor<4x4xf32>)
+func.func @read_by_later(%dy: tensor<16x4xf32>, %o1: tensor<4xf32>) -> tensor<4x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x4xf32>
+  %v = tensor.expand_shape %dy [[0, 1], [2]] output_shape [4, 4, 4] : tensor<16x4xf32> into tensor<4x4x4xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %p1 = linalg.generic {indexing_maps = [#p3, #q3], iterator_types = ["parallel", "reduction", "parallel"]} ins(%v : tensor<4x4x4xf32>) outs(%f1 : tensor<4x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<4x4xf32>
+  %s1 = linalg.generic {indexing_maps = [#p2, #c2], iterator_types = ["reduction", "parallel"]} ins(%p1 : tensor<4x4xf32>) outs(%o1 : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %f2 = linalg.fill ins(%zero : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %p2 = linalg.generic {indexing_maps = [#p3, #c3, #q3], iterator_types = ["parallel", "reduction", "parallel"]} ins(%v, %s1 : tensor<4x4x4xf32>, tensor<4xf32>) outs(%f2 : tensor<4x4xf32>) {
+  ^bb0(%a: f32, %k: f32, %o: f32):
+    %m = arith.mulf %a, %k : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<4x4xf32>
+  return %p2 : tensor<4x4xf32>
+}

@@ -118,10 +118,12 @@ func.func @leading_unit(%dy: tensor<8192x768xf32>, %g: tensor<1x768xf32>, %o: te
 
 // Left alone: a short sum (128 terms < min-length; with min-length=16 and
 // min-slice=4 it splits into 32 slices of 4), a maximum (not a sum), a sum
-// into more than max-points outputs, a matrix product (a GEMM's), a sum
-// reading one column of a wider tensor through a constant 0 (a unit
-// dimension read so is dropped: see @norm_grad_stats), and a sum whose
-// body reads its loop position (linalg.index).
+// into more than max-points outputs, a matrix product (a GEMM's), a row
+// sum reading its row's statistic through a constant 0 (softmax's
+// exp(x - max): a warp per row runs it whole; a column sum's unit
+// dimension read so is dropped, see @norm_grad_stats), a sum whose body
+// reads its loop position (linalg.index), and a column sum reading one
+// column of a wider tensor through a constant 0 (no unit dimension).
 #rows = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d1)>
 #a = affine_map<(m, n, k) -> (m, k)>
@@ -138,7 +140,8 @@ func.func @leading_unit(%dy: tensor<8192x768xf32>, %g: tensor<1x768xf32>, %o: te
 // SMALL: return
 func.func @left_alone(%short: tensor<128x768xf32>, %wide: tensor<8192x32768xf32>, %o: tensor<768xf32>, %w: tensor<32768xf32>,
                       %ma: tensor<64x8192xf32>, %mb: tensor<8192x64xf32>, %mc: tensor<64x64xf32>,
-                      %mx: tensor<64x2xf32>, %ro: tensor<64xf32>) -> (tensor<768xf32>, tensor<768xf32>, tensor<32768xf32>, tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>) {
+                      %mx: tensor<64x1xf32>, %ro: tensor<64xf32>, %wide2: tensor<8192x768xf32>, %pair: tensor<8192x2xf32>)
+    -> (tensor<768xf32>, tensor<768xf32>, tensor<32768xf32>, tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<768xf32>) {
   %0 = linalg.generic {indexing_maps = [#rows, #col], iterator_types = ["reduction", "parallel"]}
       ins(%short : tensor<128x768xf32>) outs(%o : tensor<768xf32>) {
   ^bb0(%x: f32, %acc: f32):
@@ -165,7 +168,7 @@ func.func @left_alone(%short: tensor<128x768xf32>, %wide: tensor<8192x32768xf32>
     linalg.yield %s : f32
   } -> tensor<64x64xf32>
   %4 = linalg.generic {indexing_maps = [#rows, #bcast, #row], iterator_types = ["parallel", "reduction"]}
-      ins(%ma, %mx : tensor<64x8192xf32>, tensor<64x2xf32>) outs(%ro : tensor<64xf32>) {
+      ins(%ma, %mx : tensor<64x8192xf32>, tensor<64x1xf32>) outs(%ro : tensor<64xf32>) {
   ^bb0(%x: f32, %m: f32, %acc: f32):
     %d = arith.subf %x, %m : f32
     %e = math.exp %d : f32
@@ -182,5 +185,12 @@ func.func @left_alone(%short: tensor<128x768xf32>, %wide: tensor<8192x32768xf32>
     %s = arith.addf %p, %acc : f32
     linalg.yield %s : f32
   } -> tensor<64xf32>
-  return %0, %1, %2, %3, %4, %5 : tensor<768xf32>, tensor<768xf32>, tensor<32768xf32>, tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %6 = linalg.generic {indexing_maps = [#rows, #bcast, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%wide2, %pair : tensor<8192x768xf32>, tensor<8192x2xf32>) outs(%o : tensor<768xf32>) {
+  ^bb0(%x: f32, %p: f32, %acc: f32):
+    %m = arith.mulf %x, %p : f32
+    %s = arith.addf %m, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<768xf32>
+  return %0, %1, %2, %3, %4, %5, %6 : tensor<768xf32>, tensor<768xf32>, tensor<32768xf32>, tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<768xf32>
 }

@@ -773,10 +773,12 @@ struct EmbeddingGradBufferization
     auto gradType = cast<RankedTensorType>(grad.getGrad().getType());
     if (!op->hasAttr(anvil::AnvilDialect::kLibraryCallAttrName) ||
         !gradType.getElementType().isF32() ||
-        !ids.getElementType().isInteger(32) || table.getRank() != 2)
+        !ids.getElementType().isInteger(32) || table.getRank() != 2 ||
+        !gradType.hasStaticShape() || !ids.hasStaticShape() ||
+        !table.hasStaticShape())
       return op->emitError("anvil-bufferize: this anvil.embedding_grad is not "
                            "a runtime call (one of f32 gradients and i32 ids "
-                           "marked anvil.library_call, as "
+                           "of static shapes marked anvil.library_call, as "
                            "anvil-convert-to-linalg's library-embedding-grads "
                            "marks them; the others become a loop there)");
     Location loc = op->getLoc();

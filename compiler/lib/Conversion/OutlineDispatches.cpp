@@ -45,9 +45,9 @@ using namespace mlir;
 namespace {
 
 /// With fills-into-reductions: when `fill` (a linalg.fill of a buffer with
-/// a constant) is followed, past ops free of memory effects and other
-/// buffers' constant fills only (a merged reduction's outputs, each
-/// filled), by a dispatch that is a linalg.generic with parallel and
+/// a constant) is followed, past ops free of memory effects and constant
+/// fills of the generic's other outputs only (a merged reduction's outputs,
+/// each filled), by a dispatch that is a linalg.generic with parallel and
 /// reduction loops
 /// whose outputs include the filled buffer and whose inputs do not (nor a
 /// view of it), that generic: the two make one dispatch, so that a grid's
@@ -70,6 +70,10 @@ linalg::GenericOp reductionFilled(linalg::FillOp fill) {
     }
     return true;
   };
+  // The constant fills passed over: each must fill another output of the
+  // generic (then it joins the region too, and no write moves past
+  // another).
+  SmallVector<linalg::FillOp> passed;
   for (Operation *op = fill->getNextNode(); op; op = op->getNextNode()) {
     if (!anvil::rows::isDispatchRegion(op)) {
       if (!isMemoryEffectFree(op))
@@ -78,15 +82,21 @@ linalg::GenericOp reductionFilled(linalg::FillOp fill) {
     }
     if (auto other = dyn_cast<linalg::FillOp>(op);
         other && other.hasPureBufferSemantics() &&
-        other.getInputs()[0].getDefiningOp<arith::ConstantOp>() &&
-        !viewsBuffer(other.getOutputs()[0]))
+        other.getInputs()[0].getDefiningOp<arith::ConstantOp>()) {
+      passed.push_back(other);
       continue;
+    }
     auto generic = dyn_cast<linalg::GenericOp>(op);
+    auto writesOther = [&](linalg::FillOp other) {
+      Value out = other.getOutputs()[0];
+      return out != buffer && llvm::is_contained(generic.getDpsInits(), out);
+    };
     if (!generic || !generic.hasPureBufferSemantics() ||
         generic.getNumParallelLoops() == 0 ||
         generic.getNumReductionLoops() == 0 ||
         !llvm::is_contained(generic.getDpsInits(), buffer) ||
-        llvm::any_of(generic.getDpsInputs(), viewsBuffer))
+        llvm::any_of(generic.getDpsInputs(), viewsBuffer) ||
+        !llvm::all_of(passed, writesOther))
       return nullptr;
     return generic;
   }

@@ -32,74 +32,99 @@ bool isSum(linalg::GenericOp op) {
   return add && out.hasOneUse() && (add.getLhs() == out || add.getRhs() == out);
 }
 
-/// Whether `operand`'s map reads it through loop dimensions, and constant
-/// 0s only where its dimension is 1 (a layer norm's row mean, [8, 1024, 1],
-/// read at (d0, d1, 0)).
-bool unitBroadcastsOnly(linalg::GenericOp op, OpOperand &operand) {
-  AffineMap map = op.getMatchingIndexingMap(&operand);
-  if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
-    return false;
-  ArrayRef<int64_t> shape = op.getShape(&operand);
-  return llvm::all_of(llvm::enumerate(map.getResults()), [&](auto result) {
-    auto constant = dyn_cast<AffineConstantExpr>(result.value());
-    return !constant || shape[result.index()] == 1;
-  });
-}
+/// An input read at constant 0s where its dimensions are 1 (a layer norm's
+/// row mean, [8, 1024, 1], read at (d0, d1, 0)), as the split reads it:
+/// those dimensions collapsed away (`groups`, a dropped one joining the
+/// kept one before it, or after it when it leads) into `shape`, read
+/// through `map` (the loop dimensions alone).
+struct Unbroadcast {
+  AffineMap map;
+  SmallVector<ReassociationIndices> groups;
+  SmallVector<int64_t> shape;
+  bool collapses = false;
+};
 
-/// `op` with each input's unit dimensions that its map reads at a constant
-/// 0 collapsed away (the row mean read as [8, 1024] at (d0, d1)), so that
-/// every map is a projected permutation, which the split needs.
-linalg::GenericOp dropUnitBroadcasts(RewriterBase &rewriter,
-                                     linalg::GenericOp op) {
-  SmallVector<Value> inputs;
-  SmallVector<AffineMap> maps;
-  bool changed = false;
-  rewriter.setInsertionPoint(op);
-  for (OpOperand *in : op.getDpsInputOperands()) {
-    AffineMap map = op.getMatchingIndexingMap(in);
-    auto type = cast<RankedTensorType>(in->get().getType());
-    SmallVector<AffineExpr> kept;
-    SmallVector<int64_t> shape;
-    // Each kept dimension's group, a dropped one joining the group before
-    // it (or the first group, if it leads).
-    SmallVector<ReassociationIndices> groups;
-    ReassociationIndices leading;
-    for (auto [i, expr] : llvm::enumerate(map.getResults())) {
-      if (isa<AffineConstantExpr>(expr)) {
-        (groups.empty() ? leading : groups.back())
-            .push_back(static_cast<int64_t>(i));
-        continue;
-      }
-      kept.push_back(expr);
-      shape.push_back(type.getDimSize(i));
-      groups.push_back(leading);
-      groups.back().push_back(static_cast<int64_t>(i));
-      leading.clear();
-    }
-    if (kept.size() == map.getNumResults()) {
-      inputs.push_back(in->get());
-      maps.push_back(map);
+/// `in` as the split reads it, or nothing when its map reads it other than
+/// through loop dimensions and constant 0s into unit dimensions.
+std::optional<Unbroadcast> unbroadcast(linalg::GenericOp op, OpOperand *in) {
+  AffineMap map = op.getMatchingIndexingMap(in);
+  if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
+    return std::nullopt;
+  auto type = dyn_cast<RankedTensorType>(in->get().getType());
+  if (!type) // a scalar: no dimensions to drop
+    return map.getNumResults() == 0 ? std::optional(Unbroadcast{map, {}, {}})
+                                    : std::nullopt;
+  Unbroadcast u;
+  SmallVector<AffineExpr> kept;
+  ReassociationIndices leading;
+  for (auto [i, expr] : llvm::enumerate(map.getResults())) {
+    if (isa<AffineConstantExpr>(expr)) {
+      if (type.getDimSize(i) != 1)
+        return std::nullopt; // one column of a wider tensor, not a broadcast
+      (u.groups.empty() ? leading : u.groups.back())
+          .push_back(static_cast<int64_t>(i));
+      u.collapses = true;
       continue;
     }
-    changed = true;
+    kept.push_back(expr);
+    u.shape.push_back(type.getDimSize(i));
+    u.groups.push_back(leading);
+    u.groups.back().push_back(static_cast<int64_t>(i));
+    leading.clear();
+  }
+  u.map = AffineMap::get(map.getNumDims(), 0, kept, op.getContext());
+  return u;
+}
+
+/// `op` with each input that unbroadcast() collapses read so (the row mean
+/// read as [8, 1024] at (d0, d1)): every map a projected permutation, which
+/// the split needs. The same op when no input collapses.
+linalg::GenericOp dropUnitBroadcasts(RewriterBase &rewriter,
+                                     linalg::GenericOp op,
+                                     ArrayRef<Unbroadcast> reads) {
+  if (llvm::none_of(reads, [](const Unbroadcast &u) { return u.collapses; }))
+    return op;
+  rewriter.setInsertionPoint(op);
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  for (auto [in, u] : llvm::zip_equal(op.getDpsInputOperands(), reads)) {
+    maps.push_back(u.map);
+    if (!u.collapses) {
+      inputs.push_back(in->get());
+      continue;
+    }
+    auto type = cast<RankedTensorType>(in->get().getType());
     inputs.push_back(tensor::CollapseShapeOp::create(
         rewriter, op.getLoc(),
-        RankedTensorType::get(shape, type.getElementType()), in->get(),
-        groups));
-    maps.push_back(
-        AffineMap::get(map.getNumDims(), 0, kept, rewriter.getContext()));
+        RankedTensorType::get(u.shape, type.getElementType()), in->get(),
+        u.groups));
   }
-  if (!changed)
-    return op;
   for (OpOperand &out : op.getDpsInitsMutable())
     maps.push_back(op.getMatchingIndexingMap(&out));
   auto replacement = linalg::GenericOp::create(
       rewriter, op.getLoc(), op->getResultTypes(), inputs, op.getDpsInits(),
       maps, op.getIteratorTypesArray());
+  replacement->setDiscardableAttrs(op->getDiscardableAttrDictionary());
   rewriter.inlineRegionBefore(op.getRegion(), replacement.getRegion(),
                               replacement.getRegion().begin());
   rewriter.replaceOp(op, replacement->getResults());
   return replacement;
+}
+
+/// The reduction dimensions of `op`, in order: collapsed into one before
+/// the split when there are several.
+ReassociationIndices reductionGroup(linalg::GenericOp op) {
+  SmallVector<unsigned> dims;
+  op.getReductionDims(dims);
+  return ReassociationIndices(dims.begin(), dims.end());
+}
+
+/// Whether `group` (several dimensions) is consecutive and every one of
+/// `maps` keeps it next to each other, so that it collapses into one.
+bool collapsible(const ReassociationIndices &group, ArrayRef<AffineMap> maps) {
+  return group.size() < 2 || (group.back() - group.front() + 1 ==
+                                  static_cast<int64_t>(group.size()) &&
+                              linalg::areDimSequencesPreserved(maps, {group}));
 }
 
 struct AnvilSplitReductionsPass
@@ -114,16 +139,26 @@ struct AnvilSplitReductionsPass
         op.getNumResults() != 1 || !isSum(op))
       return 0;
     // The split re-indexes operands by loop dimension: each map's results
-    // must be loop dimensions, or a constant 0 where an input's dimension
-    // is 1 (dropped before the split; not a broadcast of a longer one),
-    // and the body must not read loop positions (linalg.index would keep
-    // the old ones).
-    if (!llvm::all_of(
-            op.getDpsInputOperands(),
-            [&](OpOperand *in) { return unitBroadcastsOnly(op, *in); }) ||
-        !op.getMatchingIndexingMap(op.getDpsInitOperand(0))
-             .isProjectedPermutation(/*allowZeroInResults=*/false) ||
-        !op.getBody()->getOps<linalg::IndexOp>().empty())
+    // must be loop dimensions, or (in a column sum, whose innermost loop is
+    // parallel: a layer norm's weight gradient reading its row statistics)
+    // a constant 0 where an input's dimension is 1, dropped before the
+    // split; and the body must not read loop positions (linalg.index would
+    // keep the old ones). A row sum reading a row's statistic stays whole:
+    // a warp per row runs it.
+    SmallVector<AffineMap> maps;
+    bool columns =
+        op.getIteratorTypesArray().back() == utils::IteratorType::parallel;
+    for (OpOperand *in : op.getDpsInputOperands()) {
+      std::optional<Unbroadcast> u = unbroadcast(op, in);
+      if (!u || (u->collapses && !columns))
+        return 0;
+      maps.push_back(u->map);
+    }
+    AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+    maps.push_back(outMap);
+    if (!outMap.isProjectedPermutation(/*allowZeroInResults=*/false) ||
+        !op.getBody()->getOps<linalg::IndexOp>().empty() ||
+        !collapsible(reductionGroup(op), maps))
       return 0;
     // A matrix product (rows and columns of its own) is a GEMM's; a sum of
     // products over a shared index (a norm's weight gradient) is not.
@@ -156,20 +191,15 @@ struct AnvilSplitReductionsPass
     });
     IRRewriter rewriter(&getContext());
     for (auto [original, slices] : sums) {
-      linalg::GenericOp op = dropUnitBroadcasts(rewriter, original);
+      SmallVector<Unbroadcast> reads;
+      for (OpOperand *in : original.getDpsInputOperands())
+        reads.push_back(*unbroadcast(original, in));
+      linalg::GenericOp op = dropUnitBroadcasts(rewriter, original, reads);
       linalg::LinalgOp sum = op;
       // Several reduction dimensions become one where every operand has
-      // them next to each other ([8, 1024, 768] -> [768] sums 8192 rows).
-      SmallVector<unsigned> dims;
-      op.getReductionDims(dims);
-      if (dims.size() > 1) {
-        ReassociationIndices group;
-        for (unsigned d : dims)
-          group.push_back(d);
-        bool consecutive = dims.back() - dims.front() + 1 == dims.size();
-        if (!consecutive || !linalg::areDimSequencesPreserved(
-                                op.getIndexingMapsArray(), {group}))
-          continue;
+      // them next to each other ([8, 1024, 768] -> [768] sums 8192 rows;
+      // slicesOf checked that they do).
+      if (ReassociationIndices group = reductionGroup(op); group.size() > 1) {
         rewriter.setInsertionPoint(op);
         FailureOr<linalg::CollapseResult> collapsed =
             linalg::collapseOpIterationDims(op, {group}, rewriter);

@@ -29,7 +29,8 @@ extern "C" void anvil_rt_embedding_grad_f32(int64_t count, int64_t rows,
                  static_cast<long long>(width));
     std::abort();
   }
-  std::memset(table, 0, static_cast<size_t>(rows * width) * sizeof(float));
+  if (rows * width > 0)
+    std::memset(table, 0, static_cast<size_t>(rows * width) * sizeof(float));
   for (int64_t n = 0; n < count; ++n) {
     int64_t row = std::clamp<int64_t>(ids[n], 0, rows - 1);
     float *out = table + row * width;

@@ -1,7 +1,8 @@
 //===- EmbeddingGrad.cu - an embedding table's gradient, in parallel ------===//
 //
 // anvil_rt_cuda_embedding_grad_f32 (Cuda.h): anvil_rt_embedding_grad_f32's
-// contract (RuntimeABI.h) on device pointers, with the same bits. The loop
+// contract (RuntimeABI.h) on device pointers, with the same values bit for
+// bit (a NaN's payload aside: a GPU's add returns its canonical NaN). The loop
 // that contract describes adds each position's gradient row into its
 // table row in turn; on a GPU, as a thread per column, that is `count`
 // dependent read-modify-writes of global memory per thread (GPT-2's 8192
@@ -11,7 +12,9 @@
 // 1. embeddingRanks: each position's rank in (row, position) order, the
 //    row its id clamped to [0, rows): a thread per position compares its
 //    row with every position's, staged kTile at a time in shared memory
-//    (count^2 comparisons: 8192 positions make 67M, a few microseconds).
+//    (count^2 comparisons: 8192 positions make 67M, a few microseconds;
+//    a BERT-large batch's 28K, 800M; beyond some 64K positions a radix
+//    sort would be the better first step).
 // 2. embeddingOrder: the positions and their rows in that order.
 // 3. The table zeroed (cudaMemsetAsync: rows no position names stay 0).
 // 4. embeddingSums: a CTA per (sorted position k, kThreads columns); where
@@ -146,11 +149,14 @@ extern "C" void anvil_rt_cuda_embedding_grad_f32(int64_t count, int64_t rows,
          std::chrono::steady_clock::now()};
   if (count < 0 || rows < 1 || width < 0)
     failShape(c, "the counts must not be negative and the table needs a row");
-  if (count > INT_MAX || rows > INT_MAX ||
+  // The kernels index positions in 32 bits, a tile or a chunk past the
+  // last.
+  if (count > INT_MAX - kTile || rows > INT_MAX ||
       (width + kThreads - 1) / kThreads > 65535)
-    failShape(c, "more than 2^31 - 1 positions or rows, or more than " +
+    failShape(c, "more than 2^31 - " + n(kTile + 1) +
+                     " positions, 2^31 - 1 rows or " +
                      n(int64_t(65535) * kThreads) +
-                     " columns, are not supported");
+                     " columns are not supported");
   initialize(c);
   if (rows * width > 0)
     check(cudaMemsetAsync(table, 0,

@@ -111,17 +111,19 @@ TEST_P(EmbeddingGradEmulation, MatchesTheCpuBitForBit) {
 // 1100 positions: more than the rank kernel's tile (1024) and not a
 // multiple of a CTA's 128; a quarter (275) on one row: a run over two
 // chunks of 128. 200 columns: a second CTA of columns, partly idle. 70
-// rows: some no id names (left 0).
-INSTANTIATE_TEST_SUITE_P(Shapes, EmbeddingGradEmulation,
-                         ::testing::Values(Shape{"TilesRunsAndTails", 1100, 70,
-                                                 200},
-                                           Shape{"OneColumn", 300, 5, 1},
-                                           Shape{"OnePosition", 1, 4, 130},
-                                           Shape{"NoPositions", 0, 3, 8},
-                                           Shape{"OneRow", 260, 1, 16}),
-                         [](const ::testing::TestParamInfo<Shape> &info) {
-                           return info.param.name;
-                         });
+// rows: some no id names (left 0). One row of 256 positions: a run that
+// ends with its second chunk (the next chunk stages nothing).
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, EmbeddingGradEmulation,
+    ::testing::Values(Shape{"TilesRunsAndTails", 1100, 70, 200},
+                      Shape{"OneColumn", 300, 5, 1},
+                      Shape{"OnePosition", 1, 4, 130},
+                      Shape{"NoPositions", 0, 3, 8},
+                      Shape{"OneRow", 260, 1, 16},
+                      Shape{"OneRunOfTwoChunks", 256, 1, 16}),
+    [](const ::testing::TestParamInfo<Shape> &info) {
+      return info.param.name;
+    });
 
 TEST(EmbeddingGradEmulation, RowsStartFromZeroInPositionOrder) {
   // Row 1 gets 1, then 1e8, then -1e8, in that order: 0 from the left

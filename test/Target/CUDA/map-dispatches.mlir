@@ -885,6 +885,29 @@ func.func private @step__dispatch_26(%x: memref<64x768xf32>, %s: memref<768xf32>
 
 // -----
 
+// A fill nest of a buffer that the next nest does not write is not passed
+// over: the first fill keeps its nest, and so does that one (the sum
+// writes only %s).
+// CHECK-LABEL: func.func private @step__dispatch_27
+// CHECK-COUNT-3: gpu.launch
+// CHECK-NOT: gpu.launch
+func.func private @step__dispatch_27(%x: memref<64x768xf32>, %s: memref<768xf32>, %t: memref<768xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  linalg.fill ins(%zero : f32) outs(%s : memref<768xf32>)
+  linalg.fill ins(%half : f32) outs(%t : memref<768xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>],
+                  iterator_types = ["reduction", "parallel"]}
+      ins(%x : memref<64x768xf32>) outs(%s : memref<768xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %a, %acc : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
 // A fill whose buffer the next nest reads but does not write keeps its own
 // nest: its values are still needed after.
 // CHECK-LABEL: func.func private @step__dispatch_25

@@ -142,7 +142,8 @@ def AnvilConvertToLinalgPass : Pass<"anvil-convert-to-linalg", "mlir::ModuleOp">
     instead and stays for `anvil-bufferize`, which calls the runtime's
     `anvil_rt_embedding_grad_f32` (or the device's function the
     bufferizer's `embedding-grad` option names: CUDA's sums the rows in
-    parallel, with the loop's bits). On a GPU the loop is a thread per
+    parallel, with the loop's values bit for bit, NaN payloads aside). On
+    a GPU the loop is a thread per
     column that adds every position's row in turn: GPT-2's 8192 tokens
     make that thousands of dependent read-modify-writes of global memory
     in a row.
@@ -328,8 +329,9 @@ def AnvilOutlineDispatchesPass : Pass<"anvil-outline-dispatches", "mlir::ModuleO
     `linalg.fill` of a buffer with a constant and the next dispatch, when
     that is a `linalg.generic` with parallel and reduction loops that
     writes the buffer and does not read it (past ops free of memory effects
-    and other buffers' constant fills only: a merged reduction's outputs,
-    each filled, all join it), make one region, at the generic's place:
+    and constant fills of the generic's other outputs only: a merged
+    reduction's outputs, each filled, all join it, in their order), make
+    one region, at the generic's place:
     anvil-cuda-map-dispatches then starts the reduction (a warp per row, or
     a thread per output) from the fill's value, one launch instead of two.
     A reduction over every loop (an amax, whose blocks fold into the output

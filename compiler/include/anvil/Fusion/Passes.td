@@ -137,11 +137,13 @@ def AnvilSplitReductionsPass
     columns, on 768 threads of 3 of an H200's 132 SMs. This pass, run after
     `anvil-fuse` for the CUDA backend, rewrites each such sum (a generic on
     tensors with one output, `arith.addf` as its combiner, static shapes,
-    every operand read through loop dimensions alone, or at a constant 0
-    where its dimension is 1 (a layer norm's row mean and rstd, [8, 1024,
-    1], in its weight gradient; those dimensions are collapsed away first,
-    so the statistics split into slices like the rows; a constant 0 into a
-    longer dimension is not split), no `linalg.index` in the body, at least
+    every operand read through loop dimensions alone, or, in a column sum
+    (the innermost loop parallel), at a constant 0 where its dimension is 1
+    (a layer norm's row mean and rstd, [8, 1024, 1], in its weight
+    gradient; those dimensions are collapsed away first, so the statistics
+    split into slices like the rows; a constant 0 into a longer dimension,
+    or a row sum reading its row's statistic, which a warp per row runs
+    whole, is not split), no `linalg.index` in the body, at least
     `min-length` terms per output and at most `max-points` outputs; not a
     matrix product, which goes to a GEMM) into two generics:
 
@@ -221,7 +223,8 @@ def AnvilHorizontalFusePass
     at their last member's place; the members' results are replaced by its
     results.
 
-    Before the walk, with `sink-small-readers` (the default): for each
+    Before the walk, and after the two hoists below, with
+    `sink-small-readers` (the default): for each
     candidate, the nearest earlier candidate of its domain and loop kinds
     that reads an input the same way (a layer norm's dgamma and dbeta
     partial sums, both over dy, after anvil-split-reductions): the readers

@@ -599,8 +599,9 @@ memref::StoreOp fillStore(scf::ParallelOp nest) {
 /// A fill's loop nest (anvil-outline-dispatches fills-into-reductions) into
 /// the nest it starts: where a top-level scf.parallel only stores a value
 /// defined outside it into B at its induction variables, and the next
-/// top-level nest but constants and other buffers' fill nests of the same
-/// bounds (a merged reduction's outputs, each filled) has the same bounds
+/// top-level nest but constants and fill nests of the same bounds of other
+/// buffers that it writes (a merged reduction's outputs, each filled) has
+/// the same bounds
 /// and touches B only at its own induction variables, first by a load in
 /// its body's block, and stores each point in that block, that load
 /// becomes the value and the fill's nest goes (one launch fewer; every
@@ -615,6 +616,7 @@ void foldFillNests(func::FuncOp fn) {
     if (!store)
       continue;
     scf::ParallelOp next;
+    SmallVector<Value> passed; // the buffers of the fill nests passed over
     for (Operation *op = fill->getNextNode(); op; op = op->getNextNode()) {
       if (op->hasTrait<OpTrait::ConstantLike>())
         continue;
@@ -623,12 +625,22 @@ void foldFillNests(func::FuncOp fn) {
         break;
       memref::StoreOp other = fillStore(nest);
       if (other && other.getMemRef() != store.getMemRef() &&
-          sameSpace(fill, nest))
+          sameSpace(fill, nest)) {
+        passed.push_back(other.getMemRef());
         continue;
+      }
       next = nest;
       break;
     }
-    if (!next || !sameSpace(fill, next))
+    // Each buffer passed over is another that the next nest writes in its
+    // body's block (a merged reduction's other output), so no two fills of
+    // one buffer trade places.
+    auto writtenByNext = [&](Value other) {
+      return llvm::any_of(other.getUsers(), [&](Operation *user) {
+        return isa<memref::StoreOp>(user) && user->getBlock() == next.getBody();
+      });
+    };
+    if (!next || !sameSpace(fill, next) || !llvm::all_of(passed, writtenByNext))
       continue;
     Value buffer = store.getMemRef();
     memref::LoadOp first;

@@ -219,9 +219,10 @@ void anvil_rt_cuda_gemm_bf16_rounded(int32_t transA, int32_t transB, int64_t m,
                                      int64_t strideC, int64_t batch);
 
 /// anvil_rt_embedding_grad_f32's contract (RuntimeABI.h) on device
-/// pointers, the same bits, in parallel (EmbeddingGrad.cu): the positions
-/// sorted by (row, position), then a thread per row and column sums its
-/// gradient rows in order. Queues its kernels on the step stream; no
+/// pointers, the same values bit for bit (a NaN's payload aside: a GPU's
+/// add returns its canonical NaN), in parallel (EmbeddingGrad.cu): the
+/// positions sorted by (row, position), then a thread per row and column sums
+/// its gradient rows in order. Queues its kernels on the step stream; no
 /// atomics, so every run writes the same table.
 void anvil_rt_cuda_embedding_grad_f32(int64_t count, int64_t rows,
                                       int64_t width, const float *grad,
