@@ -95,6 +95,45 @@ func.func @norm_grad_stats(%x: tensor<8x1024x768xf32>, %mean: tensor<8x1024x1xf3
 
 // -----
 
+// A batch norm's sum over N, H and W of NCHW (with the channel's mean read
+// at (0, d1, 0, 0)): the reduction dimensions are not next to each other,
+// so partial sums over H and W, one per (n, c) (N parallel in the first
+// stage, the rows a warp each), from 0.0, then the sum of the 32 partials
+// of each channel into the original output, whose fill moves to just
+// before that sum (anvil-outline-dispatches folds it into the launch).
+#x4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#m4 = affine_map<(d0, d1, d2, d3) -> (0, d1, 0, 0)>
+#c4 = affine_map<(d0, d1, d2, d3) -> (d1)>
+// CHECK-LABEL: func.func @batch_norm
+// CHECK: tensor.empty() : tensor<64xf32>
+// CHECK-NEXT: %[[Z:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT: %[[E:.+]] = tensor.empty() : tensor<32x64xf32>
+// CHECK-NEXT: %[[INIT:.+]] = linalg.fill ins(%[[Z]] : f32) outs(%[[E]] : tensor<32x64xf32>)
+// CHECK: %[[P:.+]] = linalg.generic {indexing_maps = [#{{.+}}, #{{.+}}, #[[NC:.+]]], iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%arg0, %arg1 : tensor<32x64x56x56xf32>, tensor<1x64x1x1xf32>) outs(%[[INIT]] : tensor<32x64xf32>)
+// CHECK: arith.subf
+// CHECK: %[[OUT:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<64xf32>)
+// CHECK-NEXT: %[[S:.+]] = linalg.generic {{.*}}iterator_types = ["reduction", "parallel"]} ins(%[[P]] : tensor<32x64xf32>) outs(%[[OUT]] : tensor<64xf32>)
+// CHECK: arith.addf
+// CHECK: return %[[S]]
+// OFF-LABEL: func.func @batch_norm
+// OFF: iterator_types = ["reduction", "parallel", "reduction", "reduction"]
+func.func @batch_norm(%x: tensor<32x64x56x56xf32>, %mean: tensor<1x64x1x1xf32>) -> tensor<64xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64xf32>
+  %o = linalg.fill ins(%zero : f32) outs(%e : tensor<64xf32>) -> tensor<64xf32>
+  %r = linalg.generic {indexing_maps = [#x4, #m4, #c4], iterator_types = ["reduction", "parallel", "reduction", "reduction"]}
+      ins(%x, %mean : tensor<32x64x56x56xf32>, tensor<1x64x1x1xf32>) outs(%o : tensor<64xf32>) {
+  ^bb0(%a: f32, %m: f32, %acc: f32):
+    %d = arith.subf %a, %m : f32
+    %q = arith.mulf %d, %d : f32
+    %t = arith.addf %acc, %q : f32
+    linalg.yield %t : f32
+  } -> tensor<64xf32>
+  return %r : tensor<64xf32>
+}
+
+// -----
+
 // A leading unit dimension read at a constant 0 joins the group after it:
 // [1, 768] at (0, d1) is read as [768] at (d1).
 #rows = affine_map<(d0, d1) -> (d0, d1)>

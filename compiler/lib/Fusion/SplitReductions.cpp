@@ -127,70 +127,191 @@ bool collapsible(const ReassociationIndices &group, ArrayRef<AffineMap> maps) {
                               linalg::areDimSequencesPreserved(maps, {group}));
 }
 
+/// How a sum splits: into `slices` of its (collapsed) reduction dimension
+/// (linalg::splitReduction), or, where its reduction dimensions are not
+/// next to each other (a batch norm's sums over N, H and W of NCHW), into
+/// partial sums over the trailing run of them for each point of the
+/// `leading` others, which become parallel in the first stage.
+struct Plan {
+  int64_t slices = 0;
+  SmallVector<unsigned> leading;
+};
+
+/// `op` (a sum) as partial sums over its reduction dimensions but
+/// `leading`, which become parallel dimensions of the partials (outermost,
+/// in order, before the output's), each partial from 0.0; then the sum of
+/// the partials over `leading`, in order, into `op`'s output (whose value
+/// it continues). The same terms in another fixed association.
+linalg::GenericOp splitLeading(RewriterBase &rewriter, linalg::GenericOp op,
+                               ArrayRef<unsigned> leading) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = op.getContext();
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  OpOperand *init = op.getDpsInitOperand(0);
+  AffineMap outMap = op.getMatchingIndexingMap(init);
+  auto outType = cast<RankedTensorType>(init->get().getType());
+  // The partials: the leading dimensions, then the output's.
+  SmallVector<int64_t> shape;
+  SmallVector<AffineExpr> partialExprs;
+  for (unsigned d : leading) {
+    shape.push_back(ranges[d]);
+    partialExprs.push_back(getAffineDimExpr(d, ctx));
+  }
+  llvm::append_range(shape, outType.getShape());
+  llvm::append_range(partialExprs, outMap.getResults());
+  rewriter.setInsertionPoint(op);
+  Type element = outType.getElementType();
+  Value zero = arith::ConstantOp::create(rewriter, loc, element,
+                                         rewriter.getFloatAttr(element, 0.0));
+  Value empty = tensor::EmptyOp::create(rewriter, loc, shape, element);
+  Value filled =
+      linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
+  SmallVector<AffineMap> maps;
+  for (OpOperand *in : op.getDpsInputOperands())
+    maps.push_back(op.getMatchingIndexingMap(in));
+  maps.push_back(AffineMap::get(op.getNumLoops(), 0, partialExprs, ctx));
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  for (unsigned d : leading)
+    iterators[d] = utils::IteratorType::parallel;
+  auto partials = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{filled.getType()}, op.getDpsInputs(),
+      ValueRange{filled}, maps, iterators);
+  partials->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  rewriter.cloneRegionBefore(op.getRegion(), partials.getRegion(),
+                             partials.getRegion().begin());
+  // The partials summed over the leading dimensions, in order.
+  auto add =
+      cast<arith::AddFOp>(cast<linalg::YieldOp>(op.getBody()->getTerminator())
+                              .getOperand(0)
+                              .getDefiningOp());
+  unsigned rank = shape.size(), lead = leading.size();
+  SmallVector<AffineExpr> outExprs;
+  for (unsigned d = lead; d < rank; ++d)
+    outExprs.push_back(getAffineDimExpr(d, ctx));
+  SmallVector<utils::IteratorType> finalIterators(
+      lead, utils::IteratorType::reduction);
+  finalIterators.append(rank - lead, utils::IteratorType::parallel);
+  auto sum = linalg::GenericOp::create(
+      rewriter, loc, op->getResultTypes(), partials.getResults(),
+      ValueRange{init->get()},
+      SmallVector<AffineMap>{rewriter.getMultiDimIdentityMap(rank),
+                             AffineMap::get(rank, 0, outExprs, ctx)},
+      finalIterators, [&](OpBuilder &b, Location l, ValueRange args) {
+        Value total = arith::AddFOp::create(b, l, args[1], args[0],
+                                            add.getFastmathAttr());
+        linalg::YieldOp::create(b, l, total);
+      });
+  rewriter.replaceOp(op, sum->getResults());
+  return sum;
+}
+
+/// Moves the fill of `combine`'s output (a constant fill read by it alone)
+/// to just before it: the first stage came between the two, and
+/// anvil-outline-dispatches folds a fill into the reduction right after
+/// it (one launch for both).
+void fillJustBefore(linalg::LinalgOp combine) {
+  Value init = combine.getDpsInitOperand(0)->get();
+  auto fill = init.getDefiningOp<linalg::FillOp>();
+  if (fill && fill->hasOneUse() && fill->getBlock() == combine->getBlock())
+    fill->moveBefore(combine);
+}
+
 struct AnvilSplitReductionsPass
     : mlir::anvil::impl::AnvilSplitReductionsPassBase<
           AnvilSplitReductionsPass> {
   using Base::Base;
 
-  /// The number of slices to split `op`'s reduction into, or 0 when it is
-  /// not a sum this pass splits.
-  int64_t slicesOf(linalg::GenericOp op) const {
+  /// How to split `op`, or an empty plan when it is not a sum this pass
+  /// splits.
+  Plan planOf(linalg::GenericOp op) const {
     if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
         op.getNumResults() != 1 || !isSum(op))
-      return 0;
-    // The split re-indexes operands by loop dimension: each map's results
-    // must be loop dimensions, or (in a column sum, whose innermost loop is
-    // parallel: a layer norm's weight gradient reading its row statistics)
-    // a constant 0 where an input's dimension is 1, dropped before the
-    // split; and the body must not read loop positions (linalg.index would
-    // keep the old ones). A row sum reading a row's statistic stays whole:
-    // a warp per row runs it.
-    SmallVector<AffineMap> maps;
-    bool columns =
-        op.getIteratorTypesArray().back() == utils::IteratorType::parallel;
-    for (OpOperand *in : op.getDpsInputOperands()) {
-      std::optional<Unbroadcast> u = unbroadcast(op, in);
-      if (!u || (u->collapses && !columns))
-        return 0;
-      maps.push_back(u->map);
-    }
+      return {};
+    // The body must not read loop positions (linalg.index would keep the
+    // old ones), and the output is read through loop dimensions.
     AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-    maps.push_back(outMap);
     if (!outMap.isProjectedPermutation(/*allowZeroInResults=*/false) ||
-        !op.getBody()->getOps<linalg::IndexOp>().empty() ||
-        !collapsible(reductionGroup(op), maps))
-      return 0;
+        !op.getBody()->getOps<linalg::IndexOp>().empty())
+      return {};
     // A matrix product (rows and columns of its own) is a GEMM's; a sum of
     // products over a shared index (a norm's weight gradient) is not.
     FailureOr<linalg::ContractionDimensions> gemm =
         linalg::inferContractionDims(op);
     if (succeeded(gemm) && !gemm->m.empty() && !gemm->n.empty())
-      return 0;
+      return {};
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     if (llvm::any_of(ranges, ShapedType::isDynamic))
-      return 0;
+      return {};
     int64_t terms = 1, points = 1;
     for (auto [range, kind] : llvm::zip(ranges, op.getIteratorTypesArray()))
       (kind == utils::IteratorType::reduction ? terms : points) *= range;
     if (terms == 1 || terms < minLength || points > maxPoints)
-      return 0;
-    int64_t slices = 1;
-    while (slices < 256 && terms % (2 * slices) == 0 &&
-           terms / (2 * slices) >= minSlice)
-      slices *= 2;
-    return slices > 1 ? slices : 0;
+      return {};
+    // Slices: linalg::splitReduction re-indexes operands by loop
+    // dimension, so each map's results must be loop dimensions, or (in a
+    // column sum, whose innermost loop is parallel: a layer norm's weight
+    // gradient reading its row statistics) a constant 0 where an input's
+    // dimension is 1, dropped before the split; several reduction
+    // dimensions must collapse into one. A row sum reading a row's
+    // statistic stays whole: a warp per row runs it.
+    SmallVector<AffineMap> maps;
+    bool columns =
+        op.getIteratorTypesArray().back() == utils::IteratorType::parallel;
+    bool reindexable = true;
+    for (OpOperand *in : op.getDpsInputOperands()) {
+      std::optional<Unbroadcast> u = unbroadcast(op, in);
+      reindexable &= u && !(u->collapses && !columns);
+      if (!reindexable)
+        break;
+      maps.push_back(u->map);
+    }
+    maps.push_back(outMap);
+    ReassociationIndices group = reductionGroup(op);
+    if (reindexable && collapsible(group, maps)) {
+      int64_t slices = 1;
+      while (slices < 256 && terms % (2 * slices) == 0 &&
+             terms / (2 * slices) >= minSlice)
+        slices *= 2;
+      Plan plan;
+      plan.slices = slices > 1 ? slices : 0;
+      return plan;
+    }
+    // Partials over the trailing run of reduction dimensions (the longest
+    // one of consecutive dimensions), one per point of the others: at
+    // least two such points and `minSlice` terms each.
+    size_t run = group.size() - 1;
+    while (run > 0 && group[run - 1] + 1 == group[run])
+      --run;
+    Plan plan;
+    int64_t inner = 1, outer = 1;
+    for (auto [i, d] : llvm::enumerate(group)) {
+      if (i < run) {
+        plan.leading.push_back(static_cast<unsigned>(d));
+        outer *= ranges[d];
+      } else {
+        inner *= ranges[d];
+      }
+    }
+    if (plan.leading.empty() || outer < 2 || inner < minSlice)
+      return {};
+    return plan;
   }
 
   void runOnOperation() override {
     if (minLength <= 0)
       return;
-    SmallVector<std::pair<linalg::GenericOp, int64_t>> sums;
+    SmallVector<std::pair<linalg::GenericOp, Plan>> sums;
     getOperation().walk([&](linalg::GenericOp op) {
-      if (int64_t slices = slicesOf(op))
-        sums.emplace_back(op, slices);
+      Plan plan = planOf(op);
+      if (plan.slices || !plan.leading.empty())
+        sums.emplace_back(op, std::move(plan));
     });
     IRRewriter rewriter(&getContext());
-    for (auto [original, slices] : sums) {
+    for (auto &[original, plan] : sums) {
+      if (!plan.leading.empty()) {
+        fillJustBefore(splitLeading(rewriter, original, plan.leading));
+        continue;
+      }
       SmallVector<Unbroadcast> reads;
       for (OpOperand *in : original.getDpsInputOperands())
         reads.push_back(*unbroadcast(original, in));
@@ -211,11 +332,14 @@ struct AnvilSplitReductionsPass
       // Slices of consecutive terms, outermost in the partials' shape: a
       // warp's threads are neighbouring outputs of one slice.
       rewriter.setInsertionPoint(sum);
-      int64_t ratio = slices;
-      (void)linalg::splitReduction(rewriter, sum, [ratio](linalg::LinalgOp) {
-        return linalg::SplitReductionOptions{ratio, /*index=*/0,
-                                             /*innerParallel=*/false};
-      });
+      int64_t ratio = plan.slices;
+      FailureOr<linalg::SplitReductionResult> split =
+          linalg::splitReduction(rewriter, sum, [ratio](linalg::LinalgOp) {
+            return linalg::SplitReductionOptions{ratio, /*index=*/0,
+                                                 /*innerParallel=*/false};
+          });
+      if (succeeded(split))
+        fillJustBefore(split->resultCombiningLinalgOp);
     }
   }
 };

@@ -156,6 +156,21 @@ def AnvilSplitReductionsPass
     2. the sum of the S partials of each output, in slice order, into the
        original output (whose value the sum continues).
 
+    Where the reduction dimensions do not collapse into one (a batch
+    norm's sums over N, H and W of NCHW, the channel between them; any
+    operand read at constant 0s allowed), the partials are the sums over
+    the trailing run of consecutive reduction dimensions for each point of
+    the others, which become parallel (outermost in the partials' shape,
+    before the output's dimensions): ResNet-50's first norms sum 32 x 112 x
+    112 terms into each of 64 channels, a warp per channel; split, 32 x 64
+    rows of 112 x 112, a warp each. At least two such points and
+    `min-slice` terms a partial. Then their sum over those dimensions, in
+    order, into the original output.
+
+    A constant fill of the original output read by the sum alone moves to
+    just before the second stage, where `anvil-outline-dispatches` folds it
+    into that launch.
+
     Each output's sum is then a different, fixed association of the same
     terms: deterministic from run to run, not the CPU backend's sequential
     order (the emulated grid, `--emulate-cuda-grid`, runs the same split).

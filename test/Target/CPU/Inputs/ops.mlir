@@ -83,16 +83,20 @@ func.func @reductions(%a: tensor<3x4x5xf32>) -> (tensor<3x5xf32>, tensor<3x1x1xf
 // Sums long enough for the CUDA backend to split into two stages
 // (anvil-split-reductions: 8192 rows into 16 columns, as a bias gradient;
 // 2 x 4096 products into 48, as a norm's weight gradient; 131072 terms into
-// a scalar): partial sums over slices, then their sum. Each output's terms
-// add in another order than the CPU's sequential one, so the f32 errors of
-// sums this long (sqrt(K) roundings) are judged as a composite's.
+// a scalar; 4 x 32 x 32 terms of NCHW into each of 8 channels, as a batch
+// norm's sums, whose dimensions N and H, W are not next to each other:
+// partials over H and W for each n, then over n): partial sums over
+// slices, then their sum. Each output's terms add in another order than
+// the CPU's sequential one, so the f32 errors of sums this long (sqrt(K)
+// roundings) are judged as a composite's.
 // tolerance: f32-composite
-func.func @long_sums(%a: tensor<8192x16xf32>, %b: tensor<2x4096x48xf32>, %c: tensor<2x4096x48xf32>) -> (tensor<16xf32>, tensor<48xf32>, tensor<f32>) {
+func.func @long_sums(%a: tensor<8192x16xf32>, %b: tensor<2x4096x48xf32>, %c: tensor<2x4096x48xf32>, %d: tensor<4x8x32x32xf32>) -> (tensor<16xf32>, tensor<48xf32>, tensor<f32>, tensor<8xf32>) {
   %0 = anvil.reduce_sum %a dims [0] : tensor<8192x16xf32> -> tensor<16xf32>
   %p = anvil.mul %b, %c : tensor<2x4096x48xf32>
   %1 = anvil.reduce_sum %p dims [0, 1] : tensor<2x4096x48xf32> -> tensor<48xf32>
   %2 = anvil.reduce_sum %a dims [0, 1] : tensor<8192x16xf32> -> tensor<f32>
-  return %0, %1, %2 : tensor<16xf32>, tensor<48xf32>, tensor<f32>
+  %3 = anvil.reduce_sum %d dims [0, 2, 3] : tensor<4x8x32x32xf32> -> tensor<8xf32>
+  return %0, %1, %2, %3 : tensor<16xf32>, tensor<48xf32>, tensor<f32>, tensor<8xf32>
 }
 
 // Rows long enough for the CUDA backend to reduce on a warp per row
