@@ -134,6 +134,41 @@ func.func @batch_norm(%x: tensor<32x64x56x56xf32>, %mean: tensor<1x64x1x1xf32>) 
 
 // -----
 
+// A bias gradient through a dropout mask hashed from each element's
+// position (linalg.index): the slices would re-index the loops, so the
+// split keeps them: partials over the sequence (512) for each of the 8
+// sequences, whose loop becomes parallel, the body reading the same
+// positions; then the sum of the 8 partials.
+#d3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#o3 = affine_map<(d0, d1, d2) -> (d2)>
+// CHECK-LABEL: func.func @dropout_bias_grad
+// CHECK: %[[P:.+]] = linalg.generic {indexing_maps = [#{{.+}}, #{{.+}}], iterator_types = ["parallel", "reduction", "parallel"]} ins(%arg0 : tensor<8x512x1024xf32>) outs(%{{.+}} : tensor<8x1024xf32>)
+// CHECK: linalg.index 0
+// CHECK: linalg.index 1
+// CHECK: linalg.index 2
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "parallel"]} ins(%[[P]] : tensor<8x1024xf32>) outs(%arg1 : tensor<1024xf32>)
+func.func @dropout_bias_grad(%dy: tensor<8x512x1024xf32>, %o: tensor<1024xf32>) -> tensor<1024xf32> {
+  %r = linalg.generic {indexing_maps = [#d3, #o3], iterator_types = ["reduction", "reduction", "parallel"]}
+      ins(%dy : tensor<8x512x1024xf32>) outs(%o : tensor<1024xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %k = linalg.index 2 : index
+    %ij = arith.addi %i, %j : index
+    %ijk = arith.addi %ij, %k : index
+    %h = arith.index_cast %ijk : index to i64
+    %c2 = arith.constant 2 : i64
+    %bit = arith.remui %h, %c2 : i64
+    %keep = arith.uitofp %bit : i64 to f32
+    %m = arith.mulf %x, %keep : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<1024xf32>
+  return %r : tensor<1024xf32>
+}
+
+// -----
+
 // A leading unit dimension read at a constant 0 joins the group after it:
 // [1, 768] at (0, d1) is read as [768] at (d1).
 #rows = affine_map<(d0, d1) -> (d0, d1)>
@@ -161,8 +196,10 @@ func.func @leading_unit(%dy: tensor<8192x768xf32>, %g: tensor<1x768xf32>, %o: te
 // sum reading its row's statistic through a constant 0 (softmax's
 // exp(x - max): a warp per row runs it whole; a column sum's unit
 // dimension read so is dropped, see @norm_grad_stats), a sum whose body
-// reads its loop position (linalg.index), and a column sum reading one
-// column of a wider tensor through a constant 0 (no unit dimension).
+// reads its loop position (linalg.index) over one reduction dimension
+// (over several, the outer ones split: see @dropout_bias_grad), and a
+// column sum reading one column of a wider tensor through a constant 0 (no
+// unit dimension).
 #rows = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d1)>
 #a = affine_map<(m, n, k) -> (m, k)>

@@ -227,11 +227,9 @@ struct AnvilSplitReductionsPass
     if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
         op.getNumResults() != 1 || !isSum(op))
       return {};
-    // The body must not read loop positions (linalg.index would keep the
-    // old ones), and the output is read through loop dimensions.
+    // The output is read through loop dimensions.
     AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-    if (!outMap.isProjectedPermutation(/*allowZeroInResults=*/false) ||
-        !op.getBody()->getOps<linalg::IndexOp>().empty())
+    if (!outMap.isProjectedPermutation(/*allowZeroInResults=*/false))
       return {};
     // A matrix product (rows and columns of its own) is a GEMM's; a sum of
     // products over a shared index (a norm's weight gradient) is not.
@@ -247,8 +245,10 @@ struct AnvilSplitReductionsPass
       (kind == utils::IteratorType::reduction ? terms : points) *= range;
     if (terms == 1 || terms < minLength || points > maxPoints)
       return {};
-    // Slices: linalg::splitReduction re-indexes operands by loop
-    // dimension, so each map's results must be loop dimensions, or (in a
+    // Slices: linalg::splitReduction re-indexes the loops, so the body
+    // must not read loop positions (linalg.index would keep the old ones:
+    // a dropout mask hashed from the element's index), and each map's
+    // results must be loop dimensions, or (in a
     // column sum, whose innermost loop is parallel: a layer norm's weight
     // gradient reading its row statistics) a constant 0 where an input's
     // dimension is 1, dropped before the split; several reduction
@@ -267,7 +267,8 @@ struct AnvilSplitReductionsPass
     }
     maps.push_back(outMap);
     ReassociationIndices group = reductionGroup(op);
-    if (reindexable && collapsible(group, maps)) {
+    bool indexed = !op.getBody()->getOps<linalg::IndexOp>().empty();
+    if (!indexed && reindexable && collapsible(group, maps)) {
       int64_t slices = 1;
       while (slices < 256 && terms % (2 * slices) == 0 &&
              terms / (2 * slices) >= minSlice)
@@ -277,11 +278,15 @@ struct AnvilSplitReductionsPass
       return plan;
     }
     // Partials over the trailing run of reduction dimensions (the longest
-    // one of consecutive dimensions), one per point of the others: at
-    // least two such points and `minSlice` terms each.
+    // one of consecutive dimensions), one per point of the others, whose
+    // loops keep their positions (linalg.index reads the same ones); all
+    // of them one run, over the innermost one. At least two such points
+    // and `minSlice` terms each.
     size_t run = group.size() - 1;
     while (run > 0 && group[run - 1] + 1 == group[run])
       --run;
+    if (run == 0)
+      run = group.size() - 1;
     Plan plan;
     int64_t inner = 1, outer = 1;
     for (auto [i, d] : llvm::enumerate(group)) {

@@ -163,7 +163,12 @@ def AnvilSplitReductionsPass
     the others, which become parallel (outermost in the partials' shape,
     before the output's dimensions): ResNet-50's first norms sum 32 x 112 x
     112 terms into each of 64 channels, a warp per channel; split, 32 x 64
-    rows of 112 x 112, a warp each. At least two such points and
+    rows of 112 x 112, a warp each. So do sums whose body reads loop
+    positions (`linalg.index`: a dropout mask hashed from each element's
+    position, which the slices' re-indexing would change), whose loops
+    this keeps; when their reduction dimensions are one run, the partials
+    are over the innermost (BERT-large's bias gradients: 8 x 1024 threads
+    over 512 rows each, not 1024 over 4096). At least two such points and
     `min-slice` terms a partial. Then their sum over those dimensions, in
     order, into the original output.
 
