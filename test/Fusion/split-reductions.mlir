@@ -134,6 +134,29 @@ func.func @batch_norm(%x: tensor<32x64x56x56xf32>, %mean: tensor<1x64x1x1xf32>) 
 
 // -----
 
+// An instance norm's weight gradient over N = 2 and 64^3 voxels: split over
+// N first (partials per (n, c): 64 rows, a warp each, too few), then each
+// of those rows into 256 slices: three stages, the voxels' partials, their
+// sum per (n, c), the sum over n.
+#x5 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#c5 = affine_map<(d0, d1, d2, d3, d4) -> (d1)>
+// CHECK-LABEL: func.func @instance_norm_grad
+// CHECK: %[[S:.+]] = linalg.generic {{.*}} outs(%{{.+}} : tensor<256x2x32xf32>)
+// CHECK: %[[P:.+]] = linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "parallel"]} ins(%[[S]] : tensor<256x2x32xf32>) outs(%{{.+}} : tensor<2x32xf32>)
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "parallel"]} ins(%[[P]] : tensor<2x32xf32>) outs(%{{.+}} : tensor<32xf32>)
+func.func @instance_norm_grad(%x: tensor<2x32x64x64x64xf32>, %dy: tensor<2x32x64x64x64xf32>, %o: tensor<32xf32>) -> tensor<32xf32> {
+  %r = linalg.generic {indexing_maps = [#x5, #x5, #c5], iterator_types = ["reduction", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%x, %dy : tensor<2x32x64x64x64xf32>, tensor<2x32x64x64x64xf32>) outs(%o : tensor<32xf32>) {
+  ^bb0(%a: f32, %g: f32, %acc: f32):
+    %p = arith.mulf %a, %g : f32
+    %t = arith.addf %acc, %p : f32
+    linalg.yield %t : f32
+  } -> tensor<32xf32>
+  return %r : tensor<32xf32>
+}
+
+// -----
+
 // A bias gradient through a dropout mask hashed from each element's
 // position (linalg.index): the slices would re-index the loops, so the
 // split keeps them: partials over the sequence (512) for each of the 8
@@ -169,6 +192,30 @@ func.func @dropout_bias_grad(%dy: tensor<8x512x1024xf32>, %o: tensor<1024xf32>) 
 
 // -----
 
+// An instance norm's variance: 64 rows of 8192 voxels, each reading its
+// row's mean at (d0, 0). 64 rows are 64 warps for the whole GPU, so the
+// row sum splits like a column sum: the mean's unit dimension dropped,
+// 64 slices of 128 voxels per row.
+#r2 = affine_map<(d0, d1) -> (d0, d1)>
+#b2 = affine_map<(d0, d1) -> (d0, 0)>
+#o2 = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @instance_norm
+// CHECK: %[[M:.+]] = tensor.collapse_shape %arg1 {{\[\[}}0, 1]] : tensor<64x1xf32> into tensor<64xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%{{.+}}, %[[M]] : tensor<64x64x128xf32>, tensor<64xf32>) outs(%{{.+}} : tensor<64x64xf32>)
+func.func @instance_norm(%x: tensor<64x8192xf32>, %mean: tensor<64x1xf32>, %o: tensor<64xf32>) -> tensor<64xf32> {
+  %r = linalg.generic {indexing_maps = [#r2, #b2, #o2], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %mean : tensor<64x8192xf32>, tensor<64x1xf32>) outs(%o : tensor<64xf32>) {
+  ^bb0(%a: f32, %m: f32, %acc: f32):
+    %d = arith.subf %a, %m : f32
+    %q = arith.mulf %d, %d : f32
+    %t = arith.addf %acc, %q : f32
+    linalg.yield %t : f32
+  } -> tensor<64xf32>
+  return %r : tensor<64xf32>
+}
+
+// -----
+
 // A leading unit dimension read at a constant 0 joins the group after it:
 // [1, 768] at (0, d1) is read as [768] at (d1).
 #rows = affine_map<(d0, d1) -> (d0, d1)>
@@ -193,9 +240,11 @@ func.func @leading_unit(%dy: tensor<8192x768xf32>, %g: tensor<1x768xf32>, %o: te
 // Left alone: a short sum (128 terms < min-length; with min-length=16 and
 // min-slice=4 it splits into 32 slices of 4), a maximum (not a sum), a sum
 // into more than max-points outputs, a matrix product (a GEMM's), a row
-// sum reading its row's statistic through a constant 0 (softmax's
-// exp(x - max): a warp per row runs it whole; a column sum's unit
-// dimension read so is dropped, see @norm_grad_stats), a sum whose body
+// sum of more than max-points / 32 rows reading its row's statistic
+// through a constant 0 (softmax's exp(x - max): a warp per row runs it
+// whole; a column sum's unit dimension read so is dropped, see
+// @norm_grad_stats, and so is a row sum's over few rows, see
+// @instance_norm), a sum whose body
 // reads its loop position (linalg.index) over one reduction dimension
 // (over several, the outer ones split: see @dropout_bias_grad), and a
 // column sum reading one column of a wider tensor through a constant 0 (no
@@ -216,8 +265,9 @@ func.func @leading_unit(%dy: tensor<8192x768xf32>, %g: tensor<1x768xf32>, %o: te
 // SMALL: return
 func.func @left_alone(%short: tensor<128x768xf32>, %wide: tensor<8192x32768xf32>, %o: tensor<768xf32>, %w: tensor<32768xf32>,
                       %ma: tensor<64x8192xf32>, %mb: tensor<8192x64xf32>, %mc: tensor<64x64xf32>,
-                      %mx: tensor<64x1xf32>, %ro: tensor<64xf32>, %wide2: tensor<8192x768xf32>, %pair: tensor<8192x2xf32>)
-    -> (tensor<768xf32>, tensor<768xf32>, tensor<32768xf32>, tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<768xf32>) {
+                      %mx: tensor<1024x1xf32>, %ro: tensor<64xf32>, %wide2: tensor<8192x768xf32>, %pair: tensor<8192x2xf32>,
+                      %rows: tensor<1024x4096xf32>, %rs: tensor<1024xf32>)
+    -> (tensor<768xf32>, tensor<768xf32>, tensor<32768xf32>, tensor<64x64xf32>, tensor<1024xf32>, tensor<64xf32>, tensor<768xf32>) {
   %0 = linalg.generic {indexing_maps = [#rows, #col], iterator_types = ["reduction", "parallel"]}
       ins(%short : tensor<128x768xf32>) outs(%o : tensor<768xf32>) {
   ^bb0(%x: f32, %acc: f32):
@@ -244,13 +294,13 @@ func.func @left_alone(%short: tensor<128x768xf32>, %wide: tensor<8192x32768xf32>
     linalg.yield %s : f32
   } -> tensor<64x64xf32>
   %4 = linalg.generic {indexing_maps = [#rows, #bcast, #row], iterator_types = ["parallel", "reduction"]}
-      ins(%ma, %mx : tensor<64x8192xf32>, tensor<64x1xf32>) outs(%ro : tensor<64xf32>) {
+      ins(%rows, %mx : tensor<1024x4096xf32>, tensor<1024x1xf32>) outs(%rs : tensor<1024xf32>) {
   ^bb0(%x: f32, %m: f32, %acc: f32):
     %d = arith.subf %x, %m : f32
     %e = math.exp %d : f32
     %s = arith.addf %e, %acc : f32
     linalg.yield %s : f32
-  } -> tensor<64xf32>
+  } -> tensor<1024xf32>
   %5 = linalg.generic {indexing_maps = [#rows, #row], iterator_types = ["parallel", "reduction"]}
       ins(%ma : tensor<64x8192xf32>) outs(%ro : tensor<64xf32>) {
   ^bb0(%x: f32, %acc: f32):
@@ -268,5 +318,5 @@ func.func @left_alone(%short: tensor<128x768xf32>, %wide: tensor<8192x32768xf32>
     %s = arith.addf %m, %acc : f32
     linalg.yield %s : f32
   } -> tensor<768xf32>
-  return %0, %1, %2, %3, %4, %5, %6 : tensor<768xf32>, tensor<768xf32>, tensor<32768xf32>, tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<768xf32>
+  return %0, %1, %2, %3, %4, %5, %6 : tensor<768xf32>, tensor<768xf32>, tensor<32768xf32>, tensor<64x64xf32>, tensor<1024xf32>, tensor<64xf32>, tensor<768xf32>
 }

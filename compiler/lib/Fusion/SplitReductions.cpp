@@ -141,9 +141,11 @@ struct Plan {
 /// `leading`, which become parallel dimensions of the partials (outermost,
 /// in order, before the output's), each partial from 0.0; then the sum of
 /// the partials over `leading`, in order, into `op`'s output (whose value
-/// it continues). The same terms in another fixed association.
-linalg::GenericOp splitLeading(RewriterBase &rewriter, linalg::GenericOp op,
-                               ArrayRef<unsigned> leading) {
+/// it continues). The same terms in another fixed association. Returns
+/// the two stages.
+std::pair<linalg::GenericOp, linalg::GenericOp>
+splitLeading(RewriterBase &rewriter, linalg::GenericOp op,
+             ArrayRef<unsigned> leading) {
   Location loc = op.getLoc();
   MLIRContext *ctx = op.getContext();
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
@@ -202,7 +204,7 @@ linalg::GenericOp splitLeading(RewriterBase &rewriter, linalg::GenericOp op,
         linalg::YieldOp::create(b, l, total);
       });
   rewriter.replaceOp(op, sum->getResults());
-  return sum;
+  return {partials, sum};
 }
 
 /// Moves the fill of `combine`'s output (a constant fill read by it alone)
@@ -248,19 +250,23 @@ struct AnvilSplitReductionsPass
     // Slices: linalg::splitReduction re-indexes the loops, so the body
     // must not read loop positions (linalg.index would keep the old ones:
     // a dropout mask hashed from the element's index), and each map's
-    // results must be loop dimensions, or (in a
-    // column sum, whose innermost loop is parallel: a layer norm's weight
-    // gradient reading its row statistics) a constant 0 where an input's
-    // dimension is 1, dropped before the split; several reduction
-    // dimensions must collapse into one. A row sum reading a row's
-    // statistic stays whole: a warp per row runs it.
+    // results must be loop dimensions, or a constant 0 where an input's
+    // dimension is 1, dropped before the split: in a column sum (the
+    // innermost loop parallel: a layer norm's weight gradient reading its
+    // row statistics), or in a row sum of few rows (at most max-points /
+    // 32: an instance norm's variance over 128^3 voxels reading its mean,
+    // 64 rows a warp each). A row sum reading its row's statistic over
+    // more rows (softmax's, the cross-entropy's) stays whole: a warp per
+    // row runs it, with warps enough. Several reduction dimensions must
+    // collapse into one.
     SmallVector<AffineMap> maps;
     bool columns =
         op.getIteratorTypesArray().back() == utils::IteratorType::parallel;
+    bool fewRows = points * 32 <= maxPoints;
     bool reindexable = true;
     for (OpOperand *in : op.getDpsInputOperands()) {
       std::optional<Unbroadcast> u = unbroadcast(op, in);
-      reindexable &= u && !(u->collapses && !columns);
+      reindexable &= u && !(u->collapses && !columns && !fewRows);
       if (!reindexable)
         break;
       maps.push_back(u->map);
@@ -313,39 +319,60 @@ struct AnvilSplitReductionsPass
     });
     IRRewriter rewriter(&getContext());
     for (auto &[original, plan] : sums) {
-      if (!plan.leading.empty()) {
-        fillJustBefore(splitLeading(rewriter, original, plan.leading));
+      if (plan.leading.empty()) {
+        splitIntoSlices(rewriter, original, plan.slices);
         continue;
       }
-      SmallVector<Unbroadcast> reads;
-      for (OpOperand *in : original.getDpsInputOperands())
-        reads.push_back(*unbroadcast(original, in));
-      linalg::GenericOp op = dropUnitBroadcasts(rewriter, original, reads);
-      linalg::LinalgOp sum = op;
-      // Several reduction dimensions become one where every operand has
-      // them next to each other ([8, 1024, 768] -> [768] sums 8192 rows;
-      // slicesOf checked that they do).
-      if (ReassociationIndices group = reductionGroup(op); group.size() > 1) {
-        rewriter.setInsertionPoint(op);
-        FailureOr<linalg::CollapseResult> collapsed =
-            linalg::collapseOpIterationDims(op, {group}, rewriter);
-        if (failed(collapsed))
-          continue;
-        rewriter.replaceOp(op, collapsed->results);
-        sum = collapsed->collapsedOp;
-      }
-      // Slices of consecutive terms, outermost in the partials' shape: a
-      // warp's threads are neighbouring outputs of one slice.
-      rewriter.setInsertionPoint(sum);
-      int64_t ratio = plan.slices;
-      FailureOr<linalg::SplitReductionResult> split =
-          linalg::splitReduction(rewriter, sum, [ratio](linalg::LinalgOp) {
-            return linalg::SplitReductionOptions{ratio, /*index=*/0,
-                                                 /*innerParallel=*/false};
-          });
-      if (succeeded(split))
-        fillJustBefore(split->resultCombiningLinalgOp);
+      auto [partials, sum] = splitLeading(rewriter, original, plan.leading);
+      fillJustBefore(sum);
+      // Partials that are still few long rows (a warp each: an instance
+      // norm's gradient sums over N = 2, D, H, W, 64 rows of 2M voxels
+      // after the first split) split into slices too.
+      Plan again = planOf(partials);
+      int64_t rows = 1;
+      for (auto [range, kind] : llvm::zip(partials.getStaticLoopRanges(),
+                                          partials.getIteratorTypesArray()))
+        if (kind == utils::IteratorType::parallel)
+          rows *= range;
+      if (again.slices &&
+          partials.getIteratorTypesArray().back() ==
+              utils::IteratorType::reduction &&
+          rows * 32 <= maxPoints)
+        splitIntoSlices(rewriter, partials, again.slices);
     }
+  }
+
+  /// `original` as partial sums over `slices` slices of its reduction
+  /// dimensions, collapsed into one, then their sum (planOf's slices).
+  void splitIntoSlices(RewriterBase &rewriter, linalg::GenericOp original,
+                       int64_t slices) {
+    SmallVector<Unbroadcast> reads;
+    for (OpOperand *in : original.getDpsInputOperands())
+      reads.push_back(*unbroadcast(original, in));
+    linalg::GenericOp op = dropUnitBroadcasts(rewriter, original, reads);
+    linalg::LinalgOp sum = op;
+    // Several reduction dimensions become one where every operand has
+    // them next to each other ([8, 1024, 768] -> [768] sums 8192 rows;
+    // planOf checked that they do).
+    if (ReassociationIndices group = reductionGroup(op); group.size() > 1) {
+      rewriter.setInsertionPoint(op);
+      FailureOr<linalg::CollapseResult> collapsed =
+          linalg::collapseOpIterationDims(op, {group}, rewriter);
+      if (failed(collapsed))
+        return;
+      rewriter.replaceOp(op, collapsed->results);
+      sum = collapsed->collapsedOp;
+    }
+    // Slices of consecutive terms, outermost in the partials' shape: a
+    // warp's threads are neighbouring outputs of one slice.
+    rewriter.setInsertionPoint(sum);
+    FailureOr<linalg::SplitReductionResult> split =
+        linalg::splitReduction(rewriter, sum, [slices](linalg::LinalgOp) {
+          return linalg::SplitReductionOptions{slices, /*index=*/0,
+                                               /*innerParallel=*/false};
+        });
+    if (succeeded(split))
+      fillJustBefore(split->resultCombiningLinalgOp);
   }
 };
 

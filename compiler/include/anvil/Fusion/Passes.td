@@ -170,7 +170,15 @@ def AnvilSplitReductionsPass
     are over the innermost (BERT-large's bias gradients: 8 x 1024 threads
     over 512 rows each, not 1024 over 4096). At least two such points and
     `min-slice` terms a partial. Then their sum over those dimensions, in
-    order, into the original output.
+    order, into the original output. Partials that are still rows of a
+    warp each, at most `max-points` / 32 of them, split into slices in turn
+    (a 3-D U-Net's instance norm gradients over N = 2 and 128^3 voxels: 64
+    rows, then 256 slices of each).
+
+    A row sum reading a unit dimension at a constant 0 (its row's mean)
+    splits into slices only over at most `max-points` / 32 rows (an
+    instance norm's variance, 64 rows of 2M voxels); over more (softmax's,
+    the cross-entropy's), a warp per row runs it whole.
 
     A constant fill of the original output read by the sum alone moves to
     just before the second stage, where `anvil-outline-dispatches` folds it

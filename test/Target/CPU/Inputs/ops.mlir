@@ -88,12 +88,14 @@ func.func @reductions(%a: tensor<3x4x5xf32>) -> (tensor<3x5xf32>, tensor<3x1x1xf
 // partials over H and W for each n, then over n; 2 x 4096 terms of a
 // dropout's output into 48, whose mask the sum recomputes from each
 // element's position: partials over the 4096 for each of the 2, the loops
-// kept): partial sums over slices, then their sum. Each output's terms
+// kept; 2 x 16^3 voxels into each of 4 channels, as an instance norm's
+// weight gradient: partials over the voxels for each n, 8 rows, each row
+// then in 16 slices): partial sums over slices, then their sum. Each output's terms
 // add in another order than the CPU's sequential one, so the f32 errors of
 // sums this long (sqrt(K) roundings) are judged as a composite's.
 // tolerance: f32-composite
 // int-high: 1000
-func.func @long_sums(%a: tensor<8192x16xf32>, %b: tensor<2x4096x48xf32>, %c: tensor<2x4096x48xf32>, %d: tensor<4x8x32x32xf32>, %s: tensor<i64>) -> (tensor<16xf32>, tensor<48xf32>, tensor<f32>, tensor<8xf32>, tensor<48xf32>) {
+func.func @long_sums(%a: tensor<8192x16xf32>, %b: tensor<2x4096x48xf32>, %c: tensor<2x4096x48xf32>, %d: tensor<4x8x32x32xf32>, %s: tensor<i64>, %v: tensor<2x4x16x16x16xf32>) -> (tensor<16xf32>, tensor<48xf32>, tensor<f32>, tensor<8xf32>, tensor<48xf32>, tensor<4xf32>) {
   %0 = anvil.reduce_sum %a dims [0] : tensor<8192x16xf32> -> tensor<16xf32>
   %p = anvil.mul %b, %c : tensor<2x4096x48xf32>
   %1 = anvil.reduce_sum %p dims [0, 1] : tensor<2x4096x48xf32> -> tensor<48xf32>
@@ -101,7 +103,8 @@ func.func @long_sums(%a: tensor<8192x16xf32>, %b: tensor<2x4096x48xf32>, %c: ten
   %3 = anvil.reduce_sum %d dims [0, 2, 3] : tensor<4x8x32x32xf32> -> tensor<8xf32>
   %q = anvil.dropout %c, %s rate = 3.0e-01 : tensor<2x4096x48xf32>
   %4 = anvil.reduce_sum %q dims [0, 1] : tensor<2x4096x48xf32> -> tensor<48xf32>
-  return %0, %1, %2, %3, %4 : tensor<16xf32>, tensor<48xf32>, tensor<f32>, tensor<8xf32>, tensor<48xf32>
+  %5 = anvil.reduce_sum %v dims [0, 2, 3, 4] : tensor<2x4x16x16x16xf32> -> tensor<4xf32>
+  return %0, %1, %2, %3, %4, %5 : tensor<16xf32>, tensor<48xf32>, tensor<f32>, tensor<8xf32>, tensor<48xf32>, tensor<4xf32>
 }
 
 // Rows long enough for the CUDA backend to reduce on a warp per row
