@@ -315,22 +315,13 @@ INSTANTIATE_TEST_SUITE_P(IndexBounds, AttentionCopies,
 
 //===- The checks catch faults --------------------------------------------===//
 
-/// Injects `fault` into every launch while it lives.
-class InjectedFault {
-public:
-  explicit InjectedFault(emu::Fault fault) { emu::options().fault = fault; }
-  InjectedFault(const InjectedFault &) = delete;
-  InjectedFault &operator=(const InjectedFault &) = delete;
-  ~InjectedFault() { emu::options().fault = emu::Fault::None; }
-};
-
 const check::AttentionCase kFaultCase = {"Faults", 1,  2,  1,   70,
                                          70,       16, 16, true};
 
 TEST(AttentionEmulationFaults, UnwrittenOutputsAreCaught) {
   // Without each launch's last CTA, its rows stay NaN: an infinite error.
   for (bool bf16 : {false, true}) {
-    InjectedFault fault(emu::Fault::SkipLastBlock);
+    emu::InjectedFault fault(emu::Fault::SkipLastBlock);
     check::AttentionDeviations d = runAttention(kFaultCase, bf16);
     for (const check::Deviation &x : {d.out, d.lse, d.dq, d.dk, d.dv})
       EXPECT_TRUE(std::isinf(x.error)) << (bf16 ? "bf16" : "f32");
@@ -341,7 +332,7 @@ TEST(AttentionEmulationFaults, MissingSyncthreadsIsCaught) {
   // Threads read tiles that others have not loaded yet: NaN (the shared
   // memory's fill) or stale values.
   for (bool bf16 : {false, true}) {
-    InjectedFault fault(emu::Fault::IgnoreSyncthreads);
+    emu::InjectedFault fault(emu::Fault::IgnoreSyncthreads);
     check::AttentionDeviations d = runAttention(kFaultCase, bf16);
     EXPECT_FALSE(d.within(check::kBf16Tolerance)) << (bf16 ? "bf16" : "f32");
   }
@@ -351,7 +342,7 @@ TEST(AttentionEmulationFaults, MissingSyncwarpIsCaughtWithF32Products) {
   // With f32 products a lane reads the whole row of P (dS) that its quad's
   // other lanes wrote. (The bf16 A fragments read exactly what the lane
   // wrote itself, the C fragment's elements: no __syncwarp is needed there.)
-  InjectedFault fault(emu::Fault::IgnoreSyncwarp);
+  emu::InjectedFault fault(emu::Fault::IgnoreSyncwarp);
   check::AttentionDeviations d = runAttention(kFaultCase, /*bf16=*/false);
   EXPECT_FALSE(d.within(check::kF32Tolerance));
 }

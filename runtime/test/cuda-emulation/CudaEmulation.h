@@ -172,6 +172,16 @@ inline Options &options() {
   return o;
 }
 
+/// Injects `fault` into every launch while it lives (the tests' proof that
+/// their checks catch what they guard against).
+class InjectedFault {
+public:
+  explicit InjectedFault(Fault fault) { options().fault = fault; }
+  InjectedFault(const InjectedFault &) = delete;
+  InjectedFault &operator=(const InjectedFault &) = delete;
+  ~InjectedFault() { options().fault = Fault::None; }
+};
+
 /// Prints "anvil cuda emulation: <message>" and aborts.
 [[noreturn]] inline void fail(const std::string &message) {
   std::fprintf(stderr, "anvil cuda emulation: %s\n", message.c_str());

@@ -135,19 +135,10 @@ TEST(EmbeddingGradEmulation, RowsStartFromZeroInPositionOrder) {
   EXPECT_TRUE(sameBits(onEmulatedGpu(p), cpu));
 }
 
-/// Injects `fault` into every launch while it lives.
-class InjectedFault {
-public:
-  explicit InjectedFault(emu::Fault fault) { emu::options().fault = fault; }
-  InjectedFault(const InjectedFault &) = delete;
-  InjectedFault &operator=(const InjectedFault &) = delete;
-  ~InjectedFault() { emu::options().fault = emu::Fault::None; }
-};
-
 TEST(EmbeddingGradEmulationFaults, ALeftOutCtaIsCaught) {
   Problem p = makeProblem(1100, 70, 200, 3, 5);
   std::vector<float> cpu = onCpu(p);
-  InjectedFault fault(emu::Fault::SkipLastBlock);
+  emu::InjectedFault fault(emu::Fault::SkipLastBlock);
   EXPECT_FALSE(sameBits(onEmulatedGpu(p), cpu));
 }
 
@@ -155,7 +146,7 @@ TEST(EmbeddingGradEmulationFaults, AMissingBarrierIsCaught) {
   // Threads read positions and rows of a tile no thread has staged yet.
   Problem p = makeProblem(1100, 70, 200, 3, 5);
   std::vector<float> cpu = onCpu(p);
-  InjectedFault fault(emu::Fault::IgnoreSyncthreads);
+  emu::InjectedFault fault(emu::Fault::IgnoreSyncthreads);
   EXPECT_FALSE(sameBits(onEmulatedGpu(p), cpu));
 }
 
