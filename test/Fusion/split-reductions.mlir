@@ -157,6 +157,34 @@ func.func @instance_norm_grad(%x: tensor<2x32x64x64x64xf32>, %dy: tensor<2x32x64
 
 // -----
 
+// Leading reduction dimensions that are not outermost in the loops and an
+// output read in another order than the loops': the partials' dimensions
+// are the leading one first, then the output's in the output's order
+// ((d0, d3, d1): 8 x 4 x 3), and the second stage sums the first of them
+// into the output; the output's fill moves to just before it.
+// CHECK-DAG: #[[$PART:map[0-9]*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1)>
+// CHECK-DAG: #[[$OUT:map[0-9]*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+#x4p = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#o4p = affine_map<(d0, d1, d2, d3) -> (d3, d1)>
+// CHECK-LABEL: func.func @permuted_output
+// CHECK: %[[P:.+]] = linalg.generic {indexing_maps = [#{{.+}}, #[[$PART]]], iterator_types = ["parallel", "parallel", "reduction", "parallel"]} ins(%arg0 : tensor<8x3x512x4xf32>) outs(%{{.+}} : tensor<8x4x3xf32>)
+// CHECK: %[[F:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<4x3xf32>)
+// CHECK-NEXT: linalg.generic {indexing_maps = [#{{.+}}, #[[$OUT]]], iterator_types = ["reduction", "parallel", "parallel"]} ins(%[[P]] : tensor<8x4x3xf32>) outs(%[[F]] : tensor<4x3xf32>)
+func.func @permuted_output(%x: tensor<8x3x512x4xf32>) -> tensor<4x3xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x3xf32>
+  %o = linalg.fill ins(%zero : f32) outs(%e : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %r = linalg.generic {indexing_maps = [#x4p, #o4p], iterator_types = ["reduction", "parallel", "reduction", "parallel"]}
+      ins(%x : tensor<8x3x512x4xf32>) outs(%o : tensor<4x3xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %t = arith.addf %acc, %a : f32
+    linalg.yield %t : f32
+  } -> tensor<4x3xf32>
+  return %r : tensor<4x3xf32>
+}
+
+// -----
+
 // A bias gradient through a dropout mask hashed from each element's
 // position (linalg.index): the slices would re-index the loops, so the
 // split keeps them: partials over the sequence (512) for each of the 8
@@ -212,6 +240,31 @@ func.func @instance_norm(%x: tensor<64x8192xf32>, %mean: tensor<64x1xf32>, %o: t
     linalg.yield %t : f32
   } -> tensor<64xf32>
   return %r : tensor<64xf32>
+}
+
+// -----
+
+// A row sum over many rows (1024 x 32 > max-points) reading its row's
+// maximum, over two consecutive reduction dimensions: left whole (a warp
+// per row), not split over the outer one.
+#r3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#m3 = affine_map<(d0, d1, d2) -> (d0, 0, 0)>
+#o3 = affine_map<(d0, d1, d2) -> (d0)>
+// CHECK-LABEL: func.func @many_rows
+// CHECK-NOT: tensor.expand_shape
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction", "reduction"]
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @many_rows(%x: tensor<1024x16x4096xf32>, %m: tensor<1024x1x1xf32>, %o: tensor<1024xf32>) -> tensor<1024xf32> {
+  %r = linalg.generic {indexing_maps = [#r3, #m3, #o3], iterator_types = ["parallel", "reduction", "reduction"]}
+      ins(%x, %m : tensor<1024x16x4096xf32>, tensor<1024x1x1xf32>) outs(%o : tensor<1024xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %d = arith.subf %a, %b : f32
+    %e = math.exp %d : f32
+    %t = arith.addf %acc, %e : f32
+    linalg.yield %t : f32
+  } -> tensor<1024xf32>
+  return %r : tensor<1024xf32>
 }
 
 // -----

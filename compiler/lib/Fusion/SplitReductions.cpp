@@ -163,8 +163,8 @@ splitLeading(RewriterBase &rewriter, linalg::GenericOp op,
   llvm::append_range(partialExprs, outMap.getResults());
   rewriter.setInsertionPoint(op);
   Type element = outType.getElementType();
-  Value zero = arith::ConstantOp::create(rewriter, loc, element,
-                                         rewriter.getFloatAttr(element, 0.0));
+  Value zero = arith::ConstantOp::create(
+      rewriter, loc, cast<TypedAttr>(rewriter.getZeroAttr(element)));
   Value empty = tensor::EmptyOp::create(rewriter, loc, shape, element);
   Value filled =
       linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
@@ -214,7 +214,8 @@ splitLeading(RewriterBase &rewriter, linalg::GenericOp op,
 void fillJustBefore(linalg::LinalgOp combine) {
   Value init = combine.getDpsInitOperand(0)->get();
   auto fill = init.getDefiningOp<linalg::FillOp>();
-  if (fill && fill->hasOneUse() && fill->getBlock() == combine->getBlock())
+  if (fill && fill.getInputs()[0].getDefiningOp<arith::ConstantOp>() &&
+      fill->hasOneUse() && fill->getBlock() == combine->getBlock())
     fill->moveBefore(combine);
 }
 
@@ -283,16 +284,21 @@ struct AnvilSplitReductionsPass
       plan.slices = slices > 1 ? slices : 0;
       return plan;
     }
-    // Partials over the trailing run of reduction dimensions (the longest
-    // one of consecutive dimensions), one per point of the others, whose
-    // loops keep their positions (linalg.index reads the same ones); all
-    // of them one run, over the innermost one. At least two such points
-    // and `minSlice` terms each.
+    // Partials over the maximal run of consecutive reduction dimensions
+    // that ends at the innermost one, one per point of the others, whose
+    // loops keep their positions (any maps; linalg.index reads the same
+    // positions). When all of them are one run, only a body reading loop
+    // positions splits so, over the innermost one (the others stay
+    // whole: a row sum over many rows reading its row's statistic runs a
+    // warp per row). At least two such points and `minSlice` terms each.
     size_t run = group.size() - 1;
     while (run > 0 && group[run - 1] + 1 == group[run])
       --run;
-    if (run == 0)
+    if (run == 0) {
+      if (!indexed)
+        return {};
       run = group.size() - 1;
+    }
     Plan plan;
     int64_t inner = 1, outer = 1;
     for (auto [i, d] : llvm::enumerate(group)) {

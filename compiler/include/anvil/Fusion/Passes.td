@@ -156,12 +156,14 @@ def AnvilSplitReductionsPass
     2. the sum of the S partials of each output, in slice order, into the
        original output (whose value the sum continues).
 
-    Where the reduction dimensions do not collapse into one (a batch
-    norm's sums over N, H and W of NCHW, the channel between them; any
-    operand read at constant 0s allowed), the partials are the sums over
-    the trailing run of consecutive reduction dimensions for each point of
-    the others, which become parallel (outermost in the partials' shape,
-    before the output's dimensions): ResNet-50's first norms sum 32 x 112 x
+    The conditions above on the maps and `linalg.index` are those of the
+    slices, which re-index the loops. Where the reduction dimensions do
+    not collapse into one (a batch norm's sums over N, H and W of NCHW,
+    the channel between them), the partials are the sums over the run of
+    consecutive reduction dimensions that ends at the innermost one, for
+    each point of the others, which become parallel (outermost in the
+    partials' shape, before the output's dimensions); the loops keep their
+    positions, so any maps and `linalg.index` may be read: ResNet-50's first norms sum 32 x 112 x
     112 terms into each of 64 channels, a warp per channel; split, 32 x 64
     rows of 112 x 112, a warp each. So do sums whose body reads loop
     positions (`linalg.index`: a dropout mask hashed from each element's

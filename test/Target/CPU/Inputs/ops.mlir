@@ -89,8 +89,8 @@ func.func @reductions(%a: tensor<3x4x5xf32>) -> (tensor<3x5xf32>, tensor<3x1x1xf
 // dropout's output into 48, whose mask the sum recomputes from each
 // element's position: partials over the 4096 for each of the 2, the loops
 // kept; 2 x 16^3 voxels into each of 4 channels, as an instance norm's
-// weight gradient: partials over the voxels for each n, 8 rows, each row
-// then in 16 slices): partial sums over slices, then their sum. Each output's terms
+// bias gradient: partials over the voxels for each n, 8 rows, each row
+// then in 32 slices): partial sums over slices, then their sum. Each output's terms
 // add in another order than the CPU's sequential one, so the f32 errors of
 // sums this long (sqrt(K) roundings) are judged as a composite's.
 // tolerance: f32-composite
