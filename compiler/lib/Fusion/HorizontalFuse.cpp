@@ -21,6 +21,8 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
 
+#include <map>
+
 namespace mlir::anvil {
 #define GEN_PASS_DEF_ANVILHORIZONTALFUSEPASS
 #include "anvil/Fusion/Passes.h.inc"
@@ -355,8 +357,9 @@ struct AnvilHorizontalFusePass
     }
   }
 
-  /// For each candidate, the nearest earlier candidate of its domain and
-  /// loop kinds that reads an input the same way (a layer norm's dgamma and
+  /// For each candidate, the nearest of the last kLookBack earlier
+  /// candidates of its domain and loop kinds that reads an input the same
+  /// way (a layer norm's dgamma and
   /// dbeta partial sums, both over dy): the readers of the earlier one's
   /// results that lie between the two, which would close its group before
   /// the later one comes (a split sum's second stage sits right after its
@@ -367,10 +370,13 @@ struct AnvilHorizontalFusePass
   /// stage's 64 x 768 partial sums), move: moved later, each computes the
   /// same values; its inputs live a little longer. Otherwise nothing moves.
   void sinkReadersBetweenSharers(Block &block) {
-    SmallVector<linalg::GenericOp> candidates;
-    for (auto op : block.getOps<linalg::GenericOp>())
-      if (isCandidate(op))
-        candidates.push_back(op);
+    // The candidates by domain and loop kinds, in block order; each looks
+    // back over the last few of its own (a layer norm's two sums are
+    // neighbours), which keeps this linear in a step's thousands.
+    constexpr size_t kLookBack = 8;
+    std::map<std::pair<SmallVector<int64_t>, SmallVector<utils::IteratorType>>,
+             SmallVector<linalg::GenericOp>>
+        byDomain;
     auto small = [&](Operation *reader) {
       return llvm::all_of(reader->getOperandTypes(), [&](Type t) {
         auto shaped = dyn_cast<RankedTensorType>(t);
@@ -378,14 +384,18 @@ struct AnvilHorizontalFusePass
                            shaped.getNumElements() <= maxSunkElements);
       });
     };
-    for (auto [i, op] : llvm::enumerate(candidates)) {
-      SmallVector<int64_t> domain = op.getStaticLoopRanges();
-      SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-      for (linalg::GenericOp earlier :
-           llvm::reverse(ArrayRef(candidates).take_front(i))) {
-        if (earlier.getStaticLoopRanges() != domain ||
-            earlier.getIteratorTypesArray() != iterators ||
-            !shareInput(earlier, op))
+    SmallVector<linalg::GenericOp> candidates;
+    for (auto op : block.getOps<linalg::GenericOp>())
+      if (isCandidate(op))
+        candidates.push_back(op);
+    for (linalg::GenericOp op : candidates) {
+      SmallVector<linalg::GenericOp> &same =
+          byDomain[{op.getStaticLoopRanges(), op.getIteratorTypesArray()}];
+      SmallVector<linalg::GenericOp, kLookBack> recent(
+          ArrayRef<linalg::GenericOp>(same).take_back(kLookBack));
+      same.push_back(op);
+      for (linalg::GenericOp earlier : llvm::reverse(recent)) {
+        if (!shareInput(earlier, op))
           continue;
         // The readers of `earlier` at or before `op`, in block order.
         SmallVector<Operation *> readers;

@@ -255,8 +255,8 @@ def AnvilHorizontalFusePass
 
     Before the walk, and after the two hoists below, with
     `sink-small-readers` (the default): for each
-    candidate, the nearest earlier candidate of its domain and loop kinds
-    that reads an input the same way (a layer norm's dgamma and dbeta
+    candidate, the nearest of the last eight earlier candidates of its
+    domain and loop kinds that reads an input the same way (a layer norm's dgamma and dbeta
     partial sums, both over dy, after anvil-split-reductions): the readers
     of the earlier one's results that lie between the two (a split sum's
     second stage, right after its first, which would close the group)
