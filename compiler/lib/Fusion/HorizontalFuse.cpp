@@ -97,13 +97,19 @@ bool sameTensor(Value a, Value b) {
              /*markEquivalent=*/nullptr, OperationEquivalence::IgnoreLocations);
 }
 
-/// Whether `a` and `b` read an input the same way: one tensor (or equal
-/// reshapes of it) through the same map.
+/// Whether `x` (through map `mx`) and `y` (through `my`) read the same
+/// elements at each point: one tensor, or equal reshapes of it, through
+/// the same map.
+bool sameRead(Value x, AffineMap mx, Value y, AffineMap my) {
+  return mx == my && sameTensor(x, y);
+}
+
+/// Whether `a` and `b` read an input the same way.
 bool shareInput(linalg::GenericOp a, linalg::GenericOp b) {
   for (OpOperand *x : a.getDpsInputOperands())
     for (OpOperand *y : b.getDpsInputOperands())
-      if (a.getMatchingIndexingMap(x) == b.getMatchingIndexingMap(y) &&
-          sameTensor(x->get(), y->get()))
+      if (sameRead(x->get(), a.getMatchingIndexingMap(x), y->get(),
+                   b.getMatchingIndexingMap(y)))
         return true;
   return false;
 }
@@ -123,7 +129,7 @@ void merge(RewriterBase &rewriter, ArrayRef<linalg::GenericOp> members) {
       AffineMap map = m.getMatchingIndexingMap(in);
       auto same =
           llvm::find_if(llvm::seq<unsigned>(0, ins.size()), [&](unsigned i) {
-            return inMaps[i] == map && sameTensor(ins[i], in->get());
+            return sameRead(ins[i], inMaps[i], in->get(), map);
           });
       if (same != llvm::seq<unsigned>(0, ins.size()).end()) {
         inputOf.push_back(*same);

@@ -134,6 +134,8 @@ bool collapsible(const ReassociationIndices &group, ArrayRef<AffineMap> maps) {
 /// `leading` others, which become parallel in the first stage.
 struct Plan {
   int64_t slices = 0;
+  /// With slices: each input as the split reads it.
+  SmallVector<Unbroadcast> reads;
   SmallVector<unsigned> leading;
 };
 
@@ -261,6 +263,7 @@ struct AnvilSplitReductionsPass
     // row runs it, with warps enough. Several reduction dimensions must
     // collapse into one.
     SmallVector<AffineMap> maps;
+    SmallVector<Unbroadcast> reads;
     bool columns =
         op.getIteratorTypesArray().back() == utils::IteratorType::parallel;
     bool fewRows = points * 32 <= maxPoints;
@@ -271,6 +274,7 @@ struct AnvilSplitReductionsPass
       if (!reindexable)
         break;
       maps.push_back(u->map);
+      reads.push_back(std::move(*u));
     }
     maps.push_back(outMap);
     ReassociationIndices group = reductionGroup(op);
@@ -281,7 +285,10 @@ struct AnvilSplitReductionsPass
              terms / (2 * slices) >= minSlice)
         slices *= 2;
       Plan plan;
-      plan.slices = slices > 1 ? slices : 0;
+      if (slices > 1) {
+        plan.slices = slices;
+        plan.reads = std::move(reads);
+      }
       return plan;
     }
     // Partials over the maximal run of consecutive reduction dimensions
@@ -326,7 +333,7 @@ struct AnvilSplitReductionsPass
     IRRewriter rewriter(&getContext());
     for (auto &[original, plan] : sums) {
       if (plan.leading.empty()) {
-        splitIntoSlices(rewriter, original, plan.slices);
+        splitIntoSlices(rewriter, original, plan);
         continue;
       }
       auto [partials, sum] = splitLeading(rewriter, original, plan.leading);
@@ -344,18 +351,17 @@ struct AnvilSplitReductionsPass
           partials.getIteratorTypesArray().back() ==
               utils::IteratorType::reduction &&
           rows * 32 <= maxPoints)
-        splitIntoSlices(rewriter, partials, again.slices);
+        splitIntoSlices(rewriter, partials, again);
     }
   }
 
-  /// `original` as partial sums over `slices` slices of its reduction
-  /// dimensions, collapsed into one, then their sum (planOf's slices).
+  /// `original` as partial sums over `plan.slices` slices of its reduction
+  /// dimensions, collapsed into one, then their sum (planOf's slices, each
+  /// input read as `plan.reads` says).
   void splitIntoSlices(RewriterBase &rewriter, linalg::GenericOp original,
-                       int64_t slices) {
-    SmallVector<Unbroadcast> reads;
-    for (OpOperand *in : original.getDpsInputOperands())
-      reads.push_back(*unbroadcast(original, in));
-    linalg::GenericOp op = dropUnitBroadcasts(rewriter, original, reads);
+                       const Plan &plan) {
+    int64_t slices = plan.slices;
+    linalg::GenericOp op = dropUnitBroadcasts(rewriter, original, plan.reads);
     linalg::LinalgOp sum = op;
     // Several reduction dimensions become one where every operand has
     // them next to each other ([8, 1024, 768] -> [768] sums 8192 rows;

@@ -288,7 +288,8 @@ cl::opt<std::string> libraryEmbeddingGrads(
     cl::desc("Whether each embedding table's gradient (f32, i32 ids) runs as "
              "one runtime call (anvil-convert-to-linalg "
              "library-embedding-grads; CUDA's sums each row's gradient rows "
-             "in parallel, in position order: the loop's bits): on (the "
+             "in parallel, in position order: the loop's values bit for "
+             "bit): on (the "
              "default with --target=cuda or --emulate-cuda-grid, which calls "
              "the CPU's function) or off (a loop over the positions; on a "
              "GPU a thread per column adds every position's row in turn)"),

@@ -599,14 +599,14 @@ memref::StoreOp fillStore(scf::ParallelOp nest) {
 /// A fill's loop nest (anvil-outline-dispatches fills-into-reductions) into
 /// the nest it starts: where a top-level scf.parallel only stores a value
 /// defined outside it into B at its induction variables, and the next
-/// top-level nest but constants and fill nests of the same bounds of other
-/// buffers that it writes (a merged reduction's outputs, each filled) has
-/// the same bounds
-/// and touches B only at its own induction variables, first by a load in
-/// its body's block, and stores each point in that block, that load
-/// becomes the value and the fill's nest goes (one launch fewer; every
-/// point of B still starts from the value and ends written). The
-/// reductions that run a thread an output (column sums) start so.
+/// top-level nest (past constants, and past fill nests of the same bounds
+/// of other buffers that it writes: a merged reduction's outputs, each
+/// filled) has the same bounds and touches B only at its own induction
+/// variables, first by a load in its body's block, and stores each point
+/// in that block, that load becomes the value and the fill's nest goes
+/// (one launch fewer; every point of B still starts from the value and
+/// ends written). The reductions that run a thread an output (column sums)
+/// start so.
 void foldFillNests(func::FuncOp fn) {
   SmallVector<scf::ParallelOp> nests(fn.front().getOps<scf::ParallelOp>());
   // Only the nest being looked at is erased: one looked at later, or found
