@@ -294,6 +294,16 @@ cl::opt<std::string> libraryEmbeddingGrads(
              "the CPU's function) or off (a loop over the positions; on a "
              "GPU a thread per column adds every position's row in turn)"),
     cl::value_desc("on|off"), cl::init(""), cl::cat(category));
+cl::opt<std::string> padGemmRows(
+    "pad-gemm-rows",
+    cl::desc("Whether the buffers GEMMs read or write, with rows of 1024 or "
+             "more elements that are not 16-byte aligned (GPT-2's logits: "
+             "50257 columns), are allocated with rows padded to 64 elements "
+             "(anvil-cpu-pad-gemm-rows: aligned leading dimensions for "
+             "cuBLAS; the padding is never touched, the values are the "
+             "same): on (the default with --target=cuda or "
+             "--emulate-cuda-grid) or off"),
+    cl::value_desc("on|off"), cl::init(""), cl::cat(category));
 cl::opt<std::string> libraryConvs(
     "library-convs",
     cl::desc("Whether each convolution, and each of its gradients, that a "
@@ -891,7 +901,7 @@ int main(int argc, char **argv) {
   // or its emulated grid).
   for (cl::opt<std::string> *onOff :
        {&gemmEpilogues, &libraryConvs, &attentionBf16Tensors, &horizontalFusion,
-        &onlineLogSumExp, &libraryEmbeddingGrads}) {
+        &onlineLogSumExp, &libraryEmbeddingGrads, &padGemmRows}) {
     if (onOff->getNumOccurrences() && *onOff != "on" && *onOff != "off")
       return error("--" + onOff->ArgStr.str() + "=" + *onOff + ": on or off");
     if (onOff->empty())
@@ -1207,6 +1217,7 @@ int main(int argc, char **argv) {
     options.horizontalFuse = horizontalFusion == "on";
     options.onlineLogSumExp = onlineLogSumExp == "on";
     options.libraryEmbeddingGrads = libraryEmbeddingGrads == "on";
+    options.padGemmRows = padGemmRows == "on";
     options.fp8GemmResult = fp8GemmResult;
     options.fp8GeluEpilogue = gemmEpilogues == "on";
     return options;
@@ -1251,6 +1262,7 @@ int main(int argc, char **argv) {
         options.horizontalFuse = horizontalFusion == "on";
         options.onlineLogSumExp = onlineLogSumExp == "on";
         options.libraryEmbeddingGrads = libraryEmbeddingGrads == "on";
+        options.padGemmRows = padGemmRows == "on";
         options.fp8GemmResult = fp8GemmResult;
         options.fp8GeluEpilogue = gemmEpilogues == "on";
       }

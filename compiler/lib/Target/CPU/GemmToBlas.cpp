@@ -417,9 +417,11 @@ struct GemmToBlas : OpInterfaceRewritePattern<linalg::LinalgOp> {
     bool rounded = false;
     SmallVector<Operation *> views;
     SmallVector<OpOperand *> readers;
-    Value root = c; // the buffer C is, or views by reshapes
-    while (isa_and_nonnull<memref::ExpandShapeOp, memref::CollapseShapeOp>(
-        root.getDefiningOp()))
+    // The buffer C is, or views of it by reshapes and subviews (rows
+    // padded by anvil-cpu-pad-gemm-rows).
+    Value root = c;
+    while (isa_and_nonnull<memref::ExpandShapeOp, memref::CollapseShapeOp,
+                           memref::SubViewOp>(root.getDefiningOp()))
       root = root.getDefiningOp()->getOperand(0);
     if (auto alloc = root.getDefiningOp<memref::AllocOp>();
         alloc && kind == Operands::BF16 && zeroFill &&

@@ -130,6 +130,8 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     outParams.hoistStaticAllocs = true;
     outParams.modifyPublicFunctions = true;
     pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+    if (options.padGemmRows)
+      pm.addPass(createAnvilCPUPadGemmRowsPass());
     AnvilCPUGemmToBlasPassOptions gemm;
     gemm.callee = options.sgemm;
     gemm.calleeBF16 = options.gemmBF16;

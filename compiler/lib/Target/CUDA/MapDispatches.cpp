@@ -177,15 +177,24 @@ void mapToGrid(scf::ParallelOp loop, const Space &space, int64_t blockSize) {
 /// point; what does not depend on the point, once for the run); only
 /// accesses go through `alignedRows` buffers of the dispatch (its arguments,
 /// not the constant globals read in its kernels, whose alignment is their
-/// own) are aligned, others stay one element at a time. `loop` and `space`
-/// are replaced; false (nothing changed) when the nest does not qualify or
-/// no access would be aligned.
+/// own) are aligned, others stay one element at a time. When the innermost
+/// extent is not a multiple of `width` (GPT-2's logits: 50257 columns,
+/// rows padded to 50304 by anvil-cpu-pad-gemm-rows), the remaining points
+/// of each row become a nest of their own after it, `tail`, one point a
+/// thread: a second launch (a branch in the kernel instead would join the
+/// two paths, and LLVM sinks their last stores into the join, where no
+/// vector store can take them). `loop` and `space` are replaced; false
+/// (nothing changed) when the nest does not qualify or no access would be
+/// aligned.
 bool widenInnermost(scf::ParallelOp &loop, Space &space, int64_t width,
-                    func::FuncOp fn, ArrayRef<memref::GlobalOp> constants) {
+                    func::FuncOp fn, ArrayRef<memref::GlobalOp> constants,
+                    std::optional<std::pair<scf::ParallelOp, Space>> &tail) {
   unsigned rank = space.extent.size();
   if (width <= 1 || rank == 0 || space.lower.back() != 0 ||
-      space.step.back() != 1 || space.extent.back() % width != 0)
+      space.step.back() != 1 || space.extent.back() < width)
     return false;
+  int64_t fullRuns = space.extent.back() / width;
+  int64_t rest = space.extent.back() % width;
   Value inner = loop.getInductionVars().back();
   Block *body = loop.getBody();
   // The accesses along the innermost dimension (it is their last index and
@@ -235,7 +244,7 @@ bool widenInnermost(scf::ParallelOp &loop, Space &space, int64_t width,
   SmallVector<Value> lbs, ubs, steps;
   for (unsigned d = 0; d < rank; ++d) {
     lbs.push_back(index(space.lower[d]));
-    int64_t extent = space.extent[d] / (d + 1 == rank ? width : 1);
+    int64_t extent = d + 1 == rank ? fullRuns : space.extent[d];
     ubs.push_back(index(space.lower[d] + extent * space.step[d]));
     steps.push_back(index(space.step[d]));
   }
@@ -265,25 +274,39 @@ bool widenInnermost(scf::ParallelOp &loop, Space &space, int64_t width,
     }
     for (int64_t k = 0; k < width; ++k) {
       Operation *copy = b.clone(op, lanes[k]);
-      if (k == 0) {
-        // The run's first access, along the innermost dimension.
-        Value memref;
-        if (auto load = dyn_cast<memref::LoadOp>(op);
-            load && alongInner(load.getIndices()))
-          memref = load.getMemRef();
-        if (auto store = dyn_cast<memref::StoreOp>(op);
-            store && alongInner(store.getIndices()))
-          memref = store.getMemRef();
-        if (memref && alignable(memref)) {
-          auto type = cast<MemRefType>(memref.getType());
-          copy->setAttr(
-              "alignment",
-              b.getI64IntegerAttr(width * type.getElementTypeBitWidth() / 8));
-        }
+      if (k != 0)
+        continue;
+      // The run's first access, along the innermost dimension.
+      Value memref;
+      if (auto load = dyn_cast<memref::LoadOp>(op);
+          load && alongInner(load.getIndices()))
+        memref = load.getMemRef();
+      if (auto store = dyn_cast<memref::StoreOp>(op);
+          store && alongInner(store.getIndices()))
+        memref = store.getMemRef();
+      if (memref && alignable(memref)) {
+        auto type = cast<MemRefType>(memref.getType());
+        copy->setAttr(
+            "alignment",
+            b.getI64IntegerAttr(width * type.getElementTypeBitWidth() / 8));
       }
     }
     for (Value result : op.getResults())
       varying.insert(result);
+  }
+  if (rest != 0) {
+    // The rows' last `rest` points: the nest as it was, over them alone.
+    b.setInsertionPointAfter(wide);
+    lbs.back() = index(fullRuns * width);
+    ubs.back() = index(space.extent.back());
+    steps.back() = index(1);
+    auto last = scf::ParallelOp::create(b, loc, lbs, ubs, steps);
+    IRMapping map;
+    map.map(loop.getInductionVars(), last.getInductionVars());
+    b.setInsertionPointToStart(last.getBody());
+    for (Operation &op : body->without_terminator())
+      b.clone(op, map);
+    tail.emplace(last, *staticSpace(last));
   }
   loop.erase();
   loop = wide;
@@ -948,8 +971,11 @@ struct AnvilCUDAMapDispatchesPass
       }
       if (onlyNests && !nests.empty()) {
         for (auto &[loop, space] : nests) {
-          widenInnermost(loop, space, vectorWidth, fn, constants);
+          std::optional<std::pair<scf::ParallelOp, Space>> tail;
+          widenInnermost(loop, space, vectorWidth, fn, constants, tail);
           mapToGrid(loop, space, blockSize);
+          if (tail)
+            mapToGrid(tail->first, tail->second, blockSize);
         }
       } else {
         runOnOneThread(fn);

@@ -108,6 +108,7 @@ mlir::anvil::cuda::kernelShapeOptions(const CUDAPipelineOptions &options) {
   cpuOptions.horizontalFuse = options.horizontalFuse;
   cpuOptions.onlineLogSumExp = options.onlineLogSumExp;
   cpuOptions.libraryEmbeddingGrads = options.libraryEmbeddingGrads;
+  cpuOptions.padGemmRows = options.padGemmRows;
   // A fill and the row reduction it starts: one launch.
   cpuOptions.fillsIntoReductions = true;
   cpuOptions.rowGroups = options.rowGroups;

@@ -65,6 +65,10 @@ struct CPUPipelineOptions {
   /// (anvil-split-reductions min-length; 0: off, the CPU's default: its
   /// threads split a dispatch's outer loop instead).
   int64_t splitReductions = 0;
+  /// Allocate the buffers GEMMs touch with rows padded to aligned strides
+  /// (anvil-cpu-pad-gemm-rows; the CUDA backend's and its emulation: cuBLAS
+  /// wants aligned leading dimensions, OpenBLAS does not care).
+  bool padGemmRows = false;
   /// The runtime function f32 GEMMs call (anvil-cpu-gemm-to-blas callee).
   std::string sgemm = "anvil_rt_sgemm";
   /// The runtime function FP8 GEMMs (anvil.matmul_f8) call

@@ -71,6 +71,58 @@ def AnvilCPUGemmToBlasPass : Pass<"anvil-cpu-gemm-to-blas", "mlir::ModuleOp"> {
   ];
 }
 
+def AnvilCPUPadGemmRowsPass : Pass<"anvil-cpu-pad-gemm-rows", "mlir::ModuleOp"> {
+  let summary = "Pads the rows of the buffers GEMMs touch to aligned strides";
+  let description = [{
+    A GEMM library takes each matrix with a leading dimension (its row
+    stride); on tensor cores the fast kernels want rows that start 16
+    bytes aligned or better (cuBLAS chooses its kernels by the alignment
+    of pointers and leading dimensions, and Hopper's TMA needs 16-byte
+    strides). GPT-2's logits have 50257 columns: the head's three GEMMs
+    read or write them with an odd leading dimension. Runs before
+    `anvil-cpu-gemm-to-blas`, which reads the leading dimensions off the
+    layouts.
+
+    Each `memref.alloc` of a static, identity-layout buffer of rank 2 or
+    more whose innermost extent is at least `min-row` and not a multiple of
+    8 (16 bytes of bf16; an f32 product may become bf16 in
+    `anvil-cpu-gemm-to-blas`), and which a contraction (a future GEMM call)
+    reads or writes, directly or through views, is allocated with that
+    extent rounded up to a multiple of `row-multiple`. Its uses see a
+    subview of the first columns: the same shape, the padded row stride.
+    The views on it (expand_shape and collapse_shape that keep the
+    innermost dimension whole, static subviews) get their strided result
+    types. A buffer with any other use (an address taken for a library
+    call, a call, a return, a view that splits or merges its rows) is left
+    alone. The padding is never read or written: the values are the same.
+
+    Input:
+    ```mlir
+    %c = memref.alloc() : memref<8192x50257xf32>
+    linalg.matmul ins(%x, %w : ...) outs(%c : memref<8192x50257xf32>)
+    ```
+    Output:
+    ```mlir
+    %0 = memref.alloc() : memref<8192x50304xf32>
+    %c = memref.subview %0[0, 0] [8192, 50257] [1, 1]
+        : memref<8192x50304xf32> to memref<8192x50257xf32, strided<[50304, 1]>>
+    linalg.matmul ins(%x, %w : ...) outs(%c : memref<8192x50257xf32, strided<[50304, 1]>>)
+    ```
+  }];
+  let options = [
+    Option<"minRow", "min-row", "int64_t", /*default=*/"1024",
+           "Innermost extents below this are left unpadded (the padding "
+           "then adds at most row-multiple / min-row of the buffer)">,
+    Option<"rowMultiple", "row-multiple", "int64_t", /*default=*/"64",
+           "Rows are padded to a multiple of this many elements (a positive "
+           "multiple of 8; 64: 128 bytes of bf16, a cache line)">,
+  ];
+  let statistics = [
+    Statistic<"numPadded", "num-padded", "Buffers allocated with padded rows">,
+  ];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 def AnvilCPUParallelDispatchesPass
     : Pass<"anvil-cpu-parallel-dispatches", "mlir::ModuleOp"> {
   let summary = "Prepares large dispatch regions to run on the runtime's threads";

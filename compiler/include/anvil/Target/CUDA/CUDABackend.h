@@ -90,6 +90,10 @@ struct CUDAPipelineOptions {
   /// anvil_rt_cuda_embedding_grad_f32, which sums each row in parallel);
   /// off: the loop, a kernel of a thread per column over every position.
   bool libraryEmbeddingGrads = true;
+  /// The buffers GEMMs read or write whose rows are not 16-byte aligned
+  /// (GPT-2's logits, 50257 columns) are allocated with padded rows
+  /// (anvil-cpu-pad-gemm-rows): cuBLAS's aligned kernels.
+  bool padGemmRows = true;
   /// Convolutions that cuDNN takes run as one call each
   /// (anvil-library-convs; anvil_rt_cuda_conv); off: as kernels.
   bool libraryConvs = true;
@@ -105,11 +109,12 @@ struct CUDAPipelineOptions {
 /// The CPU backend's options for its first three stages that shape the
 /// CUDA kernels from `options`: fusion, split sums, horizontal merges, row
 /// groups, fills in their reductions, merged amaxes, recomputed and merged
-/// cheap readers, the one-pass log-sum-exp, library convolutions and the
-/// FP8 GEMMs' form for `options.target.chip`; no thread chunks. The CUDA
-/// pipeline starts from them (and names its runtime functions), and so
-/// does the emulated grid (anvil-compile --emulate-cuda-grid, with the
-/// CPU's reference functions), which must run what CUDA runs.
+/// cheap readers, the one-pass log-sum-exp, library convolutions, padded
+/// GEMM rows and the FP8 GEMMs' form for `options.target.chip`; no thread
+/// chunks. The CUDA pipeline starts from them (and names its runtime
+/// functions), and so does the emulated grid (anvil-compile
+/// --emulate-cuda-grid, with the CPU's reference functions), which must run
+/// what CUDA runs.
 cpu::CPUPipelineOptions kernelShapeOptions(const CUDAPipelineOptions &options);
 
 /// Adds the passes of the stages after `after` (from the start when not
