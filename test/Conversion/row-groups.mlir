@@ -55,17 +55,17 @@
 // MAP: arith.addf
 // MAP: gpu.barrier
 // The centered rows: lane l computes points 4 l to 4 l + 3 of its row (a
-// run of 4, its first accesses aligned to 16 bytes), the row's sum read
-// once before.
+// run of 4: its first load aligned to 16 bytes, its results stored as one
+// vector), the row's sum read once before.
 // MAP: scf.if
 // MAP-NEXT: memref.load %{{.+}} : memref<8x1xf32>
 // MAP: scf.for %{{.+}} = %{{.+}} to %c64 step %c128
 // MAP-NOT: memref<8x1xf32>
 // MAP: memref.load {{.+}} {alignment = 16 : i64}
 // MAP-NOT: memref<8x1xf32>
-// MAP: arith.subf
-// MAP: memref.store {{.+}} {alignment = 16 : i64}
-// MAP-COUNT-3: arith.subf
+// MAP-COUNT-4: arith.subf
+// MAP: vector.from_elements
+// MAP: vector.store {{.+}} {alignment = 16 : i64}
 // MAP-NOT: memref<8x1xf32>
 // MAP-NOT: gpu.launch
 // MAP: return

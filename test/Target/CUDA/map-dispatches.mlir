@@ -36,8 +36,8 @@
 // B64-LABEL: func.func private @step__dispatch_0
 // B64: gpu.launch blocks({{.+}}) in ({{.+}} = %c100{{.*}}, {{.+}}) threads({{.+}}) in ({{.+}} = %c64{{.*}},
 // By default (vector-width 4) a thread takes 4 consecutive columns: 1600
-// threads, 7 blocks; its first load and store of each buffer carry the
-// run's 16-byte alignment (LLVM then makes each run one ld/st.global.v4).
+// threads, 7 blocks; it reads and writes each buffer's run as one vector
+// with the run's 16-byte alignment (ld/st.global.v4).
 // VEC-LABEL: func.func private @step__dispatch_0
 // VEC-DAG: %[[C7:.+]] = arith.constant 7 : index
 // VEC: gpu.launch blocks({{.+}}) in ({{.+}} = %[[C7]], {{.+}}) threads({{.+}}) in ({{.+}} = %c256{{.*}},
@@ -48,16 +48,19 @@
 // VEC: %[[J1:.+]] = arith.addi %[[J0]], %c1
 // VEC: %[[J2:.+]] = arith.addi %[[J0]], %c2
 // VEC: %[[J3:.+]] = arith.addi %[[J0]], %c3
-// VEC: %[[X0:.+]] = memref.load %{{.+}}[%[[ROW]], %[[J0]]] {alignment = 16 : i64}
-// VEC: %[[X1:.+]] = memref.load %{{.+}}[%[[ROW]], %[[J1]]] :
-// VEC: memref.load %{{.+}}[%[[ROW]], %[[J2]]] :
-// VEC: memref.load %{{.+}}[%[[ROW]], %[[J3]]] :
+// VEC: %[[X:.+]] = vector.load %{{.+}}[%[[ROW]], %[[J0]]] {alignment = 16 : i64} : memref<64x100xf32>, vector<4xf32>
+// VEC: %[[X0:.+]] = vector.extract %[[X]][0]
+// VEC: %[[X1:.+]] = vector.extract %[[X]][1]
+// VEC: %[[X2:.+]] = vector.extract %[[X]][2]
+// VEC: %[[X3:.+]] = vector.extract %[[X]][3]
 // VEC: %[[E0:.+]] = math.exp %[[X0]]
 // VEC: %[[E1:.+]] = math.exp %[[X1]]
-// VEC: math.exp
-// VEC: math.exp
-// VEC: memref.store %[[E0]], %{{.+}}[%[[ROW]], %[[J0]]] {alignment = 16 : i64}
-// VEC: memref.store %[[E1]], %{{.+}}[%[[ROW]], %[[J1]]] :
+// VEC: %[[E2:.+]] = math.exp %[[X2]]
+// VEC: %[[E3:.+]] = math.exp %[[X3]]
+// VEC: %[[R:.+]] = vector.from_elements %[[E0]], %[[E1]], %[[E2]], %[[E3]] : vector<4xf32>
+// VEC: vector.store %[[R]], %{{.+}}[%[[ROW]], %[[J0]]] {alignment = 16 : i64}
+// VEC-NOT: memref.store
+// VEC: gpu.terminator
 func.func private @step__dispatch_0(%a: memref<64x100xf32>, %b: memref<64x100xf32>) {
   linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
       ins(%a : memref<64x100xf32>) outs(%b : memref<64x100xf32>) {
@@ -234,12 +237,12 @@ func.func private @step__dispatch_2(%a: memref<200xf32>, %b: memref<f32>) {
 // VEC-LABEL: func.func private @step__dispatch_18
 // VEC: gpu.launch
 // VEC: %[[J0:.+]] = arith.muli %{{.+}}, %c4
-// VEC: memref.load %{{.+}}[%{{.+}}, %[[J0]]] {alignment = 16 : i64} : memref<8x64xf32>
+// VEC: vector.load %{{.+}}[%{{.+}}, %[[J0]]] {alignment = 16 : i64} : memref<8x64xf32>, vector<4xf32>
 // VEC: memref.load %{{.+}}[%{{.+}}, %[[J0]]] : memref<8x64xf32, strided<[64, 1], offset: 2>>
 // VEC: memref.load %{{.+}}[%{{.+}}, %[[J0]]] : memref<8x64xi1>
 // VEC: memref.load %{{.+}}[%{{.+}}] : memref<8xf32>
 // VEC-NOT: memref.load %{{.+}}[%{{.+}}] : memref<8xf32>
-// VEC: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %[[J0]]] {alignment = 16 : i64} : memref<8x64xf32>
+// VEC: vector.store %{{.+}}, %{{.+}}[%{{.+}}, %[[J0]]] {alignment = 16 : i64} : memref<8x64xf32>, vector<4xf32>
 // A nest whose columns (30) are not a multiple of 4, or of booleans alone,
 // stays a point a thread.
 // VEC-LABEL: func.func private @step__dispatch_19
@@ -287,7 +290,7 @@ func.func private @step__dispatch_20(%a: memref<8x64xi1>, %b: memref<8x64xi1>) {
 // elements read one at a time. A row sum scaled by a scalar operand: the
 // scalar is used as it is, on a warp per row.
 // VEC-LABEL: func.func private @step__dispatch_21
-// VEC: memref.load %{{.+}} {alignment = 16 : i64} : memref<8x64xf32>
+// VEC: vector.load %{{.+}} {alignment = 16 : i64} : memref<8x64xf32>, vector<4xf32>
 // VEC: memref.load %{{.+}} : memref<8x64xindex>
 // VEC-LABEL: func.func private @step__dispatch_22
 // VEC: scf.for
@@ -921,6 +924,36 @@ func.func private @step__dispatch_25(%s: memref<768xf32>, %t: memref<768xf32>) {
   ^bb0(%a: f32, %o: f32):
     %r = math.exp %a : f32
     linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// Rows of 67 points whose rows are padded to 128 (anvil-cpu-pad-gemm-rows):
+// each row's 16 whole runs of 4 as vectors, and the rows' last 3 points in a
+// second launch, a point a thread (8 x 3 = 24 threads).
+// VEC-LABEL: func.func private @step__dispatch_90
+// VEC: gpu.launch
+// VEC: vector.load %{{.+}} {alignment = 16 : i64} : memref<8x67xf32, strided<[128, 1]>>, vector<4xf32>
+// VEC: vector.store %{{.+}} {alignment = 16 : i64} : memref<8x67xf32, strided<[128, 1]>>, vector<4xf32>
+// VEC: gpu.terminator
+// VEC: gpu.launch
+// VEC: arith.constant 24 : index
+// VEC: %[[COL:.+]] = arith.remui %{{.+}}, %c3
+// VEC: %[[J:.+]] = arith.addi %[[COL]], %c64
+// VEC: %[[X:.+]] = memref.load %{{.+}}[%{{.+}}, %[[J]]] : memref<8x67xf32, strided<[128, 1]>>
+// VEC: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %[[J]]] : memref<8x67xf32, strided<[128, 1]>>
+// VEC: gpu.terminator
+// VEC-NOT: gpu.launch
+// VEC: return
+func.func private @step__dispatch_90(%a: memref<8x67xf32, strided<[128, 1]>>, %b: memref<8x67xf32, strided<[128, 1]>>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<8x67xf32, strided<[128, 1]>>) outs(%b : memref<8x67xf32, strided<[128, 1]>>) {
+  ^bb0(%x: f32, %o: f32):
+    %e = math.exp %x : f32
+    linalg.yield %e : f32
   }
   return
 }

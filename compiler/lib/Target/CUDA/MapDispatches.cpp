@@ -31,6 +31,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -272,24 +273,45 @@ bool widenInnermost(scf::ParallelOp &loop, Space &space, int64_t width,
         lanes[k].map(op.getResults(), once->getResults());
       continue;
     }
-    for (int64_t k = 0; k < width; ++k) {
-      Operation *copy = b.clone(op, lanes[k]);
-      if (k != 0)
-        continue;
-      // The run's first access, along the innermost dimension.
-      Value memref;
-      if (auto load = dyn_cast<memref::LoadOp>(op);
-          load && alongInner(load.getIndices()))
-        memref = load.getMemRef();
-      if (auto store = dyn_cast<memref::StoreOp>(op);
-          store && alongInner(store.getIndices()))
-        memref = store.getMemRef();
-      if (memref && alignable(memref)) {
-        auto type = cast<MemRefType>(memref.getType());
-        copy->setAttr(
-            "alignment",
-            b.getI64IntegerAttr(width * type.getElementTypeBitWidth() / 8));
-      }
+    // An aligned run's loads and stores: one vector access each (left to
+    // LLVM, its SLP vectorizer packs bf16 lanes in pairs first, and the
+    // load/store vectorizer then cannot join a [1, 2, 1] run).
+    auto runIndices = [&](ValueRange indices) {
+      return llvm::map_to_vector(
+          indices, [&](Value i) { return lanes[0].lookupOrDefault(i); });
+    };
+    auto runAlignment = [&](Value memref) {
+      auto type = cast<MemRefType>(memref.getType());
+      return llvm::MaybeAlign(width * type.getElementTypeBitWidth() / 8);
+    };
+    auto runType = [&](Value memref) {
+      return VectorType::get(
+          {width}, cast<MemRefType>(memref.getType()).getElementType());
+    };
+    if (auto load = dyn_cast<memref::LoadOp>(op);
+        load && alongInner(load.getIndices()) && alignable(load.getMemRef())) {
+      auto vectorLoad = vector::LoadOp::create(
+          b, loc, runType(load.getMemRef()), load.getMemRef(),
+          runIndices(load.getIndices()), /*nontemporal=*/false,
+          runAlignment(load.getMemRef()));
+      for (int64_t k = 0; k < width; ++k)
+        lanes[k].map(
+            load.getResult(),
+            vector::ExtractOp::create(b, loc, vectorLoad, k).getResult());
+    } else if (auto store = dyn_cast<memref::StoreOp>(op);
+               store && alongInner(store.getIndices()) &&
+               alignable(store.getMemRef())) {
+      SmallVector<Value> values;
+      for (int64_t k = 0; k < width; ++k)
+        values.push_back(lanes[k].lookupOrDefault(store.getValueToStore()));
+      Value run = vector::FromElementsOp::create(
+          b, loc, runType(store.getMemRef()), values);
+      vector::StoreOp::create(
+          b, loc, run, store.getMemRef(), runIndices(store.getIndices()),
+          /*nontemporal=*/false, runAlignment(store.getMemRef()));
+    } else {
+      for (int64_t k = 0; k < width; ++k)
+        b.clone(op, lanes[k]);
     }
     for (Value result : op.getResults())
       varying.insert(result);

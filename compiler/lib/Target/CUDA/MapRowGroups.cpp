@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 
 #include <algorithm>
@@ -294,6 +295,13 @@ bool mlir::anvil::cuda::grid::mapRowGroup(
     auto loop =
         scf::ForOp::create(b, loc, first, index(points), index(warp * run));
     b.setInsertionPoint(loop.getBody()->getTerminator());
+    // An aligned output's values over the run, and where the run starts:
+    // stored as one vector after it (left to LLVM, its SLP vectorizer packs
+    // bf16 points in pairs, and the load/store vectorizer then cannot join
+    // a [1, 2, 1] run). The points are the generic's parallel iterations,
+    // which no order binds.
+    SmallVector<SmallVector<Value>> runValues(op.getNumDpsInits());
+    SmallVector<SmallVector<Value>> runStart(op.getNumDpsInits());
     for (int64_t j = 0; j < run; ++j) {
       Value k = loop.getInductionVar();
       if (j > 0)
@@ -320,12 +328,25 @@ bool mlir::anvil::cuda::grid::mapRowGroup(
       }
       IRMapping map = code.point({}, alignment, outs);
       for (auto [r, init] : llvm::enumerate(op.getDpsInitsMutable())) {
-        auto store = memref::StoreOp::create(
-            b, loc, map.lookupOrDefault(yield.getOperand(r)), init.get(),
-            code.at(init));
-        if (int64_t bytes = alignment(&init))
-          store.setAlignment(bytes);
+        Value value = map.lookupOrDefault(yield.getOperand(r));
+        if (run > 1 && alignable(&init)) {
+          if (j == 0)
+            runStart[r] = code.at(init);
+          runValues[r].push_back(value);
+          continue;
+        }
+        memref::StoreOp::create(b, loc, value, init.get(), code.at(init));
       }
+    }
+    for (auto [r, init] : llvm::enumerate(op.getDpsInitsMutable())) {
+      if (runValues[r].empty())
+        continue;
+      auto type = cast<MemRefType>(init.get().getType());
+      Value values = vector::FromElementsOp::create(
+          b, loc, VectorType::get({run}, type.getElementType()), runValues[r]);
+      vector::StoreOp::create(
+          b, loc, values, init.get(), runStart[r], /*nontemporal=*/false,
+          llvm::MaybeAlign(run * type.getElementTypeBitWidth() / 8));
     }
   }
   for (Operation *member : llvm::reverse(members))

@@ -106,7 +106,7 @@ def AnvilCUDAMapDispatchesPass
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::gpu::GPUDialect",
     "mlir::LLVM::LLVMDialect", "mlir::memref::MemRefDialect",
-    "mlir::scf::SCFDialect"
+    "mlir::scf::SCFDialect", "mlir::vector::VectorDialect"
   ];
 }
 
