@@ -932,22 +932,44 @@ func.func private @step__dispatch_25(%s: memref<768xf32>, %t: memref<768xf32>) {
 
 // Rows of 67 points whose rows are padded to 128 (anvil-cpu-pad-gemm-rows):
 // each row's 16 whole runs of 4 as vectors, and the rows' last 3 points in a
-// second launch, a point a thread (8 x 3 = 24 threads).
+// second launch, a point a thread (16384 x 3 = 49152 threads): the nest has
+// a million points or more (16384 x 67), where the second launch pays.
 // VEC-LABEL: func.func private @step__dispatch_90
 // VEC: gpu.launch
-// VEC: vector.load %{{.+}} {alignment = 16 : i64} : memref<8x67xf32, strided<[128, 1]>>, vector<4xf32>
-// VEC: vector.store %{{.+}} {alignment = 16 : i64} : memref<8x67xf32, strided<[128, 1]>>, vector<4xf32>
+// VEC: vector.load %{{.+}} {alignment = 16 : i64} : memref<16384x67xf32, strided<[128, 1]>>, vector<4xf32>
+// VEC: vector.store %{{.+}} {alignment = 16 : i64} : memref<16384x67xf32, strided<[128, 1]>>, vector<4xf32>
 // VEC: gpu.terminator
 // VEC: gpu.launch
-// VEC: arith.constant 24 : index
+// VEC: arith.constant 49152 : index
 // VEC: %[[COL:.+]] = arith.remui %{{.+}}, %c3
 // VEC: %[[J:.+]] = arith.addi %[[COL]], %c64
-// VEC: %[[X:.+]] = memref.load %{{.+}}[%{{.+}}, %[[J]]] : memref<8x67xf32, strided<[128, 1]>>
-// VEC: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %[[J]]] : memref<8x67xf32, strided<[128, 1]>>
+// VEC: %[[X:.+]] = memref.load %{{.+}}[%{{.+}}, %[[J]]] : memref<16384x67xf32, strided<[128, 1]>>
+// VEC: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %[[J]]] : memref<16384x67xf32, strided<[128, 1]>>
 // VEC: gpu.terminator
 // VEC-NOT: gpu.launch
 // VEC: return
-func.func private @step__dispatch_90(%a: memref<8x67xf32, strided<[128, 1]>>, %b: memref<8x67xf32, strided<[128, 1]>>) {
+func.func private @step__dispatch_90(%a: memref<16384x67xf32, strided<[128, 1]>>, %b: memref<16384x67xf32, strided<[128, 1]>>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<16384x67xf32, strided<[128, 1]>>) outs(%b : memref<16384x67xf32, strided<[128, 1]>>) {
+  ^bb0(%x: f32, %o: f32):
+    %e = math.exp %x : f32
+    linalg.yield %e : f32
+  }
+  return
+}
+
+// -----
+
+// The same rows, 8 of them (536 points): no second launch, a point a
+// thread as before.
+// VEC-LABEL: func.func private @step__dispatch_91
+// VEC: gpu.launch
+// VEC-NOT: vector.
+// VEC: gpu.terminator
+// VEC-NOT: gpu.launch
+// VEC: return
+func.func private @step__dispatch_91(%a: memref<8x67xf32, strided<[128, 1]>>, %b: memref<8x67xf32, strided<[128, 1]>>) {
   linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
                   iterator_types = ["parallel", "parallel"]}
       ins(%a : memref<8x67xf32, strided<[128, 1]>>) outs(%b : memref<8x67xf32, strided<[128, 1]>>) {

@@ -151,6 +151,18 @@ func.func @matmuls(%a: tensor<5x3xf32>, %b: tensor<3x7xf32>, %at: tensor<3x5xf32
   return %0, %1, %2, %3, %4, %5 : tensor<5x7xf32>, tensor<5x7xf32>, tensor<5x7xf32>, tensor<2x5x7xf32>, tensor<2x3x5x7xf32>, tensor<2x5x7xf32>
 }
 
+// A GEMM product with rows of 4099 (not 16-byte aligned, and 1024 or
+// more): for CUDA and the emulated grid its buffer has rows padded to 4160
+// (anvil-cpu-pad-gemm-rows), the GEMM writes it with leading dimension 4160,
+// and the exponential reads the strided rows, each row's 1024 whole runs of
+// 4 as vectors and its last 3 points in a launch of their own (256 x 4099
+// points, over the million where that second launch is made).
+func.func @padded_rows(%x: tensor<256x8xf32>, %w: tensor<8x4099xf32>) -> tensor<256x4099xf32> {
+  %p = anvil.matmul %x, %w : (tensor<256x8xf32>, tensor<8x4099xf32>) -> tensor<256x4099xf32>
+  %e = anvil.exp %p : tensor<256x4099xf32>
+  return %e : tensor<256x4099xf32>
+}
+
 // int-high: 7
 func.func @gathers(%t: tensor<7x3xf32>, %i: tensor<2x5xi32>, %g: tensor<2x5x3xf32>, %x: tensor<4x7x2xf32>, %j: tensor<3xi64>) -> (tensor<2x5x3xf32>, tensor<7x3xf32>, tensor<4x3x2xf32>) {
   %0 = anvil.embedding %t[%i] : (tensor<7x3xf32>, tensor<2x5xi32>) -> tensor<2x5x3xf32>
