@@ -26,6 +26,9 @@
 #   bin/gpt2-124m-bf16-embedloop.cuda.train  the bf16 step with the token
 #                                         embedding's gradient as the loop
 #                                         (--library-embedding-grads=off)
+#   bin/gpt2-124m-bf16-unpadded.cuda.train  the bf16 step with the logits'
+#                                         rows unpadded (50257: ld odd)
+#                                         (--pad-gemm-rows=off)
 #   bin/gpt2-124m-bf16-f32attention.cuda.train  the bf16 step with attention
 #                                         on f32 tensors
 #                                         (--attention-bf16-tensors=off)
@@ -128,6 +131,12 @@ echo "bundle: CUDA executables for $ARCH"
 "$BIN/anvil-compile" --model gpt --config gpt2-124m --precision=bf16 \
   --library-embedding-grads=off --target=cuda --cuda-arch="$ARCH" \
   -o "$OUT/bin/gpt2-124m-bf16-embedloop.cuda.train"
+# The same step with the logits' rows of 50257 (the head's GEMMs at an odd
+# leading dimension, the logits' kernels a point a thread), against rows
+# padded to 50304.
+"$BIN/anvil-compile" --model gpt --config gpt2-124m --precision=bf16 \
+  --pad-gemm-rows=off --target=cuda --cuda-arch="$ARCH" \
+  -o "$OUT/bin/gpt2-124m-bf16-unpadded.cuda.train"
 for precision in bf16 fp8 fp8=delayed; do
   name=${precision/=/-}
   "$BIN/anvil-compile" --model gpt --config gpt2-350m --precision=$precision \
@@ -150,6 +159,10 @@ cp "$BUILD/runtime/anvil-cuda-tests" "$BUILD/runtime/anvil-cuda-graph-tests" \
 # Where memory lives against a streaming kernel's bandwidth.
 "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" -O3 -std=c++17 -arch="$ARCH" \
   "$HERE/membw.cu" -o "$OUT/bin/membw"
+# cuBLAS's bf16 GEMMs of GPT-2's head at the logits' odd and padded leading
+# dimensions (what anvil-cpu-pad-gemm-rows changes).
+"${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" -O3 -std=c++17 -arch="$ARCH" \
+  "$HERE/gemmalign.cu" -lcublas -o "$OUT/bin/gemmalign"
 strip "$OUT"/bin/*
 
 echo "bundle: the op cases"

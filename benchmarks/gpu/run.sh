@@ -17,6 +17,8 @@
 #    bf16 and with each FP8 recipe, and the tiny Llama's and ResNet's in
 #    bf16,
 # 4. a streaming kernel's bandwidth by where its memory lives (bin/membw),
+#    cuBLAS's bf16 GEMMs of GPT-2's head with the logits' rows at 50257 and
+#    padded to 50304 (bin/gemmalign),
 #    GPT-2 124M training (llm.c's shapes: batch 8 x 1024 tokens), in f32
 #    and in bf16 mixed precision (attention fused, the default: cuDNN's on
 #    bf16 tensors, and on f32 tensors: Anvil's kernels
@@ -144,6 +146,15 @@ else
   failed=$((failed + 1))
 fi
 
+# The head's bf16 GEMMs with the logits' rows at 50257 and padded to 50304
+# (gemmalign.cu: anvil-cpu-pad-gemm-rows' reason), the ratio printed last.
+if "$here/bin/gemmalign" > "$out/gemmalign.txt" 2>&1; then
+  grep "^gemmalign:" "$out/gemmalign.txt" | tee -a "$summary"
+else
+  note "FAIL gemmalign: $(tail -1 "$out/gemmalign.txt")"
+  failed=$((failed + 1))
+fi
+
 # 4: GPT-2 124M, f32 (gpt2) and bf16 mixed precision (gpt2-bf16); GPT-2
 # 350M in bf16 and FP8.
 steps="${GPT2_STEPS:-20}"
@@ -242,6 +253,11 @@ bf16_losses gpt2-bf16-row-group-losses gpt2-bf16-rowsapart || true
 # which writes the loop's bits.
 measure gpt2-bf16-embedloop "$here/bin/gpt2-124m-bf16-embedloop.cuda.train"
 bf16_losses gpt2-bf16-embedding-losses gpt2-bf16-embedloop || true
+# The logits' rows unpadded (50257: the head's GEMMs at an odd leading
+# dimension) against rows padded to 50304 (anvil-cpu-pad-gemm-rows): the
+# same values, the padding never touched.
+measure gpt2-bf16-unpadded "$here/bin/gpt2-124m-bf16-unpadded.cuda.train"
+bf16_losses gpt2-bf16-padding-losses gpt2-bf16-unpadded || true
 # GPT-2 350M in FP8 (the blocks' linear layers; the rest bf16) against the
 # same model in bf16 (issue 9's target: 1.25x).
 measure gpt2-350m-bf16 "$here/bin/gpt2-350m-bf16.cuda.train"
@@ -294,11 +310,13 @@ ratio "Anvil bf16 row groups / a layer norm's kernels apart" gpt2-bf16 \
   gpt2-bf16-rowsapart
 ratio "Anvil bf16 embedding gradient call / loop" gpt2-bf16 \
   gpt2-bf16-embedloop
+ratio "Anvil bf16 padded logits rows / unpadded" gpt2-bf16 gpt2-bf16-unpadded
 ratio "Anvil bf16 CUDA graph / asynchronous launches" gpt2-bf16 gpt2-bf16-async
 ratio "Anvil bf16 CUDA graph / synchronized launches" gpt2-bf16 gpt2-bf16-sync
 ratio "Anvil GPT-2 350M fp8 / bf16" gpt2-350m-fp8 gpt2-350m-bf16 " (target 1.25)"
 ratio "Anvil GPT-2 350M fp8 delayed / bf16" gpt2-350m-fp8-delayed \
   gpt2-350m-bf16 " (target 1.25)"
+grep "^ratio:" "$out/gemmalign.txt" 2>/dev/null | tee -a "$summary"
 
 # 5: PyTorch, when it is there.
 if python3 -c "import torch, sys; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then
