@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/RegionUtils.h"
 
@@ -936,6 +937,47 @@ bool mergeAmaxesIntoProducers(Operation *root) {
   return !merged.empty();
 }
 
+/// A rank-1 integer constant whose values are their positions (0, 1, 2,
+/// ...: the class ids a one-hot compares labels with), read by a generic
+/// through one of its loops, is that loop's index: `linalg.index`, cast to
+/// the element type, instead of a load a point (GPT-2's logits' gradient
+/// read 4 bytes of a 201 KB table for each of its 411 million points). The
+/// input, then unused, goes with the other unused operands.
+struct IotaAsIndex : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::GenericOp op,
+                                PatternRewriter &rewriter) const override {
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      BlockArgument arg = op.getMatchingBlockArgument(input);
+      DenseIntElementsAttr values;
+      if (arg.use_empty() || !matchPattern(input->get(), m_Constant(&values)) ||
+          values.getType().getRank() != 1 || values.isSplat() ||
+          values.getNumElements() < 2)
+        continue;
+      AffineMap map = op.getMatchingIndexingMap(input);
+      auto dim = dyn_cast<AffineDimExpr>(map.getResult(0));
+      if (!dim)
+        continue;
+      int64_t position = 0;
+      bool iota = llvm::all_of(values.getValues<APInt>(), [&](const APInt &v) {
+        return v.getSExtValue() == position++;
+      });
+      if (!iota)
+        continue;
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(op.getBody());
+      Value index =
+          linalg::IndexOp::create(rewriter, op.getLoc(), dim.getPosition());
+      if (!arg.getType().isIndex())
+        index = arith::IndexCastOp::create(rewriter, op.getLoc(), arg.getType(),
+                                           index);
+      rewriter.replaceAllUsesWith(arg, index);
+      return success();
+    }
+    return failure();
+  }
+};
+
 struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
   using AnvilFusePassBase::AnvilFusePassBase;
   void runOnOperation() override {
@@ -952,6 +994,8 @@ struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
     context->getLoadedDialect<linalg::LinalgDialect>()
         ->getCanonicalizationPatterns(patterns);
     linalg::populateConstantFoldLinalgOperations(patterns, control);
+    linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
+    patterns.add<IotaAsIndex>(context);
     FrozenRewritePatternSet frozen(std::move(patterns));
     GreedyRewriteConfig config;
     config.setUseTopDownTraversal(true);

@@ -98,3 +98,39 @@ func.func @rows_merged(%x: memref<4x16xf32>, %w: memref<1027x16xf32>,
   memref.copy %flat, %out : memref<4108xf32> to memref<4108xf32>
   return
 }
+
+// -----
+
+// Tests a bf16 product with rows of 1027 whose reader only rounds it (what a
+// bf16 anvil.matmul's logits are): padded here, then anvil-cpu-gemm-to-blas
+// narrows the padded buffer to bf16 through the subview and writes the
+// rounded product with leading dimension 1088.
+// CHECK-LABEL: func.func @rounded_logits
+// CHECK: memref.alloc() : memref<32x1088xf32>
+// GEMM-LABEL: func.func @rounded_logits
+// GEMM-NOT: memref<32x1088xf32>
+// GEMM: %[[WIDE:.+]] = memref.alloc() : memref<32x1088xbf16>
+// GEMM: memref.subview %[[WIDE]][0, 0] [32, 1027] [1, 1] : memref<32x1088xbf16> to memref<32x1027xbf16, strided<[1088, 1]>>
+// GEMM: call @anvil_rt_gemm_bf16_rounded({{.*}}, %c1088_i64, %c0_i64, %c1_i64)
+// GEMM: linalg.generic {{.+}} ins(%{{.+}} : memref<32x1027xbf16, strided<[1088, 1]>>)
+func.func @rounded_logits(%x: memref<32x16xbf16>, %w: memref<1027x16xbf16>,
+                          %y: memref<32x1027xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<32x1027xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<32x1027xf32>)
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>,
+                                 affine_map<(m, n, k) -> (n, k)>,
+                                 affine_map<(m, n, k) -> (m, n)>]
+      ins(%x, %w : memref<32x16xbf16>, memref<1027x16xbf16>)
+      outs(%c : memref<32x1027xf32>)
+  linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (m, n)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%c : memref<32x1027xf32>) outs(%y : memref<32x1027xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.truncf %in : f32 to bf16
+    %e = arith.extf %r : bf16 to f32
+    %s = arith.mulf %e, %e : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -979,3 +979,27 @@ func.func private @step__dispatch_91(%a: memref<8x67xf32, strided<[128, 1]>>, %b
   }
   return
 }
+
+// -----
+
+// A one-hot (the column's index compared with a label): the index feeds
+// arithmetic, each lane its own column, and the run is still widened.
+// VEC-LABEL: func.func private @step__dispatch_92
+// VEC: %[[J0:.+]] = arith.muli %{{.+}}, %c4
+// VEC: %[[J1:.+]] = arith.addi %[[J0]], %c1
+// VEC: arith.index_cast %[[J0]] : index to i32
+// VEC: arith.index_cast %[[J1]] : index to i32
+// VEC: vector.store %{{.+}} {alignment = 16 : i64} : memref<8x64xf32>, vector<4xf32>
+func.func private @step__dispatch_92(%labels: memref<8xi32>, %out: memref<8x64xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%labels : memref<8xi32>) outs(%out : memref<8x64xf32>) {
+  ^bb0(%l: i32, %o: f32):
+    %j = linalg.index 1 : index
+    %id = arith.index_cast %j : index to i32
+    %eq = arith.cmpi eq, %id, %l : i32
+    %h = arith.uitofp %eq : i1 to f32
+    linalg.yield %h : f32
+  }
+  return
+}

@@ -171,14 +171,13 @@ void mapToGrid(scf::ParallelOp loop, const Space &space, int64_t blockSize) {
 /// arithmetic: an elementwise dispatch) `width` consecutive points of its
 /// innermost dimension, so that a thread's accesses to a buffer along that
 /// dimension are `width` consecutive elements at an address aligned to
-/// their size: the first access of each run carries that alignment, and
-/// LLVM's load/store vectorizer (NVPTX) makes the run one vector access
+/// their size: one vector.load or vector.store with that alignment
 /// (`ld.global.v4.f32`: a warp moves 512 bytes a load instead of 128).
 /// Every value is computed as before (each lane's operations on its own
 /// point; what does not depend on the point, once for the run); only
-/// accesses go through `alignedRows` buffers of the dispatch (its arguments,
-/// not the constant globals read in its kernels, whose alignment is their
-/// own) are aligned, others stay one element at a time. When the innermost
+/// accesses to `alignedRows` buffers of the dispatch (its arguments, not
+/// the constant globals read in its kernels, whose alignment is their own)
+/// are vectors, others stay one element at a time. When the innermost
 /// extent is not a multiple of `width` (GPT-2's logits: 50257 columns,
 /// rows padded to 50304 by anvil-cpu-pad-gemm-rows), the remaining points
 /// of each row become a nest of their own after it, `tail`, one point a
@@ -233,11 +232,13 @@ bool widenInnermost(scf::ParallelOp &loop, Space &space, int64_t width,
     if (!isMemoryEffectFree(&op))
       return false;
   }
+  // The innermost index may also feed arithmetic (a one-hot's compare with
+  // the column: each lane computes its own), and loads (each lane's own);
+  // stores are along it (above).
   for (OpOperand &use : inner.getUses()) {
-    auto load = dyn_cast<memref::LoadOp>(use.getOwner());
-    auto store = dyn_cast<memref::StoreOp>(use.getOwner());
-    if (!(load && alongInner(load.getIndices())) &&
-        !(store && alongInner(store.getIndices())))
+    Operation *user = use.getOwner();
+    if (!isa<memref::LoadOp, memref::StoreOp>(user) &&
+        !isMemoryEffectFree(user))
       return false;
   }
   if (aligned == 0)
