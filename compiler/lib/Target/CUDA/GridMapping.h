@@ -109,8 +109,19 @@ public:
   /// folds points lane, lane + 32, ... of the `length` points of the loops
   /// `reduction` (runs of `run` consecutive points from run * lane, then
   /// 32 runs on, the first load of each run of an `alignable` input
-  /// aligned to the run) from the identities, then the lanes' partials
-  /// fold by a butterfly of xor shuffles. `folds` are warpFolds'.
+  /// aligned to the run; the last `length % run` points, one each, by
+  /// lanes 0, 1, ...) from the identities, then the lanes' partials fold by
+  /// a butterfly of xor shuffles. `folds` are warpFolds'.
+  /// Whether a row of `length` points whose innermost reduction loop has
+  /// extent `inner` folds in runs of `width`: the row divides into them
+  /// and so does that loop (no run across two of its rows), or the row is
+  /// that loop alone (its last points then fold one a lane), at least a
+  /// run a lane long.
+  static bool foldsInRuns(int64_t length, int64_t inner, int64_t width) {
+    if (width <= 1 || length < 32 * width)
+      return false;
+    return length % width == 0 ? inner % width == 0 : length == inner;
+  }
   SmallVector<Value> foldOnWarp(Value lane, ArrayRef<unsigned> reduction,
                                 int64_t length, int64_t run,
                                 function_ref<bool(OpOperand *)> alignable,

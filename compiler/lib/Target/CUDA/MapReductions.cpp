@@ -426,11 +426,53 @@ WarpRow::foldOnWarp(Value lane, ArrayRef<unsigned> reduction, int64_t length,
   for (const APFloat &identity : folds.identities)
     inits.push_back(arith::ConstantOp::create(
         b, loc, b.getF32FloatAttr(identity.convertToFloat())));
+  // The fold of the point at reduction index `k` into `accs` (its loads
+  // claiming the run's alignment when `aligned`).
+  auto step = [&](Value k, ArrayRef<Value> accs, bool aligned) {
+    delinearize(k, reduction);
+    IRMapping map = point(folding, [&](OpOperand *input) -> int64_t {
+      if (!aligned || !alignable(input))
+        return 0;
+      return run *
+             cast<MemRefType>(input->get().getType()).getElementTypeBitWidth() /
+             8;
+    });
+    SmallVector<Value> next;
+    for (auto [r, combine] : llvm::enumerate(folds.combines)) {
+      Value v = map.lookupOrDefault(termOf(r));
+      int p = folds.maxOf[r];
+      if (p < 0) {
+        next.push_back(fold(combine, r, accs[r], v));
+        continue;
+      }
+      // The online sum's step (OnlineLogSumExp.cpp), against the
+      // maximum before it: s' = v > m ? s e + 1 : s + e, with e =
+      // exp(min(m, v) - max(m, v)).
+      Value m = accs[p], sum = accs[r];
+      Value high = arith::MaximumFOp::create(b, loc, m, v);
+      Value low = arith::MinimumFOp::create(b, loc, m, v);
+      Value shift = arith::SubFOp::create(b, loc, low, high);
+      Value e = math::ExpOp::create(b, loc, shift);
+      Value grew =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, v, m);
+      Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0));
+      Value scaled = arith::MulFOp::create(b, loc, sum, e);
+      Value rescaled = arith::AddFOp::create(b, loc, scaled, one);
+      Value added = arith::AddFOp::create(b, loc, sum, e);
+      next.push_back(arith::SelectOp::create(b, loc, grew, rescaled, added));
+    }
+    return next;
+  };
+  // Whole runs over the row's first `whole` points; a row whose length is
+  // not a multiple of the run (GPT-2's logits: 50257, in rows padded to
+  // 50304) leaves its last `length - whole` points, fewer than a warp, to
+  // lanes 0, 1, ... one each.
+  int64_t whole = length / run * run;
   Value first =
       run == 1 ? lane
                : arith::MulIOp::create(b, loc, lane, index(run)).getResult();
-  auto loop = scf::ForOp::create(b, loc, first, index(length),
-                                 index(warp * run), inits);
+  auto loop =
+      scf::ForOp::create(b, loc, first, index(whole), index(warp * run), inits);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -439,47 +481,27 @@ WarpRow::foldOnWarp(Value lane, ArrayRef<unsigned> reduction, int64_t length,
       Value k = loop.getInductionVar();
       if (j > 0)
         k = arith::AddIOp::create(b, loc, k, index(j));
-      delinearize(k, reduction);
-      IRMapping map = point(folding, [&](OpOperand *input) -> int64_t {
-        if (j != 0 || run == 1 || !alignable(input))
-          return 0;
-        return run *
-               cast<MemRefType>(input->get().getType())
-                   .getElementTypeBitWidth() /
-               8;
-      });
-      SmallVector<Value> next;
-      for (auto [r, combine] : llvm::enumerate(folds.combines)) {
-        Value v = map.lookupOrDefault(termOf(r));
-        int p = folds.maxOf[r];
-        if (p < 0) {
-          next.push_back(fold(combine, r, accs[r], v));
-          continue;
-        }
-        // The online sum's step (OnlineLogSumExp.cpp), against the
-        // maximum before it: s' = v > m ? s e + 1 : s + e, with e =
-        // exp(min(m, v) - max(m, v)).
-        Value m = accs[p], sum = accs[r];
-        Value high = arith::MaximumFOp::create(b, loc, m, v);
-        Value low = arith::MinimumFOp::create(b, loc, m, v);
-        Value shift = arith::SubFOp::create(b, loc, low, high);
-        Value e = math::ExpOp::create(b, loc, shift);
-        Value grew =
-            arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, v, m);
-        Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0));
-        Value scaled = arith::MulFOp::create(b, loc, sum, e);
-        Value rescaled = arith::AddFOp::create(b, loc, scaled, one);
-        Value added = arith::AddFOp::create(b, loc, sum, e);
-        next.push_back(arith::SelectOp::create(b, loc, grew, rescaled, added));
-      }
-      accs = next;
+      accs = step(k, accs, /*aligned=*/j == 0 && run > 1);
     }
     scf::YieldOp::create(b, loc, accs);
+  }
+  SmallVector<Value> partials(loop.getResults());
+  if (whole < length) {
+    Value inTail = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         lane, index(length - whole));
+    auto tail = scf::IfOp::create(b, loc, TypeRange(ValueRange(partials)),
+                                  inTail, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(tail.thenBlock());
+    Value k = arith::AddIOp::create(b, loc, lane, index(whole));
+    scf::YieldOp::create(b, loc, step(k, partials, /*aligned=*/false));
+    b.setInsertionPointToStart(tail.elseBlock());
+    scf::YieldOp::create(b, loc, partials);
+    partials = SmallVector<Value>(tail.getResults());
   }
   // The butterfly: after the step of offset o, each lane holds the fold of
   // the lanes whose numbers differ from its own only in bits o and above,
   // the same value in all of them; after offset 1, the fold of all 32.
-  SmallVector<Value> partials(loop.getResults());
   for (int32_t offset = warp / 2; offset >= 1; offset /= 2) {
     SmallVector<Value> others;
     for (Value partial : partials)
@@ -778,7 +800,7 @@ bool mlir::anvil::cuda::grid::mapRowReductions(
            alignedArgument(input->get(), fn, constants, width);
   };
   int64_t run = 1;
-  if (width > 1 && length % width == 0 && ranges[inner] % width == 0 &&
+  if (WarpRow::foldsInRuns(length, ranges[inner], width) &&
       llvm::any_of(op.getDpsInputOperands(), alignable))
     run = width;
   SmallVector<Value> partials =

@@ -219,8 +219,7 @@ bool mlir::anvil::cuda::grid::mapRowGroup(
                  alignedArgument(input->get(), fn, constants, width);
         };
         int64_t run = 1;
-        if (width > 1 && length % width == 0 &&
-            code.ranges[inner] % width == 0 &&
+        if (WarpRow::foldsInRuns(length, code.ranges[inner], width) &&
             llvm::any_of(op.getDpsInputOperands(), alignable))
           run = width;
         SmallVector<Value> partials =

@@ -156,11 +156,14 @@ func.func @matmuls(%a: tensor<5x3xf32>, %b: tensor<3x7xf32>, %at: tensor<3x5xf32
 // (anvil-cpu-pad-gemm-rows), the GEMM writes it with leading dimension 4160,
 // and the exponential reads the strided rows, each row's 1024 whole runs of
 // 4 as vectors and its last 3 points in a launch of their own (256 x 4099
-// points, over the million where that second launch is made).
-func.func @padded_rows(%x: tensor<256x8xf32>, %w: tensor<8x4099xf32>) -> tensor<256x4099xf32> {
+// points, over the million where that second launch is made); the rows'
+// maximum and sum fold on warps in runs of 4, the last 3 points one a lane.
+func.func @padded_rows(%x: tensor<256x8xf32>, %w: tensor<8x4099xf32>) -> (tensor<256x4099xf32>, tensor<256xf32>, tensor<256xf32>) {
   %p = anvil.matmul %x, %w : (tensor<256x8xf32>, tensor<8x4099xf32>) -> tensor<256x4099xf32>
   %e = anvil.exp %p : tensor<256x4099xf32>
-  return %e : tensor<256x4099xf32>
+  %m = anvil.reduce_max %p dims [1] : tensor<256x4099xf32> -> tensor<256xf32>
+  %s = anvil.reduce_sum %p dims [1] : tensor<256x4099xf32> -> tensor<256xf32>
+  return %e, %m, %s : tensor<256x4099xf32>, tensor<256xf32>, tensor<256xf32>
 }
 
 // int-high: 7
