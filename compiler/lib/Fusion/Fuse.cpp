@@ -950,7 +950,9 @@ struct IotaAsIndex : OpRewritePattern<linalg::GenericOp> {
     for (OpOperand *input : op.getDpsInputOperands()) {
       BlockArgument arg = op.getMatchingBlockArgument(input);
       DenseIntElementsAttr values;
-      if (arg.use_empty() || !matchPattern(input->get(), m_Constant(&values)) ||
+      if (arg.use_empty() ||
+          !(arg.getType().isSignlessInteger() || arg.getType().isIndex()) ||
+          !matchPattern(input->get(), m_Constant(&values)) ||
           values.getType().getRank() != 1 || values.isSplat() ||
           values.getNumElements() < 2)
         continue;
@@ -960,7 +962,7 @@ struct IotaAsIndex : OpRewritePattern<linalg::GenericOp> {
         continue;
       int64_t position = 0;
       bool iota = llvm::all_of(values.getValues<APInt>(), [&](const APInt &v) {
-        return v.getSExtValue() == position++;
+        return v.getSignificantBits() <= 64 && v.getSExtValue() == position++;
       });
       if (!iota)
         continue;

@@ -134,3 +134,32 @@ func.func @rounded_logits(%x: memref<32x16xbf16>, %w: memref<1027x16xbf16>,
   }
   return
 }
+
+// -----
+
+// Tests an operand whose rows are half of a group: A's k is two loops
+// (4 x 1025), which a GEMM library takes as one dimension of 4100
+// contiguous elements. Padded rows would break that (the contraction would
+// stay a loop nest), so A stays contiguous and the call is made.
+// CHECK-LABEL: func.func @split_k
+// CHECK-NOT: memref.subview
+// CHECK: return
+// GEMM-LABEL: func.func @split_k
+// GEMM: call @anvil_rt_sgemm
+func.func @split_k(%x: memref<8x4x1025xf32>, %w: memref<4x1025x16xf32>,
+                   %c: memref<8x16xf32>) {
+  %a = memref.alloc() : memref<8x4x1025xf32>
+  linalg.copy ins(%x : memref<8x4x1025xf32>) outs(%a : memref<8x4x1025xf32>)
+  linalg.generic {indexing_maps = [affine_map<(m, n, k1, k2) -> (m, k1, k2)>,
+                                   affine_map<(m, n, k1, k2) -> (k1, k2, n)>,
+                                   affine_map<(m, n, k1, k2) -> (m, n)>],
+                  iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+      ins(%a, %w : memref<8x4x1025xf32>, memref<4x1025x16xf32>)
+      outs(%c : memref<8x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -76,17 +76,24 @@ func.func private @step__dispatch_0(%a: memref<64x100xf32>, %b: memref<64x100xf3
 // A row reduction of fewer terms than warp-reductions (256): one thread per
 // row (8 rows: one warp, a block of 32), the reduced dimension a loop
 // inside, its accumulator in a register: the output is loaded once before
-// the loop and stored once after it.
+// the loop and stored once after it. The loop is unrolled by 4 (200 terms:
+// 50 iterations, no remainder), the adds in order.
 // CHECK-LABEL: func.func private @step__dispatch_1
 // CHECK: %[[C32:.+]] = arith.constant 32 : index
 // CHECK: gpu.launch blocks({{.+}}) in ({{.+}} = %c1{{.*}}, {{.+}}) threads({{.+}}) in ({{.+}} = %[[C32]],
 // CHECK: %[[C8:.+]] = arith.constant 8 : index
 // CHECK: arith.cmpi ult, %{{.+}}, %[[C8]]
 // CHECK: %[[INIT:.+]] = memref.load %{{.+}}[%[[ROW:.+]]] : memref<8xf32>
-// CHECK: %[[SUM:.+]] = scf.for %{{.+}} iter_args(%[[ACC:.+]] = %[[INIT]]) -> (f32) {
+// CHECK: %[[SUM:.+]] = scf.for %{{.+}} = %c0{{.*}} to %c200{{.*}} step %c4{{.*}} iter_args(%[[ACC:.+]] = %[[INIT]]) -> (f32) {
 // CHECK-NEXT: %[[X:.+]] = memref.load %{{.+}} : memref<8x200xf32>
 // CHECK-NEXT: %[[S:.+]] = arith.addf %[[X]], %[[ACC]]
-// CHECK-NEXT: scf.yield %[[S]]
+// CHECK: %[[X1:.+]] = memref.load %{{.+}} : memref<8x200xf32>
+// CHECK-NEXT: %[[S1:.+]] = arith.addf %[[X1]], %[[S]]
+// CHECK: %[[X2:.+]] = memref.load %{{.+}} : memref<8x200xf32>
+// CHECK-NEXT: %[[S2:.+]] = arith.addf %[[X2]], %[[S1]]
+// CHECK: %[[X3:.+]] = memref.load %{{.+}} : memref<8x200xf32>
+// CHECK-NEXT: %[[S3:.+]] = arith.addf %[[X3]], %[[S2]]
+// CHECK-NEXT: scf.yield %[[S3]]
 // CHECK: memref.store %[[SUM]], %{{.+}}[%[[ROW]]] : memref<8xf32>
 func.func private @step__dispatch_1(%a: memref<8x200xf32>, %b: memref<8xf32>) {
   linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
@@ -838,7 +845,7 @@ func.func private @step__dispatch_23(%x: memref<6x2x300xf32>, %s: memref<6x2xf32
 // CHECK: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
 // CHECK: gpu.launch
 // CHECK-NOT: memref.load %{{.+}} : memref<768xf32>
-// CHECK: scf.for %{{.+}} = %c0{{.*}} to %c64{{.*}} step %c1{{.*}} iter_args(%{{.+}} = %[[ZERO]]) -> (f32) {
+// CHECK: scf.for %{{.+}} = %c0{{.*}} to %c64{{.*}} step %c4{{.*}} iter_args(%{{.+}} = %[[ZERO]]) -> (f32) {
 // CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}] : memref<768xf32>
 // CHECK-NOT: gpu.launch
 // CHECK: return
@@ -866,7 +873,7 @@ func.func private @step__dispatch_24(%x: memref<64x768xf32>, %s: memref<768xf32>
 // CHECK-DAG: %[[HALF:.+]] = arith.constant 5.000000e-01 : f32
 // CHECK: gpu.launch
 // CHECK-NOT: memref.load %{{.+}} : memref<768xf32>
-// CHECK: scf.for %{{.+}} = %c0{{.*}} to %c64{{.*}} step %c1{{.*}} iter_args(%{{.+}} = %[[ZERO]], %{{.+}} = %[[HALF]]) -> (f32, f32) {
+// CHECK: scf.for %{{.+}} = %c0{{.*}} to %c64{{.*}} step %c4{{.*}} iter_args(%{{.+}} = %[[ZERO]], %{{.+}} = %[[HALF]]) -> (f32, f32) {
 // CHECK-NOT: gpu.launch
 // CHECK: return
 func.func private @step__dispatch_26(%x: memref<64x768xf32>, %s: memref<768xf32>, %t: memref<768xf32>) {
@@ -1000,6 +1007,70 @@ func.func private @step__dispatch_92(%labels: memref<8xi32>, %out: memref<8x64xf
     %eq = arith.cmpi eq, %id, %l : i32
     %h = arith.uitofp %eq : i1 to f32
     linalg.yield %h : f32
+  }
+  return
+}
+
+// -----
+
+// A thread's loop of 10 terms: unrolled by 4 over the first 8, the last 2
+// in a loop after it, the sum in order; one of 6 (under 8 iterations) stays
+// as it is.
+// VEC-LABEL: func.func private @step__dispatch_93
+// VEC: %[[MAIN:.+]] = scf.for %{{.+}} = %c0{{.*}} to %c8{{.*}} step %c4{{.*}} iter_args
+// VEC-COUNT-4: arith.addf
+// VEC: scf.yield
+// VEC: %[[REST:.+]] = scf.for %{{.+}} = %c8{{.*}} to %c10{{.*}} step %c1{{.*}} iter_args(%{{.+}} = %[[MAIN]])
+// VEC: memref.store %[[REST]]
+// VEC-LABEL: func.func private @step__dispatch_94
+// VEC: scf.for %{{.+}} = %c0{{.*}} to %c6{{.*}} step %c1{{.*}} iter_args
+func.func private @step__dispatch_93(%a: memref<8x10xf32>, %b: memref<8xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%a : memref<8x10xf32>) outs(%b : memref<8xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+func.func private @step__dispatch_94(%a: memref<8x6xf32>, %b: memref<8xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%a : memref<8x6xf32>) outs(%b : memref<8xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A gather along the rows: each point reads table[ids[i, j], j], a row that
+// each lane looks up for itself. The ids and the output are runs of 4 (one
+// vector each); the table is read one element a lane, each from its own row.
+// VEC-LABEL: func.func private @step__dispatch_95
+// VEC: %[[J0:.+]] = arith.muli %{{.+}}, %c4
+// VEC: %[[J1:.+]] = arith.addi %[[J0]], %c1
+// VEC: %[[IDS:.+]] = vector.load %{{.+}}[%{{.+}}, %[[J0]]] {alignment = 16 : i64} : memref<8x64xi32>, vector<4xi32>
+// VEC: %[[I0:.+]] = vector.extract %[[IDS]][0]
+// VEC: %[[I1:.+]] = vector.extract %[[IDS]][1]
+// VEC: %[[R0:.+]] = arith.index_cast %[[I0]]
+// VEC: %[[R1:.+]] = arith.index_cast %[[I1]]
+// VEC: memref.load %arg1[%[[R0]], %[[J0]]] : memref<100x64xf32>
+// VEC: memref.load %arg1[%[[R1]], %[[J1]]] : memref<100x64xf32>
+// VEC-NOT: vector.load %arg1
+// VEC: vector.store %{{.+}} {alignment = 16 : i64} : memref<8x64xf32>, vector<4xf32>
+func.func private @step__dispatch_95(%ids: memref<8x64xi32>, %table: memref<100x64xf32>, %out: memref<8x64xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%ids : memref<8x64xi32>) outs(%out : memref<8x64xf32>) {
+  ^bb0(%id: i32, %o: f32):
+    %j = linalg.index 1 : index
+    %row = arith.index_cast %id : i32 to index
+    %x = memref.load %table[%row, %j] : memref<100x64xf32>
+    linalg.yield %x : f32
   }
   return
 }

@@ -16,7 +16,8 @@
 //    elements (a bf16 row of 16 bytes: f32 buffers may become bf16 later,
 //    anvil-cpu-gemm-to-blas' rounded products), and which a contraction
 //    (linalg's contraction interface: what becomes a GEMM call) reads or
-//    writes, directly or through views.
+//    writes, directly or through views, with the innermost dimension a
+//    group of its own (its m, n, k or batch loops; `rowsAlone`).
 // 2. Every use of it and of its views must be a view that keeps the
 //    innermost dimension (memref.expand_shape, collapse_shape, subview with
 //    static offsets, sizes and strides), a linalg op on buffers, or a
@@ -80,6 +81,29 @@ MemRefType viewTypeOn(Operation *view, MemRefType source) {
   return nullptr;
 }
 
+/// Whether contraction `op` reads or writes `operand` with its innermost
+/// dimension as a group of its own (m, n, k or batch loops): a GEMM library
+/// takes each group as one dimension of contiguous loops, which padded rows
+/// would break if the innermost joined another (A's k as two loops, say:
+/// anvil-cpu-gemm-to-blas would leave the contraction a loop nest).
+bool rowsAlone(linalg::LinalgOp op, OpOperand &operand) {
+  FailureOr<linalg::ContractionDimensions> dims =
+      linalg::inferContractionDims(op);
+  AffineMap map = op.getMatchingIndexingMap(&operand);
+  if (failed(dims) || map.getNumResults() < 2)
+    return false;
+  auto last = dyn_cast<AffineDimExpr>(map.getResult(map.getNumResults() - 1));
+  auto before = dyn_cast<AffineDimExpr>(map.getResult(map.getNumResults() - 2));
+  if (!last || !before)
+    return false;
+  for (ArrayRef<unsigned> group :
+       {ArrayRef<unsigned>(dims->batch), ArrayRef<unsigned>(dims->m),
+        ArrayRef<unsigned>(dims->n), ArrayRef<unsigned>(dims->k)})
+    if (llvm::is_contained(group, last.getPosition()))
+      return !llvm::is_contained(group, before.getPosition());
+  return false;
+}
+
 /// What padding `alloc` involves: its views (uses before their users) and
 /// whether a contraction touches it. False if a use could assume contiguous
 /// rows.
@@ -98,7 +122,11 @@ bool collectUses(memref::AllocOp alloc, SmallVectorImpl<Operation *> &views,
       if (auto linalgOp = dyn_cast<linalg::LinalgOp>(user)) {
         if (!linalgOp.hasPureBufferSemantics())
           return false;
-        gemm |= linalg::isaContractionOpInterface(linalgOp);
+        if (linalg::isaContractionOpInterface(linalgOp)) {
+          if (!rowsAlone(linalgOp, use))
+            return false;
+          gemm = true;
+        }
         continue;
       }
       if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp,

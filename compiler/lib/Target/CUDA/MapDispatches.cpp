@@ -30,6 +30,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -183,9 +184,9 @@ void mapToGrid(scf::ParallelOp loop, const Space &space, int64_t blockSize) {
 /// of each row become a nest of their own after it, `tail`, one point a
 /// thread: a second launch (a branch in the kernel instead would join the
 /// two paths, and LLVM sinks their last stores into the join, where no
-/// vector store can take them), for nests of a million points or more. `loop` and `space` are replaced; false
-/// (nothing changed) when the nest does not qualify or no access would be
-/// aligned.
+/// vector store can take them), for nests of a million points or more. `loop`
+/// and `space` are replaced; false (nothing changed) when the nest does not
+/// qualify or no access would be aligned.
 bool widenInnermost(scf::ParallelOp &loop, Space &space, int64_t width,
                     func::FuncOp fn, ArrayRef<memref::GlobalOp> constants,
                     std::optional<std::pair<scf::ParallelOp, Space>> &tail) {
@@ -283,6 +284,12 @@ bool widenInnermost(scf::ParallelOp &loop, Space &space, int64_t width,
     // An aligned run's loads and stores: one vector access each (left to
     // LLVM, its SLP vectorizer packs bf16 lanes in pairs first, and the
     // load/store vectorizer then cannot join a [1, 2, 1] run).
+    // A run is one vector only where its other indices are the lanes'
+    // common ones (not a row each lane looks up for itself).
+    auto commonRow = [&](ValueRange indices) {
+      return llvm::none_of(indices.drop_back(),
+                           [&](Value i) { return varying.contains(i); });
+    };
     auto runIndices = [&](ValueRange indices) {
       return llvm::map_to_vector(
           indices, [&](Value i) { return lanes[0].lookupOrDefault(i); });
@@ -296,7 +303,8 @@ bool widenInnermost(scf::ParallelOp &loop, Space &space, int64_t width,
           {width}, cast<MemRefType>(memref.getType()).getElementType());
     };
     if (auto load = dyn_cast<memref::LoadOp>(op);
-        load && alongInner(load.getIndices()) && alignable(load.getMemRef())) {
+        load && alongInner(load.getIndices()) && commonRow(load.getIndices()) &&
+        alignable(load.getMemRef())) {
       auto vectorLoad = vector::LoadOp::create(
           b, loc, runType(load.getMemRef()), load.getMemRef(),
           runIndices(load.getIndices()), /*nontemporal=*/false,
@@ -307,7 +315,7 @@ bool widenInnermost(scf::ParallelOp &loop, Space &space, int64_t width,
             vector::ExtractOp::create(b, loc, vectorLoad, k).getResult());
     } else if (auto store = dyn_cast<memref::StoreOp>(op);
                store && alongInner(store.getIndices()) &&
-               alignable(store.getMemRef())) {
+               commonRow(store.getIndices()) && alignable(store.getMemRef())) {
       SmallVector<Value> values;
       for (int64_t k = 0; k < width; ++k)
         values.push_back(lanes[k].lookupOrDefault(store.getValueToStore()));
@@ -341,6 +349,35 @@ bool widenInnermost(scf::ParallelOp &loop, Space &space, int64_t width,
   loop = wide;
   space = *staticSpace(wide);
   return true;
+}
+
+/// Unrolls by 4 each sequential loop of a kernel's thread with constant
+/// bounds, at least 8 iterations and a small body with no regions of its
+/// own (a split sum's 128 rows, a second stage's 64 partials): its loads,
+/// which do not depend on the sums they feed, can then issue 8 at a time
+/// where LLVM's NVPTX unroller chose 2, the sums adding in the same order.
+/// A thread's loop over rows waits on memory for every load it has not
+/// issued ahead; a GPU hides that only with loads in flight.
+void unrollThreadLoops(ModuleOp module) {
+  constexpr int64_t kFactor = 4, kMinTrips = 8, kMaxBodyOps = 48;
+  SmallVector<scf::ForOp> loops;
+  module.walk([&](scf::ForOp loop) {
+    if (!loop->getParentOfType<gpu::LaunchOp>())
+      return;
+    std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound());
+    std::optional<int64_t> ub = getConstantIntValue(loop.getUpperBound());
+    std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+    if (!lb || !ub || !step || *step <= 0 || *lb < 0 ||
+        (*ub - *lb + *step - 1) / *step < kMinTrips)
+      return;
+    Block *body = loop.getBody();
+    if (body->getOperations().size() > kMaxBodyOps ||
+        llvm::any_of(*body, [](Operation &op) { return op.getNumRegions(); }))
+      return;
+    loops.push_back(loop);
+  });
+  for (scf::ForOp loop : loops)
+    (void)loopUnrollByFactor(loop, kFactor);
 }
 
 /// Puts `op`'s parallel loops outermost (in their order), the reductions
@@ -1011,6 +1048,7 @@ struct AnvilCUDAMapDispatchesPass
       }
       readConstantsInKernels(fn, constants);
     }
+    unrollThreadLoops(module);
     // The host functions' own copies between device buffers.
     for (func::FuncOp fn : module.getOps<func::FuncOp>()) {
       if (fn.isExternal() || fn.getName().contains("__dispatch_"))

@@ -87,14 +87,19 @@ def AnvilCPUPadGemmRowsPass : Pass<"anvil-cpu-pad-gemm-rows", "mlir::ModuleOp"> 
     more whose innermost extent is at least `min-row` and not a multiple of
     8 (16 bytes of bf16; an f32 product may become bf16 in
     `anvil-cpu-gemm-to-blas`), and which a contraction (a future GEMM call)
-    reads or writes, directly or through views, is allocated with that
-    extent rounded up to a multiple of `row-multiple`. Its uses see a
+    reads or writes, directly or through views, with that dimension a group
+    of its own (its m, n, k or batch loops: a GEMM takes a group of several
+    loops as one dimension of contiguous elements, which padded rows would
+    break), is allocated with that extent rounded up to a multiple of
+    `row-multiple`. Its uses see a
     subview of the first columns: the same shape, the padded row stride.
     The views on it (expand_shape and collapse_shape that keep the
     innermost dimension whole, static subviews) get their strided result
     types. A buffer with any other use (an address taken for a library
     call, a call, a return, a view that splits or merges its rows) is left
     alone. The padding is never read or written: the values are the same.
+    (A padded product is never contiguous, so `anvil-cpu-gemm-to-blas` does
+    not write it straight into a copy's destination.)
 
     Input:
     ```mlir
