@@ -353,11 +353,11 @@ bool widenInnermost(scf::ParallelOp &loop, Space &space, int64_t width,
 
 /// Unrolls by 4 each sequential loop of a kernel's thread with constant
 /// bounds, at least 8 iterations and a small body with no regions of its
-/// own (a split sum's 128 rows, a second stage's 64 partials): its loads,
-/// which do not depend on the sums they feed, can then issue 8 at a time
-/// where LLVM's NVPTX unroller chose 2, the sums adding in the same order.
-/// A thread's loop over rows waits on memory for every load it has not
-/// issued ahead; a GPU hides that only with loads in flight.
+/// own (a split sum's 128 rows, a second stage's 64 partials): the loads
+/// of four iterations, which do not depend on the sums they feed, can then
+/// issue together (LLVM's NVPTX unroller took two), the sums adding in the
+/// same order. A thread's loop over rows waits on memory for every load it
+/// has not issued ahead; a GPU hides that only with loads in flight.
 void unrollThreadLoops(ModuleOp module) {
   constexpr int64_t kFactor = 4, kMinTrips = 8, kMaxBodyOps = 48;
   SmallVector<scf::ForOp> loops;
