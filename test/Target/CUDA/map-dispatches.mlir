@@ -1074,3 +1074,28 @@ func.func private @step__dispatch_95(%ids: memref<8x64xi32>, %table: memref<100x
   }
   return
 }
+
+// -----
+
+// The same gather with the ids and the output off their 16 bytes (offset
+// 1): the only access along the columns a buffer could take as a vector is
+// the table's, whose rows differ by lane, so the nest is not widened: a
+// point a thread (512 threads).
+// VEC-LABEL: func.func private @step__dispatch_96
+// VEC: gpu.launch
+// VEC: arith.cmpi ult, %{{.+}}, %c512
+// VEC-NOT: vector.
+// VEC-NOT: arith.muli %{{.+}}, %c4
+// VEC: gpu.terminator
+func.func private @step__dispatch_96(%ids: memref<8x64xi32, strided<[64, 1], offset: 1>>, %table: memref<100x64xf32>, %out: memref<8x64xf32, strided<[64, 1], offset: 1>>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%ids : memref<8x64xi32, strided<[64, 1], offset: 1>>) outs(%out : memref<8x64xf32, strided<[64, 1], offset: 1>>) {
+  ^bb0(%id: i32, %o: f32):
+    %j = linalg.index 1 : index
+    %row = arith.index_cast %id : i32 to index
+    %x = memref.load %table[%row, %j] : memref<100x64xf32>
+    linalg.yield %x : f32
+  }
+  return
+}

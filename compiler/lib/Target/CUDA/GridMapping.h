@@ -115,12 +115,14 @@ public:
   /// Whether a row of `length` points whose innermost reduction loop has
   /// extent `inner` folds in runs of `width`: the row divides into them
   /// and so does that loop (no run across two of its rows), or the row is
-  /// that loop alone (its last points then fold one a lane), at least a
-  /// run a lane long.
+  /// that loop alone, at least a run a lane long (its last points then
+  /// fold one a lane).
   static bool foldsInRuns(int64_t length, int64_t inner, int64_t width) {
-    if (width <= 1 || length < 32 * width)
+    if (width <= 1)
       return false;
-    return length % width == 0 ? inner % width == 0 : length == inner;
+    if (length % width == 0)
+      return inner % width == 0;
+    return length == inner && length >= 32 * width;
   }
   SmallVector<Value> foldOnWarp(Value lane, ArrayRef<unsigned> reduction,
                                 int64_t length, int64_t run,

@@ -213,12 +213,24 @@ bool widenInnermost(scf::ParallelOp &loop, Space &space, int64_t width,
   auto alignable = [&](Value memref) {
     return alignedArgument(memref, fn, constants, width);
   };
+  // The values that differ from lane to lane (computed from the innermost
+  // index); an access whose other indices are among them reads or writes a
+  // row of each lane's own, one element at a time.
+  DenseSet<Value> perLane = {inner};
+  auto commonRow = [&](ValueRange indices) {
+    return llvm::none_of(indices.drop_back(),
+                         [&](Value i) { return perLane.contains(i); });
+  };
   unsigned aligned = 0;
   for (Operation &op : body->without_terminator()) {
     if (op.getNumRegions() != 0)
       return false;
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value v) { return perLane.contains(v); }))
+      perLane.insert(op.result_begin(), op.result_end());
     if (auto load = dyn_cast<memref::LoadOp>(op)) {
-      if (alongInner(load.getIndices()) && alignable(load.getMemRef()))
+      if (alongInner(load.getIndices()) && commonRow(load.getIndices()) &&
+          alignable(load.getMemRef()))
         ++aligned;
       continue;
     }
@@ -226,7 +238,7 @@ bool widenInnermost(scf::ParallelOp &loop, Space &space, int64_t width,
       // A store must write one element per point.
       if (!alongInner(store.getIndices()))
         return false;
-      if (alignable(store.getMemRef()))
+      if (commonRow(store.getIndices()) && alignable(store.getMemRef()))
         ++aligned;
       continue;
     }
@@ -283,13 +295,8 @@ bool widenInnermost(scf::ParallelOp &loop, Space &space, int64_t width,
     }
     // An aligned run's loads and stores: one vector access each (left to
     // LLVM, its SLP vectorizer packs bf16 lanes in pairs first, and the
-    // load/store vectorizer then cannot join a [1, 2, 1] run).
-    // A run is one vector only where its other indices are the lanes'
-    // common ones (not a row each lane looks up for itself).
-    auto commonRow = [&](ValueRange indices) {
-      return llvm::none_of(indices.drop_back(),
-                           [&](Value i) { return varying.contains(i); });
-    };
+    // load/store vectorizer then cannot join a [1, 2, 1] run), where its
+    // other indices are the lanes' common ones (`commonRow`, above).
     auto runIndices = [&](ValueRange indices) {
       return llvm::map_to_vector(
           indices, [&](Value i) { return lanes[0].lookupOrDefault(i); });
