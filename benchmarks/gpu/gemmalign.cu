@@ -44,8 +44,7 @@ void check(cublasStatus_t s, const char *what) {
   std::exit(1);
 }
 
-constexpr int64_t kTokens = 8192, kVocab = 50257, kPadded = 50304,
-                  kWidth = 768;
+constexpr int64_t kTokens = 8192, kVocab = 50257, kPadded = 50304, kWidth = 768;
 
 /// Row-major C (m x n) = op(A) op(B), as the runtime calls cuBLAS (column
 /// major: C^T = op(B)^T op(A)^T).
@@ -126,16 +125,16 @@ int main() {
     const Gemm gemms[] = {
         {"logits", false, true, kTokens, kVocab, kWidth, x, kWidth, w, kWidth,
          logits, ld},
-        {"dx", false, false, kTokens, kWidth, kVocab, logits, ld, w, kWidth,
-         dx, kWidth},
+        {"dx", false, false, kTokens, kWidth, kVocab, logits, ld, w, kWidth, dx,
+         kWidth},
         {"dw", true, false, kVocab, kWidth, kTokens, logits, ld, x, kWidth, dw,
          kWidth},
     };
     for (const Gemm &g : gemms) {
       double ms = millis(handle, g);
       total[ld == kPadded] += ms;
-      std::printf("gemmalign: %-6s ld %5lld: %8.3f ms, %6.1f TFLOP/s\n",
-                  g.name, static_cast<long long>(ld), ms,
+      std::printf("gemmalign: %-6s ld %5lld: %8.3f ms, %6.1f TFLOP/s\n", g.name,
+                  static_cast<long long>(ld), ms,
                   2.0 * g.m * g.n * g.k / (ms * 1e-3) / 1e12);
     }
   }
