@@ -298,7 +298,8 @@ cl::opt<std::string> padGemmRows(
     "pad-gemm-rows",
     cl::desc("Whether the buffers GEMMs read or write, with rows of 1024 or "
              "more elements that are not 16-byte aligned (GPT-2's logits: "
-             "50257 columns), are allocated with rows padded to 64 elements "
+             "50257 columns), are allocated with rows padded to a multiple of "
+             "64 elements "
              "(anvil-cpu-pad-gemm-rows: aligned leading dimensions for "
              "cuBLAS; the padding is never touched, the values are the "
              "same): on (the default with --target=cuda or "
