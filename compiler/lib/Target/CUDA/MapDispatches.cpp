@@ -275,7 +275,6 @@ bool widenInnermost(scf::ParallelOp &loop, Space &space, int64_t width,
   Value first = arith::MulIOp::create(b, loc, wide.getInductionVars().back(),
                                       index(width));
   SmallVector<IRMapping> lanes(width);
-  DenseSet<Value> varying = {inner};
   for (int64_t k = 0; k < width; ++k) {
     for (unsigned d = 0; d + 1 < rank; ++d)
       lanes[k].map(loop.getInductionVars()[d], wide.getInductionVars()[d]);
@@ -285,9 +284,9 @@ bool widenInnermost(scf::ParallelOp &loop, Space &space, int64_t width,
                : arith::AddIOp::create(b, loc, first, index(k)).getResult());
   }
   for (Operation &op : body->without_terminator()) {
-    bool perLane = llvm::any_of(op.getOperands(),
-                                [&](Value v) { return varying.contains(v); });
-    if (!perLane) {
+    // (`perLane`, found above, holds what differs from lane to lane.)
+    if (llvm::none_of(op.getOperands(),
+                      [&](Value v) { return perLane.contains(v); })) {
       Operation *once = b.clone(op, lanes[0]);
       for (int64_t k = 1; k < width; ++k)
         lanes[k].map(op.getResults(), once->getResults());
@@ -335,8 +334,6 @@ bool widenInnermost(scf::ParallelOp &loop, Space &space, int64_t width,
       for (int64_t k = 0; k < width; ++k)
         b.clone(op, lanes[k]);
     }
-    for (Value result : op.getResults())
-      varying.insert(result);
   }
   if (rest != 0) {
     // The rows' last `rest` points: the nest as it was, over them alone.
