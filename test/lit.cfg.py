@@ -18,11 +18,12 @@ if config.anvil_enable_cuda:
 # FileCheck variables bound in one CHECK-LABEL block do not leak into the next.
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 
-# FileCheck, not and count come from LLVM 22 (Debian's /usr/bin may hold
-# another version's), anvil-opt from this build.
+# FileCheck, not, count, mlir-opt and mlir-runner come from LLVM 22
+# (Debian's /usr/bin may hold another version's), anvil-opt from this build.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-llvm_config.add_tool_substitutions(["FileCheck", "not", "count"],
-                                   [config.llvm_tools_dir])
+llvm_config.add_tool_substitutions(
+    ["FileCheck", "not", "count", "mlir-opt", "mlir-runner"],
+    [config.llvm_tools_dir])
 llvm_config.add_tool_substitutions(
     ["anvil-opt", "anvil-compile", "anvil-interp", "anvil-plan", "anvil-make-shard", "anvil-inspect",
      "anvil-run"],

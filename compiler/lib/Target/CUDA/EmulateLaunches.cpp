@@ -16,19 +16,31 @@
 // its partner thread's value from such a buffer. Shared memory (static
 // workgroup buffers) is a host buffer the blocks reuse in turn.
 //
+// With check-accesses, every load and store of a launch body first checks
+// what a GPU would fault on or silently get wrong and the host would not:
+// its indices within the buffer's shape (a vector's whole run), and the
+// alignment an access claims (a vector's, or a run's first scalar load)
+// against its address. A failed check writes which access of which
+// dispatch function failed to stderr and aborts.
+//
 //===----------------------------------------------------------------------===//
 
 #include "anvil/Target/CUDA/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/ADT/MapVector.h"
+
+#include <map>
 
 namespace mlir::anvil {
 #define GEN_PASS_DEF_ANVILCUDAEMULATELAUNCHESPASS
@@ -45,6 +57,188 @@ bool isPhaseBoundary(Operation *op) {
   return isa<gpu::BarrierOp, gpu::ShuffleOp>(op);
 }
 
+/// A load or store of a launch body: its buffer and indices, the elements
+/// it touches along the innermost dimension from there (a vector's length,
+/// else 1), and the alignment in bytes its address claims (0: none beyond
+/// the element's).
+struct Access {
+  StringRef what;
+  Value memref;
+  ValueRange indices;
+  int64_t elements = 1;
+  uint64_t alignment = 0;
+};
+
+std::optional<Access> accessOf(Operation *op) {
+  auto vectorLength = [](VectorType type) -> int64_t {
+    return type.getRank() == 1 ? type.getNumElements() : 0;
+  };
+  if (auto load = dyn_cast<memref::LoadOp>(op))
+    return Access{"load", load.getMemRef(), load.getIndices(), 1,
+                  load.getAlignment().value_or(0)};
+  if (auto store = dyn_cast<memref::StoreOp>(op))
+    return Access{"store", store.getMemRef(), store.getIndices(), 1,
+                  store.getAlignment().value_or(0)};
+  if (auto load = dyn_cast<vector::LoadOp>(op))
+    if (int64_t n = vectorLength(load.getVectorType()))
+      return Access{"vector load", load.getBase(), load.getIndices(), n,
+                    load.getAlignment().value_or(0)};
+  if (auto store = dyn_cast<vector::StoreOp>(op))
+    if (int64_t n = vectorLength(store.getVectorType()))
+      return Access{"vector store", store.getBase(), store.getIndices(), n,
+                    store.getAlignment().value_or(0)};
+  return std::nullopt;
+}
+
+/// How an access's message names its buffer: the function's argument, or
+/// the op that makes it.
+std::string bufferName(Value memref) {
+  std::string name;
+  llvm::raw_string_ostream os(name);
+  if (auto arg = dyn_cast<BlockArgument>(memref);
+      arg && isa<func::FuncOp>(arg.getOwner()->getParentOp()))
+    os << "argument " << arg.getArgNumber();
+  else if (Operation *def = memref.getDefiningOp())
+    os << "a buffer of " << def->getName();
+  else
+    os << "a block argument";
+  os << " (" << memref.getType() << ")";
+  return name;
+}
+
+/// A failed check's report: its message written to stderr (write(2), so
+/// that nothing buffered is lost), then abort(). One constant global per
+/// distinct message, and the declarations of the two libc functions, in
+/// the module.
+class Faults {
+public:
+  explicit Faults(ModuleOp module) : module(module) {}
+
+  /// Where `ok` is false: the report of `message`.
+  void reportUnless(OpBuilder &b, Location loc, Value ok,
+                    const std::string &message) {
+    Value failed = arith::XOrIOp::create(
+        b, loc, ok, arith::ConstantIntOp::create(b, loc, 1, 1));
+    auto branch = scf::IfOp::create(b, loc, failed, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(branch.thenBlock());
+    std::string line = "error: " + message + "\n";
+    LLVM::GlobalOp text = global(line);
+    Value address = LLVM::AddressOfOp::create(b, loc, text);
+    Value stderrFd = arith::ConstantIntOp::create(b, loc, 2, 32);
+    Value length = arith::ConstantIntOp::create(
+        b, loc, static_cast<int64_t>(line.size()), 64);
+    func::CallOp::create(b, loc, declare("write"),
+                         ValueRange{stderrFd, address, length});
+    func::CallOp::create(b, loc, declare("abort"), ValueRange{});
+  }
+
+private:
+  LLVM::GlobalOp global(const std::string &text) {
+    auto [it, inserted] = globals.try_emplace(text);
+    if (!inserted)
+      return it->second;
+    // At the module's start, in the order of the checks.
+    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+    if (last)
+      b.setInsertionPointAfter(last);
+    auto type = LLVM::LLVMArrayType::get(
+        IntegerType::get(module.getContext(), 8), text.size());
+    std::string name = "__anvil_grid_check_" + std::to_string(globals.size());
+    while (module.lookupSymbol(name))
+      name += "_";
+    it->second = LLVM::GlobalOp::create(
+        b, module.getLoc(), type, /*isConstant=*/true, LLVM::Linkage::Internal,
+        name, b.getStringAttr(text));
+    last = it->second;
+    return last;
+  }
+
+  func::FuncOp declare(StringRef name) {
+    if (auto fn = module.lookupSymbol<func::FuncOp>(name))
+      return fn;
+    MLIRContext *ctx = module.getContext();
+    FunctionType type =
+        name == "write" ? FunctionType::get(ctx,
+                                            {IntegerType::get(ctx, 32),
+                                             LLVM::LLVMPointerType::get(ctx),
+                                             IntegerType::get(ctx, 64)},
+                                            {IntegerType::get(ctx, 64)})
+                        : FunctionType::get(ctx, {}, {});
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    auto fn = func::FuncOp::create(b, module.getLoc(), name, type);
+    fn.setPrivate();
+    return fn;
+  }
+
+  ModuleOp module;
+  std::map<std::string, LLVM::GlobalOp> globals;
+  LLVM::GlobalOp last;
+};
+
+/// Before `op`, a load or store in a launch body of `fn`: checks that its
+/// indices, and the rest of a vector's run, lie within the buffer, and that
+/// a claimed alignment holds for the address (global memory only: shared
+/// memory is the compiler's to place); a failure is reported (`faults`).
+void checkAccess(Operation *op, const Access &access, StringRef fn,
+                 Faults &faults) {
+  auto type = dyn_cast<MemRefType>(access.memref.getType());
+  if (!type)
+    return;
+  OpBuilder b(op);
+  Location loc = op->getLoc();
+  auto index = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  std::string where = (" in @" + fn + " (anvil emulated grid): a " +
+                       access.what + " of " + bufferName(access.memref))
+                          .str();
+  Value inBounds;
+  for (auto [d, i] : llvm::enumerate(access.indices)) {
+    Value last = i;
+    if (d + 1 == access.indices.size() && access.elements > 1)
+      last = arith::AddIOp::create(b, loc, i, index(access.elements - 1));
+    Value size = memref::DimOp::create(b, loc, access.memref, d);
+    // Unsigned: a negative index is out of bounds too.
+    Value ok =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, last, size);
+    if (last != i)
+      ok = arith::AndIOp::create(
+          b, loc, ok,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, i, last));
+    inBounds = inBounds ? arith::AndIOp::create(b, loc, inBounds, ok) : ok;
+  }
+  if (!inBounds) // a 0-d buffer
+    inBounds = arith::ConstantIntOp::create(b, loc, 1, 1);
+  faults.reportUnless(b, loc, inBounds, "out of bounds" + where);
+
+  unsigned elementBytes = type.getElementTypeBitWidth() / 8;
+  if (access.alignment <= elementBytes || elementBytes == 0 ||
+      type.getMemorySpace())
+    return;
+  // The address: the buffer's aligned pointer plus its offset and the
+  // indices' strides, in elements.
+  auto metadata =
+      memref::ExtractStridedMetadataOp::create(b, loc, access.memref);
+  Value element = metadata.getOffset();
+  for (auto [i, stride] : llvm::zip(access.indices, metadata.getStrides()))
+    element = arith::AddIOp::create(b, loc, element,
+                                    arith::MulIOp::create(b, loc, i, stride));
+  Value address = arith::AddIOp::create(
+      b, loc,
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, access.memref),
+      arith::MulIOp::create(b, loc, element, index(elementBytes)));
+  Value aligned = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq,
+      arith::RemUIOp::create(b, loc, address,
+                             index(static_cast<int64_t>(access.alignment))),
+      index(0));
+  faults.reportUnless(b, loc, aligned,
+                      "misaligned address" + where + ", which claims " +
+                          std::to_string(access.alignment) +
+                          "-byte alignment (a GPU faults)");
+}
+
 /// One phase of a launch body: the shuffles that open it (computed from
 /// the previous phases' values) and its other ops.
 struct Phase {
@@ -55,15 +249,18 @@ struct Phase {
 struct AnvilCUDAEmulateLaunchesPass
     : mlir::anvil::impl::AnvilCUDAEmulateLaunchesPassBase<
           AnvilCUDAEmulateLaunchesPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     SmallVector<gpu::LaunchOp> launches;
     getOperation().walk([&](gpu::LaunchOp op) { launches.push_back(op); });
+    Faults faults(getOperation());
     for (gpu::LaunchOp launch : launches)
-      if (failed(emulate(launch)))
+      if (failed(emulate(launch, faults)))
         return signalPassFailure();
   }
 
-  LogicalResult emulate(gpu::LaunchOp launch) {
+  LogicalResult emulate(gpu::LaunchOp launch, Faults &faults) {
     if (launch.getAsyncToken() || !launch.getBody().hasOneBlock() ||
         launch.getDynamicSharedMemorySize() ||
         !launch.getPrivateAttributions().empty() ||
@@ -76,6 +273,18 @@ struct AnvilCUDAEmulateLaunchesPass
                               "private memory or dynamically sized shared "
                               "memory can be emulated");
     Block &body = launch.getBody().front();
+    if (checkAccesses) {
+      StringRef fn;
+      if (auto parent = launch->getParentOfType<func::FuncOp>())
+        fn = parent.getSymName();
+      SmallVector<std::pair<Operation *, Access>> accesses;
+      body.walk([&](Operation *op) {
+        if (std::optional<Access> access = accessOf(op))
+          accesses.emplace_back(op, *access);
+      });
+      for (auto &[op, access] : accesses)
+        checkAccess(op, access, fn, faults);
+    }
     gpu::KernelDim3 ids[] = {launch.getBlockIds(), launch.getThreadIds()};
     gpu::KernelDim3 sizes[] = {launch.getGridSize(), launch.getBlockSize()};
     gpu::KernelDim3 operands[] = {launch.getGridSizeOperandValues(),

@@ -131,6 +131,16 @@ def AnvilCUDAEmulateLaunchesPass
     offset below a constant width) reads its partner thread's kept value.
     Barriers and shuffles inside control flow are an error.
 
+    With `check-accesses` (the default), every load and store of a launch
+    body (`memref` and rank-1 `vector` ones) is preceded by checks of what
+    a GPU faults on or silently gets wrong but the host does not: each
+    index within the buffer's shape (for a vector, its whole run along the
+    innermost dimension), and, for an access that claims an alignment
+    beyond its element's (a vector of a run, or a run's first scalar load,
+    in global memory), that its address has it. A failed check writes
+    which access of which dispatch function failed, and of which buffer, to
+    stderr (libc's `write`, a constant string) and aborts (`abort`).
+
     Input:
     ```mlir
     gpu.launch blocks(%bx, %by, %bz) in (%gx = %c25, %gy = %c1, %gz = %c1)
@@ -147,7 +157,15 @@ def AnvilCUDAEmulateLaunchesPass
     }}}}}}
     ```
   }];
-  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
+  let options = [
+    Option<"checkAccesses", "check-accesses", "bool", /*default=*/"true",
+           "Check every access's bounds and claimed alignment as it runs">,
+  ];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::func::FuncDialect",
+    "mlir::LLVM::LLVMDialect", "mlir::memref::MemRefDialect",
+    "mlir::scf::SCFDialect"
+  ];
 }
 
 def AnvilCUDAStepGraphPass
