@@ -153,6 +153,14 @@ cl::opt<bool> emulateCUDAGrid(
              "backend's grid mapping, its launches emulated as loops on the "
              "host (tests the kernels' logic without a GPU; slow)"),
     cl::init(false), cl::Hidden, cl::cat(category));
+cl::opt<std::string> emulatedGridOrder(
+    "emulated-grid-order",
+    cl::desc("With --emulate-cuda-grid: the order the emulation runs a "
+             "launch's blocks, and a block's threads between two barriers, "
+             "in: forward (the default) or reverse (last first; a GPU keeps "
+             "no order, so a kernel must train alike in both)"),
+    cl::value_desc("forward|reverse"), cl::init("forward"), cl::Hidden,
+    cl::cat(category));
 cl::opt<int64_t> splitReductions(
     "split-reductions",
     cl::desc("With --target=cuda or --emulate-cuda-grid: sums of at least "
@@ -969,6 +977,12 @@ int main(int argc, char **argv) {
   if (emulateCUDAGrid && target != Target::CPU)
     return error("--emulate-cuda-grid runs the CUDA kernels' logic on the "
                  "CPU: use it with --target=cpu");
+  if (emulatedGridOrder != "forward" && emulatedGridOrder != "reverse")
+    return error("--emulated-grid-order=" + emulatedGridOrder +
+                 ": forward or reverse");
+  if (emulatedGridOrder.getNumOccurrences() && !emulateCUDAGrid)
+    return error("--emulated-grid-order orders the emulated grid's blocks "
+                 "and threads: add --emulate-cuda-grid");
   if (!kernelReport.empty() && !cuda)
     return error("--kernel-report assembles CUDA kernels: add --target=cuda");
   // The grid's shapes in numbers of terms: not negative, and for the grid.
@@ -1274,8 +1288,9 @@ int main(int argc, char **argv) {
               : std::optional(static_cast<S>(static_cast<int>(upTo) - 1)),
           options);
       if (upTo == S::Bufferized && emulateCUDAGrid)
-        mlir::anvil::cuda::buildGridEmulationPipeline(pm, /*blockSize=*/256,
-                                                      warpReductions);
+        mlir::anvil::cuda::buildGridEmulationPipeline(
+            pm, /*blockSize=*/256, warpReductions,
+            /*reverseOrder=*/emulatedGridOrder == "reverse");
     }
     if (failed(pm.run(module)))
       return error("lowering failed (see above)"), mlir::failure();

@@ -1,4 +1,5 @@
 // RUN: anvil-opt %s --split-input-file --verify-diagnostics --anvil-cuda-emulate-launches --canonicalize | FileCheck %s
+// RUN: anvil-opt %s --split-input-file --verify-diagnostics --anvil-cuda-emulate-launches="reverse-order=1 check-accesses=0" --canonicalize | FileCheck %s --check-prefix=REVERSE
 
 // Tests anvil-cuda-emulate-launches: a launch body cut into phases at its
 // barriers and shuffles, each phase run for every thread of a block before
@@ -23,6 +24,20 @@
 // CHECK:     %[[X1:.+]] = memref.load %[[KEPT]][%[[T1]]]
 // CHECK:     %[[S:.+]] = arith.addf %[[O]], %[[X1]]
 // CHECK:     memref.store %[[S]], %{{.+}}[%{{.+}}] : memref<192xf32>
+// With reverse-order, the blocks and each phase's threads run last first:
+// the ids count down, the scratch slots and the shuffle's partner follow
+// the thread's id.
+// REVERSE-LABEL: func.func @phases
+// REVERSE:       scf.for %[[BX:.+]] = %c0 to %c3
+// REVERSE:         %[[B:.+]] = arith.subi %c2, %[[BX]]
+// REVERSE:         scf.for %[[T0:.+]] = %c0 to %c64
+// REVERSE:           %[[T:.+]] = arith.subi %c63, %[[T0]]
+// REVERSE:           %[[BASE:.+]] = arith.muli %[[B]], %c64
+// REVERSE:           arith.addi %[[BASE]], %[[T]]
+// REVERSE:           memref.store %{{.+}}, %{{.+}}[%[[T]]] : memref<64xf32>
+// REVERSE:         scf.for %[[T1:.+]] = %c0 to %c64
+// REVERSE:           %[[U:.+]] = arith.subi %c63, %[[T1]]
+// REVERSE:           arith.xori %[[U]], %c4
 func.func @phases(%a: memref<192xf32>, %b: memref<192xf32>) {
   %c1 = arith.constant 1 : index
   %c3 = arith.constant 3 : index

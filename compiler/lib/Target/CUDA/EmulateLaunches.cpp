@@ -396,12 +396,21 @@ struct AnvilCUDAEmulateLaunchesPass
           memref::AllocaOp::create(
               b, loc, MemRefType::get(type.getShape(), type.getElementType())));
     }
+    // A loop's id: its induction variable, or with reverse-order the
+    // extent - 1 - it (the last block, or thread, first).
+    auto idOf = [&](scf::ForOp loop, int64_t extent) -> Value {
+      if (!reverseOrder)
+        return loop.getInductionVar();
+      return arith::SubIOp::create(b, loc, index(extent - 1),
+                                   loop.getInductionVar());
+    };
     {
       Value id[3] = {ids[0].z, ids[0].y, ids[0].x};
       Value size[3] = {sizes[0].z, sizes[0].y, sizes[0].x};
       for (int d = 0; d < 3; ++d) {
         auto loop = scf::ForOp::create(b, loc, zero, index(extent[0][d]), one);
-        blockMap.map(id[d], loop.getInductionVar());
+        b.setInsertionPointToStart(loop.getBody());
+        blockMap.map(id[d], idOf(loop, extent[0][d]));
         blockMap.map(size[d], index(extent[0][d]));
         b.setInsertionPoint(loop.getBody()->getTerminator());
       }
@@ -416,11 +425,12 @@ struct AnvilCUDAEmulateLaunchesPass
       Value linear = zero;
       for (int d = 0; d < 3; ++d) {
         auto loop = scf::ForOp::create(b, loc, zero, index(extent[1][d]), one);
-        map.map(id[d], loop.getInductionVar());
         b.setInsertionPoint(loop.getBody()->getTerminator());
+        Value thread = idOf(loop, extent[1][d]);
+        map.map(id[d], thread);
         linear = arith::AddIOp::create(
             b, loc, arith::MulIOp::create(b, loc, linear, index(extent[1][d])),
-            loop.getInductionVar());
+            thread);
       }
       // An earlier phase's value: made again, or read back.
       std::function<Value(Value)> available = [&](Value v) -> Value {

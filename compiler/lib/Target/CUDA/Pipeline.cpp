@@ -183,12 +183,15 @@ void mlir::anvil::cuda::buildCUDAPipeline(OpPassManager &pm, Stage last,
 
 void mlir::anvil::cuda::buildGridEmulationPipeline(OpPassManager &pm,
                                                    int64_t blockSize,
-                                                   int64_t warpReductions) {
+                                                   int64_t warpReductions,
+                                                   bool reverseOrder) {
   AnvilCUDAMapDispatchesPassOptions map;
   map.blockSize = blockSize;
   map.warpReductions = warpReductions;
   pm.addPass(createAnvilCUDAMapDispatchesPass(map));
-  pm.addPass(createAnvilCUDAEmulateLaunchesPass());
+  AnvilCUDAEmulateLaunchesPassOptions emulate;
+  emulate.reverseOrder = reverseOrder;
+  pm.addPass(createAnvilCUDAEmulateLaunchesPass(emulate));
   pm.addPass(createCanonicalizerPass());
 }
 

@@ -126,9 +126,12 @@ void buildCUDAPipeline(OpPassManager &pm, Stage last = Stage::Kernels,
 /// Adds the passes that make a bufferized module's dispatches run through
 /// the grid mapping of the `kernels` stage, emulated on the host
 /// (anvil-cuda-map-dispatches, anvil-cuda-emulate-launches): for testing
-/// the kernels' logic with the CPU backend, where there is no GPU.
+/// the kernels' logic with the CPU backend, where there is no GPU; with
+/// `reverseOrder`, the blocks and threads run last first (what a kernel
+/// computes must not depend on their order).
 void buildGridEmulationPipeline(OpPassManager &pm, int64_t blockSize = 256,
-                                int64_t warpReductions = 256);
+                                int64_t warpReductions = 256,
+                                bool reverseOrder = false);
 
 /// The toolkit Anvil was configured with (ANVIL_CUDA_TOOLKIT), or "".
 std::string defaultCUDAToolkit();

@@ -141,6 +141,15 @@ def AnvilCUDAEmulateLaunchesPass
     which access of which dispatch function failed, and of which buffer, to
     stderr (libc's `write`, a constant string) and aborts (`abort`).
 
+    A GPU runs a launch's blocks, and a block's threads between two
+    barriers, in no set order; the emulation runs them in one. A kernel
+    whose result depends on that order (a thread reading what another
+    writes with no barrier between, a block reading another's results, an
+    in-place update read at another point) can pass every emulated test and
+    fail on a GPU. With `reverse-order`, the blocks and each phase's
+    threads run last first (the ids count down): such a kernel's results
+    change, and a test comparing them with the forward order's catches it.
+
     Input:
     ```mlir
     gpu.launch blocks(%bx, %by, %bz) in (%gx = %c25, %gy = %c1, %gz = %c1)
@@ -160,6 +169,8 @@ def AnvilCUDAEmulateLaunchesPass
   let options = [
     Option<"checkAccesses", "check-accesses", "bool", /*default=*/"true",
            "Check every access's bounds and claimed alignment as it runs">,
+    Option<"reverseOrder", "reverse-order", "bool", /*default=*/"false",
+           "Run the blocks, and each phase's threads, last first">,
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::func::FuncDialect",
