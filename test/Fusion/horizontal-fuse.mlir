@@ -1,5 +1,7 @@
 // RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse=hoist-argument-only=false | FileCheck %s
-// RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="max-operands=5 hoist-argument-only=false" | FileCheck %s --check-prefix=FEW
+// RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="max-operands=5 small-elements=4607 hoist-argument-only=false" | FileCheck %s --check-prefix=FEW
+// RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="max-operands=5 small-elements=4608 hoist-argument-only=false" | FileCheck %s --check-prefix=SMALL
+// RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="max-operands=5 max-small-operands=5 hoist-argument-only=false" | FileCheck %s --check-prefix=FEW
 // RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse | FileCheck %s --check-prefix=HOIST
 // RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="hoist-argument-only=false sink-small-readers=false" | FileCheck %s --check-prefix=NOSINK
 // RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="hoist-argument-only=false max-sunk-elements=8" | FileCheck %s --check-prefix=NOSINK
@@ -21,10 +23,17 @@
 // CHECK-NEXT: %[[B:.+]] = arith.mulf %[[Y]], %[[H]] : f32
 // CHECK-NEXT: linalg.yield %[[A]], %[[B]] : f32, f32
 // CHECK: return %[[M]]#0, %[[M]]#1, %[[C]]
+// Six operands are more than max-operands = 5; they may still merge under
+// max-small-operands (64) while they hold at most small-elements elements:
+// 4 x 768 + 2 x 768 = 4608.
 // FEW-LABEL: func.func @independent
 // FEW-COUNT-3: linalg.generic
 // FEW-NOT: linalg.generic
 // FEW-LABEL: func.func @dependent
+// SMALL-LABEL: func.func @independent
+// SMALL-COUNT-2: linalg.generic
+// SMALL-NOT: linalg.generic
+// SMALL-LABEL: func.func @dependent
 func.func @independent(%x: tensor<768xf32>, %g: tensor<768xf32>, %y: tensor<768xf32>, %h: tensor<768xf32>, %z: tensor<64xf32>) -> (tensor<768xf32>, tensor<768xf32>, tensor<64xf32>) {
   %a = linalg.generic {indexing_maps = [#v, #v, #v], iterator_types = ["parallel"]} ins(%x, %g : tensor<768xf32>, tensor<768xf32>) outs(%x : tensor<768xf32>) {
   ^bb0(%i: f32, %j: f32, %o: f32):

@@ -62,12 +62,14 @@ bool isCandidate(linalg::GenericOp op) {
   return op->getDiscardableAttrDictionary().empty();
 }
 
-/// Ops merged into one; `operands` counts their inputs and outputs.
+/// Ops merged into one; `operands` counts their inputs and outputs,
+/// `elements` the elements those hold.
 struct Group {
   SmallVector<int64_t> domain;
   SmallVector<utils::IteratorType> iterators;
   SmallVector<linalg::GenericOp> members;
   int64_t operands = 0;
+  int64_t elements = 0;
   bool open = true;
 };
 
@@ -439,6 +441,15 @@ struct AnvilHorizontalFusePass
     }
   }
 
+  /// Whether a group may grow to `operands` operands holding `elements`
+  /// elements in all: up to max-operands, or up to max-small-operands while
+  /// they hold at most small-elements, where the launch costs more than the
+  /// kernel's work.
+  bool withinLimits(int64_t operands, int64_t elements) const {
+    return operands <= maxOperands ||
+           (operands <= maxSmallOperands && elements <= smallElements);
+  }
+
   /// Generics join the first open group of their domain; each group
   /// becomes one generic at its last member (see Passes.td).
   void fuseBlock(RewriterBase &rewriter, Block &block) {
@@ -449,6 +460,12 @@ struct AnvilHorizontalFusePass
       SmallVector<int64_t> domain = op.getStaticLoopRanges();
       SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
       int64_t operands = op->getNumOperands();
+      int64_t elements = 0;
+      for (Value operand : op->getOperands())
+        if (auto type = dyn_cast<RankedTensorType>(operand.getType()))
+          elements += type.getNumElements();
+        else
+          ++elements;
       Group *joined = nullptr;
       for (Group &g : groups) {
         if (!g.open || g.domain != domain || g.iterators != iterators)
@@ -461,17 +478,18 @@ struct AnvilHorizontalFusePass
           g.open = false;
           continue;
         }
-        if (g.operands + operands > maxOperands)
+        if (!withinLimits(g.operands + operands, g.elements + elements))
           continue;
         joined = &g;
         break;
       }
       if (!joined) {
-        groups.push_back({domain, iterators, {}, 0, true});
+        groups.push_back({domain, iterators, {}, 0, 0, true});
         joined = &groups.back();
       }
       joined->members.push_back(op);
       joined->operands += operands;
+      joined->elements += elements;
     }
     for (Group &g : groups)
       if (g.members.size() > 1)

@@ -26,7 +26,9 @@
 //      gpu-kernel-outlining, anvil-cuda-step-graph (which exported
 //      functions a CUDA graph can replay).
 //
-// buildKernelToNVVMPipeline then lowers the kernels: affine and scf to cf,
+// buildKernelToNVVMPipeline then lowers the kernels (those of small grids
+// first asking ptxas for one block an SM: anvil-cuda-small-grid-occupancy):
+// affine and scf to cf,
 // strided memrefs expanded, gpu/math/memref/arith to NVVM and LLVM (math
 // through libdevice), with the target attached for serialization.
 //
@@ -205,6 +207,7 @@ void mlir::anvil::cuda::buildKernelToNVVMPipeline(OpPassManager &pm,
   attach.optLevel = target.optLevel;
   pm.addPass(createGpuNVVMAttachTarget(attach));
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createAnvilCUDASmallGridOccupancyPass());
   kernels.addPass(createAnvilExpandF8CastsPass());
   kernels.addPass(createLowerAffinePass());
   kernels.addPass(createSCFToControlFlowPass());

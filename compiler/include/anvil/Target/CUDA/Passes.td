@@ -230,4 +230,29 @@ def AnvilCUDAStepGraphPass
   }];
 }
 
+def AnvilCUDASmallGridOccupancyPass
+    : Pass<"anvil-cuda-small-grid-occupancy", "mlir::gpu::GPUModuleOp"> {
+  let summary = "Kernels of small grids ask ptxas for one block an SM";
+  let description = [{
+    ptxas fits a kernel's registers to an occupancy it picks from the
+    kernel's block size (`.maxntid`), and spills to stay within it: a
+    256-thread kernel of three AdamW updates merged by
+    `anvil-horizontal-fuse` (twelve f32 lanes of square roots and
+    divisions) got 80 registers and 8 bytes of spills, where it needs 84.
+    A launch of no more blocks than the GPU has SMs runs at most one block
+    on an SM whatever the registers: that occupancy buys nothing. This pass,
+    run on the kernels' modules before their lowering to NVVM, gives each
+    kernel whose `known_grid_size` (set by `gpu-kernel-outlining` from the
+    launch's constant grid) has at most `max-blocks` blocks
+    `nvvm.minctasm = 1` (PTX's `.minnctapersm 1`): one block an SM is
+    enough, so ptxas keeps what it needs in registers. The default,
+    108, is the SM count of the smallest chip Anvil targets (sm_80's
+    A100); an attribute already there is kept.
+  }];
+  let options = [
+    Option<"maxBlocks", "max-blocks", "int64_t", /*default=*/"108",
+           "The most blocks of a grid whose kernel asks for one block an SM">,
+  ];
+}
+
 #endif // ANVIL_TARGET_CUDA_PASSES_TD
