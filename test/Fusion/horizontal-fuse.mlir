@@ -1,6 +1,7 @@
 // RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse=hoist-argument-only=false | FileCheck %s
 // RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="max-operands=5 small-elements=4607 hoist-argument-only=false" | FileCheck %s --check-prefix=FEW
 // RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="max-operands=5 small-elements=4608 hoist-argument-only=false" | FileCheck %s --check-prefix=SMALL
+// RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="max-operands=3 hoist-argument-only=false" | FileCheck %s --check-prefix=SUMS
 // RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="max-operands=5 max-small-operands=5 hoist-argument-only=false" | FileCheck %s --check-prefix=FEW
 // RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse | FileCheck %s --check-prefix=HOIST
 // RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="hoist-argument-only=false sink-small-readers=false" | FileCheck %s --check-prefix=NOSINK
@@ -537,4 +538,32 @@ func.func @read_by_later(%dy: tensor<16x4xf32>, %o1: tensor<4xf32>) -> tensor<4x
     linalg.yield %r : f32
   } -> tensor<4x4xf32>
   return %p2 : tensor<4x4xf32>
+}
+
+// -----
+
+// Two column sums of 64 partials each (four operands, 2 x 64 x 8 + 2 x 8
+// elements): more than max-operands = 3, and reductions take no more than
+// that however small (max-small-operands is for all-parallel groups: a
+// merged reduction's threads would fold every member's terms in turn).
+#t = affine_map<(d0, d1) -> (d1, d0)>
+#o = affine_map<(d0, d1) -> (d0)>
+// SUMS-LABEL: func.func @small_sums
+// SUMS-COUNT-2: linalg.generic
+// SUMS-NOT: linalg.generic
+// Within max-operands (24), they merge.
+// CHECK-LABEL: func.func @small_sums
+// CHECK: linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<64x8xf32>, tensor<64x8xf32>) outs(%arg2, %arg3 : tensor<8xf32>, tensor<8xf32>)
+func.func @small_sums(%a: tensor<64x8xf32>, %b: tensor<64x8xf32>, %za: tensor<8xf32>, %zb: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %sa = linalg.generic {indexing_maps = [#t, #o], iterator_types = ["parallel", "reduction"]} ins(%a : tensor<64x8xf32>) outs(%za : tensor<8xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %acc, %x : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  %sb = linalg.generic {indexing_maps = [#t, #o], iterator_types = ["parallel", "reduction"]} ins(%b : tensor<64x8xf32>) outs(%zb : tensor<8xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %acc, %x : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  return %sa, %sb : tensor<8xf32>, tensor<8xf32>
 }

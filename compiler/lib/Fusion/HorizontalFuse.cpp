@@ -441,13 +441,21 @@ struct AnvilHorizontalFusePass
     }
   }
 
-  /// Whether a group may grow to `operands` operands holding `elements`
-  /// elements in all: up to max-operands, or up to max-small-operands while
-  /// they hold at most small-elements, where the launch costs more than the
-  /// kernel's work.
-  bool withinLimits(int64_t operands, int64_t elements) const {
-    return operands <= maxOperands ||
-           (operands <= maxSmallOperands && elements <= smallElements);
+  /// Whether a group of `iterators` may grow to `operands` operands
+  /// holding `elements` elements in all: up to max-operands, or, with every
+  /// loop parallel, up to max-small-operands while they hold at most
+  /// small-elements, where the launch costs more than the kernel's work (a
+  /// merged reduction's threads would each fold every member's terms in
+  /// turn: longer, on as few threads).
+  bool withinLimits(ArrayRef<utils::IteratorType> iterators, int64_t operands,
+                    int64_t elements) const {
+    if (operands <= maxOperands)
+      return true;
+    return llvm::all_of(iterators,
+                        [](utils::IteratorType t) {
+                          return t == utils::IteratorType::parallel;
+                        }) &&
+           operands <= maxSmallOperands && elements <= smallElements;
   }
 
   /// Generics join the first open group of their domain; each group
@@ -461,11 +469,10 @@ struct AnvilHorizontalFusePass
       SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
       int64_t operands = op->getNumOperands();
       int64_t elements = 0;
-      for (Value operand : op->getOperands())
-        if (auto type = dyn_cast<RankedTensorType>(operand.getType()))
-          elements += type.getNumElements();
-        else
-          ++elements;
+      for (Value operand : op->getOperands()) {
+        auto type = dyn_cast<RankedTensorType>(operand.getType());
+        elements += type && type.hasStaticShape() ? type.getNumElements() : 1;
+      }
       Group *joined = nullptr;
       for (Group &g : groups) {
         if (!g.open || g.domain != domain || g.iterators != iterators)
@@ -478,7 +485,8 @@ struct AnvilHorizontalFusePass
           g.open = false;
           continue;
         }
-        if (!withinLimits(g.operands + operands, g.elements + elements))
+        if (!withinLimits(iterators, g.operands + operands,
+                          g.elements + elements))
           continue;
         joined = &g;
         break;

@@ -5,6 +5,8 @@
 // RUN: not --crash mlir-runner %t.mlir -e misaligned -entry-point-result=void 2>&1 | FileCheck %s --check-prefix=MISALIGNED
 // RUN: not --crash mlir-runner %t.mlir -e past_end -entry-point-result=void 2>&1 | FileCheck %s --check-prefix=PAST-END
 // RUN: not --crash mlir-runner %t.mlir -e before_start -entry-point-result=void 2>&1 | FileCheck %s --check-prefix=BEFORE-START
+// RUN: not anvil-opt %S/Inputs/write-clash.mlir --anvil-cuda-emulate-launches 2>&1 | FileCheck %s --check-prefix=CLASH
+// RUN: anvil-opt %S/Inputs/write-clash.mlir --anvil-cuda-emulate-launches=check-accesses=0 -o /dev/null
 
 // Tests anvil-cuda-emulate-launches' access checks: each load and store of
 // a launch body first checks its indices against the buffer's shape (a
@@ -44,8 +46,27 @@
 // CHECK:     scf.if
 // CHECK-NOT: remui
 // CHECK:     memref.store
+
+// An index buffer (a gather's positions) and a buffer of vectors: their
+// bounds, in elements; no alignment check (an index's size is the
+// target's; a vector element is one element, not a run).
+// CHECK-LABEL: func.func @gather
+// CHECK:     %[[P:.+]] = memref.dim %arg0, %c0
+// CHECK:     arith.cmpi ult, %{{.+}}, %[[P]]
+// CHECK:     scf.if
+// CHECK-NOT: remui
+// CHECK:     %[[I:.+]] = memref.load %arg0
+// CHECK:     %[[N:.+]] = memref.dim %arg1, %c0
+// CHECK:     arith.cmpi ult, %[[I]], %[[N]]
+// CHECK-NOT: arith.addi %[[I]]
+// CHECK:     scf.if
+// CHECK-NOT: remui
+// CHECK:     vector.load %arg1[%[[I]]]
+// The two libc functions the reports call, declared once.
 // CHECK:     func.func private @write(i32, !llvm.ptr, i64) -> i64
 // CHECK:     func.func private @abort()
+
+// CLASH: error: anvil-cuda-emulate-launches: the access checks call libc's 'write' as '(i32, !llvm.ptr, i64) -> i64'; this symbol takes its name (check-accesses=0 runs without them)
 
 // OFF-LABEL: func.func @kernel
 // OFF-NOT:   scf.if
@@ -71,6 +92,20 @@ func.func @kernel(%a: memref<66xf32>, %b: memref<68xf32>, %shift: index,
     %x = vector.extract %v[0] : f32 from vector<4xf32>
     %j = arith.subi %c64, %back : index
     memref.store %x, %b[%j] : memref<68xf32>
+    gpu.terminator
+  }
+  return
+}
+
+func.func @gather(%positions: memref<16xindex>, %table: memref<16xvector<4xf32>>,
+                  %out: memref<16xvector<4xf32>>) {
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c16, %sy = %c1, %sz = %c1) {
+    %i = memref.load %positions[%tx] {alignment = 64} : memref<16xindex>
+    %v = vector.load %table[%i] {alignment = 64} : memref<16xvector<4xf32>>, vector<4xf32>
+    vector.store %v, %out[%tx] : memref<16xvector<4xf32>>, vector<4xf32>
     gpu.terminator
   }
   return

@@ -97,10 +97,11 @@ func.func @down(%a: memref<32xf32>) {
 // -----
 
 // Shared memory (a workgroup buffer): one host buffer, made before the
-// blocks' loop, that every block reuses; thread t writes slot t, and after
-// the barrier reads its neighbour's (a rotation within each block).
+// blocks' loop, 16-byte aligned as a GPU's, that every block reuses;
+// thread t writes slot t, and after the barrier reads its neighbour's (a
+// rotation within each block).
 // CHECK-LABEL: func.func @shared
-// CHECK: %[[S:.+]] = memref.alloca() : memref<32xf32>
+// CHECK: %[[S:.+]] = memref.alloca() {alignment = 16 : i64} : memref<32xf32>
 // CHECK: scf.for %[[BX:.+]] = %c0 to %c2
 // CHECK:   scf.for %[[T0:.+]] = %c0
 // CHECK:     memref.store %{{.+}}, %[[S]][%[[T0]]] : memref<32xf32>

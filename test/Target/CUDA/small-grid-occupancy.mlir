@@ -1,5 +1,6 @@
 // RUN: anvil-opt %s --pass-pipeline='builtin.module(gpu.module(anvil-cuda-small-grid-occupancy))' | FileCheck %s
 // RUN: anvil-opt %s --pass-pipeline='builtin.module(gpu.module(anvil-cuda-small-grid-occupancy{max-blocks=2}))' | FileCheck %s --check-prefix=TWO
+// RUN: anvil-opt %s --pass-pipeline='builtin.module(gpu.module(anvil-cuda-small-grid-occupancy,convert-gpu-to-nvvm))' | FileCheck %s --check-prefix=NVVM
 
 // Tests anvil-cuda-small-grid-occupancy: a kernel whose known grid has at
 // most max-blocks (108) blocks asks for one block an SM
@@ -19,6 +20,13 @@
 // CHECK-SAME:    nvvm.minctasm = 2 : i32
 // CHECK-LABEL: gpu.func @helper
 // CHECK-NOT:     nvvm.minctasm
+// The attribute reaches the NVVM kernel (PTX's .minnctapersm).
+// NVVM-LABEL: llvm.func @three_blocks
+// NVVM-SAME:    nvvm.kernel
+// NVVM-SAME:    nvvm.minctasm = 1 : i32
+// NVVM-LABEL: llvm.func @more_than_sms
+// NVVM-NOT:     nvvm.minctasm
+// NVVM-LABEL: llvm.func @unknown
 // TWO-LABEL: gpu.func @three_blocks
 // TWO-NOT:     nvvm.minctasm
 // TWO-LABEL: gpu.func @sms

@@ -251,13 +251,14 @@ def AnvilHorizontalFusePass
     once, each output folded in its own order; an input two members read
     the same way (one tensor, or equal reshapes of it, through the same
     map) is one input of the merged op. It joins the first open group with the same loop ranges
-    and kinds if the group's operands stay within `max-operands`, or
-    within `max-small-operands` while they hold at most `small-elements`
-    elements in all (a kernel moving a few MB costs about its launch: the
-    optimizer's updates of GPT-2's 74 parameters of 768 elements, ten
-    operands each, run in 13 launches instead of 37; the split sums' second
-    stages, 64 partials a column, stay within `max-operands`, since merged
-    they would only lengthen each of their 768 threads' work); a group
+    and kinds if the group's operands stay within `max-operands`, or, with
+    every loop parallel, within `max-small-operands` while they hold at
+    most `small-elements` elements in all (a kernel moving a few MB costs
+    about its launch: the optimizer's updates of GPT-2's 74 parameters of
+    768 elements, ten operands each, run in 13 launches instead of 37;
+    reductions, such as the split sums' second stages of 64 partials a
+    column, stay within `max-operands`: merged, each of their few threads
+    would only fold more terms in turn); a group
     closes once something reads one of its results at or before the
     candidate (the merged op takes the place of the group's last member, so
     every reader of every member must come after it; this also keeps a

@@ -70,7 +70,15 @@ struct Access {
 };
 
 std::optional<Access> accessOf(Operation *op) {
-  auto vectorLength = [](VectorType type) -> int64_t {
+  // The elements a vector access touches: a run of a scalar-element
+  // buffer's, or one of a buffer of vectors (the whole vector); 0 for a
+  // form not checked (a vector of rank 2 or more over scalars).
+  auto vectorLength = [](VectorType type, Value memref) -> int64_t {
+    auto buffer = dyn_cast<MemRefType>(memref.getType());
+    if (!buffer)
+      return 0;
+    if (isa<VectorType>(buffer.getElementType()))
+      return 1;
     return type.getRank() == 1 ? type.getNumElements() : 0;
   };
   if (auto load = dyn_cast<memref::LoadOp>(op))
@@ -80,11 +88,11 @@ std::optional<Access> accessOf(Operation *op) {
     return Access{"store", store.getMemRef(), store.getIndices(), 1,
                   store.getAlignment().value_or(0)};
   if (auto load = dyn_cast<vector::LoadOp>(op))
-    if (int64_t n = vectorLength(load.getVectorType()))
+    if (int64_t n = vectorLength(load.getVectorType(), load.getBase()))
       return Access{"vector load", load.getBase(), load.getIndices(), n,
                     load.getAlignment().value_or(0)};
   if (auto store = dyn_cast<vector::StoreOp>(op))
-    if (int64_t n = vectorLength(store.getVectorType()))
+    if (int64_t n = vectorLength(store.getVectorType(), store.getBase()))
       return Access{"vector store", store.getBase(), store.getIndices(), n,
                     store.getAlignment().value_or(0)};
   return std::nullopt;
@@ -154,26 +162,56 @@ private:
     return last;
   }
 
+  /// libc's `name` as a func.func of `type`, declared once: an existing
+  /// symbol of that name must be that declaration (checkDeclarations).
   func::FuncOp declare(StringRef name) {
-    if (auto fn = module.lookupSymbol<func::FuncOp>(name))
+    func::FuncOp &fn = name == "write" ? write : abort;
+    if (fn)
       return fn;
-    MLIRContext *ctx = module.getContext();
-    FunctionType type =
-        name == "write" ? FunctionType::get(ctx,
-                                            {IntegerType::get(ctx, 32),
-                                             LLVM::LLVMPointerType::get(ctx),
-                                             IntegerType::get(ctx, 64)},
-                                            {IntegerType::get(ctx, 64)})
-                        : FunctionType::get(ctx, {}, {});
+    if ((fn = module.lookupSymbol<func::FuncOp>(name)))
+      return fn;
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-    auto fn = func::FuncOp::create(b, module.getLoc(), name, type);
+    fn = func::FuncOp::create(b, module.getLoc(), name, libcType(name));
     fn.setPrivate();
     return fn;
+  }
+
+public:
+  /// Whether the module's own symbols named like the libc functions the
+  /// reports call are declarations of them, as the reports would declare
+  /// them (anything else: an error on it).
+  LogicalResult checkDeclarations() {
+    for (StringRef name : {"write", "abort"}) {
+      Operation *symbol = module.lookupSymbol(name);
+      if (!symbol)
+        continue;
+      auto fn = dyn_cast<func::FuncOp>(symbol);
+      if (!fn || !fn.isExternal() || fn.getFunctionType() != libcType(name))
+        return symbol->emitError("anvil-cuda-emulate-launches: the access "
+                                 "checks call libc's '")
+               << name << "' as " << libcType(name)
+               << "; this symbol takes its name (check-accesses=0 runs "
+                  "without them)";
+    }
+    return success();
+  }
+
+private:
+  FunctionType libcType(StringRef name) {
+    MLIRContext *ctx = module.getContext();
+    if (name == "write")
+      return FunctionType::get(ctx,
+                               {IntegerType::get(ctx, 32),
+                                LLVM::LLVMPointerType::get(ctx),
+                                IntegerType::get(ctx, 64)},
+                               {IntegerType::get(ctx, 64)});
+    return FunctionType::get(ctx, {}, {});
   }
 
   ModuleOp module;
   std::map<std::string, LLVM::GlobalOp> globals;
   LLVM::GlobalOp last;
+  func::FuncOp write, abort;
 };
 
 /// Before `op`, a load or store in a launch body of `fn`: checks that its
@@ -183,7 +221,7 @@ private:
 void checkAccess(Operation *op, const Access &access, StringRef fn,
                  Faults &faults) {
   auto type = dyn_cast<MemRefType>(access.memref.getType());
-  if (!type)
+  if (!type || access.indices.empty()) // a 0-d buffer: always in bounds
     return;
   OpBuilder b(op);
   Location loc = op->getLoc();
@@ -208,13 +246,14 @@ void checkAccess(Operation *op, const Access &access, StringRef fn,
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, i, last));
     inBounds = inBounds ? arith::AndIOp::create(b, loc, inBounds, ok) : ok;
   }
-  if (!inBounds) // a 0-d buffer
-    inBounds = arith::ConstantIntOp::create(b, loc, 1, 1);
   faults.reportUnless(b, loc, inBounds, "out of bounds" + where);
 
+  // Only claims beyond a scalar element's own size (of integers and floats;
+  // an index's size is the target's) in global memory.
+  if (!type.getElementType().isIntOrFloat() || type.getMemorySpace())
+    return;
   unsigned elementBytes = type.getElementTypeBitWidth() / 8;
-  if (access.alignment <= elementBytes || elementBytes == 0 ||
-      type.getMemorySpace())
+  if (access.alignment <= elementBytes || elementBytes == 0)
     return;
   // The address: the buffer's aligned pointer plus its offset and the
   // indices' strides, in elements.
@@ -239,6 +278,9 @@ void checkAccess(Operation *op, const Access &access, StringRef fn,
                           "-byte alignment (a GPU faults)");
 }
 
+/// The alignment of the host buffers that stand for shared memory.
+constexpr int64_t kSharedAlignment = 16;
+
 /// One phase of a launch body: the shuffles that open it (computed from
 /// the previous phases' values) and its other ops.
 struct Phase {
@@ -255,6 +297,8 @@ struct AnvilCUDAEmulateLaunchesPass
     SmallVector<gpu::LaunchOp> launches;
     getOperation().walk([&](gpu::LaunchOp op) { launches.push_back(op); });
     Faults faults(getOperation());
+    if (checkAccesses && failed(faults.checkDeclarations()))
+      return signalPassFailure();
     for (gpu::LaunchOp launch : launches)
       if (failed(emulate(launch, faults)))
         return signalPassFailure();
@@ -391,10 +435,13 @@ struct AnvilCUDAEmulateLaunchesPass
     IRMapping blockMap;
     for (BlockArgument shared : launch.getWorkgroupAttributions()) {
       auto type = cast<MemRefType>(shared.getType());
-      blockMap.map(
-          shared,
-          memref::AllocaOp::create(
-              b, loc, MemRefType::get(type.getShape(), type.getElementType())));
+      blockMap.map(shared,
+                   memref::AllocaOp::create(
+                       b, loc,
+                       MemRefType::get(type.getShape(), type.getElementType()),
+                       // As a GPU aligns shared memory (16 bytes at least), so
+                       // that the kernel's vector accesses there stay aligned.
+                       b.getI64IntegerAttr(kSharedAlignment)));
     }
     // A loop's id: its induction variable, or with reverse-order the
     // extent - 1 - it (the last block, or thread, first).
