@@ -16,12 +16,13 @@
 // its partner thread's value from such a buffer. Shared memory (static
 // workgroup buffers) is a host buffer the blocks reuse in turn.
 //
-// With check-accesses, every load and store of a launch body first checks
-// what a GPU would fault on or silently get wrong and the host would not:
-// its indices within the buffer's shape (a vector's whole run), and the
-// alignment an access claims (a vector's, or a run's first scalar load)
-// against its address. A failed check writes which access of which
-// dispatch function failed to stderr and aborts.
+// With check-accesses, every memref load and store and rank-1 vector load
+// and store of a launch body first checks what a GPU would fault on or
+// silently get wrong and the host would not: its indices within the
+// buffer's shape (a vector's whole run), and the alignment an access claims
+// (a vector's, or a run's first scalar load) against its address. A failed
+// check writes which access of which dispatch function failed to stderr
+// and aborts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -122,6 +123,25 @@ class Faults {
 public:
   explicit Faults(ModuleOp module) : module(module) {}
 
+  /// Whether the module's own symbols named like the libc functions the
+  /// reports call are declarations of them, as the reports would declare
+  /// them (anything else: an error on it).
+  LogicalResult checkDeclarations() {
+    for (StringRef name : {"write", "abort"}) {
+      Operation *symbol = module.lookupSymbol(name);
+      if (!symbol)
+        continue;
+      auto fn = dyn_cast<func::FuncOp>(symbol);
+      if (!fn || !fn.isExternal() || fn.getFunctionType() != libcType(name))
+        return symbol->emitError("anvil-cuda-emulate-launches: the access "
+                                 "checks call libc's '")
+               << name << "' as " << libcType(name)
+               << "; this symbol takes its name (check-accesses=0 runs "
+                  "without them)";
+    }
+    return success();
+  }
+
   /// Where `ok` is false: the report of `message`.
   void reportUnless(OpBuilder &b, Location loc, Value ok,
                     const std::string &message) {
@@ -142,11 +162,12 @@ public:
   }
 
 private:
+  /// The constant holding `text`, made once: at the module's start, in the
+  /// order of the checks.
   LLVM::GlobalOp global(const std::string &text) {
     auto [it, inserted] = globals.try_emplace(text);
     if (!inserted)
       return it->second;
-    // At the module's start, in the order of the checks.
     OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
     if (last)
       b.setInsertionPointAfter(last);
@@ -162,8 +183,8 @@ private:
     return last;
   }
 
-  /// libc's `name` as a func.func of `type`, declared once: an existing
-  /// symbol of that name must be that declaration (checkDeclarations).
+  /// libc's `name` (write or abort) as a func.func, declared once (a
+  /// declaration already there passed checkDeclarations).
   func::FuncOp declare(StringRef name) {
     func::FuncOp &fn = name == "write" ? write : abort;
     if (fn)
@@ -176,27 +197,8 @@ private:
     return fn;
   }
 
-public:
-  /// Whether the module's own symbols named like the libc functions the
-  /// reports call are declarations of them, as the reports would declare
-  /// them (anything else: an error on it).
-  LogicalResult checkDeclarations() {
-    for (StringRef name : {"write", "abort"}) {
-      Operation *symbol = module.lookupSymbol(name);
-      if (!symbol)
-        continue;
-      auto fn = dyn_cast<func::FuncOp>(symbol);
-      if (!fn || !fn.isExternal() || fn.getFunctionType() != libcType(name))
-        return symbol->emitError("anvil-cuda-emulate-launches: the access "
-                                 "checks call libc's '")
-               << name << "' as " << libcType(name)
-               << "; this symbol takes its name (check-accesses=0 runs "
-                  "without them)";
-    }
-    return success();
-  }
-
-private:
+  /// write(int, const void *, size_t) -> ssize_t and abort(), as the host
+  /// (64-bit Linux) calls them.
   FunctionType libcType(StringRef name) {
     MLIRContext *ctx = module.getContext();
     if (name == "write")
