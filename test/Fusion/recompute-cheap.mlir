@@ -887,3 +887,94 @@ func.func @widened_view(%h: tensor<2x8x4x16xbf16>) -> tensor<2x8x64xf8E4M3FN> {
   } -> tensor<2x8x64xf8E4M3FN>
   return %c : tensor<2x8x64xf8E4M3FN>
 }
+
+// -----
+
+// FP8's current recipe: a tensor's amax (a reduction over every loop), its
+// scale 448 / amax (a generic without loops: one thread's kernel), read by
+// the cast and by the GEMM's descale. The scale of a whole-tensor reduction
+// is computed again by each generic that reads it (a GPU thread once for
+// its run: it depends on no loop), so it needs no kernel of its own. A
+// scalar of anything else stays (@scalar_of_elementwise), as do all of
+// them without recompute-cheap.
+#v1 = affine_map<(d0) -> (d0)>
+#s1 = affine_map<(d0) -> ()>
+#s0 = affine_map<() -> ()>
+// CHECK-LABEL: func.func @scale_of_amax
+// CHECK:      %[[AMAX:.+]] = linalg.generic {{.+}} iterator_types = ["reduction"]
+// CHECK:      linalg.generic {{.+}} iterator_types = ["parallel"]} ins(%arg0, %[[AMAX]] : tensor<64xf32>, tensor<f32>) outs(%{{.+}} : tensor<64xf8E4M3FN>)
+// CHECK:        arith.divf %cst{{.*}}, %{{.+}} : f32
+// CHECK:        arith.select
+// CHECK:        arith.mulf
+// CHECK:        arith.truncf
+// CHECK:      linalg.generic {{.+}} iterator_types = []} ins(%[[AMAX]] : tensor<f32>)
+// CHECK:        arith.divf
+// CHECK:        arith.select
+// CHECK:        arith.divf
+// CHECK-NOT:  linalg.generic
+// CHECK:      return
+// OFF-LABEL: func.func @scale_of_amax
+// OFF-COUNT-4: linalg.generic
+func.func @scale_of_amax(%x: tensor<64xf32>) -> (tensor<64xf8E4M3FN>, tensor<f32>) {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %max = arith.constant 448.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %init = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %amax = linalg.generic {indexing_maps = [#v1, #s1], iterator_types = ["reduction"]} ins(%x : tensor<64xf32>) outs(%init : tensor<f32>) {
+  ^bb0(%p: f32, %o: f32):
+    %ab = math.absf %p : f32
+    %mx = arith.maximumf %o, %ab : f32
+    linalg.yield %mx : f32
+  } -> tensor<f32>
+  %scale = linalg.generic {indexing_maps = [#s0, #s0], iterator_types = []} ins(%amax : tensor<f32>) outs(%e0 : tensor<f32>) {
+  ^bb0(%a: f32, %o: f32):
+    %q = arith.divf %max, %a : f32
+    %pos = arith.cmpf ogt, %a, %zero : f32
+    %s = arith.select %pos, %q, %one : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  %e8 = tensor.empty() : tensor<64xf8E4M3FN>
+  %codes = linalg.generic {indexing_maps = [#v1, #s1, #v1], iterator_types = ["parallel"]} ins(%x, %scale : tensor<64xf32>, tensor<f32>) outs(%e8 : tensor<64xf8E4M3FN>) {
+  ^bb0(%p: f32, %s: f32, %o: f8E4M3FN):
+    %m = arith.mulf %p, %s : f32
+    %t = arith.truncf %m : f32 to f8E4M3FN
+    linalg.yield %t : f8E4M3FN
+  } -> tensor<64xf8E4M3FN>
+  %descale = linalg.generic {indexing_maps = [#s0, #s0], iterator_types = []} ins(%scale : tensor<f32>) outs(%e0 : tensor<f32>) {
+  ^bb0(%s: f32, %o: f32):
+    %r = arith.divf %one, %s : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  return %codes, %descale : tensor<64xf8E4M3FN>, tensor<f32>
+}
+
+// -----
+
+#v1 = affine_map<(d0) -> (d0)>
+#s1 = affine_map<(d0) -> ()>
+#s0 = affine_map<() -> ()>
+// CHECK-LABEL: func.func @scalar_of_elementwise
+// CHECK-COUNT-3: linalg.generic
+// CHECK-NOT: linalg.generic
+func.func @scalar_of_elementwise(%x: tensor<64xf32>, %a: tensor<f32>) -> (tensor<64xf32>, tensor<f32>) {
+  %one = arith.constant 1.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %half = linalg.generic {indexing_maps = [#s0, #s0], iterator_types = []} ins(%a : tensor<f32>) outs(%e0 : tensor<f32>) {
+  ^bb0(%p: f32, %o: f32):
+    %h = arith.mulf %p, %p : f32
+    linalg.yield %h : f32
+  } -> tensor<f32>
+  %e = tensor.empty() : tensor<64xf32>
+  %y = linalg.generic {indexing_maps = [#v1, #s1, #v1], iterator_types = ["parallel"]} ins(%x, %half : tensor<64xf32>, tensor<f32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%p: f32, %s: f32, %o: f32):
+    %m = arith.mulf %p, %s : f32
+    linalg.yield %m : f32
+  } -> tensor<64xf32>
+  %r = linalg.generic {indexing_maps = [#s0, #s0], iterator_types = []} ins(%half : tensor<f32>) outs(%e0 : tensor<f32>) {
+  ^bb0(%s: f32, %o: f32):
+    %q = arith.addf %s, %one : f32
+    linalg.yield %q : f32
+  } -> tensor<f32>
+  return %y, %r : tensor<64xf32>, tensor<f32>
+}

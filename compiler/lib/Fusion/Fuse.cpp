@@ -980,12 +980,46 @@ struct IotaAsIndex : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
+/// Whether `fused` reads a cheap scalar of a whole-tensor reduction: a
+/// generic without loops whose inputs are the rank-0 results of generics
+/// with reduction loops only (the FP8 current recipe's scale, 448 / amax),
+/// whose body's work (workOf) is at most 16, read by a generic. Such a
+/// scalar takes a kernel of its own, of one thread, only because the
+/// reduction's blocks finish in no set order; fused, every reader computes
+/// it again where it reads it (a GPU thread once for its run of points: it
+/// depends on no loop).
+bool readsScalarOfReduction(OpOperand *fused) {
+  auto producer = fused->get().getDefiningOp<linalg::GenericOp>();
+  if (!producer || producer.getNumLoops() != 0 ||
+      !producer.hasPureTensorSemantics() || producer.getNumResults() != 1 ||
+      producer.getNumDpsInputs() == 0 ||
+      !isa<linalg::GenericOp>(fused->getOwner()))
+    return false;
+  for (Value input : producer.getDpsInputs()) {
+    auto reduction = input.getDefiningOp<linalg::GenericOp>();
+    if (!reduction || reduction.getNumLoops() == 0 ||
+        reduction.getNumReductionLoops() != reduction.getNumLoops())
+      return false;
+  }
+  int64_t work = 0;
+  for (Operation &op : producer.getBlock()->without_terminator()) {
+    std::optional<int64_t> cost = workOf(op);
+    if (!cost)
+      return false;
+    work += *cost;
+  }
+  return work <= 16;
+}
+
 struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
   using AnvilFusePassBase::AnvilFusePassBase;
   void runOnOperation() override {
     MLIRContext *context = &getContext();
     RewritePatternSet patterns(context);
-    linalg::ControlFusionFn control = shouldFuse;
+    linalg::ControlFusionFn control = [this](OpOperand *fused) {
+      return shouldFuse(fused) ||
+             (recomputeCheap && readsScalarOfReduction(fused));
+    };
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, control);
     tensor::populateBubbleUpExpandShapePatterns(patterns);
