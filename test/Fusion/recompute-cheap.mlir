@@ -895,13 +895,16 @@ func.func @widened_view(%h: tensor<2x8x4x16xbf16>) -> tensor<2x8x64xf8E4M3FN> {
 // the cast and by the GEMM's descale. The scale of a whole-tensor reduction
 // is computed again by each generic that reads it (a GPU thread once for
 // its run: it depends on no loop), so it needs no kernel of its own. A
-// scalar of anything else stays (@scalar_of_elementwise), as do all of
-// them without recompute-cheap.
+// scalar of anything else stays (@scalar_of_argument), as do all of
+// them without recompute-cheap, one that reads its init (it would be
+// written at every point of its reader), and one read by a reduction (it
+// would be computed again at every term).
 #v1 = affine_map<(d0) -> (d0)>
 #s1 = affine_map<(d0) -> ()>
 #s0 = affine_map<() -> ()>
 // CHECK-LABEL: func.func @scale_of_amax
 // CHECK:      %[[AMAX:.+]] = linalg.generic {{.+}} iterator_types = ["reduction"]
+// CHECK-NOT:  iterator_types = []
 // CHECK:      linalg.generic {{.+}} iterator_types = ["parallel"]} ins(%arg0, %[[AMAX]] : tensor<64xf32>, tensor<f32>) outs(%{{.+}} : tensor<64xf8E4M3FN>)
 // CHECK:        arith.divf %cst{{.*}}, %{{.+}} : f32
 // CHECK:        arith.select
@@ -954,10 +957,10 @@ func.func @scale_of_amax(%x: tensor<64xf32>) -> (tensor<64xf8E4M3FN>, tensor<f32
 #v1 = affine_map<(d0) -> (d0)>
 #s1 = affine_map<(d0) -> ()>
 #s0 = affine_map<() -> ()>
-// CHECK-LABEL: func.func @scalar_of_elementwise
+// CHECK-LABEL: func.func @scalar_of_argument
 // CHECK-COUNT-3: linalg.generic
 // CHECK-NOT: linalg.generic
-func.func @scalar_of_elementwise(%x: tensor<64xf32>, %a: tensor<f32>) -> (tensor<64xf32>, tensor<f32>) {
+func.func @scalar_of_argument(%x: tensor<64xf32>, %a: tensor<f32>) -> (tensor<64xf32>, tensor<f32>) {
   %one = arith.constant 1.0 : f32
   %e0 = tensor.empty() : tensor<f32>
   %half = linalg.generic {indexing_maps = [#s0, #s0], iterator_types = []} ins(%a : tensor<f32>) outs(%e0 : tensor<f32>) {
@@ -977,4 +980,69 @@ func.func @scalar_of_elementwise(%x: tensor<64xf32>, %a: tensor<f32>) -> (tensor
     linalg.yield %q : f32
   } -> tensor<f32>
   return %y, %r : tensor<64xf32>, tensor<f32>
+}
+
+// -----
+
+#v1 = affine_map<(d0) -> (d0)>
+#s1 = affine_map<(d0) -> ()>
+#s0 = affine_map<() -> ()>
+// CHECK-LABEL: func.func @scalar_reads_init
+// CHECK-COUNT-3: linalg.generic
+// CHECK-NOT: linalg.generic
+func.func @scalar_reads_init(%x: tensor<64xf32>, %b: tensor<f32>) -> tensor<64xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %init = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %amax = linalg.generic {indexing_maps = [#v1, #s1], iterator_types = ["reduction"]} ins(%x : tensor<64xf32>) outs(%init : tensor<f32>) {
+  ^bb0(%p: f32, %o: f32):
+    %ab = math.absf %p : f32
+    %mx = arith.maximumf %o, %ab : f32
+    linalg.yield %mx : f32
+  } -> tensor<f32>
+  %sum = linalg.generic {indexing_maps = [#s0, #s0], iterator_types = []} ins(%amax : tensor<f32>) outs(%b : tensor<f32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  %e = tensor.empty() : tensor<64xf32>
+  %y = linalg.generic {indexing_maps = [#v1, #s1, #v1], iterator_types = ["parallel"]} ins(%x, %sum : tensor<64xf32>, tensor<f32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%p: f32, %s: f32, %o: f32):
+    %m = arith.mulf %p, %s : f32
+    linalg.yield %m : f32
+  } -> tensor<64xf32>
+  return %y : tensor<64xf32>
+}
+
+// -----
+
+#v1 = affine_map<(d0) -> (d0)>
+#s1 = affine_map<(d0) -> ()>
+#s0 = affine_map<() -> ()>
+// CHECK-LABEL: func.func @scalar_into_reduction
+// CHECK-COUNT-3: linalg.generic
+// CHECK-NOT: linalg.generic
+func.func @scalar_into_reduction(%x: tensor<64xf32>, %z: tensor<f32>) -> tensor<f32> {
+  %zero = arith.constant 0.0 : f32
+  %max = arith.constant 448.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %init = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %amax = linalg.generic {indexing_maps = [#v1, #s1], iterator_types = ["reduction"]} ins(%x : tensor<64xf32>) outs(%init : tensor<f32>) {
+  ^bb0(%p: f32, %o: f32):
+    %ab = math.absf %p : f32
+    %mx = arith.maximumf %o, %ab : f32
+    linalg.yield %mx : f32
+  } -> tensor<f32>
+  %scale = linalg.generic {indexing_maps = [#s0, #s0], iterator_types = []} ins(%amax : tensor<f32>) outs(%e0 : tensor<f32>) {
+  ^bb0(%a: f32, %o: f32):
+    %q = arith.divf %max, %a : f32
+    linalg.yield %q : f32
+  } -> tensor<f32>
+  %total = linalg.generic {indexing_maps = [#v1, #s1, #s1], iterator_types = ["reduction"]} ins(%x, %scale : tensor<64xf32>, tensor<f32>) outs(%z : tensor<f32>) {
+  ^bb0(%p: f32, %s: f32, %o: f32):
+    %m = arith.mulf %p, %s : f32
+    %t = arith.addf %o, %m : f32
+    linalg.yield %t : f32
+  } -> tensor<f32>
+  return %total : tensor<f32>
 }

@@ -469,6 +469,19 @@ std::optional<int64_t> workOf(Operation &op) {
   return std::nullopt;
 }
 
+/// What `op`'s body costs a point (workOf of each op); std::nullopt when
+/// an op's cost is unbounded or unknown.
+std::optional<int64_t> bodyWork(linalg::GenericOp op) {
+  int64_t work = 0;
+  for (Operation &bodyOp : op.getBlock()->without_terminator()) {
+    std::optional<int64_t> cost = workOf(bodyOp);
+    if (!cost)
+      return std::nullopt;
+    work += *cost;
+  }
+  return work;
+}
+
 /// Gives each reader of a reshape of a generic's result a reshape of its
 /// own, when every reader is a generic that reads each point once: the
 /// generic then has one use per reader, each through a reshape read once,
@@ -528,17 +541,12 @@ bool duplicateCheapProducers(Operation *root, int64_t &groups) {
         op.getNumParallelLoops() != op.getNumLoops() ||
         !op.getBlock()->getArguments().back().use_empty())
       return;
-    // Its work per point (workOf); a body with an op of unbounded or
+    // Its work per point (bodyWork); a body with an op of unbounded or
     // unknown cost is not copied, nor one of more than 64.
-    int64_t work = 0;
-    for (Operation &bodyOp : op.getBlock()->without_terminator()) {
-      std::optional<int64_t> cost = workOf(bodyOp);
-      if (!cost)
-        return;
-      work += *cost;
-    }
-    if (work > 64)
+    std::optional<int64_t> bodyCost = bodyWork(op);
+    if (!bodyCost || *bodyCost > 64)
       return;
+    int64_t work = *bodyCost;
     Value result = op->getResult(0);
     int64_t users = std::distance(result.use_begin(), result.use_end());
     if (users < 2 || users > 8 || !llvm::all_of(result.getUses(), fusableUse))
@@ -671,8 +679,8 @@ void mergeElementwise(IRRewriter &rewriter, linalg::GenericOp producer,
   }
   SmallVector<Value> inits(producer.getDpsInits());
   llvm::append_range(inits, consumer.getDpsInits());
-  for (Value init : inits)
-    maps.push_back(rewriter.getMultiDimIdentityMap(producer.getNumLoops()));
+  maps.append(inits.size(),
+              rewriter.getMultiDimIdentityMap(producer.getNumLoops()));
   SmallVector<Type> types(producer->getResultTypes());
   llvm::append_range(types, consumer->getResultTypes());
   auto fused =
@@ -810,12 +818,8 @@ bool mergeCheapReaders(Operation *root) {
         if (operand.get().getDefiningOp() == producer)
           ok &= reader.isDpsInput(&operand) &&
                 reader.getMatchingIndexingMap(&operand).isIdentity();
-      int64_t work = 0;
-      for (Operation &op : reader.getBlock()->without_terminator()) {
-        std::optional<int64_t> cost = workOf(op);
-        work += cost ? *cost : 100;
-      }
-      if (ok && work <= 2) {
+      std::optional<int64_t> work = bodyWork(reader);
+      if (ok && work && *work <= 2) {
         pairs.emplace_back(producer, reader);
         return;
       }
@@ -981,19 +985,22 @@ struct IotaAsIndex : OpRewritePattern<linalg::GenericOp> {
 };
 
 /// Whether `fused` reads a cheap scalar of a whole-tensor reduction: a
-/// generic without loops whose inputs are the rank-0 results of generics
-/// with reduction loops only (the FP8 current recipe's scale, 448 / amax),
-/// whose body's work (workOf) is at most 16, read by a generic. Such a
-/// scalar takes a kernel of its own, of one thread, only because the
-/// reduction's blocks finish in no set order; fused, every reader computes
-/// it again where it reads it (a GPU thread once for its run of points: it
-/// depends on no loop).
+/// generic without loops, its init unread, whose inputs are the rank-0
+/// results of generics with reduction loops only (the FP8 current recipe's
+/// scale, 448 / amax), whose body's work (bodyWork) is at most 16, read by
+/// a generic whose loops are all parallel (a reduction would compute it
+/// again at every term). Such a scalar takes a kernel of its own, of one
+/// thread, only because the reduction's blocks finish in no set order;
+/// fused, every reader computes it again where it reads it (a GPU thread
+/// once for its run of points: it depends on no loop).
 bool readsScalarOfReduction(OpOperand *fused) {
   auto producer = fused->get().getDefiningOp<linalg::GenericOp>();
+  auto reader = dyn_cast<linalg::GenericOp>(fused->getOwner());
   if (!producer || producer.getNumLoops() != 0 ||
       !producer.hasPureTensorSemantics() || producer.getNumResults() != 1 ||
       producer.getNumDpsInputs() == 0 ||
-      !isa<linalg::GenericOp>(fused->getOwner()))
+      !producer.getBlock()->getArguments().back().use_empty() || !reader ||
+      reader.getNumParallelLoops() != reader.getNumLoops())
     return false;
   for (Value input : producer.getDpsInputs()) {
     auto reduction = input.getDefiningOp<linalg::GenericOp>();
@@ -1001,14 +1008,8 @@ bool readsScalarOfReduction(OpOperand *fused) {
         reduction.getNumReductionLoops() != reduction.getNumLoops())
       return false;
   }
-  int64_t work = 0;
-  for (Operation &op : producer.getBlock()->without_terminator()) {
-    std::optional<int64_t> cost = workOf(op);
-    if (!cost)
-      return false;
-    work += *cost;
-  }
-  return work <= 16;
+  std::optional<int64_t> work = bodyWork(producer);
+  return work && *work <= 16;
 }
 
 struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
