@@ -34,13 +34,17 @@ struct AttentionCase {
   const char *name; ///< A test name: letters and digits.
   int64_t batch, heads, kvHeads, queries, keys, dim, valueDim;
   bool causal;
+  /// Whether the scores get a (batch, keys) bias (referenceAttention's).
+  bool keyBias = false;
 };
 
 /// Batch, heads, kv heads, queries, keys, dim, value dim, causal: tails of
 /// every tile (100, 257, 37 are no multiples of 16 or 64), grouped query
 /// heads, fewer queries than keys, the tiny configs (gpt-tiny, llama-tiny:
 /// dim 16), GPT-2's heads, dims padded to the next tile width (40 -> 64,
-/// value dim 24 -> 64, 100 -> 128) and each tile width's own kernels.
+/// value dim 24 -> 64, 100 -> 128) and each tile width's own kernels; and
+/// with a key bias: bert-tiny's heads, tails of key blocks (BERT's padding
+/// mask), causal and grouped heads, and dim 128.
 inline const AttentionCase kAttentionCases[] = {
     {"GroupedHeads", 2, 4, 2, 100, 100, 32, 32, true},
     {"LlamaTiny", 4, 4, 2, 32, 32, 16, 16, true},
@@ -51,6 +55,10 @@ inline const AttentionCase kAttentionCases[] = {
     {"Dim128", 1, 2, 1, 130, 130, 128, 128, true},
     {"Dim100", 1, 2, 2, 33, 81, 100, 100, false},
     {"Dim40ValueDim24", 2, 2, 2, 37, 50, 40, 24, false},
+    {"KeyBiasBertTiny", 4, 4, 4, 32, 32, 16, 16, false, true},
+    {"KeyBiasTails", 3, 2, 2, 70, 130, 64, 64, false, true},
+    {"KeyBiasCausalGrouped", 2, 4, 2, 65, 80, 32, 32, true, true},
+    {"KeyBiasDim128", 1, 2, 1, 40, 100, 128, 128, false, true},
 };
 
 /// f32: FMAs in another order than the CPU's (online softmax, tiles). bf16:
@@ -169,11 +177,18 @@ size_t changedOutside(const Placed &p, const T *buffer, T fill) {
 }
 
 /// A problem's inputs (pseudo-random in [-1, 1], seed 1234; scale
-/// 1/sqrt(dim)) and the CPU's results, all contiguous.
+/// 1/sqrt(dim)) and the CPU's results, all contiguous. With a key bias,
+/// `keyBias` (batch, keys): values in [-2, 2], BERT's padding (-10000) on
+/// the last 7 b + 5 keys of batch element b (but key 0), and -inf on key 1
+/// (a mask of -inf).
 struct AttentionReference {
-  std::vector<float> q, k, v, dOut;
+  std::vector<float> q, k, v, dOut, keyBias;
   float scale = 1;
   std::vector<float> out, lse, dq, dk, dv;
+  /// The key bias as the functions take it: null without one.
+  const float *bias() const {
+    return keyBias.empty() ? nullptr : keyBias.data();
+  }
 };
 
 inline AttentionReference referenceAttention(const AttentionCase &c,
@@ -193,6 +208,19 @@ inline AttentionReference referenceAttention(const AttentionCase &c,
   r.k = random(kvRows * c.dim);
   r.v = random(kvRows * c.valueDim);
   r.dOut = random(rows * c.valueDim);
+  if (c.keyBias) {
+    r.keyBias = random(c.batch * c.keys);
+    for (int64_t b = 0; b < c.batch; ++b) {
+      float *row = r.keyBias.data() + b * c.keys;
+      for (int64_t j = 0; j < c.keys; ++j) {
+        row[j] *= 2.0f;
+        if (j > 0 && j >= c.keys - (7 * b + 5))
+          row[j] = -10000.0f;
+      }
+      if (c.keys > 2)
+        row[1] = -INFINITY;
+    }
+  }
   r.scale = 1.0f / std::sqrt(static_cast<float>(c.dim));
   r.out.resize(static_cast<size_t>(rows * c.valueDim));
   r.lse.resize(static_cast<size_t>(rows));
@@ -200,15 +228,15 @@ inline AttentionReference referenceAttention(const AttentionCase &c,
   r.dk.resize(r.k.size());
   r.dv.resize(r.v.size());
   auto layouts = layoutsOf(c, Placement::Contiguous);
-  anvil_rt_attention_f32(r.q.data(), r.k.data(), r.v.data(), r.out.data(),
-                         r.lse.data(), c.batch, c.heads, c.kvHeads, c.queries,
-                         c.keys, c.dim, c.valueDim, r.scale, c.causal, bf16,
-                         layouts.data());
-  anvil_rt_attention_grad_f32(r.q.data(), r.k.data(), r.v.data(), r.out.data(),
-                              r.lse.data(), r.dOut.data(), r.dq.data(),
-                              r.dk.data(), r.dv.data(), c.batch, c.heads,
-                              c.kvHeads, c.queries, c.keys, c.dim, c.valueDim,
-                              r.scale, c.causal, bf16, layouts.data());
+  anvil_rt_attention_f32(r.q.data(), r.k.data(), r.v.data(), r.bias(),
+                         r.out.data(), r.lse.data(), c.batch, c.heads,
+                         c.kvHeads, c.queries, c.keys, c.dim, c.valueDim,
+                         r.scale, c.causal, bf16, layouts.data());
+  anvil_rt_attention_grad_f32(
+      r.q.data(), r.k.data(), r.v.data(), r.bias(), r.out.data(), r.lse.data(),
+      r.dOut.data(), r.dq.data(), r.dk.data(), r.dv.data(), c.batch, c.heads,
+      c.kvHeads, c.queries, c.keys, c.dim, c.valueDim, r.scale, c.causal, bf16,
+      layouts.data());
   return r;
 }
 
@@ -306,10 +334,11 @@ inline AttentionDeviations runOnDevice(const AttentionCase &c, bool bf16,
   };
   float *q = input(at[0], r.q), *k = input(at[1], r.k), *v = input(at[2], r.v),
         *out = output(at[3], r.out.size()),
-        *lse = memory.copy(nans(r.lse.size()));
-  anvil_rt_cuda_attention_f32(q, k, v, out, lse, c.batch, c.heads, c.kvHeads,
-                              c.queries, c.keys, c.dim, c.valueDim, r.scale,
-                              c.causal, bf16, layouts.data());
+        *lse = memory.copy(nans(r.lse.size())),
+        *bias = c.keyBias ? memory.copy(r.keyBias) : nullptr;
+  anvil_rt_cuda_attention_f32(q, k, v, bias, out, lse, c.batch, c.heads,
+                              c.kvHeads, c.queries, c.keys, c.dim, c.valueDim,
+                              r.scale, c.causal, bf16, layouts.data());
   memory.synchronize("attention");
   AttentionDeviations d;
   d.out = deviation(gather(at[3], out), r.out);
@@ -319,10 +348,10 @@ inline AttentionDeviations runOnDevice(const AttentionCase &c, bool bf16,
   float *hostOut = input(at[3], r.out), *hostLse = memory.copy(r.lse),
         *dOut = input(at[4], r.dOut), *dq = output(at[5], r.dq.size()),
         *dk = output(at[6], r.dk.size()), *dv = output(at[7], r.dv.size());
-  anvil_rt_cuda_attention_grad_f32(q, k, v, hostOut, hostLse, dOut, dq, dk, dv,
-                                   c.batch, c.heads, c.kvHeads, c.queries,
-                                   c.keys, c.dim, c.valueDim, r.scale, c.causal,
-                                   bf16, layouts.data());
+  anvil_rt_cuda_attention_grad_f32(q, k, v, bias, hostOut, hostLse, dOut, dq,
+                                   dk, dv, c.batch, c.heads, c.kvHeads,
+                                   c.queries, c.keys, c.dim, c.valueDim,
+                                   r.scale, c.causal, bf16, layouts.data());
   memory.synchronize("attention gradient");
   d.dq = deviation(gather(at[5], dq), r.dq);
   d.dk = deviation(gather(at[6], dk), r.dk);
@@ -331,6 +360,8 @@ inline AttentionDeviations runOnDevice(const AttentionCase &c, bool bf16,
     d.writtenOutside += changedOutside(p, x, sentinel);
   for (float *x : {q, k, v, out, lse, hostOut, hostLse, dOut, dq, dk, dv})
     memory.release(x);
+  if (bias)
+    memory.release(bias);
   return d;
 }
 
@@ -391,8 +422,9 @@ AttentionDeviations runBf16(const AttentionCase &c, Placement placement,
            *v = buffer(at[2], &r.v, nan),
            *out = buffer(at[3], nullptr, sentinel);
   float *lse = floats(std::vector<float>(r.lse.size(), NAN));
-  forward(q, k, v, out, lse, c.batch, c.heads, c.kvHeads, c.queries, c.keys,
-          c.dim, c.valueDim, r.scale, c.causal, layouts.data());
+  float *bias = c.keyBias ? floats(r.keyBias) : nullptr;
+  forward(q, k, v, bias, out, lse, c.batch, c.heads, c.kvHeads, c.queries,
+          c.keys, c.dim, c.valueDim, r.scale, c.causal, layouts.data());
   memory.synchronize("attention (bf16 tensors)");
   AttentionDeviations d;
   d.out = deviation(widened(at[3], out), r.out);
@@ -405,7 +437,7 @@ AttentionDeviations runBf16(const AttentionCase &c, Placement placement,
            *dk = buffer(at[6], nullptr, sentinel),
            *dv = buffer(at[7], nullptr, sentinel);
   float *hostLse = floats(r.lse);
-  backward(q, k, v, hostOut, hostLse, dOut, dq, dk, dv, c.batch, c.heads,
+  backward(q, k, v, bias, hostOut, hostLse, dOut, dq, dk, dv, c.batch, c.heads,
            c.kvHeads, c.queries, c.keys, c.dim, c.valueDim, r.scale, c.causal,
            layouts.data());
   memory.synchronize("attention gradient (bf16 tensors)");

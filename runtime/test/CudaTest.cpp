@@ -594,8 +594,9 @@ TEST(CudaAttention, Bf16MatchesTheHost) {
 // copied to bf16 from where their layouts place them, the results back),
 // which must take the shapes whose q, k and v heads are as wide, a multiple
 // of 8 (every transformer's), and must refuse head widths that are not
-// multiples of 8; Anvil's kernels run what it refuses. Which of the rest
-// (value heads of another width) it took is printed.
+// multiples of 8; Anvil's kernels run what it refuses, and every call with
+// a key bias. Which of the rest (value heads of another width) it took is
+// printed.
 TEST(CudaAttention, Bf16OnCudnnMatchesTheHost) {
   SKIP_WITHOUT_GPU();
   AttentionLibraryScope cudnn(cuda::AttentionLibrary::Cudnn);
@@ -606,7 +607,7 @@ TEST(CudaAttention, Bf16OnCudnnMatchesTheHost) {
       int64_t calls = cuda::cudnnAttentionCalls() - before;
       std::printf("[ attention] %s: %lld of 2 calls on cuDNN\n", c.name,
                   static_cast<long long>(calls));
-      if (c.dim % 8 != 0 || c.valueDim % 8 != 0)
+      if (c.dim % 8 != 0 || c.valueDim % 8 != 0 || c.keyBias)
         EXPECT_EQ(calls, 0) << c.name;
       else if (c.dim == c.valueDim)
         EXPECT_EQ(calls, 2) << c.name << ": cuDNN's calls (forward, gradient)";
@@ -617,9 +618,10 @@ TEST(CudaAttention, Bf16OnCudnnMatchesTheHost) {
 // reads and writes the tensors where they lie when their starts and
 // strides are 16-byte aligned (the contiguous placement; the (B, T, H, D)
 // ones here have rows 4 or 3 elements apart) and the head widths are
-// multiples of 8 (and, surely taken, as wide for q, k and v); Anvil's
-// kernels run the rest on f32 copies. Each against the CPU's reference
-// within the bf16 tolerance, on cuDNN (the default) and on Anvil's kernels.
+// multiples of 8 (and, surely taken, as wide for q, k and v) and there is
+// no key bias; Anvil's kernels run the rest on f32 copies. Each against the
+// CPU's reference within the bf16 tolerance, on cuDNN (the default) and on
+// Anvil's kernels.
 TEST(CudaAttention, Bf16TensorsMatchTheHost) {
   SKIP_WITHOUT_GPU();
   check::RawMemory memory{
@@ -656,7 +658,7 @@ TEST(CudaAttention, Bf16TensorsMatchTheHost) {
         EXPECT_EQ(d.writtenOutside, 0u);
         bool aligned = placement == check::Placement::Contiguous &&
                        c.dim % 8 == 0 && c.valueDim % 8 == 0;
-        if (!onCudnn || !aligned)
+        if (!onCudnn || !aligned || c.keyBias)
           EXPECT_EQ(calls, 0);
         else if (c.dim == c.valueDim)
           EXPECT_EQ(calls, 2);
@@ -690,10 +692,10 @@ TEST(CudaAttention, Bf16GradientsAreTheSameEveryRun) {
       std::vector<std::vector<float>> runs;
       for (int run = 0; run < 2; ++run) {
         float *dq = copy(r.dq), *dk = copy(r.dk), *dv = copy(r.dv);
-        anvil_rt_cuda_attention_grad_f32(q, k, v, out, lse, dOut, dq, dk, dv,
-                                         c.batch, c.heads, c.kvHeads, c.queries,
-                                         c.keys, c.dim, c.valueDim, r.scale,
-                                         c.causal, 1, layouts.data());
+        anvil_rt_cuda_attention_grad_f32(q, k, v, nullptr, out, lse, dOut, dq,
+                                         dk, dv, c.batch, c.heads, c.kvHeads,
+                                         c.queries, c.keys, c.dim, c.valueDim,
+                                         r.scale, c.causal, 1, layouts.data());
         ASSERT_TRUE(cuda::synchronizeStepStream("gradient").isOk());
         std::vector<float> all(dq, dq + r.dq.size());
         all.insert(all.end(), dk, dk + r.dk.size());
@@ -718,24 +720,24 @@ TEST(CudaAttentionDeathTest, RejectsUnsupportedShapesWithTheCallAndShape) {
   // Checked before the device is touched: no GPU needed.
   ::testing::GTEST_FLAG(death_test_style) = "threadsafe";
   EXPECT_DEATH(anvil_rt_cuda_attention_f32(nullptr, nullptr, nullptr, nullptr,
-                                           nullptr, 1, 2, 2, 8, 8, 256, 256,
-                                           1.0f, 0, 1, nullptr),
+                                           nullptr, nullptr, 1, 2, 2, 8, 8, 256,
+                                           256, 1.0f, 0, 1, nullptr),
                "anvil_rt_cuda_attention_f32: dim and value dim from 1 to 128 "
                "are supported \\(batch 1, heads 2, kv heads 2, queries 8, "
                "keys 8, dim 256, value dim 256, not causal, bf16 products\\)");
   EXPECT_DEATH(anvil_rt_cuda_attention_grad_f32(
                    nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                   nullptr, nullptr, nullptr, 1, 3, 2, 8, 8, 64, 64, 1.0f, 1, 0,
-                   nullptr),
+                   nullptr, nullptr, nullptr, nullptr, 1, 3, 2, 8, 8, 64, 64,
+                   1.0f, 1, 0, nullptr),
                "anvil_rt_cuda_attention_grad_f32: heads must be a positive "
                "multiple of kv heads \\(batch 1, heads 3, kv heads 2");
   EXPECT_DEATH(anvil_rt_cuda_attention_f32(nullptr, nullptr, nullptr, nullptr,
-                                           nullptr, 1, 2, 2, 9, 8, 64, 64, 1.0f,
-                                           1, 0, nullptr),
+                                           nullptr, nullptr, 1, 2, 2, 9, 8, 64,
+                                           64, 1.0f, 1, 0, nullptr),
                "causal attention needs at least as many keys as queries");
   EXPECT_DEATH(anvil_rt_cuda_attention_f32(nullptr, nullptr, nullptr, nullptr,
-                                           nullptr, 1, 2, 2, 8, 8, 64, 64, 1.0f,
-                                           1, 0, nullptr),
+                                           nullptr, nullptr, 1, 2, 2, 8, 8, 64,
+                                           64, 1.0f, 1, 0, nullptr),
                "anvil_rt_cuda_attention_f32: no layouts");
 }
 

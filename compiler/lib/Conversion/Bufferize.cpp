@@ -379,9 +379,12 @@ bool isPacked(anvil::FlashAttentionGradOp op) { return op.getPackedGrads(); }
 
 /// anvil.flash_attention and its gradient: new buffers for the results,
 /// written by one runtime call on the operands' buffers:
-///   (q, k, v, [out, lse, dOut,] results..., batch, heads, kvHeads,
-///    queries, keys, dim, valueDim, f32 scale, i32 causal, i32 bf16,
-///    layouts)
+///   (q, k, v, keyBias, [out, lse, dOut,] results..., batch, heads,
+///    kvHeads, queries, keys, dim, valueDim, f32 scale, i32 causal,
+///    i32 bf16, layouts)
+/// keyBias is an LLVM pointer to the key bias's buffer (made contiguous),
+/// or null without one; taken after the results' buffers are allocated, so
+/// that anvil-plan-memory keeps it live until the call.
 /// On bf16 tensors (lse f32) the bf16 functions, without the bf16 flag.
 /// `layouts` (a constant global, memref<Nxi64>) holds the offset and
 /// strides of each 4-D buffer in argument order (q, k, v, out[, dOut, dq,
@@ -440,18 +443,30 @@ struct AttentionBufferization
         layouts.append(layout->begin(), layout->end());
       args.push_back(base(buffer));
     };
+    Value keyBias = attention.getKeyBias(), keyBiasBuffer;
     for (Value operand : op->getOperands()) {
       FailureOr<Value> buffer =
           bufferization::getBuffer(rewriter, operand, options, state);
       if (failed(buffer))
         return failure();
-      pass(*buffer);
+      if (operand == keyBias)
+        keyBiasBuffer = *buffer;
+      else
+        pass(*buffer);
     }
     SmallVector<Value> results;
     for (Value result : op->getResults()) {
       results.push_back(
           allocFor(rewriter, loc, cast<RankedTensorType>(result.getType())));
     }
+    // After q, k and v.
+    args.insert(
+        args.begin() + 3,
+        keyBiasBuffer
+            ? pointerTo(rewriter, loc, contiguous(rewriter, loc, keyBiasBuffer))
+            : LLVM::ZeroOp::create(
+                  rewriter, loc,
+                  LLVM::LLVMPointerType::get(rewriter.getContext())));
     if (isPacked(attention)) {
       // dq, dk, dv side by side in each (B, T) row of the one result.
       int64_t row = cast<MemRefType>(results[0].getType()).getDimSize(2);

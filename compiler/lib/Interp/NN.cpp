@@ -99,11 +99,12 @@ struct Window {
 /// The rows of fused attention (anvil.flash_attention and its gradient).
 struct AttentionRows {
   const Buffer &q, &k;
+  const Buffer *keyBias; ///< (B, Tk), or null
   int64_t hq, hkv, tq, tk, d;
   double scale;
   bool causal;
   /// Row i of head (n, h): out[j] = exp(s_j - lse) when `lse` is given,
-  /// else the scaled scores s_j (-inf where hidden).
+  /// else the scaled (biased) scores s_j (-inf where hidden).
   void scores(int64_t n, int64_t h, int64_t i, std::vector<double> &out,
               const double *lse = nullptr) const {
     int64_t kh = h / (hq / hkv);
@@ -114,6 +115,8 @@ struct AttentionRows {
         for (int64_t e = 0; e < d; ++e)
           s += q.at({n, h, i, e}) * k.at({n, kh, j, e});
         s *= scale;
+        if (keyBias)
+          s += keyBias->at({n, j});
       }
       out[j] = lse ? std::exp(s - *lse) : s;
     }
@@ -162,10 +165,13 @@ inHeadsMajorLayout(bool bshd, ArrayRef<const Buffer *> in,
   return success();
 }
 
+/// `keyBias` is the op's key bias operand's buffer, or null.
 template <typename OpTy>
-AttentionRows attentionRows(OpTy op, const Buffer &q, const Buffer &k) {
+AttentionRows attentionRows(OpTy op, const Buffer &q, const Buffer &k,
+                            const Buffer *keyBias) {
   return AttentionRows{q,
                        k,
+                       keyBias,
                        q.shape[1],
                        k.shape[1],
                        q.shape[2],
@@ -340,10 +346,11 @@ void registerNNEvaluators(EvaluatorTable &t) {
     return success();
   });
 
-  // The fused forms: the same attention without a mask, and each row's
-  // log-sum-exp of its scaled, masked scores; the gradient recomputes the
-  // probabilities from it (as the fused kernels do), all in f64.
-  // With `bshd` they run on their operands swapped into (B, H, T, D).
+  // The fused forms: the same attention without a mask (or with a key
+  // bias), and each row's log-sum-exp of its scaled, masked scores; the
+  // gradient recomputes the probabilities from it (as the fused kernels do),
+  // all in f64. With `bshd` they run on their operands swapped into (B, H, T,
+  // D).
   t.add<ad::FlashAttentionOp>([](ad::FlashAttentionOp op,
                                  ArrayRef<const Buffer *> operands,
                                  std::vector<Buffer> &results) {
@@ -351,7 +358,8 @@ void registerNNEvaluators(EvaluatorTable &t) {
         op.getBshd(), operands, results, {0, 1, 2}, {0},
         [&](ArrayRef<const Buffer *> in, std::vector<Buffer> &out) {
           const Buffer &q = *in[0], &k = *in[1], &v = *in[2];
-          AttentionRows rows = attentionRows(op, q, k);
+          AttentionRows rows =
+              attentionRows(op, q, k, op.getKeyBias() ? in[3] : nullptr);
           int64_t dv = v.shape[3];
           std::vector<double> p(rows.tk);
           for (int64_t n = 0; n < q.shape[0]; ++n)
@@ -388,7 +396,8 @@ void registerNNEvaluators(EvaluatorTable &t) {
         [&](ArrayRef<const Buffer *> in, std::vector<Buffer> &out) {
           const Buffer &q = *in[0], &k = *in[1], &v = *in[2], &lse = *in[4],
                        &g = *in[5];
-          AttentionRows rows = attentionRows(op, q, k);
+          AttentionRows rows =
+              attentionRows(op, q, k, op.getKeyBias() ? in[6] : nullptr);
           int64_t dv = v.shape[3], d = rows.d;
           for (Buffer &b : out)
             std::fill(b.data.begin(), b.data.end(), 0.0);

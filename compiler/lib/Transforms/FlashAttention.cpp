@@ -1,10 +1,13 @@
 //===- FlashAttention.cpp - attention as fused kernels --------------------===//
 //
-// anvil-flash-attention: an f32 anvil.attention without a mask becomes
-// anvil.flash_attention (same operands and attributes; its second result,
-// each row's log-sum-exp, is for the gradient). Run on the forward graph,
-// so that autodiff builds the fused gradient (the op's VJP) instead of the
-// decomposed one, which stores the probabilities.
+// anvil-flash-attention: an f32 anvil.attention without a mask, or whose
+// mask is a key bias (a row of keys per batch element, broadcast over the
+// heads and queries, made from data: BERT's padding mask), becomes
+// anvil.flash_attention (same operands and attributes, the bias as its
+// (B, Tk) key_bias; its second result, each row's log-sum-exp, is for the
+// gradient). Run on the forward graph, so that autodiff builds the fused
+// gradient (the op's VJP) instead of the decomposed one, which stores the
+// probabilities.
 //
 // With `fold-transposes`, an op whose operands are transposes of (B, T, H,
 // D) tensors and whose result is transposed back (a transformer's
@@ -29,6 +32,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallBitVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 namespace mlir::anvil {
@@ -82,6 +86,71 @@ int64_t bshdSavings(AttentionOp op) {
                  ? 1
                  : -1;
   return saved;
+}
+
+/// Where a mask that is a key bias comes from: the broadcast's operand,
+/// which varies along the keys and, with `perBatch`, the batch, and along
+/// nothing else.
+struct KeyBiasSource {
+  Value row;
+  bool perBatch, perKey;
+};
+
+/// `op`'s mask as a key bias: an anvil.broadcast whose operand varies (has
+/// a dimension longer than 1) along no result dimension but the batch and
+/// the keys, and which no float argument reaches (the fused gradient gives
+/// the bias none).
+std::optional<KeyBiasSource> keyBiasSource(AttentionOp op) {
+  Value mask = op.getMask();
+  auto broadcast = mask ? mask.getDefiningOp<BroadcastOp>() : nullptr;
+  if (!broadcast)
+    return std::nullopt;
+  auto maskType = cast<RankedTensorType>(mask.getType());
+  auto rowType = cast<RankedTensorType>(broadcast.getOperand().getType());
+  int64_t rank = maskType.getRank();
+  // Result dimensions along which the broadcast's operand varies.
+  llvm::SmallBitVector varies(rank);
+  for (auto [i, dim] : llvm::enumerate(broadcast.getDimensions()))
+    if (rowType.getDimSize(i) > 1)
+      varies.set(dim);
+  bool perBatch = rank == 4 && varies.test(0);
+  bool perKey = varies.test(rank - 1);
+  if (static_cast<int>(varies.count()) != int(perBatch) + int(perKey) ||
+      mayDependOnFloatArgument(broadcast.getOperand()))
+    return std::nullopt;
+  return KeyBiasSource{broadcast.getOperand(), perBatch, perKey};
+}
+
+/// The (B, Tk) key bias of `source`, built at `b`: its row (or what a
+/// reshape made it of) reshaped to (B, Tk), (Tk), (B) or (), then
+/// broadcast over what it does not vary along.
+Value buildKeyBias(OpBuilder &b, AttentionOp op, const KeyBiasSource &source) {
+  Location loc = source.row.getLoc();
+  auto rowType = cast<RankedTensorType>(source.row.getType());
+  int64_t batch = op.getQuery().getType().getDimSize(0),
+          keys = op.getKey().getType().getDimSize(2);
+  SmallVector<int64_t> shape, dims;
+  if (source.perBatch) {
+    shape.push_back(batch);
+    dims.push_back(0);
+  }
+  if (source.perKey) {
+    shape.push_back(keys);
+    dims.push_back(1);
+  }
+  Value row = source.row;
+  // A reshape of a reshape is one reshape (BERT's (B, T) row made
+  // (B, 1, 1, T) for its broadcast).
+  if (auto reshape = row.getDefiningOp<ReshapeOp>()) {
+    row = reshape.getOperand();
+    rowType = cast<RankedTensorType>(row.getType());
+  }
+  if (rowType.getShape() != ArrayRef<int64_t>(shape))
+    row = ReshapeOp::create(b, loc, rowType.clone(shape), row);
+  if (shape.size() == 2)
+    return row;
+  return BroadcastOp::create(b, loc, rowType.clone({batch, keys}), row,
+                             b.getDenseI64ArrayAttr(dims));
 }
 
 /// `value` in the other layout: the transpose's operand when it is one,
@@ -196,8 +265,9 @@ void toBf16Tensors(FlashAttentionOp fused) {
     narrow[i] = operands[i];
   }
   auto onBf16 = FlashAttentionOp::create(
-      b, fused.getLoc(), narrow[0], narrow[1], narrow[2], fused.getCausal(),
-      fused.getScaleAttr(), /*bf16_gemms=*/true, fused.getBshd());
+      b, fused.getLoc(), narrow[0], narrow[1], narrow[2], fused.getKeyBias(),
+      fused.getCausal(), fused.getScaleAttr(), /*bf16_gemms=*/true,
+      fused.getBshd());
   Value widened = CastOp::create(b, fused.getLoc(), fused.getResult().getType(),
                                  onBf16.getResult());
   fused.getResult().replaceAllUsesWith(widened);
@@ -218,30 +288,49 @@ struct AnvilFlashAttentionPass
     auto fits = [&](int64_t dim) {
       return maxHeadDim == 0 || dim <= maxHeadDim;
     };
-    SmallVector<AttentionOp> chosen;
+    SmallVector<std::pair<AttentionOp, std::optional<KeyBiasSource>>> chosen;
     getOperation().walk([&](AttentionOp op) {
-      if (!op.getMask() && op.getType().getElementType().isF32() &&
-          fits(op.getQuery().getType().getDimSize(3)) &&
-          fits(op.getValue().getType().getDimSize(3)))
-        chosen.push_back(op);
+      if (!op.getType().getElementType().isF32() ||
+          !fits(op.getQuery().getType().getDimSize(3)) ||
+          !fits(op.getValue().getType().getDimSize(3)))
+        return;
+      std::optional<KeyBiasSource> bias = keyBiasSource(op);
+      if (!op.getMask() || bias)
+        chosen.emplace_back(op, bias);
     });
     SmallVector<FlashAttentionOp> made;
-    for (AttentionOp op : chosen) {
+    // One key bias per mask: the layers of a model share theirs.
+    llvm::DenseMap<Value, Value> keyBiases;
+    for (auto [op, source] : chosen) {
+      Value keyBias;
+      if (source) {
+        Value &built = keyBiases[op.getMask()];
+        if (!built) {
+          OpBuilder at(op->getContext());
+          at.setInsertionPointAfterValue(op.getMask());
+          built = buildKeyBias(at, op, *source);
+        }
+        keyBias = built;
+      }
+      Operation *mask = op.getMask() ? op.getMask().getDefiningOp() : nullptr;
       OpBuilder b(op);
+      FlashAttentionOp fused;
       if (!foldTransposes || bshdSavings(op) <= 0) {
-        auto fused = FlashAttentionOp::create(
-            b, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(),
+        fused = FlashAttentionOp::create(
+            b, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(), keyBias,
             op.getCausal(), op.getScaleAttr(), op.getBf16Gemms(),
             /*bshd=*/false);
         op.getResult().replaceAllUsesWith(fused.getResult());
         op.erase();
         made.push_back(fused);
+        if (mask && mask->use_empty())
+          mask->erase();
         continue;
       }
       llvm::SmallSetVector<Operation *, 3> dead = operandTransposes(op);
-      auto fused = FlashAttentionOp::create(
+      fused = FlashAttentionOp::create(
           b, op.getLoc(), swapped(b, op.getQuery()), swapped(b, op.getKey()),
-          swapped(b, op.getValue()), op.getCausal(), op.getScaleAttr(),
+          swapped(b, op.getValue()), keyBias, op.getCausal(), op.getScaleAttr(),
           op.getBf16Gemms(), /*bshd=*/true);
       for (Operation *user : llvm::make_early_inc_range(op->getUsers()))
         if (TransposeOp t = swapOf(user)) {
@@ -254,6 +343,8 @@ struct AnvilFlashAttentionPass
       for (Operation *t : dead)
         if (t->use_empty())
           t->erase();
+      if (mask && mask->use_empty())
+        mask->erase();
       made.push_back(fused);
     }
     if (bf16Tensors)

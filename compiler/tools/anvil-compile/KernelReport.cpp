@@ -60,9 +60,9 @@ std::set<std::string> libraryKernelsCalled(mlir::ModuleOp module) {
     if (!forward && !bf16Tensors &&
         callee != "anvil_rt_cuda_attention_grad_f32")
       return;
-    // The buffers, then batch, heads, kvHeads, queries, keys, dim,
-    // valueDim, scale, causal, bf16 (RuntimeABI.h).
-    unsigned dims = forward ? 10 : 14;
+    // The buffers (the key bias among them), then batch, heads, kvHeads,
+    // queries, keys, dim, valueDim, scale, causal, bf16 (RuntimeABI.h).
+    unsigned dims = forward ? 11 : 15;
     auto constant = [&](unsigned i) -> int64_t {
       mlir::IntegerAttr value;
       if (i < call.getNumOperands() &&

@@ -256,8 +256,10 @@ cl::opt<std::string> attentionMode(
     cl::desc("How attention runs: fused (the default with --target=cuda "
              "for sm_80 and newer: flash-attention kernels that keep each "
              "row's log-sum-exp and "
-             "never store the scores or probabilities; attention with a mask "
-             "or heads wider than 128 stays decomposed) or decomposed (the "
+             "never store the scores or probabilities; a padding mask, one "
+             "row of keys per sequence (BERT's), is the kernels' key bias; "
+             "attention with another mask or heads wider than 128 stays "
+             "decomposed) or decomposed (the "
              "default elsewhere: products, softmax and their gradients as "
              "separate kernels and GEMMs)"),
     cl::value_desc("fused|decomposed"), cl::init(""), cl::cat(category));

@@ -6,9 +6,10 @@
 // The arithmetic follows anvil.attention's decomposition: the products
 // accumulate in f32 in key (or query) order; with `bf16`, their operands
 // and results are rounded to bf16 (round to nearest even), the softmax is
-// f32. Work is split over (batch, key/value head) pairs, so the query heads
-// of a group add their dk and dv on one thread in a fixed order. Every 4-D
-// tensor is read and written where its anvil_rt_attention_layout places it.
+// f32; a key bias is added to the scaled scores. Work is split over
+// (batch, key/value head) pairs, so the query heads of a group add their dk
+// and dv on one thread in a fixed order. Every 4-D tensor is read and
+// written where its anvil_rt_attention_layout places it.
 // The bf16 tensors' functions widen their operands into contiguous f32
 // copies, run the f32 functions with `bf16`, and round the results (bf16
 // values already) into place.
@@ -72,21 +73,30 @@ void operands(const Shape &s, const Strided<const float> &x, int64_t b,
 }
 
 /// The scores of query row `qi` (dim values, already rounded) against the
-/// first `visible` keys of `kh` (rounded): s_j = product(q . k_j) * scale.
-void scores(const Shape &s, const float *qi, const float *kh, int64_t visible,
-            float *out) {
+/// first `visible` keys of `kh` (rounded): s_j = product(q . k_j) * scale
+/// + bias_j (`bias`: the batch element's keys' bias, or null).
+void scores(const Shape &s, const float *qi, const float *kh, const float *bias,
+            int64_t visible, float *out) {
   for (int64_t j = 0; j < visible; ++j) {
     float dot = 0.0f;
     const float *kj = kh + j * s.dim;
     for (int64_t d = 0; d < s.dim; ++d)
       dot += qi[d] * kj[d];
     out[j] = s.rounded(dot) * s.scale;
+    if (bias)
+      out[j] += bias[j];
   }
+}
+
+/// Batch element b's row of `keyBias` (batch, keys), or null.
+const float *biasRow(const Shape &s, const float *keyBias, int64_t b) {
+  return keyBias ? keyBias + b * s.keys : nullptr;
 }
 
 struct Forward {
   Shape s;
   Strided<const float> q, k, v;
+  const float *keyBias;
   Strided<float> out;
   float *lse;
 };
@@ -105,7 +115,8 @@ void forwardChunk(void *ctx, int64_t lo, int64_t hi) {
       for (int64_t i = 0; i < s.queries; ++i) {
         int64_t visible = s.visibleKeys(i);
         operands(s, f.q, b, h, i, 1, s.dim, qi);
-        scores(s, qi.data(), kh.data(), visible, row.data());
+        scores(s, qi.data(), kh.data(), biasRow(s, f.keyBias, b), visible,
+               row.data());
         float max = -std::numeric_limits<float>::infinity();
         for (int64_t j = 0; j < visible; ++j)
           max = std::max(max, row[j]);
@@ -135,6 +146,7 @@ void forwardChunk(void *ctx, int64_t lo, int64_t hi) {
 struct Backward {
   Shape s;
   Strided<const float> q, k, v, dOut;
+  const float *keyBias;
   Strided<float> dq, dk, dv;
   const float *lse;
 };
@@ -163,7 +175,7 @@ void backwardChunk(void *ctx, int64_t lo, int64_t hi) {
       for (int64_t i = 0; i < s.queries; ++i) {
         int64_t visible = s.visibleKeys(i);
         const float *qi = qh.data() + i * dim, *gi = gh.data() + i * vdim;
-        scores(s, qi, kh.data(), visible, p.data());
+        scores(s, qi, kh.data(), biasRow(s, g.keyBias, b), visible, p.data());
         float lse = g.lse[head * s.queries + i];
         float rowDot = 0.0f;
         for (int64_t j = 0; j < visible; ++j) {
@@ -244,35 +256,36 @@ void narrow(const std::vector<float> &x, uint16_t *base,
 } // namespace
 
 extern "C" void anvil_rt_attention_f32(
-    const float *q, const float *k, const float *v, float *out, float *lse,
-    int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
-    int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
-    int32_t bf16, const anvil_rt_attention_layout *l) {
+    const float *q, const float *k, const float *v, const float *keyBias,
+    float *out, float *lse, int64_t batch, int64_t heads, int64_t kvHeads,
+    int64_t queries, int64_t keys, int64_t dim, int64_t valueDim, float scale,
+    int32_t causal, int32_t bf16, const anvil_rt_attention_layout *l) {
   Shape s{batch, heads,    kvHeads, queries,     keys,
           dim,   valueDim, scale,   causal != 0, bf16 != 0};
-  Forward f{s, {q, l[0]}, {k, l[1]}, {v, l[2]}, {out, l[3]}, lse};
+  Forward f{s, {q, l[0]}, {k, l[1]}, {v, l[2]}, keyBias, {out, l[3]}, lse};
   anvil_rt_parallel_for(batch * kvHeads, forwardChunk, &f);
 }
 
 extern "C" void anvil_rt_attention_grad_f32(
-    const float *q, const float *k, const float *v, const float * /*out*/,
-    const float *lse, const float *dOut, float *dq, float *dk, float *dv,
-    int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
-    int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
-    int32_t bf16, const anvil_rt_attention_layout *l) {
+    const float *q, const float *k, const float *v, const float *keyBias,
+    const float * /*out*/, const float *lse, const float *dOut, float *dq,
+    float *dk, float *dv, int64_t batch, int64_t heads, int64_t kvHeads,
+    int64_t queries, int64_t keys, int64_t dim, int64_t valueDim, float scale,
+    int32_t causal, int32_t bf16, const anvil_rt_attention_layout *l) {
   Shape s{batch, heads,    kvHeads, queries,     keys,
           dim,   valueDim, scale,   causal != 0, bf16 != 0};
-  Backward g{s,          {q, l[0]},  {k, l[1]},  {v, l[2]}, {dOut, l[4]},
-             {dq, l[5]}, {dk, l[6]}, {dv, l[7]}, lse};
+  Backward g{s,       {q, l[0]},  {k, l[1]},  {v, l[2]},  {dOut, l[4]},
+             keyBias, {dq, l[5]}, {dk, l[6]}, {dv, l[7]}, lse};
   anvil_rt_parallel_for(batch * kvHeads, backwardChunk, &g);
 }
 
 extern "C" void
 anvil_rt_attention_bf16(const uint16_t *q, const uint16_t *k, const uint16_t *v,
-                        uint16_t *out, float *lse, int64_t batch, int64_t heads,
-                        int64_t kvHeads, int64_t queries, int64_t keys,
-                        int64_t dim, int64_t valueDim, float scale,
-                        int32_t causal, const anvil_rt_attention_layout *l) {
+                        const float *keyBias, uint16_t *out, float *lse,
+                        int64_t batch, int64_t heads, int64_t kvHeads,
+                        int64_t queries, int64_t keys, int64_t dim,
+                        int64_t valueDim, float scale, int32_t causal,
+                        const anvil_rt_attention_layout *l) {
   std::vector<float> q32 = widen(q, l[0], batch, heads, queries, dim),
                      k32 = widen(k, l[1], batch, kvHeads, keys, dim),
                      v32 = widen(v, l[2], batch, kvHeads, keys, valueDim),
@@ -282,18 +295,18 @@ anvil_rt_attention_bf16(const uint16_t *q, const uint16_t *k, const uint16_t *v,
                                      contiguous(kvHeads, keys, dim),
                                      contiguous(kvHeads, keys, valueDim),
                                      contiguous(heads, queries, valueDim)};
-  anvil_rt_attention_f32(q32.data(), k32.data(), v32.data(), out32.data(), lse,
-                         batch, heads, kvHeads, queries, keys, dim, valueDim,
-                         scale, causal, /*bf16=*/1, at);
+  anvil_rt_attention_f32(q32.data(), k32.data(), v32.data(), keyBias,
+                         out32.data(), lse, batch, heads, kvHeads, queries,
+                         keys, dim, valueDim, scale, causal, /*bf16=*/1, at);
   narrow(out32, out, l[3], batch, heads, queries, valueDim);
 }
 
 extern "C" void anvil_rt_attention_grad_bf16(
     const uint16_t *q, const uint16_t *k, const uint16_t *v,
-    const uint16_t * /*out*/, const float *lse, const uint16_t *dOut,
-    uint16_t *dq, uint16_t *dk, uint16_t *dv, int64_t batch, int64_t heads,
-    int64_t kvHeads, int64_t queries, int64_t keys, int64_t dim,
-    int64_t valueDim, float scale, int32_t causal,
+    const float *keyBias, const uint16_t * /*out*/, const float *lse,
+    const uint16_t *dOut, uint16_t *dq, uint16_t *dk, uint16_t *dv,
+    int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
+    int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
     const anvil_rt_attention_layout *l) {
   std::vector<float> q32 = widen(q, l[0], batch, heads, queries, dim),
                      k32 = widen(k, l[1], batch, kvHeads, keys, dim),
@@ -306,10 +319,10 @@ extern "C" void anvil_rt_attention_grad_bf16(
                             vAt = contiguous(kvHeads, keys, valueDim),
                             oAt = contiguous(heads, queries, valueDim);
   anvil_rt_attention_layout at[8] = {qAt, kAt, vAt, oAt, oAt, qAt, kAt, vAt};
-  anvil_rt_attention_grad_f32(q32.data(), k32.data(), v32.data(), nullptr, lse,
-                              dOut32.data(), dq32.data(), dk32.data(),
-                              dv32.data(), batch, heads, kvHeads, queries, keys,
-                              dim, valueDim, scale, causal, /*bf16=*/1, at);
+  anvil_rt_attention_grad_f32(
+      q32.data(), k32.data(), v32.data(), keyBias, nullptr, lse, dOut32.data(),
+      dq32.data(), dk32.data(), dv32.data(), batch, heads, kvHeads, queries,
+      keys, dim, valueDim, scale, causal, /*bf16=*/1, at);
   narrow(dq32, dq, l[5], batch, heads, queries, dim);
   narrow(dk32, dk, l[6], batch, kvHeads, keys, dim);
   narrow(dv32, dv, l[7], batch, kvHeads, keys, valueDim);

@@ -13,8 +13,11 @@
 // (no TF32), so the softmax and masking code is shared.
 //
 // - forward: CTA (batch * head, 64 queries); for each block of keys (only
-//   the visible ones when causal) S = Q K^T, online softmax (running max m
-//   and sum l per row), O = O * alpha + P V; out = O / l, lse = m + log l.
+//   the visible ones when causal) S = Q K^T (scaled, plus the key bias when
+//   there is one: read from global memory, a row per batch element, which
+//   every CTA of the batch element shares in L2), online softmax (running
+//   max m and sum l per row), O = O * alpha + P V; out = O / l,
+//   lse = m + log l. The gradient's kernels add the same bias to S and S^T.
 // - backward: delta_i = dOut_i . out_i (one warp per row); then dK and dV:
 //   CTA (batch * kvHead, 64 keys) over every query head of the group and
 //   every query block that sees a key, P^T = exp(S^T - lse), dP^T = V dO^T,
@@ -110,6 +113,7 @@ struct Params {
   Strided<const float> q, k, v, out, dOut;
   Strided<float> outW, dq, dk, dv;
   const float *lse, *delta; // (batch, heads, queries), contiguous
+  const float *keyBias;     // (batch, keys), contiguous, or null
   float *lseW;
   int heads, kvHeads, queries, keys, dim, valueDim;
   float scale;
@@ -297,6 +301,15 @@ __device__ __forceinline__ float score(float product, float scale) {
   return (BF16 ? roundBF16(product) : product) * scale;
 }
 
+/// The score of `key` (< keys) of batch element b: score() plus the key's
+/// bias when the call has one.
+template <bool BF16>
+__device__ __forceinline__ float biasedScore(const Params &p, float product,
+                                             int b, int key) {
+  float x = score<BF16>(product, p.scale);
+  return p.keyBias ? x + p.keyBias[b * p.keys + key] : x;
+}
+
 //===- Forward ------------------------------------------------------------===//
 
 /// Tiles of the forward kernel: kRows queries, `cols` keys per step.
@@ -363,7 +376,7 @@ __global__ void __launch_bounds__(kThreads,
         int key = k0 + 8 * j + 2 * t + (e & 1);
         int row = e < 2 ? rowA : rowB;
         bool visible = key < tk && (!p.causal || key <= row + shift);
-        float x = visible ? score<BF16>(s[j][e], p.scale) : -INFINITY;
+        float x = visible ? biasedScore<BF16>(p, s[j][e], b, key) : -INFINITY;
         s[j][e] = x;
         if (e < 2)
           maxA = fmaxf(maxA, x);
@@ -371,9 +384,10 @@ __global__ void __launch_bounds__(kThreads,
           maxB = fmaxf(maxB, x);
       }
     float newA = fmaxf(mA, quadMax(maxA)), newB = fmaxf(mB, quadMax(maxB));
-    // A row that has seen no visible key yet keeps m = -inf; exponentiate
-    // against 0 then (every p is 0). It cannot last: key 0 is visible to
-    // every row, and the first block holds it.
+    // A row that has seen no visible key yet (or only keys whose bias is
+    // -inf) keeps m = -inf; exponentiate against 0 then (every p is 0).
+    // Without a bias it cannot last: key 0 is visible to every row, and the
+    // first block holds it.
     float baseA = newA == -INFINITY ? 0.0f : newA;
     float baseB = newB == -INFINITY ? 0.0f : newB;
     float alphaA = expf(mA - baseA), alphaB = expf(mB - baseB);
@@ -497,8 +511,10 @@ __global__ void __launch_bounds__(kThreads,
   loadTile<DP, BF16>(vs, ld, kRows, p.v.at(b, kvh, k0), p.v.row,
                      min(kRows, tk - k0), p.valueDim);
 
-  // This lane's two rows (keys) of the warp's 16.
+  // This lane's two rows (keys) of the warp's 16, and their biases.
   const int keyA = k0 + 16 * warp + g, keyB = keyA + 8;
+  const float biasA = p.keyBias && keyA < tk ? p.keyBias[b * tk + keyA] : 0.0f;
+  const float biasB = p.keyBias && keyB < tk ? p.keyBias[b * tk + keyB] : 0.0f;
   // The first query that sees key k0 (causal), rounded down to a block.
   const int qStart = p.causal ? max(0, k0 - shift) / BQ * BQ : 0;
 
@@ -532,8 +548,9 @@ __global__ void __launch_bounds__(kThreads,
           int key = e < 2 ? keyA : keyB;
           bool visible =
               query < tq && key < tk && (!p.causal || key <= query + shift);
-          float pr =
-              visible ? expf(score<BF16>(st[j][e], p.scale) - lses[col]) : 0.0f;
+          float pr = visible ? expf(score<BF16>(st[j][e], p.scale) +
+                                    (e < 2 ? biasA : biasB) - lses[col])
+                             : 0.0f;
           float dp = BF16 ? roundBF16(dpt[j][e]) : dpt[j][e];
           float ds = pr * (dp - deltas[col]) * p.scale;
           int at = (g + 8 * (e / 2)) * ldS + col;
@@ -636,10 +653,9 @@ __launch_bounds__(kThreads, (minBlocksPerSM<Kernel::QueryGrad, DP, BF16>()))
         int row = e < 2 ? rowA : rowB;
         bool visible =
             row < tq && key < tk && (!p.causal || key <= row + shift);
-        float pr =
-            visible
-                ? expf(score<BF16>(s[j][e], p.scale) - (e < 2 ? lseA : lseB))
-                : 0.0f;
+        float pr = visible ? expf(biasedScore<BF16>(p, s[j][e], b, key) -
+                                  (e < 2 ? lseA : lseB))
+                           : 0.0f;
         float dp = BF16 ? roundBF16(dpm[j][e]) : dpm[j][e];
         float ds = pr * (dp - (e < 2 ? deltaA : deltaB)) * p.scale;
         dsw[(g + 8 * (e / 2)) * ldS + 8 * j + 2 * t + (e & 1)] =
@@ -730,7 +746,8 @@ __global__ void __launch_bounds__(kThreads)
 
 Call describe(const char *name, const char *pass, int64_t batch, int64_t heads,
               int64_t kvHeads, int64_t queries, int64_t keys, int64_t dim,
-              int64_t valueDim, int32_t causal, int32_t bf16) {
+              int64_t valueDim, int32_t causal, int32_t bf16,
+              const float *keyBias) {
   auto n = [](int64_t x) { return std::to_string(x); };
   Call c;
   c.name = name;
@@ -738,11 +755,12 @@ Call describe(const char *name, const char *pass, int64_t batch, int64_t heads,
             n(kvHeads) + ", queries " + n(queries) + ", keys " + n(keys) +
             ", dim " + n(dim) + ", value dim " + n(valueDim) +
             (causal ? ", causal" : ", not causal") +
+            (keyBias ? ", key bias" : "") +
             (bf16 ? ", bf16 products" : ", f32 products");
   c.profileName = std::string("attention ") + pass +
                   (bf16 ? " bf16 " : " f32 ") + (causal ? "causal " : "") +
-                  n(batch) + "x" + n(heads) + "/" + n(kvHeads) + "x" +
-                  n(queries) + "x" + n(keys) + "x" + n(dim) +
+                  (keyBias ? "biased " : "") + n(batch) + "x" + n(heads) + "/" +
+                  n(kvHeads) + "x" + n(queries) + "x" + n(keys) + "x" + n(dim) +
                   (dim == valueDim ? "" : "/" + n(valueDim));
   c.start = std::chrono::steady_clock::now();
   return c;
@@ -1047,15 +1065,24 @@ bool begin(Call &c, const Sizes &z, bool backward,
   return z.batch != 0 && (backward ? z.keys != 0 : z.queries != 0);
 }
 
+/// The key bias (batch, keys) as batchChunk sees it: a row per batch
+/// element (its kernels index it in 32 bits too).
+anvil_rt_attention_layout keyBiasLayout(const Sizes &z) {
+  return {0, z.keys, 0, 0};
+}
+
 /// The forward on Anvil's kernels (f32 tensors).
 void forwardOnKernels(const Call &c, const float *q, const float *k,
-                      const float *v, float *out, float *lse, const Sizes &z,
-                      bool bf16, const anvil_rt_attention_layout *l) {
+                      const float *v, const float *keyBias, float *out,
+                      float *lse, const Sizes &z, bool bf16,
+                      const anvil_rt_attention_layout *l) {
+  anvil_rt_attention_layout biasLayout = keyBiasLayout(z);
   int64_t chunk = batchChunk(c,
                              {{"q", l[0], z.heads, z.queries, z.dim},
                               {"k", l[1], z.kvHeads, z.keys, z.dim},
                               {"v", l[2], z.kvHeads, z.keys, z.valueDim},
-                              {"out", l[3], z.heads, z.queries, z.valueDim}},
+                              {"out", l[3], z.heads, z.queries, z.valueDim},
+                              {"keyBias", biasLayout, 1, 1, z.keys}},
                              z.batch);
   Params p = z.params();
   Runner run = pickForward(paddedDim(z.dim, z.valueDim), bf16);
@@ -1064,6 +1091,7 @@ void forwardOnKernels(const Call &c, const float *q, const float *k,
     p.k = chunkOf(k, l[1], b0, chunk);
     p.v = chunkOf(v, l[2], b0, chunk);
     p.outW = chunkOf(out, l[3], b0, chunk);
+    p.keyBias = keyBias ? keyBias + b0 * z.keys : nullptr;
     p.lseW = lse + b0 * z.heads * z.queries;
     run(p, std::min(chunk, z.batch - b0), c);
   }
@@ -1071,9 +1099,9 @@ void forwardOnKernels(const Call &c, const float *q, const float *k,
 
 /// The gradient on Anvil's kernels (f32 tensors).
 void backwardOnKernels(const Call &c, const float *q, const float *k,
-                       const float *v, const float *out, const float *lse,
-                       const float *dOut, float *dq, float *dk, float *dv,
-                       const Sizes &z, bool bf16,
+                       const float *v, const float *keyBias, const float *out,
+                       const float *lse, const float *dOut, float *dq,
+                       float *dk, float *dv, const Sizes &z, bool bf16,
                        const anvil_rt_attention_layout *l) {
   int64_t heads = z.heads, kvHeads = z.kvHeads, queries = z.queries,
           keys = z.keys, dim = z.dim, valueDim = z.valueDim;
@@ -1085,7 +1113,8 @@ void backwardOnKernels(const Call &c, const float *q, const float *k,
                               {"dOut", l[4], heads, queries, valueDim},
                               {"dq", l[5], heads, queries, dim},
                               {"dk", l[6], kvHeads, keys, dim},
-                              {"dv", l[7], kvHeads, keys, valueDim}},
+                              {"dv", l[7], kvHeads, keys, valueDim},
+                              {"keyBias", keyBiasLayout(z), 1, 1, keys}},
                              z.batch);
   Params p = z.params();
   int64_t rows = z.batch * heads * queries;
@@ -1107,6 +1136,7 @@ void backwardOnKernels(const Call &c, const float *q, const float *k,
     p.dk = chunkOf(dk, l[6], b0, chunk);
     p.dv = chunkOf(dv, l[7], b0, chunk);
     p.lse = lse + first;
+    p.keyBias = keyBias ? keyBias + b0 * keys : nullptr;
     float *chunkDelta = delta ? delta + first : nullptr;
     p.delta = chunkDelta;
     if (int64_t chunkRows = n * heads * queries; chunkRows > 0) {
@@ -1165,94 +1195,102 @@ void onWideCopies(const Call &c, const Sizes &z, const void *const *tensors,
 
 } // namespace
 
+// A call with a key bias runs Anvil's kernels: the cuDNN graphs here take
+// no bias operand.
+
 extern "C" void anvil_rt_cuda_attention_f32(
-    const float *q, const float *k, const float *v, float *out, float *lse,
-    int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
-    int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
-    int32_t bf16, const anvil_rt_attention_layout *layouts) {
-  Call c = describe("anvil_rt_cuda_attention_f32", "forward", batch, heads,
-                    kvHeads, queries, keys, dim, valueDim, causal, bf16);
+    const float *q, const float *k, const float *v, const float *keyBias,
+    float *out, float *lse, int64_t batch, int64_t heads, int64_t kvHeads,
+    int64_t queries, int64_t keys, int64_t dim, int64_t valueDim, float scale,
+    int32_t causal, int32_t bf16, const anvil_rt_attention_layout *layouts) {
+  Call c =
+      describe("anvil_rt_cuda_attention_f32", "forward", batch, heads, kvHeads,
+               queries, keys, dim, valueDim, causal, bf16, keyBias);
   Sizes z{batch, heads, kvHeads, queries, keys, dim, valueDim, scale, causal};
   if (!begin(c, z, /*backward=*/false, layouts))
     return;
 #ifndef ANVIL_CUDA_EMULATION
-  if (bf16 && anvil::rt::cuda::cudnnAttentionForward(q, k, v, out, lse,
-                                                     z.shape(), layouts))
+  if (bf16 && !keyBias &&
+      anvil::rt::cuda::cudnnAttentionForward(q, k, v, out, lse, z.shape(),
+                                             layouts))
     return;
 #endif
-  forwardOnKernels(c, q, k, v, out, lse, z, bf16 != 0, layouts);
+  forwardOnKernels(c, q, k, v, keyBias, out, lse, z, bf16 != 0, layouts);
   finish(c);
 }
 
 extern "C" void anvil_rt_cuda_attention_grad_f32(
-    const float *q, const float *k, const float *v, const float *out,
-    const float *lse, const float *dOut, float *dq, float *dk, float *dv,
-    int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
+    const float *q, const float *k, const float *v, const float *keyBias,
+    const float *out, const float *lse, const float *dOut, float *dq, float *dk,
+    float *dv, int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
     int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
     int32_t bf16, const anvil_rt_attention_layout *layouts) {
-  Call c = describe("anvil_rt_cuda_attention_grad_f32", "backward", batch,
-                    heads, kvHeads, queries, keys, dim, valueDim, causal, bf16);
+  Call c =
+      describe("anvil_rt_cuda_attention_grad_f32", "backward", batch, heads,
+               kvHeads, queries, keys, dim, valueDim, causal, bf16, keyBias);
   Sizes z{batch, heads, kvHeads, queries, keys, dim, valueDim, scale, causal};
   if (!begin(c, z, /*backward=*/true, layouts))
     return;
 #ifndef ANVIL_CUDA_EMULATION
-  if (bf16 && anvil::rt::cuda::cudnnAttentionBackward(
-                  q, k, v, out, lse, dOut, dq, dk, dv, z.shape(), layouts))
+  if (bf16 && !keyBias &&
+      anvil::rt::cuda::cudnnAttentionBackward(q, k, v, out, lse, dOut, dq, dk,
+                                              dv, z.shape(), layouts))
     return;
 #endif
-  backwardOnKernels(c, q, k, v, out, lse, dOut, dq, dk, dv, z, bf16 != 0,
-                    layouts);
+  backwardOnKernels(c, q, k, v, keyBias, out, lse, dOut, dq, dk, dv, z,
+                    bf16 != 0, layouts);
   finish(c);
 }
 
 extern "C" void anvil_rt_cuda_attention_bf16(
-    const void *q, const void *k, const void *v, void *out, float *lse,
-    int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
-    int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
-    const anvil_rt_attention_layout *layouts) {
+    const void *q, const void *k, const void *v, const float *keyBias,
+    void *out, float *lse, int64_t batch, int64_t heads, int64_t kvHeads,
+    int64_t queries, int64_t keys, int64_t dim, int64_t valueDim, float scale,
+    int32_t causal, const anvil_rt_attention_layout *layouts) {
   const char *name = "anvil_rt_cuda_attention_bf16";
   Call c = describe(name, "forward", batch, heads, kvHeads, queries, keys, dim,
-                    valueDim, causal, 1);
+                    valueDim, causal, 1, keyBias);
   Sizes z{batch, heads, kvHeads, queries, keys, dim, valueDim, scale, causal};
   if (!begin(c, z, /*backward=*/false, layouts))
     return;
 #ifndef ANVIL_CUDA_EMULATION
-  if (anvil::rt::cuda::cudnnAttentionForwardBf16(q, k, v, out, lse, z.shape(),
-                                                 layouts))
+  if (!keyBias && anvil::rt::cuda::cudnnAttentionForwardBf16(
+                      q, k, v, out, lse, z.shape(), layouts))
     return;
 #endif
   // Anvil's kernels on f32 copies (the results are bf16 values already).
   const void *tensors[4] = {q, k, v, out};
   onWideCopies(c, z, tensors, /*inputs=*/3, /*count=*/4, layouts,
                [&](float *const *t, const anvil_rt_attention_layout *wide) {
-                 forwardOnKernels(c, t[0], t[1], t[2], t[3], lse, z,
+                 forwardOnKernels(c, t[0], t[1], t[2], keyBias, t[3], lse, z,
                                   /*bf16=*/true, wide);
                });
   finish(c);
 }
 
 extern "C" void anvil_rt_cuda_attention_grad_bf16(
-    const void *q, const void *k, const void *v, const void *out,
-    const float *lse, const void *dOut, void *dq, void *dk, void *dv,
-    int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
+    const void *q, const void *k, const void *v, const float *keyBias,
+    const void *out, const float *lse, const void *dOut, void *dq, void *dk,
+    void *dv, int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
     int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
     const anvil_rt_attention_layout *layouts) {
   const char *name = "anvil_rt_cuda_attention_grad_bf16";
   Call c = describe(name, "backward", batch, heads, kvHeads, queries, keys, dim,
-                    valueDim, causal, 1);
+                    valueDim, causal, 1, keyBias);
   Sizes z{batch, heads, kvHeads, queries, keys, dim, valueDim, scale, causal};
   if (!begin(c, z, /*backward=*/true, layouts))
     return;
 #ifndef ANVIL_CUDA_EMULATION
-  if (anvil::rt::cuda::cudnnAttentionBackwardBf16(q, k, v, out, lse, dOut, dq,
-                                                  dk, dv, z.shape(), layouts))
+  if (!keyBias && anvil::rt::cuda::cudnnAttentionBackwardBf16(
+                      q, k, v, out, lse, dOut, dq, dk, dv, z.shape(), layouts))
     return;
 #endif
   const void *tensors[8] = {q, k, v, out, dOut, dq, dk, dv};
   onWideCopies(c, z, tensors, /*inputs=*/5, /*count=*/8, layouts,
                [&](float *const *t, const anvil_rt_attention_layout *wide) {
-                 backwardOnKernels(c, t[0], t[1], t[2], t[3], lse, t[4], t[5],
-                                   t[6], t[7], z, /*bf16=*/true, wide);
+                 backwardOnKernels(c, t[0], t[1], t[2], keyBias, t[3], lse,
+                                   t[4], t[5], t[6], t[7], z, /*bf16=*/true,
+                                   wide);
                });
   finish(c);
 }

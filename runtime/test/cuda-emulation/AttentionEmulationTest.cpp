@@ -181,15 +181,15 @@ TEST(AttentionLayouts, TheCpuGivesTheSameBitsInEveryPlacement) {
                            out(at[3].size, -1.0f), dq(at[5].size, -1.0f),
                            dk(at[6].size, -1.0f), dv(at[7].size, -1.0f),
                            lse(r.lse.size());
-        anvil_rt_attention_f32(q.data(), k.data(), v.data(), out.data(),
-                               lse.data(), c.batch, c.heads, c.kvHeads,
-                               c.queries, c.keys, c.dim, c.valueDim, r.scale,
-                               c.causal, bf16, layouts.data());
+        anvil_rt_attention_f32(q.data(), k.data(), v.data(), r.bias(),
+                               out.data(), lse.data(), c.batch, c.heads,
+                               c.kvHeads, c.queries, c.keys, c.dim, c.valueDim,
+                               r.scale, c.causal, bf16, layouts.data());
         anvil_rt_attention_grad_f32(
-            q.data(), k.data(), v.data(), out.data(), lse.data(), dOut.data(),
-            dq.data(), dk.data(), dv.data(), c.batch, c.heads, c.kvHeads,
-            c.queries, c.keys, c.dim, c.valueDim, r.scale, c.causal, bf16,
-            layouts.data());
+            q.data(), k.data(), v.data(), r.bias(), out.data(), lse.data(),
+            dOut.data(), dq.data(), dk.data(), dv.data(), c.batch, c.heads,
+            c.kvHeads, c.queries, c.keys, c.dim, c.valueDim, r.scale, c.causal,
+            bf16, layouts.data());
         EXPECT_EQ(check::gather(at[3], out.data()), r.out);
         EXPECT_EQ(lse, r.lse);
         EXPECT_EQ(check::gather(at[5], dq.data()), r.dq);

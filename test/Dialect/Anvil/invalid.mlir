@@ -1477,3 +1477,23 @@ func.func @linear_gelu_f8_wrong_shape(%a: tensor<4x16xf8E4M3FN>, %b: tensor<32x1
   %0:3 = anvil.linear_gelu_f8 %a, %b scales(%s, %s) bias(%c) out_scale(%s) {transpose_rhs} : (tensor<4x16xf8E4M3FN>, tensor<32x16xf8E4M3FN>, tensor<f32>, tensor<f32>, tensor<32xbf16>, tensor<f32>) -> (tensor<4x16xf8E4M3FN>, tensor<4x16xbf16>, tensor<f32>)
   return
 }
+
+// -----
+
+// A key bias is (batch, keys).
+func.func @flash_attention_key_bias_shape(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x6x16xf32>, %b: tensor<2x8xf32>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{key_bias 'tensor<2x8xf32>' must be 'tensor<2x6xf32>': (batch, keys)}}
+  %o, %lse = anvil.flash_attention %q, %k, %k key_bias(%b) : (tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x16xf32>, tensor<2x8xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
+  return
+}
+
+// -----
+
+// With bf16 tensors the key bias is f32, as the log-sum-exp.
+func.func @flash_attention_key_bias_bf16(%q: tensor<1x2x8x4xbf16>, %b: tensor<1x8xbf16>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{key_bias 'tensor<1x8xbf16>' must be 'tensor<1x8xf32>': (batch, keys)}}
+  %o, %lse = anvil.flash_attention %q, %q, %q key_bias(%b) {bf16_gemms} : (tensor<1x2x8x4xbf16>, tensor<1x2x8x4xbf16>, tensor<1x2x8x4xbf16>, tensor<1x8xbf16>) -> (tensor<1x2x8x4xbf16>, tensor<1x2x8xf32>)
+  return
+}

@@ -188,16 +188,24 @@ def AnvilFlashAttentionPass : Pass<"anvil-flash-attention", "mlir::ModuleOp"> {
   let description = [{
     On the forward graph, before the training step is built (and after
     `anvil-bf16`, whose `bf16_gemms` the fused op keeps): each f32
-    `anvil.attention` without a mask whose head dimensions are at most
-    `max-head-dim` becomes `anvil.flash_attention`, whose second result,
+    `anvil.attention` without a mask, or with a key bias for a mask, whose
+    head dimensions are at most `max-head-dim` becomes
+    `anvil.flash_attention`, whose second result,
     each query row's log-sum-exp, is what the gradient
     (`anvil.flash_attention_grad`, the op's VJP) recomputes the
     probabilities from. Neither op is decomposed: `anvil-bufferize` turns
     them into calls of the runtime's fused kernels (Anvil's flash
     attention on CUDA, a row-at-a-time loop on the CPU), so the step never
-    stores the `(B, H, Tq, Tk)` scores or probabilities. Attention with an
-    additive mask, of another element type, or of wider heads stays
-    `anvil.attention` (decomposed as before). Run it after
+    stores the `(B, H, Tq, Tk)` scores or probabilities.
+
+    A mask is a key bias when it is an `anvil.broadcast` of one row of keys
+    per batch element (or one for all) over the heads and queries, and no
+    float argument reaches it (`mayDependOnFloatArgument`: the fused
+    gradient gives it none): BERT's padding mask, `(1 - attention_mask) *
+    -10000` broadcast from `(B, 1, 1, T)`. The op takes that row as its
+    `(B, Tk)` `key_bias` (reshaped, and broadcast over the batch if
+    shared). Attention with another mask, of another element type, or of
+    wider heads stays `anvil.attention` (decomposed as before). Run it after
     `anvil-partition`: the fused ops have no sharding rule (a
     tensor-parallel program's attention is already per rank by then).
 

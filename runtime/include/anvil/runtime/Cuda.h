@@ -278,10 +278,11 @@ void anvil_rt_cuda_conv(int32_t kind, int32_t bf16, const int64_t *problem,
 /// tensor in 32 bits: a batch whose tensors span more than 2^31 elements
 /// runs in several launches of fewer batch elements (one batch element of
 /// a tensor spanning more fails). Queues the kernels that write out and lse
-/// on the step stream.
+/// on the step stream. A call with a key bias (device memory, or null) runs
+/// Anvil's kernels: the cuDNN graphs take no bias.
 void anvil_rt_cuda_attention_f32(const float *q, const float *k, const float *v,
-                                 float *out, float *lse, int64_t batch,
-                                 int64_t heads, int64_t kvHeads,
+                                 const float *keyBias, float *out, float *lse,
+                                 int64_t batch, int64_t heads, int64_t kvHeads,
                                  int64_t queries, int64_t keys, int64_t dim,
                                  int64_t valueDim, float scale, int32_t causal,
                                  int32_t bf16,
@@ -296,9 +297,9 @@ void anvil_rt_cuda_attention_f32(const float *q, const float *k, const float *v,
 /// gradients on the step stream. Through cuDNN (as the forward), its
 /// deterministic algorithm.
 void anvil_rt_cuda_attention_grad_f32(
-    const float *q, const float *k, const float *v, const float *out,
-    const float *lse, const float *dOut, float *dq, float *dk, float *dv,
-    int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
+    const float *q, const float *k, const float *v, const float *keyBias,
+    const float *out, const float *lse, const float *dOut, float *dq, float *dk,
+    float *dv, int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
     int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
     int32_t bf16, const anvil_rt_attention_layout *layouts);
 
@@ -308,8 +309,8 @@ void anvil_rt_cuda_attention_grad_f32(
 /// starts and strides); otherwise Anvil's kernels on f32 copies, the
 /// results rounded back (exactly: they are bf16 values).
 void anvil_rt_cuda_attention_bf16(const void *q, const void *k, const void *v,
-                                  void *out, float *lse, int64_t batch,
-                                  int64_t heads, int64_t kvHeads,
+                                  const float *keyBias, void *out, float *lse,
+                                  int64_t batch, int64_t heads, int64_t kvHeads,
                                   int64_t queries, int64_t keys, int64_t dim,
                                   int64_t valueDim, float scale, int32_t causal,
                                   const anvil_rt_attention_layout *layouts);
@@ -317,9 +318,9 @@ void anvil_rt_cuda_attention_bf16(const void *q, const void *k, const void *v,
 /// anvil_rt_attention_grad_bf16's contract on device pointers, as
 /// anvil_rt_cuda_attention_bf16 runs it.
 void anvil_rt_cuda_attention_grad_bf16(
-    const void *q, const void *k, const void *v, const void *out,
-    const float *lse, const void *dOut, void *dq, void *dk, void *dv,
-    int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
+    const void *q, const void *k, const void *v, const float *keyBias,
+    const void *out, const float *lse, const void *dOut, void *dq, void *dk,
+    void *dv, int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
     int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
     const anvil_rt_attention_layout *layouts);
 

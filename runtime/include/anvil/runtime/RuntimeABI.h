@@ -159,52 +159,57 @@ void anvil_rt_gemm_weight_bias_grad(int64_t m, int64_t k, int64_t n,
 /// buffers: q (batch, heads, queries, dim), k (batch, kvHeads, keys, dim),
 /// v (batch, kvHeads, keys, valueDim) and out (batch, heads, queries,
 /// valueDim) where `layouts[0..3]` place them; lse (batch, heads, queries)
-/// contiguous. Query
-/// head h reads key/value head h / (heads / kvHeads). For each row i:
-///   s_j = (q_i . k_j) * scale, -inf where `causal` hides key j (j > i +
-///   keys - queries; keys >= queries), p = softmax(s),
+/// contiguous; keyBias (batch, keys) contiguous, or null (no bias). Query
+/// head h reads key/value head h / (heads / kvHeads). For each row i of
+/// batch element b:
+///   s_j = (q_i . k_j) * scale + keyBias[b][j], -inf where `causal` hides
+///   key j (j > i + keys - queries; keys >= queries), p = softmax(s),
 ///   out_i = sum_j p_j v_j, lse_i = log(sum_j exp(s_j)) (the row's
 ///   log-sum-exp, which the gradient reads instead of the probabilities).
 /// With `bf16`, each product (q k^T, p v) reads operands rounded to bf16,
 /// accumulates in f32 and is rounded to bf16 (anvil.matmul's contract for
 /// bf16, as `bf16_gemms` on anvil.attention says). out's elements and
 /// lse are overwritten. The CPU computes each row in order; a GPU may
-/// reassociate (online softmax) within the rounding of its format.
+/// reassociate (online softmax) within the rounding of its format. A
+/// key bias is an additive mask that depends only on the batch element
+/// and the key (BERT's padding mask): no gradient flows into it.
 void anvil_rt_attention_f32(const float *q, const float *k, const float *v,
-                            float *out, float *lse, int64_t batch,
-                            int64_t heads, int64_t kvHeads, int64_t queries,
-                            int64_t keys, int64_t dim, int64_t valueDim,
-                            float scale, int32_t causal, int32_t bf16,
+                            const float *keyBias, float *out, float *lse,
+                            int64_t batch, int64_t heads, int64_t kvHeads,
+                            int64_t queries, int64_t keys, int64_t dim,
+                            int64_t valueDim, float scale, int32_t causal,
+                            int32_t bf16,
                             const anvil_rt_attention_layout *layouts);
 
 /// The gradient of anvil_rt_attention_f32 (`anvil.flash_attention_grad`):
-/// from its inputs, its out and lse and dOut (out's shape), overwrites dq,
-/// dk and dv (q's, k's and v's shapes; only their elements: what lies
-/// between them in a strided layout is left alone), `layouts[0..7]`
+/// from its inputs (keyBias as there), its out and lse and dOut (out's
+/// shape), overwrites dq, dk and dv (q's, k's and v's shapes; only their
+/// elements: what lies between them in a strided layout is left alone),
+/// `layouts[0..7]`
 /// placing q, k, v, out, dOut, dq, dk, dv. With p_ij = exp(s_ij - lse_i):
 ///   dv = p^T dOut, dp = dOut v^T, ds_ij = p_ij (dp_ij - sum_j dp_ij p_ij)
 ///   (the sum equals dOut_i . out_i), dq = ds k * scale,
 ///   dk = ds^T q * scale,
 /// dk and dv summed over the query heads that share a key/value head.
 /// `bf16` rounds the five products as anvil_rt_attention_f32 does.
-void anvil_rt_attention_grad_f32(const float *q, const float *k, const float *v,
-                                 const float *out, const float *lse,
-                                 const float *dOut, float *dq, float *dk,
-                                 float *dv, int64_t batch, int64_t heads,
-                                 int64_t kvHeads, int64_t queries, int64_t keys,
-                                 int64_t dim, int64_t valueDim, float scale,
-                                 int32_t causal, int32_t bf16,
-                                 const anvil_rt_attention_layout *layouts);
+void anvil_rt_attention_grad_f32(
+    const float *q, const float *k, const float *v, const float *keyBias,
+    const float *out, const float *lse, const float *dOut, float *dq, float *dk,
+    float *dv, int64_t batch, int64_t heads, int64_t kvHeads, int64_t queries,
+    int64_t keys, int64_t dim, int64_t valueDim, float scale, int32_t causal,
+    int32_t bf16, const anvil_rt_attention_layout *layouts);
 
 /// anvil_rt_attention_f32 with `bf16` on bf16 tensors (raw 16-bit
-/// patterns; lse stays f32): q, k, v, out where `layouts[0..3]` place them,
-/// out overwritten with the rounded product P V (what the f32 function
-/// writes, in half the bytes). An `anvil.flash_attention` on bf16 tensors.
+/// patterns; lse and keyBias stay f32): q, k, v, out where `layouts[0..3]`
+/// place them, out overwritten with the rounded product P V (what the f32
+/// function writes, in half the bytes). An `anvil.flash_attention` on bf16
+/// tensors.
 void anvil_rt_attention_bf16(const uint16_t *q, const uint16_t *k,
-                             const uint16_t *v, uint16_t *out, float *lse,
-                             int64_t batch, int64_t heads, int64_t kvHeads,
-                             int64_t queries, int64_t keys, int64_t dim,
-                             int64_t valueDim, float scale, int32_t causal,
+                             const uint16_t *v, const float *keyBias,
+                             uint16_t *out, float *lse, int64_t batch,
+                             int64_t heads, int64_t kvHeads, int64_t queries,
+                             int64_t keys, int64_t dim, int64_t valueDim,
+                             float scale, int32_t causal,
                              const anvil_rt_attention_layout *layouts);
 
 /// anvil_rt_attention_grad_f32 with `bf16` on bf16 tensors (lse f32):
@@ -212,10 +217,11 @@ void anvil_rt_attention_bf16(const uint16_t *q, const uint16_t *k,
 /// bf16 values already, but for dk and dv of grouped heads: the sums over
 /// a group's query heads of rounded products).
 void anvil_rt_attention_grad_bf16(const uint16_t *q, const uint16_t *k,
-                                  const uint16_t *v, const uint16_t *out,
-                                  const float *lse, const uint16_t *dOut,
-                                  uint16_t *dq, uint16_t *dk, uint16_t *dv,
-                                  int64_t batch, int64_t heads, int64_t kvHeads,
+                                  const uint16_t *v, const float *keyBias,
+                                  const uint16_t *out, const float *lse,
+                                  const uint16_t *dOut, uint16_t *dq,
+                                  uint16_t *dk, uint16_t *dv, int64_t batch,
+                                  int64_t heads, int64_t kvHeads,
                                   int64_t queries, int64_t keys, int64_t dim,
                                   int64_t valueDim, float scale, int32_t causal,
                                   const anvil_rt_attention_layout *layouts);

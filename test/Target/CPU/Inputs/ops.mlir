@@ -272,6 +272,37 @@ func.func @flash_attention_bf16_tensors(%qkv: tensor<2x40x192xf32>, %g: tensor<2
   return %ro1, %lse1, %rd1, %ro2, %lse2, %rq2, %rk2, %rv2 : tensor<2x40x4x16xf32>, tensor<2x4x40xf32>, tensor<2x40x192xf32>, tensor<1x4x70x64xf32>, tensor<1x4x70xf32>, tensor<1x4x70x64xf32>, tensor<1x2x70x64xf32>, tensor<1x2x70x64xf32>
 }
 
+// With a key bias (B, Tk), added to every query's scaled scores (the
+// padding mask anvil-flash-attention takes from an anvil.attention's mask):
+// causal grouped-query attention in (B, H, T, D) with more keys than
+// queries. (CUDA runs these on Anvil's kernels: the cuDNN graphs take no
+// bias.)
+// tolerance: f32-composite
+func.func @flash_attention_key_bias(%q: tensor<2x4x37x16xf32>, %k: tensor<2x2x45x16xf32>, %v: tensor<2x2x45x16xf32>, %g: tensor<2x4x37x16xf32>, %bias: tensor<2x45xf32>) -> (tensor<2x4x37x16xf32>, tensor<2x4x37xf32>, tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>) {
+  %o, %lse = anvil.flash_attention %q, %k, %v key_bias(%bias) {causal} : (tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>, tensor<2x45xf32>) -> (tensor<2x4x37x16xf32>, tensor<2x4x37xf32>)
+  %dq, %dk, %dv = anvil.flash_attention_grad %q, %k, %v, %o, %lse, %g key_bias(%bias) {causal} : (tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>, tensor<2x4x37x16xf32>, tensor<2x4x37xf32>, tensor<2x4x37x16xf32>, tensor<2x45xf32>) -> (tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>)
+  return %o, %lse, %dq, %dk, %dv : tensor<2x4x37x16xf32>, tensor<2x4x37xf32>, tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>
+}
+
+// The same on bf16 tensors in (B, T, H, D), q, k and v column slices of
+// one packed projection, the gradients packed (BERT's form on CUDA).
+// tolerance: bf16-composite
+func.func @flash_attention_key_bias_bf16(%qkv: tensor<2x40x192xf32>, %g: tensor<2x40x4x16xf32>, %bias: tensor<2x40xf32>) -> (tensor<2x40x4x16xf32>, tensor<2x4x40xf32>, tensor<2x40x192xf32>) {
+  %p = anvil.cast %qkv : tensor<2x40x192xf32> to tensor<2x40x192xbf16>
+  %qs = anvil.slice %p [0:2:1, 0:40:1, 0:64:1] : tensor<2x40x192xbf16> -> tensor<2x40x64xbf16>
+  %ks = anvil.slice %p [0:2:1, 0:40:1, 64:128:1] : tensor<2x40x192xbf16> -> tensor<2x40x64xbf16>
+  %vs = anvil.slice %p [0:2:1, 0:40:1, 128:192:1] : tensor<2x40x192xbf16> -> tensor<2x40x64xbf16>
+  %q1 = anvil.reshape %qs : tensor<2x40x64xbf16> -> tensor<2x40x4x16xbf16>
+  %k1 = anvil.reshape %ks : tensor<2x40x64xbf16> -> tensor<2x40x4x16xbf16>
+  %v1 = anvil.reshape %vs : tensor<2x40x64xbf16> -> tensor<2x40x4x16xbf16>
+  %h1 = anvil.cast %g : tensor<2x40x4x16xf32> to tensor<2x40x4x16xbf16>
+  %o1, %lse1 = anvil.flash_attention %q1, %k1, %v1 key_bias(%bias) {bshd, bf16_gemms} : (tensor<2x40x4x16xbf16>, tensor<2x40x4x16xbf16>, tensor<2x40x4x16xbf16>, tensor<2x40xf32>) -> (tensor<2x40x4x16xbf16>, tensor<2x4x40xf32>)
+  %d1 = anvil.flash_attention_grad %q1, %k1, %v1, %o1, %lse1, %h1 key_bias(%bias) {bshd, bf16_gemms, packed_grads} : (tensor<2x40x4x16xbf16>, tensor<2x40x4x16xbf16>, tensor<2x40x4x16xbf16>, tensor<2x40x4x16xbf16>, tensor<2x4x40xf32>, tensor<2x40x4x16xbf16>, tensor<2x40xf32>) -> tensor<2x40x192xbf16>
+  %ro1 = anvil.cast %o1 : tensor<2x40x4x16xbf16> to tensor<2x40x4x16xf32>
+  %rd1 = anvil.cast %d1 : tensor<2x40x192xbf16> to tensor<2x40x192xf32>
+  return %ro1, %lse1, %rd1 : tensor<2x40x4x16xf32>, tensor<2x4x40xf32>, tensor<2x40x192xf32>
+}
+
 // tolerance: f32-composite
 // int-high: 7
 func.func @cross_entropy(%z: tensor<3x5x7xf32>, %t: tensor<3x5xi64>) -> (tensor<f32>, tensor<3x5xf32>, tensor<f32>) {

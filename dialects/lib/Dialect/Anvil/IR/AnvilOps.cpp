@@ -369,7 +369,8 @@ struct PackFlashAttentionGrads : OpRewritePattern<ConcatOp> {
     auto packed = FlashAttentionGradOp::create(
         rewriter, grad.getLoc(), grad.getQuery(), grad.getKey(),
         grad.getValue(), grad.getResult(), grad.getLse(), grad.getResultGrad(),
-        grad.getCausal(), grad.getScaleAttr(), grad.getBf16Gemms(),
+        grad.getKeyBias(), grad.getCausal(), grad.getScaleAttr(),
+        grad.getBf16Gemms(),
         /*bshd=*/true, /*packed_grads=*/true);
     for (NamedAttribute attr : grad->getDiscardableAttrs())
       packed->setDiscardableAttr(attr.getName(), attr.getValue());
@@ -901,7 +902,8 @@ static RankedTensorType swapHeadsAndSequence(RankedTensorType t) {
   return t.clone(shape);
 }
 
-/// The operands of the flash attention ops, checked, and the forward op's
+/// The operands of the flash attention ops, checked (a key bias (B, Tk) of
+/// the op's element type, f32 with bf16 tensors), and the forward op's
 /// result types: the output (B, Hq, Tq, Dv), or (B, Tq, Hq, Dv) with
 /// `bshd`, and the log-sum-exp (B, Hq, Tq).
 template <typename OpTy, typename Adaptor>
@@ -937,9 +939,15 @@ flashAttentionTypes(const Fail<OpTy> &fail, Adaptor adaptor) {
     return fail("bf16 tensors need bf16_gemms (bf16 products)");
   int64_t b = q.getDimSize(0), h = q.getDimSize(1), t = q.getDimSize(2);
   RankedTensorType out = q.clone({b, h, t, v.getDimSize(3)});
-  // The log-sum-exp stays f32 with bf16 tensors.
+  // The log-sum-exp and the key bias stay f32 with bf16 tensors.
   Type lseElement =
       element.isBF16() ? Float32Type::get(element.getContext()) : element;
+  if (Value keyBias = adaptor.getKeyBias()) {
+    auto expected = RankedTensorType::get({b, k.getDimSize(2)}, lseElement);
+    if (tensorType(keyBias) != expected)
+      return fail("key_bias ", tensorType(keyBias), " must be ", expected,
+                  ": (batch, keys)");
+  }
   return std::pair(bshd ? swapHeadsAndSequence(out) : out,
                    RankedTensorType::get({b, h, t}, lseElement));
 }

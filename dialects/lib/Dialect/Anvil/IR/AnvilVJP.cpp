@@ -17,6 +17,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include <cmath>
 
@@ -56,6 +57,26 @@ Value elementCount(Emit &e, Value x) {
 }
 
 } // namespace
+
+bool mlir::anvil::mayDependOnFloatArgument(Value value) {
+  SmallVector<Value> worklist = {value};
+  llvm::SmallPtrSet<Value, 16> seen;
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    if (!seen.insert(v).second || !type ||
+        !isa<FloatType>(type.getElementType()))
+      continue;
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return true; // a float block argument
+    if (isa<StopGradientOp>(def) ||
+        def->hasTrait<OpTrait::anvil::NonDifferentiable>())
+      continue;
+    worklist.append(def->operand_begin(), def->operand_end());
+  }
+  return false;
+}
 
 //===----------------------------------------------------------------------===//
 // Elementwise
@@ -857,12 +878,20 @@ LogicalResult FlashAttentionOp::buildVJP(OpBuilder &builder,
   if (grads.size() > 1 && grads[1])
     return emitOpError("a gradient flows into 'lse' (its users are "
                        "differentiated); only the result's is supported");
+  // The fused kernels give the key bias no gradient: it must be data.
+  Value keyBias = getKeyBias();
+  if (keyBias && mayDependOnFloatArgument(keyBias))
+    return emitOpError("its key_bias may depend on a float argument of the "
+                       "function (a parameter), but the fused gradient gives "
+                       "the key bias none; use anvil.attention with a mask");
   Emit e{builder, getLoc()};
   auto grad = FlashAttentionGradOp::create(
       builder, getLoc(), getQuery(), getKey(), getValue(), getResult(),
-      getLse(), gradOrZero(e, *this, grads, 0), getCausal(), getScaleAttr(),
-      getBf16Gemms(), getBshd(), /*packed_grads=*/false);
+      getLse(), gradOrZero(e, *this, grads, 0), keyBias, getCausal(),
+      getScaleAttr(), getBf16Gemms(), getBshd(), /*packed_grads=*/false);
   out.append(grad->result_begin(), grad->result_end());
+  if (keyBias)
+    out.push_back(Value());
   return success();
 }
 

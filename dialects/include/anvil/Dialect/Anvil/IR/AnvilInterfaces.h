@@ -99,6 +99,16 @@ template <typename ConcreteType>
 class NonDifferentiable : public TraitBase<ConcreteType, NonDifferentiable> {};
 } // namespace mlir::OpTrait::anvil
 
+namespace mlir::anvil {
+/// Whether a float tensor argument of the enclosing block (a parameter, or
+/// an input differentiated with anvil-autodiff's wrt-inputs) may reach
+/// `value` through ops that pass gradients: a conservative form of
+/// anvil-autodiff's activity, for ops whose VJP gives an operand no
+/// gradient. Values that are not float tensors carry none, and neither do
+/// anvil.stop_gradient's and NonDifferentiable ops' results.
+bool mayDependOnFloatArgument(Value value);
+} // namespace mlir::anvil
+
 #include "anvil/Dialect/Anvil/IR/AnvilInterfaces.h.inc"
 
 #endif // ANVIL_DIALECT_ANVIL_IR_ANVILINTERFACES_H

@@ -914,10 +914,18 @@ def Anvil_FlashAttentionOp : Anvil_CostedOp<"flash_attention",
                                              [Anvil_VJP, InferTypeOpAdaptor]> {
   let summary = "Fused attention that keeps each row's log-sum-exp for its gradient";
   let description = [{
-    `anvil.attention` without a mask, computed as one fused kernel: the
-    `(B, Hq, Tq, Tk)` scores and probabilities are never stored. Operands,
-    `causal`, `scale` (default `1 / sqrt(D)`) and `bf16_gemms` mean what
-    they mean on `anvil.attention`, and `result` is its result. `lse`
+    `anvil.attention` without a mask, or with a mask that depends only on
+    the batch element and the key (a padding mask), computed as one fused
+    kernel: the `(B, Hq, Tq, Tk)` scores and probabilities are never
+    stored. Operands, `causal`, `scale` (default `1 / sqrt(D)`) and
+    `bf16_gemms` mean what they mean on `anvil.attention`, and `result` is
+    its result. The optional `key_bias` `(B, Tk)` is that mask: it is
+    added to every query's scaled scores of its batch element,
+    `softmax(query @ key^T * scale + key_bias[b])`. Its element type is the
+    op's, f32 with bf16 tensors. No gradient flows into it: the op's VJP
+    refuses a key bias that a float argument of the function reaches
+    (`anvil-flash-attention` fuses only masks made from data, such as
+    BERT's from its integer `attention_mask`). `lse`
     `(B, Hq, Tq)` is each row's log-sum-exp of the scaled (masked) scores,
     from which the gradient (`anvil.flash_attention_grad`) recomputes the
     probabilities. `anvil-flash-attention` makes it from `anvil.attention`.
@@ -939,15 +947,20 @@ def Anvil_FlashAttentionOp : Anvil_CostedOp<"flash_attention",
     %o2, %lse2 = anvil.flash_attention %q2, %k2, %v2 {bshd, causal}
         : (tensor<8x1024x12x64xf32>, tensor<8x1024x12x64xf32>, tensor<8x1024x12x64xf32>)
         -> (tensor<8x1024x12x64xf32>, tensor<8x12x1024xf32>)
+    %o3, %lse3 = anvil.flash_attention %q3, %k3, %v3 key_bias(%padding)
+        : (tensor<8x16x512x64xf32>, tensor<8x16x512x64xf32>, tensor<8x16x512x64xf32>, tensor<8x512xf32>)
+        -> (tensor<8x16x512x64xf32>, tensor<8x16x512xf32>)
     ```
   }];
   let arguments = (ins Anvil_FloatTensor:$query, Anvil_FloatTensor:$key,
-                       Anvil_FloatTensor:$value, UnitAttr:$causal,
+                       Anvil_FloatTensor:$value,
+                       Optional<Anvil_FloatTensor>:$key_bias, UnitAttr:$causal,
                        OptionalAttr<F64Attr>:$scale, UnitAttr:$bf16_gemms,
                        UnitAttr:$bshd);
   let results = (outs Anvil_FloatTensor:$result, Anvil_FloatTensor:$lse);
   let assemblyFormat = [{
-    $query `,` $key `,` $value attr-dict `:` functional-type(operands, results)
+    $query `,` $key `,` $value (`key_bias` `(` $key_bias^ `)`)? attr-dict
+    `:` functional-type(operands, results)
   }];
   let extraClassDeclaration = [{
     /// `scale`, or its default 1 / sqrt(D).
@@ -960,7 +973,9 @@ def Anvil_FlashAttentionGradOp : Anvil_CostedOp<"flash_attention_grad",
   let summary = "The gradient of anvil.flash_attention";
   let description = [{
     From the forward op's operands and results and the result's gradient
-    `result_grad`, the gradients of `query`, `key` and `value`. With
+    `result_grad`, the gradients of `query`, `key` and `value` (the forward
+    op's `key_bias`, when it has one, is an operand here too, after
+    `result_grad`; it gets no gradient). With
     `P = exp(S - lse)` (S the scaled, masked scores):
     `dV = P^T dO`, `dP = dO V^T`, `dS = P (dP - rowsum(dP P))`,
     `dQ = dS K scale`, `dK = dS^T Q scale`; under grouped-query attention
@@ -987,6 +1002,7 @@ def Anvil_FlashAttentionGradOp : Anvil_CostedOp<"flash_attention_grad",
   let arguments = (ins Anvil_FloatTensor:$query, Anvil_FloatTensor:$key,
                        Anvil_FloatTensor:$value, Anvil_FloatTensor:$result,
                        Anvil_FloatTensor:$lse, Anvil_FloatTensor:$result_grad,
+                       Optional<Anvil_FloatTensor>:$key_bias,
                        UnitAttr:$causal, OptionalAttr<F64Attr>:$scale,
                        UnitAttr:$bf16_gemms, UnitAttr:$bshd,
                        UnitAttr:$packed_grads);
@@ -994,7 +1010,8 @@ def Anvil_FlashAttentionGradOp : Anvil_CostedOp<"flash_attention_grad",
   // three in one tensor.
   let results = (outs Variadic<Anvil_FloatTensor>:$grads);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `,` $result `,` $lse `,` $result_grad attr-dict
+    $query `,` $key `,` $value `,` $result `,` $lse `,` $result_grad
+    (`key_bias` `(` $key_bias^ `)`)? attr-dict
     `:` functional-type(operands, results)
   }];
   let extraClassDeclaration = [{
