@@ -1032,9 +1032,10 @@ struct Sizes {
   float scale;
   int32_t causal;
 
-  anvil::rt::cuda::AttentionShape shape() const {
-    return {batch, heads,    kvHeads, queries,    keys,
-            dim,   valueDim, scale,   causal != 0};
+  /// The shape of a call with `keyBias` (or none).
+  anvil::rt::cuda::AttentionShape shape(const float *keyBias) const {
+    return {batch, heads,    kvHeads, queries,     keys,
+            dim,   valueDim, scale,   causal != 0, keyBias != nullptr};
   }
   Params params() const {
     Params p{};
@@ -1162,7 +1163,7 @@ void onWideCopies(const Call &c, const Sizes &z, const void *const *tensors,
                   const anvil_rt_attention_layout *layouts, Run run) {
   std::array<int64_t, 3> shapes[8];
   for (int i = 0; i < count; ++i)
-    shapes[i] = anvil::rt::cuda::attentionTensorShape(z.shape(), i);
+    shapes[i] = anvil::rt::cuda::attentionTensorShape(z.shape(nullptr), i);
   anvil_rt_attention_layout wide[8];
   int64_t offsets[8], total = 0;
   for (int i = 0; i < count; ++i) {
@@ -1195,9 +1196,6 @@ void onWideCopies(const Call &c, const Sizes &z, const void *const *tensors,
 
 } // namespace
 
-// A call with a key bias runs Anvil's kernels: the cuDNN graphs here take
-// no bias operand.
-
 extern "C" void anvil_rt_cuda_attention_f32(
     const float *q, const float *k, const float *v, const float *keyBias,
     float *out, float *lse, int64_t batch, int64_t heads, int64_t kvHeads,
@@ -1210,9 +1208,8 @@ extern "C" void anvil_rt_cuda_attention_f32(
   if (!begin(c, z, /*backward=*/false, layouts))
     return;
 #ifndef ANVIL_CUDA_EMULATION
-  if (bf16 && !keyBias &&
-      anvil::rt::cuda::cudnnAttentionForward(q, k, v, out, lse, z.shape(),
-                                             layouts))
+  if (bf16 && anvil::rt::cuda::cudnnAttentionForward(q, k, v, keyBias, out, lse,
+                                                     z.shape(keyBias), layouts))
     return;
 #endif
   forwardOnKernels(c, q, k, v, keyBias, out, lse, z, bf16 != 0, layouts);
@@ -1232,9 +1229,9 @@ extern "C" void anvil_rt_cuda_attention_grad_f32(
   if (!begin(c, z, /*backward=*/true, layouts))
     return;
 #ifndef ANVIL_CUDA_EMULATION
-  if (bf16 && !keyBias &&
-      anvil::rt::cuda::cudnnAttentionBackward(q, k, v, out, lse, dOut, dq, dk,
-                                              dv, z.shape(), layouts))
+  if (bf16 && anvil::rt::cuda::cudnnAttentionBackward(
+                  q, k, v, keyBias, out, lse, dOut, dq, dk, dv,
+                  z.shape(keyBias), layouts))
     return;
 #endif
   backwardOnKernels(c, q, k, v, keyBias, out, lse, dOut, dq, dk, dv, z,
@@ -1254,8 +1251,8 @@ extern "C" void anvil_rt_cuda_attention_bf16(
   if (!begin(c, z, /*backward=*/false, layouts))
     return;
 #ifndef ANVIL_CUDA_EMULATION
-  if (!keyBias && anvil::rt::cuda::cudnnAttentionForwardBf16(
-                      q, k, v, out, lse, z.shape(), layouts))
+  if (anvil::rt::cuda::cudnnAttentionForwardBf16(q, k, v, keyBias, out, lse,
+                                                 z.shape(keyBias), layouts))
     return;
 #endif
   // Anvil's kernels on f32 copies (the results are bf16 values already).
@@ -1281,8 +1278,9 @@ extern "C" void anvil_rt_cuda_attention_grad_bf16(
   if (!begin(c, z, /*backward=*/true, layouts))
     return;
 #ifndef ANVIL_CUDA_EMULATION
-  if (!keyBias && anvil::rt::cuda::cudnnAttentionBackwardBf16(
-                      q, k, v, out, lse, dOut, dq, dk, dv, z.shape(), layouts))
+  if (anvil::rt::cuda::cudnnAttentionBackwardBf16(q, k, v, keyBias, out, lse,
+                                                  dOut, dq, dk, dv,
+                                                  z.shape(keyBias), layouts))
     return;
 #endif
   const void *tensors[8] = {q, k, v, out, dOut, dq, dk, dv};

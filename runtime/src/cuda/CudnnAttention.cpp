@@ -23,7 +23,10 @@
 // of the stream-ordered allocator, freed on the step stream after the last
 // use, so a CUDA graph of the step holds the whole call. causal masks keys
 // after a query's diagonal; with more keys than queries, the diagonal is
-// the bottom-right one (as anvil_rt_attention_f32 says).
+// the bottom-right one (as anvil_rt_attention_f32 says). A key bias is the
+// sdpa nodes' bias, an f32 (batch, 1, 1, keys) tensor broadcast over the
+// heads and queries and added to the scaled scores (it gets no gradient:
+// no dBias); cuDNN's frontend refuses it with the bottom-right diagonal.
 //
 // Each shape's graph is built on its first call (a step's first run is
 // eager), with cuDNN's heuristics (mode A) picking the engine. Where cuDNN
@@ -92,7 +95,7 @@ namespace {
 constexpr int64_t kMaxWorkspace = int64_t(1) << 30;
 
 /// The graphs' tensors (their uids in a variant pack).
-enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV };
+enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV, kBias };
 /// The bf16 ones in the calls' order (anvil_rt_attention_layout's: q, k, v,
 /// out, then the gradient's dOut, dq, dk, dv).
 constexpr Uid kTensorUids[8] = {kQ, kK, kV, kO, kDO, kDQ, kDK, kDV};
@@ -104,7 +107,8 @@ std::string describe(const AttentionShape &s) {
   return "batch " + n(s.batch) + ", heads " + n(s.heads) + ", kv heads " +
          n(s.kvHeads) + ", queries " + n(s.queries) + ", keys " + n(s.keys) +
          ", dim " + n(s.dim) + ", value dim " + n(s.valueDim) +
-         (s.causal ? ", causal" : ", not causal");
+         (s.causal ? ", causal" : ", not causal") +
+         (s.keyBias ? ", key bias" : "");
 }
 
 /// The bf16 elements of a contiguous (batch, heads, rows, width) tensor.
@@ -163,6 +167,15 @@ fe::error_t describeGraph(fe::graph::Graph &g, const AttentionShape &s,
   Tensor q = input("q", kQ, s.heads, s.queries, s.dim);
   Tensor k = input("k", kK, s.kvHeads, s.keys, s.dim);
   Tensor v = input("v", kV, s.kvHeads, s.keys, s.valueDim);
+  // The key bias: (batch, keys) f32, broadcast over heads and queries.
+  Tensor bias;
+  if (s.keyBias)
+    bias = g.tensor(fe::graph::Tensor_attributes()
+                        .set_name("key_bias")
+                        .set_uid(kBias)
+                        .set_data_type(fe::DataType_t::FLOAT)
+                        .set_dim({s.batch, 1, 1, s.keys})
+                        .set_stride({s.keys, s.keys, s.keys, 1}));
   bool bottomRight = s.causal && s.keys != s.queries;
   if (!backward) {
     auto options = fe::graph::SDPA_attributes()
@@ -173,6 +186,8 @@ fe::error_t describeGraph(fe::graph::Graph &g, const AttentionShape &s,
       options.set_causal_mask_bottom_right(true);
     else if (s.causal)
       options.set_causal_mask(true);
+    if (bias)
+      options.set_bias(bias);
     auto [o, stats] = g.sdpa(q, k, v, options);
     output(o, kO, s.heads, s.queries, s.valueDim);
     stats->set_output(true);
@@ -192,6 +207,8 @@ fe::error_t describeGraph(fe::graph::Graph &g, const AttentionShape &s,
       options.set_causal_mask_bottom_right(true);
     else if (s.causal)
       options.set_causal_mask(true);
+    if (bias)
+      options.set_bias(bias);
     auto [dq, dk, dv] = g.sdpa_backward(q, k, v, o, dO, stats, options);
     output(dq, kDQ, s.heads, s.queries, s.dim);
     output(dk, kDK, s.kvHeads, s.keys, s.dim);
@@ -225,10 +242,10 @@ struct Plan {
 /// once on stderr).
 Plan *planOf(const AttentionShape &s, bool backward, const Strides &strides,
              const char *caller) {
-  constexpr size_t kShape = 10;
+  constexpr size_t kShape = 11;
   std::array<int64_t, kShape + 3 * (kDV + 1)> key = {
-      s.batch, s.heads,    s.kvHeads, s.queries, s.keys,
-      s.dim,   s.valueDim, s.causal,  backward,  0};
+      s.batch,    s.heads,  s.kvHeads, s.queries, s.keys,   s.dim,
+      s.valueDim, s.causal, backward,  0,         s.keyBias};
   std::memcpy(&key[9], &s.scale, sizeof(s.scale));
   for (size_t uid = 0; uid < strides.size(); ++uid)
     std::copy(strides[uid].begin(), strides[uid].end(),
@@ -359,12 +376,15 @@ private:
 };
 
 /// Whether cuDNN may run `s` at all: chosen, something to compute (Anvil's
-/// kernels handle the empty cases), and lse on the 16-byte boundary cuDNN's
-/// tensors assume (the other tensors are the scratch's).
-bool wanted(const AttentionShape &s, const float *lse) {
+/// kernels handle the empty cases), and lse and the key bias's rows (if
+/// any) on the 16-byte boundaries cuDNN's tensors assume (the other
+/// tensors are the scratch's, or placeBf16 checks them).
+bool wanted(const AttentionShape &s, const float *lse, const float *keyBias) {
   return anvil::rt::cuda::attentionLibrary() == AttentionLibrary::Cudnn &&
          s.batch > 0 && s.queries > 0 && s.keys > 0 &&
-         reinterpret_cast<uintptr_t>(lse) % 16 == 0;
+         reinterpret_cast<uintptr_t>(lse) % 16 == 0 &&
+         (!keyBias || (reinterpret_cast<uintptr_t>(keyBias) % 16 == 0 &&
+                       (s.batch == 1 || s.keys % 4 == 0)));
 }
 
 /// Queues `plan` on the step stream with the tensors of `pack`; a failure
@@ -465,7 +485,7 @@ struct Copied {
 bool attend(const Call &call, bool backward, const Strides &strides,
             const std::array<void *, kDV + 1> &placed,
             std::initializer_list<Copied> copied, float *lse,
-            const anvil_rt_attention_layout *layouts) {
+            const float *keyBias, const anvil_rt_attention_layout *layouts) {
   auto start = std::chrono::steady_clock::now();
   const AttentionShape &s = call.shape;
   Plan *plan = planOf(s, backward, strides, call.caller);
@@ -488,6 +508,8 @@ bool attend(const Call &call, bool backward, const Strides &strides,
     return true; // recorded in the capture, which is dropped
   }
   std::unordered_map<int64_t, void *> pack = {{kStats, lse}};
+  if (keyBias)
+    pack[kBias] = const_cast<float *>(keyBias);
   // The forward's tensors are the first four of the backward's.
   for (int i = 0; i < (backward ? 8 : 4); ++i)
     pack[kTensorUids[i]] = placed[kTensorUids[i]];
@@ -548,22 +570,23 @@ bool placeBf16(const AttentionShape &s, const void *const *bases,
 } // namespace
 
 bool anvil::rt::cuda::cudnnAttentionForward(
-    const float *q, const float *k, const float *v, float *out, float *lse,
-    const AttentionShape &s, const anvil_rt_attention_layout *l) {
-  if (!wanted(s, lse))
+    const float *q, const float *k, const float *v, const float *keyBias,
+    float *out, float *lse, const AttentionShape &s,
+    const anvil_rt_attention_layout *l) {
+  if (!wanted(s, lse, keyBias))
     return false;
   return attend(
       {"anvil_rt_cuda_attention_f32", s}, /*backward=*/false,
       contiguousStrides(s), {},
       {{0, q, nullptr}, {1, k, nullptr}, {2, v, nullptr}, {3, nullptr, out}},
-      lse, l);
+      lse, keyBias, l);
 }
 
 bool anvil::rt::cuda::cudnnAttentionBackward(
-    const float *q, const float *k, const float *v, const float *out,
-    const float *lse, const float *dOut, float *dq, float *dk, float *dv,
-    const AttentionShape &s, const anvil_rt_attention_layout *l) {
-  if (!wanted(s, lse))
+    const float *q, const float *k, const float *v, const float *keyBias,
+    const float *out, const float *lse, const float *dOut, float *dq, float *dk,
+    float *dv, const AttentionShape &s, const anvil_rt_attention_layout *l) {
+  if (!wanted(s, lse, keyBias))
     return false;
   return attend({"anvil_rt_cuda_attention_grad_f32", s}, /*backward=*/true,
                 contiguousStrides(s), {},
@@ -575,30 +598,35 @@ bool anvil::rt::cuda::cudnnAttentionBackward(
                  {5, nullptr, dq},
                  {6, nullptr, dk},
                  {7, nullptr, dv}},
-                const_cast<float *>(lse), l);
+                const_cast<float *>(lse), keyBias, l);
 }
 
 bool anvil::rt::cuda::cudnnAttentionForwardBf16(
-    const void *q, const void *k, const void *v, void *out, float *lse,
-    const AttentionShape &s, const anvil_rt_attention_layout *layouts) {
+    const void *q, const void *k, const void *v, const float *keyBias,
+    void *out, float *lse, const AttentionShape &s,
+    const anvil_rt_attention_layout *layouts) {
   Strides strides = contiguousStrides(s);
   std::array<void *, kDV + 1> placed{};
   const void *bases[4] = {q, k, v, out};
-  if (!wanted(s, lse) || !placeBf16(s, bases, layouts, 4, strides, placed))
+  if (!wanted(s, lse, keyBias) ||
+      !placeBf16(s, bases, layouts, 4, strides, placed))
     return false;
   return attend({"anvil_rt_cuda_attention_bf16", s}, /*backward=*/false,
-                strides, placed, {}, lse, layouts);
+                strides, placed, {}, lse, keyBias, layouts);
 }
 
 bool anvil::rt::cuda::cudnnAttentionBackwardBf16(
-    const void *q, const void *k, const void *v, const void *out,
-    const float *lse, const void *dOut, void *dq, void *dk, void *dv,
-    const AttentionShape &s, const anvil_rt_attention_layout *layouts) {
+    const void *q, const void *k, const void *v, const float *keyBias,
+    const void *out, const float *lse, const void *dOut, void *dq, void *dk,
+    void *dv, const AttentionShape &s,
+    const anvil_rt_attention_layout *layouts) {
   Strides strides = contiguousStrides(s);
   std::array<void *, kDV + 1> placed{};
   const void *bases[8] = {q, k, v, out, dOut, dq, dk, dv};
-  if (!wanted(s, lse) || !placeBf16(s, bases, layouts, 8, strides, placed))
+  if (!wanted(s, lse, keyBias) ||
+      !placeBf16(s, bases, layouts, 8, strides, placed))
     return false;
   return attend({"anvil_rt_cuda_attention_grad_bf16", s}, /*backward=*/true,
-                strides, placed, {}, const_cast<float *>(lse), layouts);
+                strides, placed, {}, const_cast<float *>(lse), keyBias,
+                layouts);
 }

@@ -33,15 +33,17 @@ inline std::array<int64_t, 3> attentionTensorShape(const AttentionShape &s,
 /// cuDNN and returns true, or returns false having queued nothing when
 /// attentionLibrary() is Anvil or cuDNN cannot take the shape (said once
 /// per shape on stderr). The call's sizes are valid.
+/// `keyBias` is the call's (null unless shape.keyBias).
 bool cudnnAttentionForward(const float *q, const float *k, const float *v,
-                           float *out, float *lse, const AttentionShape &shape,
+                           const float *keyBias, float *out, float *lse,
+                           const AttentionShape &shape,
                            const anvil_rt_attention_layout *layouts);
 
 /// The same for anvil_rt_cuda_attention_grad_f32.
 bool cudnnAttentionBackward(const float *q, const float *k, const float *v,
-                            const float *out, const float *lse,
-                            const float *dOut, float *dq, float *dk, float *dv,
-                            const AttentionShape &shape,
+                            const float *keyBias, const float *out,
+                            const float *lse, const float *dOut, float *dq,
+                            float *dk, float *dv, const AttentionShape &shape,
                             const anvil_rt_attention_layout *layouts);
 
 /// Runs anvil_rt_cuda_attention_bf16's call through cuDNN, reading and
@@ -50,15 +52,15 @@ bool cudnnAttentionBackward(const float *q, const float *k, const float *v,
 /// and where a tensor's start or strides are not 16-byte aligned, as
 /// cuDNN's tensors must be).
 bool cudnnAttentionForwardBf16(const void *q, const void *k, const void *v,
-                               void *out, float *lse,
+                               const float *keyBias, void *out, float *lse,
                                const AttentionShape &shape,
                                const anvil_rt_attention_layout *layouts);
 
 /// The same for anvil_rt_cuda_attention_grad_bf16.
 bool cudnnAttentionBackwardBf16(const void *q, const void *k, const void *v,
-                                const void *out, const float *lse,
-                                const void *dOut, void *dq, void *dk, void *dv,
-                                const AttentionShape &shape,
+                                const float *keyBias, const void *out,
+                                const float *lse, const void *dOut, void *dq,
+                                void *dk, void *dv, const AttentionShape &shape,
                                 const anvil_rt_attention_layout *layouts);
 
 /// Queues on the step stream a copy of the (batch, heads, rows, width) f32

@@ -144,6 +144,8 @@ struct AttentionShape {
   int64_t batch, heads, kvHeads, queries, keys, dim, valueDim;
   float scale;
   bool causal;
+  /// Whether the scores get a (batch, keys) f32 key bias.
+  bool keyBias = false;
 };
 
 /// For tests, and needing no GPU: whether cuDNN's frontend accepts the
@@ -278,8 +280,9 @@ void anvil_rt_cuda_conv(int32_t kind, int32_t bf16, const int64_t *problem,
 /// tensor in 32 bits: a batch whose tensors span more than 2^31 elements
 /// runs in several launches of fewer batch elements (one batch element of
 /// a tensor spanning more fails). Queues the kernels that write out and lse
-/// on the step stream. A call with a key bias (device memory, or null) runs
-/// Anvil's kernels: the cuDNN graphs take no bias.
+/// on the step stream. `keyBias` is device memory, or null (none); cuDNN
+/// takes it as its graph's bias, (batch, 1, 1, keys), when its rows are
+/// 16-byte aligned.
 void anvil_rt_cuda_attention_f32(const float *q, const float *k, const float *v,
                                  const float *keyBias, float *out, float *lse,
                                  int64_t batch, int64_t heads, int64_t kvHeads,
