@@ -44,6 +44,11 @@
 #   bin/resnet-tiny-bf16.cuda.train       attention, RoPE) and ResNet
 #                                         (convolutions on cuDNN), bf16
 #   bin/resnet50-bf16.cuda.train          ResNet-50, batch 128, bf16
+#   bin/bert-tiny-bf16.cuda.train         the tiny BERT (its padding mask the
+#                                         fused attention's key bias), bf16
+#   bin/bert-large-bf16.cuda.train,       BERT-large (batch 8 x 512), bf16,
+#   bin/bert-large-bf16-decomposed.cuda.train  attention fused with the key
+#                                         bias (the default) and decomposed
 #   bin/anvil-cuda-tests                  the runtime's GPU tests
 #   bin/anvil-cuda-graph-tests            the step stream and the step's
 #                                         CUDA graphs (anvil_rt_run_step)
@@ -61,6 +66,9 @@
 #   ref/llama-tiny-bf16.cpu.jsonl,        the tiny Llama's and ResNet's in
 #   ref/resnet-tiny-bf16.cpu.jsonl        bf16 (ResNet's on the images of
 #   ref/resnet-tiny-batch/                ref/resnet-tiny-batch)
+#   ref/bert-tiny-bf16.cpu.jsonl,         the tiny BERT's on the emulated grid
+#   ref/bert-tiny-batch/                  (CUDA's kernels on the CPU), on the
+#                                         batch of ref/bert-tiny-batch
 #   kernels/gpt2-124m.<arch>.json         ptxas -v of every GPT-2 kernel
 #   run.sh, torch_gpt2.py                 the run and its peer
 #   make_batch.py                         ResNet-50's batch, written there
@@ -154,6 +162,16 @@ done
   --cuda-arch="$ARCH" -o "$OUT/bin/resnet-tiny-bf16.cuda.train"
 "$BIN/anvil-compile" --model resnet --config resnet50 --set batch=128 \
   --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/resnet50-bf16.cuda.train"
+# BERT: its padding mask is the fused attention's key bias (cuDNN's bias);
+# the tiny config against the emulated grid's losses, BERT-large's
+# throughput fused and decomposed.
+"$BIN/anvil-compile" --model bert --config bert-tiny --target=cuda \
+  --cuda-arch="$ARCH" -o "$OUT/bin/bert-tiny-bf16.cuda.train"
+"$BIN/anvil-compile" --model bert --config bert-large --target=cuda \
+  --cuda-arch="$ARCH" -o "$OUT/bin/bert-large-bf16.cuda.train"
+"$BIN/anvil-compile" --model bert --config bert-large --attention=decomposed \
+  --target=cuda --cuda-arch="$ARCH" \
+  -o "$OUT/bin/bert-large-bf16-decomposed.cuda.train"
 cp "$BUILD/runtime/anvil-cuda-tests" "$BUILD/runtime/anvil-cuda-graph-tests" \
   "$OUT/bin/"
 # Where memory lives against a streaming kernel's bandwidth.
@@ -198,6 +216,14 @@ python3 "$HERE/make_batch.py" "$work/resnet-tiny-bf16.cpu.train" \
 "$work/resnet-tiny-bf16.cpu.train" --steps 10 --seed 1 --threads 2 \
   --batch-dir "$OUT/ref/resnet-tiny-batch" \
   --log "$OUT/ref/resnet-tiny-bf16.cpu.jsonl" --log-every 1 > /dev/null
+
+"$BIN/anvil-compile" --model bert --config bert-tiny --precision=bf16 \
+  --emulate-cuda-grid --target=cpu -o "$work/bert-tiny-bf16.cpu.train"
+python3 "$HERE/make_batch.py" "$work/bert-tiny-bf16.cpu.train" \
+  "$OUT/ref/bert-tiny-batch" > /dev/null
+"$work/bert-tiny-bf16.cpu.train" --steps 10 --seed 1 --threads 2 \
+  --batch-dir "$OUT/ref/bert-tiny-batch" \
+  --log "$OUT/ref/bert-tiny-bf16.cpu.jsonl" --log-every 1 > /dev/null
 
 cp "$HERE/run.sh" "$HERE/compare_npy.py" "$HERE/torch_gpt2.py" \
   "$HERE/make_batch.py" \

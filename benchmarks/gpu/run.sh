@@ -14,8 +14,8 @@
 #    bin/anvil-cuda-graph-tests in each launch mode),
 # 2. every op case against the CPU backend's results (ops/),
 # 3. the tiny GPT's first 10 losses against the CPU's (ref/), in f32,
-#    bf16 and with each FP8 recipe, and the tiny Llama's and ResNet's in
-#    bf16,
+#    bf16 and with each FP8 recipe, and the tiny Llama's, ResNet's and
+#    BERT's in bf16 (BERT's against the emulated grid's),
 # 4. a streaming kernel's bandwidth by where its memory lives (bin/membw),
 #    cuBLAS's bf16 GEMMs of GPT-2's head with the logits' rows at 50257 and
 #    padded to 50304 (bin/gemmalign),
@@ -28,7 +28,8 @@
 #    step time, MFU against the GPU's dense bf16 peak,
 #    and each kernel's time over 4 steps (NAME.profile.txt); GPT-2 350M in
 #    bf16 and FP8; ResNet-50 in bf16 (batch 128; its "tokens/s" are
-#    images/s),
+#    images/s); BERT-large in bf16 (batch 8 x 512), its attention fused
+#    with the padding mask as a key bias (the default) and decomposed,
 # 5. the same model in PyTorch eager and torch.compile when PyTorch is
 #    installed, with the ratios printed last.
 #
@@ -136,6 +137,18 @@ check resnet-tiny-bf16 bash -c "'$here/bin/resnet-tiny-bf16.cuda.train' \
   > '$out/resnet-tiny-bf16.out' && python3 '$here/compare_losses.py' \
   '$out/resnet-tiny-bf16.gpu.jsonl' '$here/ref/resnet-tiny-bf16.cpu.jsonl' \
   --tolerance bf16-training"
+
+# BERT's padding mask as the fused attention's key bias (cuDNN's bias, or
+# Anvil's kernels where cuDNN refuses it: the log says so): the tiny
+# config's losses against the emulated grid's.
+check bert-tiny-bf16 bash -c "'$here/bin/bert-tiny-bf16.cuda.train' \
+  --steps 10 --seed 1 --batch-dir '$here/ref/bert-tiny-batch' \
+  --log '$out/bert-tiny-bf16.gpu.jsonl' --log-every 1 \
+  > '$out/bert-tiny-bf16.out' && python3 '$here/compare_losses.py' \
+  '$out/bert-tiny-bf16.gpu.jsonl' '$here/ref/bert-tiny-bf16.cpu.jsonl' \
+  --tolerance bf16-training"
+grep -h "does not take" "$out/bert-tiny-bf16.log" 2>/dev/null | sort -u |
+  tee -a "$summary"
 
 # Where memory lives against bandwidth (membw.cu): device memory, and
 # managed memory as the runtime uses it, each as a ratio to device memory.
@@ -277,6 +290,29 @@ else
   note "FAIL resnet50-batch: $(tail -1 "$out/resnet50-batch.log")"
   failed=$((failed + 1))
 fi
+# BERT-large in bf16 (batch 8 x 512; its "tokens/s" count every position),
+# attention fused with the padding mask as its key bias (the default)
+# against decomposed (the (B, H, T, T) scores and probabilities stored):
+# the same model, losses within bf16 training's bound.
+if python3 "$here/make_batch.py" "$here/bin/bert-large-bf16.cuda.train" \
+    "$out/bert-large-batch" > "$out/bert-large-batch.log" 2>&1; then
+  measure bert-large-bf16 "$here/bin/bert-large-bf16.cuda.train" \
+    --batch-dir "$out/bert-large-batch"
+  grep -h "does not take" "$out/bert-large-bf16.out" | sort -u |
+    tee -a "$summary"
+  measure bert-large-bf16-decomposed \
+    "$here/bin/bert-large-bf16-decomposed.cuda.train" \
+    --batch-dir "$out/bert-large-batch"
+  if [ -f "$out/bert-large-bf16.jsonl" ] &&
+      [ -f "$out/bert-large-bf16-decomposed.jsonl" ]; then
+    check bert-large-fused-losses python3 "$here/compare_losses.py" \
+      "$out/bert-large-bf16.jsonl" "$out/bert-large-bf16-decomposed.jsonl" \
+      --tolerance bf16-training
+  fi
+else
+  note "FAIL bert-large-batch: $(tail -1 "$out/bert-large-batch.log")"
+  failed=$((failed + 1))
+fi
 # Where the time goes: each kernel's and library call's wall time over 4
 # steps (ANVIL_PROFILE=1: every launch synchronized), for the next change.
 for name in gpt2 gpt2-bf16; do
@@ -313,6 +349,8 @@ ratio "Anvil bf16 embedding gradient call / loop" gpt2-bf16 \
 ratio "Anvil bf16 padded logits rows / unpadded" gpt2-bf16 gpt2-bf16-unpadded
 ratio "Anvil bf16 CUDA graph / asynchronous launches" gpt2-bf16 gpt2-bf16-async
 ratio "Anvil bf16 CUDA graph / synchronized launches" gpt2-bf16 gpt2-bf16-sync
+ratio "Anvil BERT-large bf16 fused attention (key bias) / decomposed" \
+  bert-large-bf16 bert-large-bf16-decomposed
 ratio "Anvil GPT-2 350M fp8 / bf16" gpt2-350m-fp8 gpt2-350m-bf16 " (target 1.25)"
 ratio "Anvil GPT-2 350M fp8 delayed / bf16" gpt2-350m-fp8-delayed \
   gpt2-350m-bf16 " (target 1.25)"
