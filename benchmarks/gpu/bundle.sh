@@ -218,7 +218,8 @@ python3 "$HERE/make_batch.py" "$work/resnet-tiny-bf16.cpu.train" \
   --log "$OUT/ref/resnet-tiny-bf16.cpu.jsonl" --log-every 1 > /dev/null
 
 "$BIN/anvil-compile" --model bert --config bert-tiny --precision=bf16 \
-  --emulate-cuda-grid --target=cpu -o "$work/bert-tiny-bf16.cpu.train"
+  --attention=fused --emulate-cuda-grid --target=cpu \
+  -o "$work/bert-tiny-bf16.cpu.train"
 python3 "$HERE/make_batch.py" "$work/bert-tiny-bf16.cpu.train" \
   "$OUT/ref/bert-tiny-batch" > /dev/null
 "$work/bert-tiny-bf16.cpu.train" --steps 10 --seed 1 --threads 2 \

@@ -1,4 +1,5 @@
 // RUN: anvil-opt %s --split-input-file --anvil-flash-attention | FileCheck %s
+// RUN: anvil-opt %s --split-input-file --anvil-flash-attention=max-head-dim=8 | FileCheck %s --check-prefix=NARROW
 
 // Tests anvil-flash-attention's key biases: a mask that is an anvil.broadcast
 // of one row of keys per batch element (or one row for all) over the heads
@@ -66,8 +67,9 @@ func.func @shared_rows(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xf32>, %v: t
 // CHECK-NOT: anvil.flash_attention
 // CHECK-COUNT-4: anvil.attention
 func.func @not_key_biases(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xf32>, %v: tensor<2x4x8x16xf32>,
-                          %rows: tensor<2x8xi1>, %heads: tensor<2x4x1x8xi1>, %full: tensor<8x8xf32>,
+                          %rows: tensor<2x8xi1>, %heads: tensor<2x4x1x8xi1>, %fullBits: tensor<8x8xi1>,
                           %learned: tensor<8xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) {
+  %full = anvil.cast %fullBits : tensor<8x8xi1> to tensor<8x8xf32>
   %rf = anvil.cast %rows : tensor<2x8xi1> to tensor<2x8xf32>
   %byQuery = anvil.broadcast %rf, dims = [0, 2] : tensor<2x8xf32> -> tensor<2x1x8x8xf32>
   %hf = anvil.cast %heads : tensor<2x4x1x8xi1> to tensor<2x4x1x8xf32>
@@ -92,4 +94,24 @@ func.func @stopped(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xf32>, %v: tenso
   %m = anvil.broadcast %r, dims = [0, 1, 2, 3] : tensor<2x1x1x8xf32> -> tensor<2x4x8x8xf32>
   %o = anvil.attention %q, %k, %v mask(%m) : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x16xf32>
   return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// A mask shared by an op that fuses and one that does not (its heads are
+// wider than max-head-dim): the fused one takes the key bias, the other
+// keeps the mask.
+// NARROW-LABEL: func.func @shared_mask
+// NARROW: %[[M:.+]] = anvil.broadcast %{{.+}}, dims = [0, 1, 2, 3] : tensor<2x1x1x8xf32> -> tensor<2x1x8x8xf32>
+// NARROW: anvil.flash_attention %arg0, %arg1, %arg2 key_bias(%{{.+}}) : (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<2x8xf32>)
+// NARROW: anvil.attention %arg3, %arg4, %arg5 mask(%[[M]])
+func.func @shared_mask(%q: tensor<2x4x8x8xf32>, %k: tensor<2x4x8x8xf32>, %v: tensor<2x4x8x8xf32>,
+                       %q2: tensor<2x4x8x16xf32>, %k2: tensor<2x4x8x16xf32>, %v2: tensor<2x4x8x16xf32>,
+                       %am: tensor<2x8xi32>) -> (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) {
+  %row = anvil.cast %am : tensor<2x8xi32> to tensor<2x8xf32>
+  %r4 = anvil.reshape %row : tensor<2x8xf32> -> tensor<2x1x1x8xf32>
+  %mask = anvil.broadcast %r4, dims = [0, 1, 2, 3] : tensor<2x1x1x8xf32> -> tensor<2x1x8x8xf32>
+  %o = anvil.attention %q, %k, %v mask(%mask) : (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<2x1x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %p = anvil.attention %q2, %k2, %v2 mask(%mask) : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x1x8x8xf32>) -> tensor<2x4x8x16xf32>
+  return %o, %p : tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>
 }

@@ -90,11 +90,27 @@ Value axisCode(RewriterBase &rewriter, Operation *op, StringRef axis) {
                                       rewriter.getI32Type(), code);
 }
 
+/// Whether `buffer` is a global or a view of one: the host's memory (a
+/// constant's values), which the CUDA backend's library calls, running on
+/// the device, cannot read.
+bool viewsGlobal(Value buffer) {
+  while (Operation *def = buffer.getDefiningOp()) {
+    if (isa<memref::GetGlobalOp>(def))
+      return true;
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view)
+      return false;
+    buffer = view.getViewSource();
+  }
+  return false;
+}
+
 /// `buffer` itself when it is contiguous and row-major, else a copy of it
-/// in a new contiguous buffer.
+/// in a new contiguous buffer; a global is copied too (viewsGlobal: the copy
+/// is a dispatch, whose kernels read constant globals on the device).
 Value contiguous(RewriterBase &rewriter, Location loc, Value buffer) {
   auto type = cast<MemRefType>(buffer.getType());
-  if (memref::isStaticShapeAndContiguousRowMajor(type))
+  if (memref::isStaticShapeAndContiguousRowMajor(type) && !viewsGlobal(buffer))
     return buffer;
   Value copy = memref::AllocOp::create(
       rewriter, loc, MemRefType::get(type.getShape(), type.getElementType()));
@@ -383,8 +399,8 @@ bool isPacked(anvil::FlashAttentionGradOp op) { return op.getPackedGrads(); }
 ///    kvHeads, queries, keys, dim, valueDim, f32 scale, i32 causal,
 ///    i32 bf16, layouts)
 /// keyBias is an LLVM pointer to the key bias's buffer (made contiguous),
-/// or null without one; taken after the results' buffers are allocated, so
-/// that anvil-plan-memory keeps it live until the call.
+/// or null without one (anvil-plan-memory keeps a buffer whose address is
+/// taken live until the address's last user, the call).
 /// On bf16 tensors (lse f32) the bf16 functions, without the bf16 flag.
 /// `layouts` (a constant global, memref<Nxi64>) holds the offset and
 /// strides of each 4-D buffer in argument order (q, k, v, out[, dOut, dq,
@@ -392,14 +408,13 @@ bool isPacked(anvil::FlashAttentionGradOp op) { return op.getPackedGrads(); }
 /// (the (B, T, H, D) slices of a projection with `bshd`) are passed as
 /// they are; a gradient with `packed_grads` passes its one result three
 /// times, dq, dk and dv at their columns. A buffer whose strides are not
-/// static, or whose innermost
-/// dimension is not contiguous, is copied first; so is a strided lse
-/// (contiguous in the ABI). Each buffer is passed as a 0-D memref view of
-/// its allocation's base (one declaration for every shape), which the
-/// host's bare-pointer calling convention passes as the pointer
-/// RuntimeABI.h declares; as views that the call uses, the buffers stay
-/// live (anvil-plan-memory) until it returns. New results have identity
-/// layout.
+/// static, or whose innermost dimension is not contiguous, is copied first;
+/// so is a strided lse (contiguous in the ABI), and a global (a constant:
+/// the host's memory, viewsGlobal). Each buffer is passed as a 0-D memref view
+/// of its allocation's base (one declaration for every shape), which the host's
+/// bare-pointer calling convention passes as the pointer RuntimeABI.h declares;
+/// as views that the call uses, the buffers stay live (anvil-plan-memory) until
+/// it returns. New results have identity layout.
 template <typename OpTy>
 struct AttentionBufferization
     : NewBufferModel<AttentionBufferization<OpTy>, OpTy> {
@@ -429,7 +444,8 @@ struct AttentionBufferization
       if (type.getRank() == 4)
         layout = attentionLayout(type, bshd);
       if ((type.getRank() == 4 && !layout) ||
-          (type.getRank() != 4 && !type.getLayout().isIdentity())) {
+          (type.getRank() != 4 && !type.getLayout().isIdentity()) ||
+          viewsGlobal(buffer)) {
         Value plain = memref::AllocOp::create(
             rewriter, loc,
             MemRefType::get(type.getShape(), type.getElementType()));

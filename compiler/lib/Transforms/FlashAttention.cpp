@@ -299,12 +299,14 @@ struct AnvilFlashAttentionPass
         chosen.emplace_back(op, bias);
     });
     SmallVector<FlashAttentionOp> made;
-    // One key bias per mask: the layers of a model share theirs.
-    llvm::DenseMap<Value, Value> keyBiases;
+    // One key bias per mask (and batch: a (Tq, Tk) mask may serve ops of
+    // several): the layers of a model share theirs.
+    llvm::DenseMap<std::pair<Value, int64_t>, Value> keyBiases;
     for (auto [op, source] : chosen) {
       Value keyBias;
       if (source) {
-        Value &built = keyBiases[op.getMask()];
+        Value &built =
+            keyBiases[{op.getMask(), op.getQuery().getType().getDimSize(0)}];
         if (!built) {
           OpBuilder at(op->getContext());
           at.setInsertionPointAfterValue(op.getMask());

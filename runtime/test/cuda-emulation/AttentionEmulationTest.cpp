@@ -120,34 +120,39 @@ INSTANTIATE_TEST_SUITE_P(
 /// Batches whose tensors span more than 2^31 elements run in several
 /// launches of a few batch elements each (the kernels index in 32 bits):
 /// with the bound lowered to a little over one batch element's span, each
-/// launch takes one, and every result is the same as in one launch.
+/// launch takes one, and every result is the same as in one launch; with a
+/// key bias too (each launch reads its batch element's row: the padding
+/// differs from row to row).
 TEST(AttentionEmulation, LargeBatchesRunInChunksWithTheSameResults) {
-  const check::AttentionCase c = {"Chunks", 3, 2, 1, 40, 40, 16, 16, true};
-  for (bool bf16 : {false, true})
-    for (check::Placement placement : check::kPlacements) {
-      SCOPED_TRACE(std::string(bf16 ? "bf16 " : "f32 ") +
-                   check::placementName(placement));
-      check::AttentionDeviations whole = runAttention(c, bf16, placement);
-      // The largest batch element: q's or out's, heads x queries x 16 plus
-      // the gaps between rows.
-      int64_t span = 0;
-      for (const check::Placed &p : check::placeAll(c, placement))
-        span = std::max(span, p.index(0, p.heads - 1, p.rows - 1, 0) + p.width -
-                                  p.layout.offset);
-      emu::options().attentionIndexLimit = span;
-      check::AttentionDeviations chunked = runAttention(c, bf16, placement);
-      emu::options().attentionIndexLimit = INT_MAX;
-      auto a = whole.named(check::kBf16Tolerance),
-           b = chunked.named(check::kBf16Tolerance);
-      for (size_t i = 0; i < a.size(); ++i) {
-        EXPECT_EQ(a[i].deviation.error, b[i].deviation.error) << a[i].name;
-        EXPECT_EQ(a[i].deviation.magnitude, b[i].deviation.magnitude)
-            << a[i].name;
+  const check::AttentionCase cases[] = {
+      {"Chunks", 3, 2, 1, 40, 40, 16, 16, true},
+      {"ChunksKeyBias", 3, 2, 1, 40, 40, 16, 16, true, true}};
+  for (const check::AttentionCase &c : cases)
+    for (bool bf16 : {false, true})
+      for (check::Placement placement : check::kPlacements) {
+        SCOPED_TRACE(std::string(c.name) + (bf16 ? " bf16 " : " f32 ") +
+                     check::placementName(placement));
+        check::AttentionDeviations whole = runAttention(c, bf16, placement);
+        // The largest batch element: q's or out's, heads x queries x 16 plus
+        // the gaps between rows.
+        int64_t span = 0;
+        for (const check::Placed &p : check::placeAll(c, placement))
+          span = std::max(span, p.index(0, p.heads - 1, p.rows - 1, 0) +
+                                    p.width - p.layout.offset);
+        emu::options().attentionIndexLimit = span;
+        check::AttentionDeviations chunked = runAttention(c, bf16, placement);
+        emu::options().attentionIndexLimit = INT_MAX;
+        auto a = whole.named(check::kBf16Tolerance),
+             b = chunked.named(check::kBf16Tolerance);
+        for (size_t i = 0; i < a.size(); ++i) {
+          EXPECT_EQ(a[i].deviation.error, b[i].deviation.error) << a[i].name;
+          EXPECT_EQ(a[i].deviation.magnitude, b[i].deviation.magnitude)
+              << a[i].name;
+        }
+        EXPECT_TRUE(chunked.within(bf16 ? check::kBf16Tolerance
+                                        : check::kF32Tolerance));
+        EXPECT_EQ(chunked.writtenOutside, 0u);
       }
-      EXPECT_TRUE(
-          chunked.within(bf16 ? check::kBf16Tolerance : check::kF32Tolerance));
-      EXPECT_EQ(chunked.writtenOutside, 0u);
-    }
 }
 
 TEST(AttentionEmulationDeathTest, ABatchElementBeyondTheIndexBoundFails) {

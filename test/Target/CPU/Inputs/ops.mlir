@@ -275,8 +275,8 @@ func.func @flash_attention_bf16_tensors(%qkv: tensor<2x40x192xf32>, %g: tensor<2
 // With a key bias (B, Tk), added to every query's scaled scores (the
 // padding mask anvil-flash-attention takes from an anvil.attention's mask):
 // causal grouped-query attention in (B, H, T, D) with more keys than
-// queries. (CUDA runs these on Anvil's kernels: the cuDNN graphs take no
-// bias.)
+// queries. (CUDA runs f32 products on Anvil's kernels; cuDNN's attention
+// is bf16 only.)
 // tolerance: f32-composite
 func.func @flash_attention_key_bias(%q: tensor<2x4x37x16xf32>, %k: tensor<2x2x45x16xf32>, %v: tensor<2x2x45x16xf32>, %g: tensor<2x4x37x16xf32>, %bias: tensor<2x45xf32>) -> (tensor<2x4x37x16xf32>, tensor<2x4x37xf32>, tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>) {
   %o, %lse = anvil.flash_attention %q, %k, %v key_bias(%bias) {causal} : (tensor<2x4x37x16xf32>, tensor<2x2x45x16xf32>, tensor<2x2x45x16xf32>, tensor<2x45xf32>) -> (tensor<2x4x37x16xf32>, tensor<2x4x37xf32>)
@@ -285,7 +285,8 @@ func.func @flash_attention_key_bias(%q: tensor<2x4x37x16xf32>, %k: tensor<2x2x45
 }
 
 // The same on bf16 tensors in (B, T, H, D), q, k and v column slices of
-// one packed projection, the gradients packed (BERT's form on CUDA).
+// one packed projection, the gradients packed (BERT's form on CUDA, which
+// may run it on cuDNN with the bias as its graph's).
 // tolerance: bf16-composite
 func.func @flash_attention_key_bias_bf16(%qkv: tensor<2x40x192xf32>, %g: tensor<2x40x4x16xf32>, %bias: tensor<2x40xf32>) -> (tensor<2x40x4x16xf32>, tensor<2x4x40xf32>, tensor<2x40x192xf32>) {
   %p = anvil.cast %qkv : tensor<2x40x192xf32> to tensor<2x40x192xbf16>
@@ -301,6 +302,16 @@ func.func @flash_attention_key_bias_bf16(%qkv: tensor<2x40x192xf32>, %g: tensor<
   %ro1 = anvil.cast %o1 : tensor<2x40x4x16xbf16> to tensor<2x40x4x16xf32>
   %rd1 = anvil.cast %d1 : tensor<2x40x192xbf16> to tensor<2x40x192xf32>
   return %ro1, %lse1, %rd1 : tensor<2x40x4x16xf32>, tensor<2x4x40xf32>, tensor<2x40x192xf32>
+}
+
+// A constant key bias (a fixed padding mask): a global, the host's memory,
+// which the runtime's functions on a GPU cannot read, so the step copies it
+// into a planned buffer (a dispatch) before the call.
+// tolerance: f32-composite
+func.func @flash_attention_constant_key_bias(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xf32>, %v: tensor<2x4x8x16xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>) {
+  %bias = anvil.constant dense<[[0.0, 0.0, 0.0, 0.0, 0.0, -1.0e+04, -1.0e+04, -1.0e+04], [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, -1.5, -1.0e+04]]> : tensor<2x8xf32>
+  %o, %lse = anvil.flash_attention %q, %k, %v key_bias(%bias) : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x8xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
+  return %o, %lse : tensor<2x4x8x16xf32>, tensor<2x4x8xf32>
 }
 
 // tolerance: f32-composite
