@@ -1046,3 +1046,123 @@ func.func @scalar_into_reduction(%x: tensor<64xf32>, %z: tensor<f32>) -> tensor<
   } -> tensor<f32>
   return %total : tensor<f32>
 }
+
+// -----
+
+// LAMB's trust ratio: the root of the ratio of a tensor's squared norm to
+// its update's (two reductions over every loop), in f64, read by the
+// update's application. Its body as fusion leaves it, each root three times
+// (work 70 counted op by op), costs 32 once equal ops are counted once:
+// at most kScalarWork, it is computed again in the reader. A scalar that
+// costs more (a third distinct root: 37) keeps its kernel.
+#t1 = affine_map<(d0) -> (d0)>
+#t0 = affine_map<(d0) -> ()>
+#z0 = affine_map<() -> ()>
+// CHECK-LABEL: func.func @trust_ratio
+// CHECK:      %[[W2:.+]] = linalg.generic {{.+}} iterator_types = ["reduction"]
+// CHECK:      %[[U2:.+]] = linalg.generic {{.+}} iterator_types = ["reduction"]
+// CHECK-NOT:  iterator_types = []
+// CHECK:      linalg.generic {{.+}} iterator_types = ["parallel"]} ins(%arg0, %arg1, %[[W2]], %[[U2]] : tensor<1024xf32>, tensor<1024xf32>, tensor<f32>, tensor<f32>)
+// CHECK:        math.sqrt %{{.+}} : f64
+// CHECK-NOT:  linalg.generic
+// CHECK:      return
+// CHECK-LABEL: func.func @three_roots
+// CHECK:      linalg.generic {{.+}} iterator_types = []
+// CHECK:        math.sqrt
+// CHECK:        math.sqrt
+// CHECK:        math.sqrt
+// CHECK:      linalg.generic {{.+}} iterator_types = ["parallel"]
+func.func @trust_ratio(%w: tensor<1024xf32>, %u: tensor<1024xf32>) -> tensor<1024xf32> {
+  %z = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %i0 = linalg.fill ins(%z : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %w2 = linalg.generic {indexing_maps = [#t1, #t0], iterator_types = ["reduction"]} ins(%w : tensor<1024xf32>) outs(%i0 : tensor<f32>) {
+  ^bb0(%p: f32, %o: f32):
+    %sq = arith.mulf %p, %p : f32
+    %s = arith.addf %o, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  %u2 = linalg.generic {indexing_maps = [#t1, #t0], iterator_types = ["reduction"]} ins(%u : tensor<1024xf32>) outs(%i0 : tensor<f32>) {
+  ^bb0(%p: f32, %o: f32):
+    %sq = arith.mulf %p, %p : f32
+    %s = arith.addf %o, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  %e1 = tensor.empty() : tensor<f32>
+  %ratio = linalg.generic {indexing_maps = [#z0, #z0, #z0], iterator_types = []} ins(%w2, %u2 : tensor<f32>, tensor<f32>) outs(%e1 : tensor<f32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %zero = arith.constant 0.0 : f64
+    %one = arith.constant 1.0 : f64
+    %lr = arith.constant 1.0e-3 : f64
+    %b0 = arith.extf %b : f32 to f64
+    %rb0 = math.sqrt %b0 : f64
+    %b1 = arith.extf %b : f32 to f64
+    %rb1 = math.sqrt %b1 : f64
+    %a0 = arith.extf %a : f32 to f64
+    %ra0 = math.sqrt %a0 : f64
+    %m0 = arith.mulf %ra0, %rb1 : f64
+    %c0 = arith.cmpf ogt, %m0, %zero : f64
+    %d0 = arith.select %c0, %rb0, %one : f64
+    %a1 = arith.extf %a : f32 to f64
+    %ra1 = math.sqrt %a1 : f64
+    %q = arith.divf %ra1, %d0 : f64
+    %b2 = arith.extf %b : f32 to f64
+    %rb2 = math.sqrt %b2 : f64
+    %a2 = arith.extf %a : f32 to f64
+    %ra2 = math.sqrt %a2 : f64
+    %m1 = arith.mulf %ra2, %rb2 : f64
+    %c1 = arith.cmpf ogt, %m1, %zero : f64
+    %r = arith.select %c1, %q, %one : f64
+    %l = arith.mulf %r, %lr : f64
+    %t = arith.truncf %l : f64 to f32
+    linalg.yield %t : f32
+  } -> tensor<f32>
+  %e2 = tensor.empty() : tensor<1024xf32>
+  %new = linalg.generic {indexing_maps = [#t1, #t1, #t0, #t1], iterator_types = ["parallel"]} ins(%w, %u, %ratio : tensor<1024xf32>, tensor<1024xf32>, tensor<f32>) outs(%e2 : tensor<1024xf32>) {
+  ^bb0(%p: f32, %d: f32, %k: f32, %o: f32):
+    %step = arith.mulf %k, %d : f32
+    %n = arith.subf %p, %step : f32
+    linalg.yield %n : f32
+  } -> tensor<1024xf32>
+  return %new : tensor<1024xf32>
+}
+
+func.func @three_roots(%w: tensor<1024xf32>, %u: tensor<1024xf32>) -> tensor<1024xf32> {
+  %z = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %i0 = linalg.fill ins(%z : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %w2 = linalg.generic {indexing_maps = [#t1, #t0], iterator_types = ["reduction"]} ins(%w : tensor<1024xf32>) outs(%i0 : tensor<f32>) {
+  ^bb0(%p: f32, %o: f32):
+    %sq = arith.mulf %p, %p : f32
+    %s = arith.addf %o, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  %e1 = tensor.empty() : tensor<f32>
+  %ratio = linalg.generic {indexing_maps = [#z0, #z0], iterator_types = []} ins(%w2 : tensor<f32>) outs(%e1 : tensor<f32>) {
+  ^bb0(%a: f32, %o: f32):
+    %a0 = arith.extf %a : f32 to f64
+    %r0 = math.sqrt %a0 : f64
+    %r1 = math.sqrt %r0 : f64
+    %r2 = math.sqrt %r1 : f64
+    %s = arith.addf %r0, %r1 : f64
+    %s2 = arith.addf %s, %r2 : f64
+    %p = arith.mulf %s2, %s2 : f64
+    %q = arith.mulf %p, %p : f64
+    %q2 = arith.mulf %q, %q : f64
+    %q3 = arith.mulf %q2, %q2 : f64
+    %q4 = arith.mulf %q3, %q3 : f64
+    %q5 = arith.mulf %q4, %q4 : f64
+    %q6 = arith.mulf %q5, %q5 : f64
+    %q7 = arith.mulf %q6, %q6 : f64
+    %q8 = arith.mulf %q7, %q7 : f64
+    %t = arith.truncf %q8 : f64 to f32
+    linalg.yield %t : f32
+  } -> tensor<f32>
+  %e2 = tensor.empty() : tensor<1024xf32>
+  %new = linalg.generic {indexing_maps = [#t1, #t0, #t1], iterator_types = ["parallel"]} ins(%w, %ratio : tensor<1024xf32>, tensor<f32>) outs(%e2 : tensor<1024xf32>) {
+  ^bb0(%p: f32, %k: f32, %o: f32):
+    %n = arith.mulf %k, %p : f32
+    linalg.yield %n : f32
+  } -> tensor<1024xf32>
+  return %new : tensor<1024xf32>
+}

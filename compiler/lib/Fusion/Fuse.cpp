@@ -470,10 +470,38 @@ std::optional<int64_t> workOf(Operation &op) {
 }
 
 /// What `op`'s body costs a point (workOf of each op); std::nullopt when
-/// an op's cost is unbounded or unknown.
+/// an op's cost is unbounded or unknown. An op equal to an earlier one (the
+/// same operation, attributes and result types, on operands equal so) is
+/// counted once: fusion copies a producer's body into each reader, which
+/// CSE computes once later (LAMB's trust ratio, fused from two scalars of
+/// the same norms, has each root three times before).
 std::optional<int64_t> bodyWork(linalg::GenericOp op) {
   int64_t work = 0;
+  // Each body value's first equal; the distinct ops so far.
+  llvm::DenseMap<Value, Value> first;
+  SmallVector<Operation *> distinct;
+  auto firstOf = [&](Value v) { return first.lookup(v) ? first.lookup(v) : v; };
   for (Operation &bodyOp : op.getBlock()->without_terminator()) {
+    Operation *equal = nullptr;
+    if (bodyOp.getNumRegions() == 0)
+      for (Operation *seen : distinct)
+        if (OperationEquivalence::isEquivalentTo(
+                &bodyOp, seen,
+                [&](Value a, Value b) {
+                  return success(firstOf(a) == firstOf(b));
+                },
+                /*markEquivalent=*/nullptr,
+                OperationEquivalence::IgnoreLocations)) {
+          equal = seen;
+          break;
+        }
+    if (equal) {
+      for (auto [mine, theirs] :
+           llvm::zip(bodyOp.getResults(), equal->getResults()))
+        first[mine] = theirs;
+      continue;
+    }
+    distinct.push_back(&bodyOp);
     std::optional<int64_t> cost = workOf(bodyOp);
     if (!cost)
       return std::nullopt;
@@ -984,10 +1012,16 @@ struct IotaAsIndex : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
+/// The most work (bodyWork) of a scalar readsScalarOfReduction recomputes:
+/// LAMB's trust ratio (two roots and a division in f64, 32).
+constexpr int64_t kScalarWork = 32;
+
 /// Whether `fused` reads a cheap scalar of a whole-tensor reduction: a
 /// generic without loops, its init unread, whose inputs are the rank-0
 /// results of generics with reduction loops only (the FP8 current recipe's
-/// scale, 448 / amax), whose body's work (bodyWork) is at most 16, read by
+/// scale, 448 / amax; LAMB's trust ratio, the root of the ratio of a
+/// tensor's and its update's squared norms), whose body's work (bodyWork)
+/// is at most kScalarWork, read by
 /// a generic whose loops are all parallel (a reduction would compute it
 /// again at every term). Such a scalar takes a kernel of its own, of one
 /// thread, only because the reduction's blocks finish in no set order;
@@ -1009,7 +1043,7 @@ bool readsScalarOfReduction(OpOperand *fused) {
       return false;
   }
   std::optional<int64_t> work = bodyWork(producer);
-  return work && *work <= 16;
+  return work && *work <= kScalarWork;
 }
 
 struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
