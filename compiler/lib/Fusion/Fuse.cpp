@@ -764,6 +764,95 @@ void mergeElementwise(IRRewriter &rewriter, linalg::GenericOp producer,
   rewriter.replaceOp(consumer, fused->getResults().drop_front(nProducerOut));
 }
 
+/// A generic whose loops are all parallel, whose results (each written
+/// through the identity) are collapsed, all the same way, and returned so
+/// (or read only so), with its loops collapsed so: it computes the
+/// returned shape, which bufferization writes into the result's own
+/// buffer, rather than a buffer of the uncollapsed shape the return then
+/// copies (the optimizer's moments of a bias whose gradient comes as
+/// (heads, head dim): a copy kernel each). Other readers read the collapsed
+/// results expanded back (a view). Needs the collapsed loops contiguous in
+/// every operand's map. Returns whether any collapsed.
+bool collapseReturnedReshapes(Operation *root) {
+  SmallVector<std::pair<linalg::GenericOp, SmallVector<ReassociationIndices>>>
+      chosen;
+  root->walk([&](linalg::GenericOp op) {
+    if (!op.hasPureTensorSemantics() || op.getNumResults() == 0 ||
+        op.getNumParallelLoops() != op.getNumLoops() ||
+        llvm::any_of(op.getIndexingMapsArray(), [](AffineMap map) {
+          return !map.isProjectedPermutation();
+        }))
+      return;
+    // The collapses of the results (one way), whether one is returned,
+    // and whether anything reads a result otherwise.
+    std::optional<SmallVector<ReassociationIndices>> shared;
+    bool returned = false, otherReaders = false;
+    for (OpResult result : op->getResults()) {
+      if (!op.getIndexingMapMatchingResult(result).isIdentity())
+        return;
+      for (Operation *user : result.getUsers()) {
+        auto collapse = dyn_cast<tensor::CollapseShapeOp>(user);
+        if (!collapse) {
+          otherReaders = true; // it reads the result expanded back
+          continue;
+        }
+        SmallVector<ReassociationIndices> reassociation =
+            collapse.getReassociationIndices();
+        if (shared && *shared != reassociation)
+          return;
+        shared = reassociation;
+        returned |= llvm::any_of(collapse->getUsers(), [](Operation *u) {
+          return u->hasTrait<OpTrait::IsTerminator>();
+        });
+      }
+    }
+    // Collapsed, the results are read as they were (or through a view):
+    // worth it when a collapse is returned (no copy) or when nothing reads
+    // them uncollapsed.
+    if (shared && (returned || !otherReaders) &&
+        linalg::areDimSequencesPreserved(op.getIndexingMapsArray(), *shared))
+      chosen.emplace_back(op, *shared);
+  });
+  IRRewriter rewriter(root->getContext());
+  bool collapsed = false;
+  for (auto &[op, reassociation] : chosen) {
+    rewriter.setInsertionPoint(op);
+    FailureOr<linalg::CollapseResult> result = linalg::collapseOpIterationDims(
+        cast<linalg::LinalgOp>(op.getOperation()), reassociation, rewriter);
+    if (failed(result))
+      continue;
+    // An init collapsed from a tensor.empty is an empty of the collapsed
+    // shape (else bufferization allocates the uncollapsed one, and the
+    // result is a view of it: the copy again).
+    for (OpOperand &init : result->collapsedOp.getDpsInitsMutable()) {
+      auto collapse = init.get().getDefiningOp<tensor::CollapseShapeOp>();
+      if (!collapse || !collapse.getSrc().getDefiningOp<tensor::EmptyOp>())
+        continue;
+      auto type = cast<RankedTensorType>(collapse.getType());
+      rewriter.setInsertionPoint(result->collapsedOp);
+      Value empty = tensor::EmptyOp::create(
+          rewriter, collapse.getLoc(), type.getShape(), type.getElementType());
+      rewriter.modifyOpInPlace(result->collapsedOp, [&] { init.set(empty); });
+    }
+    // Each returned collapse now is the collapsed result itself; other
+    // readers read it expanded back.
+    for (auto [old, collapsedResult, expanded] :
+         llvm::zip(op->getResults(), result->collapsedOp->getResults(),
+                   result->results))
+      for (OpOperand &use : llvm::make_early_inc_range(old.getUses())) {
+        auto collapse = dyn_cast<tensor::CollapseShapeOp>(use.getOwner());
+        if (collapse && collapse.getReassociationIndices() == reassociation)
+          rewriter.replaceOp(collapse, collapsedResult);
+        else
+          rewriter.modifyOpInPlace(
+              use.getOwner(), [&, expanded = expanded] { use.set(expanded); });
+      }
+    rewriter.eraseOp(op);
+    collapsed = true;
+  }
+  return collapsed;
+}
+
 /// An elementwise producer whose results the function returns (updated
 /// state, which is written anyway) and one generic also reads, merged into
 /// that generic as more results: the optimizer's m and v updates and the
@@ -1048,7 +1137,26 @@ bool readsScalarOfReduction(OpOperand *fused) {
 
 struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
   using AnvilFusePassBase::AnvilFusePassBase;
+
   void runOnOperation() override {
+    fuse();
+    // Returned results computed in the shape they are returned in, last
+    // (the fusion's patterns would expand the generics again), then the
+    // reshapes between folded.
+    if (!collapseReturnedReshapes(getOperation()))
+      return;
+    MLIRContext *context = &getContext();
+    RewritePatternSet cleanup(context);
+    tensor::ExpandShapeOp::getCanonicalizationPatterns(cleanup, context);
+    tensor::CollapseShapeOp::getCanonicalizationPatterns(cleanup, context);
+    tensor::EmptyOp::getCanonicalizationPatterns(cleanup, context);
+    linalg::GenericOp::getCanonicalizationPatterns(cleanup, context);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(cleanup))))
+      signalPassFailure();
+  }
+
+  /// Everything but collapseReturnedReshapes.
+  void fuse() {
     MLIRContext *context = &getContext();
     RewritePatternSet patterns(context);
     linalg::ControlFusionFn control = [this](OpOperand *fused) {

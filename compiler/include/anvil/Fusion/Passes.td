@@ -22,6 +22,11 @@ def AnvilFusePass : Pass<"anvil-fuse", "mlir::ModuleOp"> {
        kernel; a producer that only moves data (a broadcast, a copy) may be
        read through any map, since re-reading it costs only a load.
 
+    Last, a generic whose loops are all parallel and whose results are
+    returned collapsed (or read only collapsed), all one way, computes the
+    collapsed shape itself, so that bufferization writes the returned
+    buffer rather than one the return copies (collapseReturnedReshapes).
+
     Chains of elementwise ops and broadcasts become one generic; an
     elementwise producer of a reduction (the `x * y` of `sum(x * y)`)
     joins it; but the GELU feeding a matmul does not: fused, it would be
