@@ -863,7 +863,7 @@ func.func @transposed_write(%x: tensor<8x8xf32>, %s: tensor<1x1xf32>)
 // CHECK-NOT: linalg.generic
 // CHECK: return
 // OFF-LABEL: func.func @widened_view
-// OFF: linalg.generic {{.+}} outs(%{{.+}} : tensor<2x8x64xf32>)
+// OFF: linalg.generic {{.+}} outs(%{{.+}} : tensor<2x8x4x16xf32>)
 func.func @widened_view(%h: tensor<2x8x4x16xbf16>) -> tensor<2x8x64xf8E4M3FN> {
   %e = tensor.empty() : tensor<2x8x4x16xf32>
   %w = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%h : tensor<2x8x4x16xbf16>) outs(%e : tensor<2x8x4x16xf32>) {

@@ -92,11 +92,16 @@ Value axisCode(RewriterBase &rewriter, Operation *op, StringRef axis) {
 
 /// Whether `buffer` is a global or a view of one: the host's memory (a
 /// constant's values), which the CUDA backend's library calls, running on
-/// the device, cannot read.
+/// the device, cannot read. (The CPU's could; they copy too: a constant
+/// operand of a library call is rare, a fixed mask, and its copy small.)
 bool viewsGlobal(Value buffer) {
   while (Operation *def = buffer.getDefiningOp()) {
     if (isa<memref::GetGlobalOp>(def))
       return true;
+    if (auto transpose = dyn_cast<memref::TransposeOp>(def)) {
+      buffer = transpose.getIn();
+      continue;
+    }
     auto view = dyn_cast<ViewLikeOpInterface>(def);
     if (!view)
       return false;

@@ -472,19 +472,21 @@ std::optional<int64_t> workOf(Operation &op) {
 /// What `op`'s body costs a point (workOf of each op); std::nullopt when
 /// an op's cost is unbounded or unknown. An op equal to an earlier one (the
 /// same operation, attributes and result types, on operands equal so) is
-/// counted once: fusion copies a producer's body into each reader, which
-/// CSE computes once later (LAMB's trust ratio, fused from two scalars of
-/// the same norms, has each root three times before).
+/// counted once: fusion copies a producer's body into each reader, and the
+/// code generator (LLVM's CSE, at -O1 and above) computes it once (LAMB's
+/// trust ratio, fused from two scalars of the same norms, has each root
+/// three times here).
 std::optional<int64_t> bodyWork(linalg::GenericOp op) {
   int64_t work = 0;
-  // Each body value's first equal; the distinct ops so far.
+  // Each body value's first equal; the distinct ops so far, by name.
   llvm::DenseMap<Value, Value> first;
-  SmallVector<Operation *> distinct;
+  llvm::DenseMap<OperationName, SmallVector<Operation *>> distinct;
   auto firstOf = [&](Value v) { return first.lookup(v) ? first.lookup(v) : v; };
   for (Operation &bodyOp : op.getBlock()->without_terminator()) {
     Operation *equal = nullptr;
+    SmallVector<Operation *> &sameName = distinct[bodyOp.getName()];
     if (bodyOp.getNumRegions() == 0)
-      for (Operation *seen : distinct)
+      for (Operation *seen : sameName)
         if (OperationEquivalence::isEquivalentTo(
                 &bodyOp, seen,
                 [&](Value a, Value b) {
@@ -501,7 +503,7 @@ std::optional<int64_t> bodyWork(linalg::GenericOp op) {
         first[mine] = theirs;
       continue;
     }
-    distinct.push_back(&bodyOp);
+    sameName.push_back(&bodyOp);
     std::optional<int64_t> cost = workOf(bodyOp);
     if (!cost)
       return std::nullopt;
@@ -765,14 +767,16 @@ void mergeElementwise(IRRewriter &rewriter, linalg::GenericOp producer,
 }
 
 /// A generic whose loops are all parallel, whose results (each written
-/// through the identity) are collapsed, all the same way, and returned so
-/// (or read only so), with its loops collapsed so: it computes the
-/// returned shape, which bufferization writes into the result's own
+/// through the identity, statically shaped) are collapsed, all the same
+/// way, and returned so (none returned uncollapsed: it would be returned
+/// as a view and copied instead), with its loops collapsed so: it computes
+/// the returned shape, which bufferization writes into the result's own
 /// buffer, rather than a buffer of the uncollapsed shape the return then
 /// copies (the optimizer's moments of a bias whose gradient comes as
 /// (heads, head dim): a copy kernel each). Other readers read the collapsed
 /// results expanded back (a view). Needs the collapsed loops contiguous in
-/// every operand's map. Returns whether any collapsed.
+/// every operand's map, and no input a slice (its collapse would be a
+/// copy). Returns whether any collapsed.
 bool collapseReturnedReshapes(Operation *root) {
   SmallVector<std::pair<linalg::GenericOp, SmallVector<ReassociationIndices>>>
       chosen;
@@ -783,33 +787,39 @@ bool collapseReturnedReshapes(Operation *root) {
           return !map.isProjectedPermutation();
         }))
       return;
-    // The collapses of the results (one way), whether one is returned,
-    // and whether anything reads a result otherwise.
+    // A slice's columns collapsed would be copied first (not contiguous).
+    if (llvm::any_of(op.getDpsInputs(), [](Value input) {
+          return input.getDefiningOp<tensor::ExtractSliceOp>();
+        }))
+      return;
+    // The collapses of the results (one way), whether one is returned, and
+    // whether a result is returned uncollapsed (it would be returned as a
+    // view, and copied, instead).
     std::optional<SmallVector<ReassociationIndices>> shared;
-    bool returned = false, otherReaders = false;
+    bool returnedCollapsed = false, returnedPlain = false;
     for (OpResult result : op->getResults()) {
-      if (!op.getIndexingMapMatchingResult(result).isIdentity())
+      auto type = cast<RankedTensorType>(result.getType());
+      if (!op.getIndexingMapMatchingResult(result).isIdentity() ||
+          !type.hasStaticShape() || type.getEncoding())
         return;
       for (Operation *user : result.getUsers()) {
+        if (user->hasTrait<OpTrait::IsTerminator>())
+          returnedPlain = true;
         auto collapse = dyn_cast<tensor::CollapseShapeOp>(user);
-        if (!collapse) {
-          otherReaders = true; // it reads the result expanded back
-          continue;
-        }
+        if (!collapse)
+          continue; // another reader: it reads the result expanded back
         SmallVector<ReassociationIndices> reassociation =
             collapse.getReassociationIndices();
         if (shared && *shared != reassociation)
           return;
         shared = reassociation;
-        returned |= llvm::any_of(collapse->getUsers(), [](Operation *u) {
-          return u->hasTrait<OpTrait::IsTerminator>();
-        });
+        returnedCollapsed |=
+            llvm::any_of(collapse->getUsers(), [](Operation *u) {
+              return u->hasTrait<OpTrait::IsTerminator>();
+            });
       }
     }
-    // Collapsed, the results are read as they were (or through a view):
-    // worth it when a collapse is returned (no copy) or when nothing reads
-    // them uncollapsed.
-    if (shared && (returned || !otherReaders) &&
+    if (shared && returnedCollapsed && !returnedPlain &&
         linalg::areDimSequencesPreserved(op.getIndexingMapsArray(), *shared))
       chosen.emplace_back(op, *shared);
   });
@@ -1139,7 +1149,8 @@ struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
   using AnvilFusePassBase::AnvilFusePassBase;
 
   void runOnOperation() override {
-    fuse();
+    if (failed(fuse()))
+      return signalPassFailure();
     // Returned results computed in the shape they are returned in, last
     // (the fusion's patterns would expand the generics again), then the
     // reshapes between folded.
@@ -1156,7 +1167,7 @@ struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
   }
 
   /// Everything but collapseReturnedReshapes.
-  void fuse() {
+  LogicalResult fuse() {
     MLIRContext *context = &getContext();
     RewritePatternSet patterns(context);
     linalg::ControlFusionFn control = [this](OpOperand *fused) {
@@ -1179,7 +1190,7 @@ struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
     GreedyRewriteConfig config;
     config.setUseTopDownTraversal(true);
     if (failed(applyPatternsGreedily(getOperation(), frozen, config)))
-      return signalPassFailure();
+      return failure();
     // Cheap producers of several consumers: a copy each, fused again (a
     // producer whose reader was copied is looked at again in the next
     // round: a few rounds); copies left unfused merge again.
@@ -1189,7 +1200,7 @@ struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
       if (!duplicateCheapProducers(getOperation(), groups))
         break;
       if (failed(applyPatternsGreedily(getOperation(), frozen, config)))
-        return signalPassFailure();
+        return failure();
     }
     if (recomputeCheap)
       mergeUnfusedCopies(getOperation());
@@ -1208,16 +1219,17 @@ struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
     }
     if (mergedState &&
         failed(applyPatternsGreedily(getOperation(), frozen, config)))
-      return signalPassFailure();
+      return failure();
     // The casts are whole once their scaling and broadcasts have fused;
     // merged with their amaxes, the tensors' producers fuse into them.
     if (!mergeAmax)
-      return;
+      return success();
     mergeCastsAndAmaxes(getOperation());
     if (failed(applyPatternsGreedily(getOperation(), frozen, config)))
-      return signalPassFailure();
+      return failure();
     // The amaxes of tensors that stay written, in their producers' kernels.
     mergeAmaxesIntoProducers(getOperation());
+    return success();
   }
 };
 

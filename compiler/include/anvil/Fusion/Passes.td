@@ -23,9 +23,10 @@ def AnvilFusePass : Pass<"anvil-fuse", "mlir::ModuleOp"> {
        read through any map, since re-reading it costs only a load.
 
     Last, a generic whose loops are all parallel and whose results are
-    returned collapsed (or read only collapsed), all one way, computes the
-    collapsed shape itself, so that bufferization writes the returned
-    buffer rather than one the return copies (collapseReturnedReshapes).
+    returned collapsed, all one way (none returned uncollapsed, no input a
+    slice), computes the collapsed shape itself, so that bufferization
+    writes the returned buffer rather than one the return copies
+    (collapseReturnedReshapes).
 
     Chains of elementwise ops and broadcasts become one generic; an
     elementwise producer of a reduction (the `x * y` of `sum(x * y)`)
@@ -95,7 +96,8 @@ def AnvilFusePass : Pass<"anvil-fuse", "mlir::ModuleOp"> {
     same; the tensor is not written. Also with `recompute-cheap`: a
     generic without loops, its init unread, whose inputs are the rank-0
     results of reductions over every loop, of work at most 32 (equal ops
-    of its body counted once, as CSE leaves them; FP8's current recipe's
+    of its body counted once, as the code generator's CSE leaves them;
+    FP8's current recipe's
     scale, 448 / amax, read by the cast and by the GEMM's descale; LAMB's
     trust ratio, two roots and a division in f64, read by the update's
     application) fuses into every generic with only parallel loops that reads
