@@ -85,10 +85,17 @@ for dir in "$here"/ops/*/; do
     --eval-outputs '$out/ops/$name' > /dev/null && python3 '$here/compare_npy.py' \
     '$dir/cpu' '$out/ops/$name' '$dir/tolerance.json' '$name'"
 done
-check gpt-tiny bash -c "'$here/bin/gpt-tiny.cuda.train' --steps 10 --seed 1 \
-  --log '$out/gpt-tiny.gpu.jsonl' --log-every 1 > '$out/gpt-tiny.out' && \
-  python3 '$here/compare_losses.py' '$out/gpt-tiny.gpu.jsonl' \
-  '$here/ref/gpt-tiny.cpu.jsonl' --tolerance f32-training"
+# tiny_losses NAME TOLERANCE [ARGS]: bin/NAME.cuda.train's first 10 losses
+# (seed 1; ARGS, one string, quoted for bash -c) against the CPU's,
+# ref/NAME.cpu.jsonl, within TOLERANCE: the check NAME.
+tiny_losses() {
+  local name=$1 tolerance=$2 args=${3:-}
+  check "$name" bash -c "'$here/bin/$name.cuda.train' --steps 10 --seed 1 \
+    $args --log '$out/$name.gpu.jsonl' --log-every 1 > '$out/$name.out' && \
+    python3 '$here/compare_losses.py' '$out/$name.gpu.jsonl' \
+    '$here/ref/$name.cpu.jsonl' --tolerance $tolerance"
+}
+tiny_losses gpt-tiny f32-training
 
 # The same launched kernel by kernel (ANVIL_CUDA_LAUNCHES: the default
 # replays the step as a CUDA graph from its second step; async queues every
@@ -107,46 +114,26 @@ done
 check gpt-tiny-graph bash -c "n=\$(grep -c 'captured as a CUDA graph' \
   '$out/gpt-tiny.log'); echo \"\$n graphs\"; [ \"\$n\" = 2 ]"
 
-check gpt-tiny-bf16 bash -c "'$here/bin/gpt-tiny-bf16.cuda.train' --steps 10 \
-  --seed 1 --log '$out/gpt-tiny-bf16.gpu.jsonl' --log-every 1 \
-  > '$out/gpt-tiny-bf16.out' && python3 '$here/compare_losses.py' \
-  '$out/gpt-tiny-bf16.gpu.jsonl' '$here/ref/gpt-tiny-bf16.cpu.jsonl' \
-  --tolerance bf16-training"
+tiny_losses gpt-tiny-bf16 bf16-training
 
 # The FP8 recipes: the CPU's emulation predicts the GPU's numerics (the
 # FP8 training tolerance: summation order moves a value across an FP8
 # rounding boundary now and then).
 for recipe in current delayed mxfp8; do
-  check "gpt-tiny-fp8-$recipe" bash -c "'$here/bin/gpt-tiny-fp8-$recipe.cuda.train' \
-    --steps 10 --seed 1 --log '$out/gpt-tiny-fp8-$recipe.gpu.jsonl' --log-every 1 \
-    > '$out/gpt-tiny-fp8-$recipe.out' && python3 '$here/compare_losses.py' \
-    '$out/gpt-tiny-fp8-$recipe.gpu.jsonl' '$here/ref/gpt-tiny-fp8-$recipe.cpu.jsonl' \
-    --tolerance fp8-training"
+  tiny_losses "gpt-tiny-fp8-$recipe" fp8-training
 done
 
 # Llama's grouped-query attention and RoPE, ResNet's convolutions (cuDNN),
 # batch norm and pooling: the tiny configs' losses against the CPU's.
-check llama-tiny-bf16 bash -c "'$here/bin/llama-tiny-bf16.cuda.train' \
-  --steps 10 --seed 1 --log '$out/llama-tiny-bf16.gpu.jsonl' --log-every 1 \
-  > '$out/llama-tiny-bf16.out' && python3 '$here/compare_losses.py' \
-  '$out/llama-tiny-bf16.gpu.jsonl' '$here/ref/llama-tiny-bf16.cpu.jsonl' \
-  --tolerance bf16-training"
-check resnet-tiny-bf16 bash -c "'$here/bin/resnet-tiny-bf16.cuda.train' \
-  --steps 10 --seed 1 --batch-dir '$here/ref/resnet-tiny-batch' \
-  --log '$out/resnet-tiny-bf16.gpu.jsonl' --log-every 1 \
-  > '$out/resnet-tiny-bf16.out' && python3 '$here/compare_losses.py' \
-  '$out/resnet-tiny-bf16.gpu.jsonl' '$here/ref/resnet-tiny-bf16.cpu.jsonl' \
-  --tolerance bf16-training"
+tiny_losses llama-tiny-bf16 bf16-training
+tiny_losses resnet-tiny-bf16 bf16-training \
+  "--batch-dir '$here/ref/resnet-tiny-batch'"
 
 # BERT's padding mask as the fused attention's key bias (cuDNN's bias, or
 # Anvil's kernels where cuDNN refuses it: the log says so): the tiny
 # config's losses against the emulated grid's.
-check bert-tiny-bf16 bash -c "'$here/bin/bert-tiny-bf16.cuda.train' \
-  --steps 10 --seed 1 --batch-dir '$here/ref/bert-tiny-batch' \
-  --log '$out/bert-tiny-bf16.gpu.jsonl' --log-every 1 \
-  > '$out/bert-tiny-bf16.out' && python3 '$here/compare_losses.py' \
-  '$out/bert-tiny-bf16.gpu.jsonl' '$here/ref/bert-tiny-bf16.cpu.jsonl' \
-  --tolerance bf16-training"
+tiny_losses bert-tiny-bf16 bf16-training \
+  "--batch-dir '$here/ref/bert-tiny-batch'"
 grep -h "does not take" "$out/bert-tiny-bf16.log" 2>/dev/null | sort -u |
   tee -a "$summary"
 
