@@ -90,11 +90,18 @@ Value axisCode(RewriterBase &rewriter, Operation *op, StringRef axis) {
                                       rewriter.getI32Type(), code);
 }
 
-/// Whether `buffer` is a global or a view of one: the host's memory (a
-/// constant's values), which the CUDA backend's library calls, running on
-/// the device, cannot read. (The CPU's could; they copy too: a constant
-/// operand of a library call is rare, a fixed mask, and its copy small.)
+/// The module attribute with which anvil-bufferize's copy-globals reaches
+/// the ops' bufferization models (set while it runs).
+constexpr StringLiteral kCopyGlobalsAttr = "anvil.bufferize_copy_globals";
+
+/// Whether `buffer` is a global or a view of one that a library call must
+/// not read in place: the host's memory (a constant's values), which the
+/// CUDA backend's library calls, running on the device, cannot read
+/// (copy-globals; the CPU's read it where it is).
 bool viewsGlobal(Value buffer) {
+  auto module = buffer.getParentRegion()->getParentOfType<ModuleOp>();
+  if (!module || !module->hasAttr(kCopyGlobalsAttr))
+    return false;
   while (Operation *def = buffer.getDefiningOp()) {
     if (isa<memref::GetGlobalOp>(def))
       return true;
@@ -111,8 +118,9 @@ bool viewsGlobal(Value buffer) {
 }
 
 /// `buffer` itself when it is contiguous and row-major, else a copy of it
-/// in a new contiguous buffer; a global is copied too (viewsGlobal: the copy
-/// is a dispatch, whose kernels read constant globals on the device).
+/// in a new contiguous buffer; with copy-globals a global is copied too
+/// (viewsGlobal: the copy is a dispatch, whose kernels read constant
+/// globals on the device).
 Value contiguous(RewriterBase &rewriter, Location loc, Value buffer) {
   auto type = cast<MemRefType>(buffer.getType());
   if (memref::isStaticShapeAndContiguousRowMajor(type) && !viewsGlobal(buffer))
@@ -983,8 +991,12 @@ struct AnvilBufferizePass
     if (failed(bufferization::eliminateEmptyTensors(rewriter, getOperation())))
       return signalPassFailure();
     bufferization::BufferizationState state;
-    if (failed(bufferization::runOneShotModuleBufferize(getOperation(), options,
-                                                        state)))
+    if (copyGlobals)
+      getOperation()->setAttr(kCopyGlobalsAttr, UnitAttr::get(&getContext()));
+    LogicalResult bufferized = bufferization::runOneShotModuleBufferize(
+        getOperation(), options, state);
+    getOperation()->removeAttr(kCopyGlobalsAttr);
+    if (failed(bufferized))
       return signalPassFailure();
     // A device's functions in place of the CPU's.
     for (auto [from, to] :

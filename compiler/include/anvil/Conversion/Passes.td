@@ -300,6 +300,10 @@ def AnvilBufferizePass : Pass<"anvil-bufferize", "mlir::ModuleOp"> {
            /*default=*/"\"anvil_rt_conv\"",
            "The runtime function a convolution marked anvil.library_call "
            "calls">,
+    Option<"copyGlobals", "copy-globals", "bool", /*default=*/"false",
+           "Copy a library call's operands that are globals (constants: "
+           "the host's memory) into planned buffers first (the CUDA "
+           "backend's and its emulation: its calls run on the device)">,
     Option<"embeddingGradCallee", "embedding-grad", "std::string",
            /*default=*/"\"anvil_rt_embedding_grad_f32\"",
            "The runtime function an anvil.embedding_grad marked "

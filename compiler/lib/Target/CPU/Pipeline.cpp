@@ -125,6 +125,7 @@ void mlir::anvil::cpu::buildCPUPipeline(OpPassManager &pm, Stage last,
     bufferize.gemmF8GeluCallee = options.gemmF8Gelu;
     bufferize.convCallee = options.conv;
     bufferize.embeddingGradCallee = options.embeddingGrad;
+    bufferize.copyGlobals = options.copyGlobals;
     pm.addPass(createAnvilBufferizePass(bufferize));
     pm.addPass(createCanonicalizerPass());
     bufferization::BufferResultsToOutParamsPassOptions outParams;

@@ -112,6 +112,7 @@ mlir::anvil::cuda::kernelShapeOptions(const CUDAPipelineOptions &options) {
   cpuOptions.onlineLogSumExp = options.onlineLogSumExp;
   cpuOptions.libraryEmbeddingGrads = options.libraryEmbeddingGrads;
   cpuOptions.padGemmRows = options.padGemmRows;
+  cpuOptions.copyGlobals = true;
   // A fill and the row reduction it starts: one launch.
   cpuOptions.fillsIntoReductions = true;
   cpuOptions.rowGroups = options.rowGroups;

@@ -103,6 +103,10 @@ struct CPUPipelineOptions {
   /// `embeddingGrad` (anvil-convert-to-linalg library-embedding-grads; off,
   /// the CPU's default: the loop, the same bits).
   bool libraryEmbeddingGrads = false;
+  /// Copy library calls' operands that are globals into planned buffers
+  /// first (anvil-bufferize copy-globals; the CUDA backend's and its
+  /// emulation's: their calls run on the device).
+  bool copyGlobals = false;
   /// The runtime function such an embedding gradient calls (anvil-bufferize
   /// embedding-grad).
   std::string embeddingGrad = "anvil_rt_embedding_grad_f32";
