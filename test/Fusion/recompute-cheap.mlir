@@ -1056,7 +1056,9 @@ func.func @scalar_into_reduction(%x: tensor<64xf32>, %z: tensor<f32>) -> tensor<
 // its update's (two reductions over every loop), in f64, read by the
 // update's application. Its body as fusion leaves it, each root three times
 // (work 70 counted op by op), costs 32 once equal ops are counted once:
-// at most kScalarWork, it is computed again in the reader. A scalar that
+// at most kScalarWork, it is computed again in the reader. (Exactly at the
+// cap, and only because the greedy driver first moves the body's
+// constants out of it: a cap below 32, or constants counted, fails here.) A scalar that
 // costs more (a third distinct root: 37) keeps its kernel.
 #t1 = affine_map<(d0) -> (d0)>
 #t0 = affine_map<(d0) -> ()>

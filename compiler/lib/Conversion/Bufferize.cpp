@@ -32,6 +32,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "anvil/Conversion/Globals.h"
 #include "anvil/Conversion/Passes.h"
 
 #include "anvil/Dialect/Anvil/IR/AnvilOps.h"
@@ -100,21 +101,8 @@ constexpr StringLiteral kCopyGlobalsAttr = "anvil.bufferize_copy_globals";
 /// (copy-globals; the CPU's read it where it is).
 bool viewsGlobal(Value buffer) {
   auto module = buffer.getParentRegion()->getParentOfType<ModuleOp>();
-  if (!module || !module->hasAttr(kCopyGlobalsAttr))
-    return false;
-  while (Operation *def = buffer.getDefiningOp()) {
-    if (isa<memref::GetGlobalOp>(def))
-      return true;
-    if (auto transpose = dyn_cast<memref::TransposeOp>(def)) {
-      buffer = transpose.getIn();
-      continue;
-    }
-    auto view = dyn_cast<ViewLikeOpInterface>(def);
-    if (!view)
-      return false;
-    buffer = view.getViewSource();
-  }
-  return false;
+  return module && module->hasAttr(kCopyGlobalsAttr) &&
+         anvil::isGlobalView(buffer);
 }
 
 /// `buffer` itself when it is contiguous and row-major, else a copy of it
@@ -1024,3 +1012,19 @@ struct AnvilBufferizePass
 };
 
 } // namespace
+
+bool mlir::anvil::isGlobalView(Value memref) {
+  while (Operation *def = memref.getDefiningOp()) {
+    if (isa<memref::GetGlobalOp>(def))
+      return true;
+    if (auto transpose = dyn_cast<memref::TransposeOp>(def)) {
+      memref = transpose.getIn();
+      continue;
+    }
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view)
+      return false;
+    memref = view.getViewSource();
+  }
+  return false;
+}

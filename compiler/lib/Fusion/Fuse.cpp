@@ -481,7 +481,10 @@ std::optional<int64_t> bodyWork(linalg::GenericOp op) {
   // Each body value's first equal; the distinct ops so far, by name.
   llvm::DenseMap<Value, Value> first;
   llvm::DenseMap<OperationName, SmallVector<Operation *>> distinct;
-  auto firstOf = [&](Value v) { return first.lookup(v) ? first.lookup(v) : v; };
+  auto firstOf = [&](Value v) {
+    Value equal = first.lookup(v);
+    return equal ? equal : v;
+  };
   for (Operation &bodyOp : op.getBlock()->without_terminator()) {
     Operation *equal = nullptr;
     SmallVector<Operation *> &sameName = distinct[bodyOp.getName()];

@@ -20,6 +20,8 @@
 
 #include "GridMapping.h"
 
+#include "anvil/Conversion/Globals.h"
+
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -884,19 +886,6 @@ void readConstantsInKernels(func::FuncOp fn,
   });
 }
 
-/// Whether `memref` is (a view of) a constant global: host memory.
-bool isHostGlobal(Value memref) {
-  while (Operation *def = memref.getDefiningOp()) {
-    if (isa<memref::GetGlobalOp>(def))
-      return true;
-    auto view = dyn_cast<ViewLikeOpInterface>(def);
-    if (!view)
-      return false;
-    memref = view.getViewSource();
-  }
-  return false;
-}
-
 /// Moves a host function's copy between device buffers (the workspace's
 /// views, the trainer's buffers: a loss into its result) into a kernel of
 /// one thread per element. The workspace is device memory, which the host
@@ -906,8 +895,8 @@ bool copyOnDevice(memref::CopyOp copy, int64_t blockSize) {
   auto source = dyn_cast<MemRefType>(copy.getSource().getType());
   auto target = dyn_cast<MemRefType>(copy.getTarget().getType());
   if (!source || !target || !source.hasStaticShape() ||
-      !target.hasStaticShape() || isHostGlobal(copy.getSource()) ||
-      isHostGlobal(copy.getTarget()))
+      !target.hasStaticShape() || anvil::isGlobalView(copy.getSource()) ||
+      anvil::isGlobalView(copy.getTarget()))
     return false;
   OpBuilder b(copy);
   Location loc = copy.getLoc();
