@@ -20,6 +20,8 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include <map>
 
@@ -32,16 +34,78 @@ using namespace mlir;
 
 namespace {
 
+/// The most terms a sum over every loop may fold and still join a group:
+/// anvil-split-reductions leaves shorter sums whole (4096 terms and more
+/// run in two stages), and a grid runs one on a warp or a thread, whose
+/// loads of the members' terms at each step are independent.
+constexpr int64_t kMaxFullSumTerms = 4096;
+
+/// Whether `op` sums over every loop (at least one) at most
+/// kMaxFullSumTerms terms into rank-0 outputs, each output `out = addf(out,
+/// v)` with `v` computed without the outputs: the squared norms of LAMB's
+/// small parameters and updates, a split sum's second stage. Merged, one
+/// warp (or thread) folds every member's outputs, each in a fixed order:
+/// the one it had alone, unless the merged inputs' alignment lets the
+/// warp's lanes read runs of four where a member alone read single
+/// elements. An amax (maximumf of |x|, folded atomically by a grid) is not
+/// such a sum.
+bool isSmallFullSum(linalg::GenericOp op) {
+  if (op.getNumLoops() == 0 || op.getNumParallelLoops() != 0)
+    return false;
+  int64_t terms = 1;
+  for (int64_t r : op.getStaticLoopRanges()) {
+    if (ShapedType::isDynamic(r))
+      return false;
+    terms *= r;
+  }
+  if (terms > kMaxFullSumTerms)
+    return false;
+  Block *body = op.getBlock();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  // Whether `v` is computed in the body from an output.
+  auto readsOutput = [&](Value v) {
+    SmallVector<Value> work{v};
+    llvm::SmallPtrSet<Operation *, 8> seen;
+    while (!work.empty()) {
+      Value x = work.pop_back_val();
+      if (auto arg = dyn_cast<BlockArgument>(x)) {
+        if (arg.getOwner() == body &&
+            arg.getArgNumber() >= op.getNumDpsInputs())
+          return true;
+        continue;
+      }
+      Operation *def = x.getDefiningOp();
+      if (def->getBlock() == body && seen.insert(def).second)
+        llvm::append_range(work, def->getOperands());
+    }
+    return false;
+  };
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    auto type = dyn_cast<RankedTensorType>(init.get().getType());
+    if (!type || type.getRank() != 0)
+      return false;
+    unsigned r = init.getOperandNumber() - op.getNumDpsInputs();
+    BlockArgument out = op.getMatchingBlockArgument(&init);
+    auto add = yield.getOperand(r).getDefiningOp<arith::AddFOp>();
+    if (!add || add->getBlock() != body || !out.hasOneUse() ||
+        (add.getLhs() != out && add.getRhs() != out) ||
+        readsOutput(add.getLhs() == out ? add.getRhs() : add.getLhs()))
+      return false;
+  }
+  return true;
+}
+
 /// Whether `op` may join a horizontal group: a linalg.generic on tensors
 /// over a static domain whose loops (if any: a scalar's has none) are all
 /// parallel, or include a parallel one (a reduction over rows or columns,
-/// which a merged op folds output by output in the same order; not one
-/// over every loop, whose grid folds into one output atomically, nor a
-/// GEMM), with no attributes beyond its own (nothing a later pass reads
-/// off it).
+/// which a merged op folds output by output in the same order; not a
+/// GEMM), or a small sum over every loop (isSmallFullSum; not an amax,
+/// whose grid folds into one output atomically), with no attributes
+/// beyond its own (nothing a later pass reads off it).
 bool isCandidate(linalg::GenericOp op) {
   if (!op.hasPureTensorSemantics() ||
-      (op.getNumLoops() != 0 && op.getNumParallelLoops() == 0))
+      (op.getNumLoops() != 0 && op.getNumParallelLoops() == 0 &&
+       !isSmallFullSum(op)))
     return false;
   // A product with m, n and k loops (a batched GEMM) stays alone: a
   // backend runs it as a library GEMM (GemmToBlas takes those). A sum of
@@ -149,6 +213,13 @@ void merge(RewriterBase &rewriter, ArrayRef<linalg::GenericOp> members) {
   SmallVector<AffineMap> maps(inMaps);
   maps.append(outMaps);
   linalg::GenericOp last = members.back();
+  // A fill that only a member's output starts (a row reduction's) moves to
+  // the merged op, as it sat before its member: anvil-outline-dispatches
+  // folds the fills before a reduction into its launch.
+  for (Value out : outs)
+    if (auto fill = out.getDefiningOp<linalg::FillOp>();
+        fill && fill->hasOneUse() && fill->getBlock() == last->getBlock())
+      rewriter.moveOpBefore(fill, last);
   rewriter.setInsertionPoint(last);
   auto merged =
       linalg::GenericOp::create(rewriter, last.getLoc(), resultTypes, ins, outs,
@@ -208,6 +279,8 @@ struct AnvilHorizontalFusePass
         hoistFullReductionFills(rewriter, block);
         if (sinkSmallReaders)
           sinkReadersBetweenSharers(block);
+        if (orderUpdates)
+          orderByLevels(block);
         fuseBlock(rewriter, block);
       }
     });
@@ -456,6 +529,92 @@ struct AnvilHorizontalFusePass
                           return t == utils::IteratorType::parallel;
                         }) &&
            operands <= maxSmallOperands && elements <= smallElements;
+  }
+
+  /// Whether `op` has loops and every tensor it reads or writes is static
+  /// and holds at most order-elements elements (order-updates moves it: its
+  /// inputs and results live longer or shorter, a few KB each). Scalars
+  /// (no loops) stay: moved, they merge worse where they go.
+  bool isSmall(linalg::GenericOp op) const {
+    return op.getNumLoops() != 0 &&
+           llvm::all_of(op->getOperandTypes(), [&](Type t) {
+             auto shaped = dyn_cast<RankedTensorType>(t);
+             return !shaped || (shaped.hasStaticShape() &&
+                                shaped.getNumElements() <= orderElements);
+           });
+  }
+
+  /// Whether `op` has loops, only the block's terminator reads its results
+  /// (an update of state the step returns), and every tensor it reads is
+  /// static and holds at most order-elements elements or has the type of a
+  /// result (the parameter's own: its gradient, moments, update direction).
+  bool isStateUpdate(linalg::GenericOp op) const {
+    Block *block = op->getBlock();
+    if (op.getNumLoops() == 0 || op->getNumResults() == 0 ||
+        llvm::any_of(op->getUsers(), [&](Operation *user) {
+          return user->getBlock() != block ||
+                 !user->hasTrait<OpTrait::IsTerminator>();
+        }))
+      return false;
+    return llvm::all_of(op->getOperandTypes(), [&](Type t) {
+      auto shaped = dyn_cast<RankedTensorType>(t);
+      return !shaped || (shaped.hasStaticShape() &&
+                         (shaped.getNumElements() <= orderElements ||
+                          llvm::is_contained(op->getResultTypes(), t)));
+    });
+  }
+
+  /// The optimizer's ops by level (see Passes.td, order-updates): the
+  /// generics free of memory effects that are small candidates or state
+  /// updates, whose loops are all parallel or all reductions, and whose
+  /// results only such ops and the terminator read (the largest such set),
+  /// move to the end of the block, before its terminator: first those that
+  /// read none of the others, then those that read only those, and so on,
+  /// in block order within a level. Each reads what it read, computed
+  /// before it, and computes the same values. A reduction over some loops
+  /// only (the second stage of a split bias or norm-weight gradient) stays:
+  /// moved away, it would let its first stages, each reading a layer's
+  /// activation-sized gradient, merge across layers, and those merged
+  /// kernels then sit between the members of row groups, whose planned
+  /// buffers they touch, so that some of those no longer form (BERT-large:
+  /// 0.1 GB more a step).
+  void orderByLevels(Block &block) {
+    Operation *terminator = block.getTerminator();
+    if (!terminator)
+      return;
+    llvm::SetVector<Operation *> moved;
+    for (auto op : block.getOps<linalg::GenericOp>())
+      if (isMemoryEffectFree(op) &&
+          (op.getNumParallelLoops() == op.getNumLoops() ||
+           op.getNumReductionLoops() == op.getNumLoops()) &&
+          ((isCandidate(op) && isSmall(op)) || isStateUpdate(op)))
+        moved.insert(op);
+    // Drop, until none is left to drop, the ops whose results something
+    // else reads.
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (Operation *op : llvm::make_early_inc_range(llvm::reverse(moved))) {
+        if (llvm::all_of(op->getUsers(), [&](Operation *user) {
+              return user == terminator || moved.contains(user);
+            }))
+          continue;
+        moved.remove(op);
+        changed = true;
+      }
+    }
+    DenseMap<Operation *, unsigned> level;
+    std::map<unsigned, SmallVector<Operation *>> byLevel;
+    for (Operation *op : moved) { // in block order
+      unsigned l = 0;
+      for (Value v : op->getOperands())
+        if (Operation *def = v.getDefiningOp(); def && moved.contains(def))
+          l = std::max(l, level.lookup(def) + 1);
+      level[op] = l;
+      byLevel[l].push_back(op);
+    }
+    for (auto &[l, ops] : byLevel)
+      for (Operation *op : ops)
+        op->moveBefore(terminator);
   }
 
   /// Generics join the first open group of their domain; each group

@@ -1,0 +1,184 @@
+// RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse=hoist-argument-only=false | FileCheck %s
+// RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="hoist-argument-only=false order-updates=false" | FileCheck %s --check-prefix=OFF
+// RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="hoist-argument-only=false order-elements=8" | FileCheck %s --check-prefix=ELEM
+
+// Tests anvil-horizontal-fuse's order-updates (the optimizer's small ops
+// and state updates moved to the end of the block by level, where those of
+// a level merge) and the fills of merged reductions moved to the merged
+// op.
+
+#v = affine_map<(d0) -> (d0)>
+#s = affine_map<(d0) -> ()>
+// LAMB's shape for two parameters: each one's moment and update direction
+// (u), the squared norm of u, and the parameter's update, which reads
+// both. In block order each parameter's ops read the previous one's, so
+// nothing merges but the two updates; by level, the two directions merge,
+// then the two norms (sums over every loop), then the two updates.
+// CHECK-LABEL: func.func @lamb
+// CHECK: %[[U:.+]]:4 = linalg.generic {{.*}}iterator_types = ["parallel"]} ins(%arg2, %arg4, %arg3, %arg5 : {{.*}}) outs(%arg4, %arg8, %arg5, %arg8 : {{.*}})
+// CHECK: %[[N:.+]]:2 = linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%[[U]]#1, %[[U]]#3 : tensor<16xf32>, tensor<16xf32>) outs(%arg6, %arg7 : tensor<f32>, tensor<f32>)
+// CHECK: %[[W:.+]]:2 = linalg.generic {{.*}}iterator_types = ["parallel"]} ins(%arg0, %[[U]]#1, %[[N]]#0, %arg1, %[[U]]#3, %[[N]]#1 : {{.*}}) outs(%arg0, %arg1 : {{.*}})
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.mulf
+// CHECK-NEXT: arith.subf
+// CHECK-NEXT: arith.mulf
+// CHECK-NEXT: arith.subf
+// CHECK-NEXT: linalg.yield
+// CHECK: return %[[W]]#0, %[[U]]#0, %[[W]]#1, %[[U]]#2
+// Without order-updates, only the first update and the second direction,
+// independent, merge.
+// OFF-LABEL: func.func @lamb
+// OFF-COUNT-5: linalg.generic
+// OFF-NOT: linalg.generic
+// With tensors of 16 elements past order-elements = 8, only the updates
+// (state updates: every tensor they read a parameter's or small) move:
+// the norms merge too, the directions do not.
+// ELEM-LABEL: func.func @lamb
+// ELEM: linalg.generic {{.*}} ins(%arg2, %arg4 :
+// ELEM: linalg.generic {{.*}} ins(%arg3, %arg5 :
+// ELEM: %{{.+}}:2 = linalg.generic {{.*}}iterator_types = ["reduction"]
+// ELEM: %{{.+}}:2 = linalg.generic {{.*}} ins(%arg0,
+// ELEM-NOT: linalg.generic
+func.func @lamb(%p1: tensor<16xf32>, %p2: tensor<16xf32>, %g1: tensor<16xf32>, %g2: tensor<16xf32>, %m1: tensor<16xf32>, %m2: tensor<16xf32>, %z1: tensor<f32>, %z2: tensor<f32>, %e: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) {
+  %u1:2 = linalg.generic {indexing_maps = [#v, #v, #v, #v], iterator_types = ["parallel"]} ins(%g1, %m1 : tensor<16xf32>, tensor<16xf32>) outs(%m1, %e : tensor<16xf32>, tensor<16xf32>) {
+  ^bb0(%g: f32, %m: f32, %o: f32, %o2: f32):
+    %a = arith.addf %m, %g : f32
+    %d = arith.mulf %a, %a : f32
+    linalg.yield %a, %d : f32, f32
+  } -> (tensor<16xf32>, tensor<16xf32>)
+  %n1 = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]} ins(%u1#1 : tensor<16xf32>) outs(%z1 : tensor<f32>) {
+  ^bb0(%u: f32, %o: f32):
+    %q = arith.mulf %u, %u : f32
+    %r = arith.addf %o, %q : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %w1 = linalg.generic {indexing_maps = [#v, #v, #s, #v], iterator_types = ["parallel"]} ins(%p1, %u1#1, %n1 : tensor<16xf32>, tensor<16xf32>, tensor<f32>) outs(%p1 : tensor<16xf32>) {
+  ^bb0(%p: f32, %u: f32, %n: f32, %o: f32):
+    %t = arith.mulf %u, %n : f32
+    %r = arith.subf %p, %t : f32
+    linalg.yield %r : f32
+  } -> tensor<16xf32>
+  %u2:2 = linalg.generic {indexing_maps = [#v, #v, #v, #v], iterator_types = ["parallel"]} ins(%g2, %m2 : tensor<16xf32>, tensor<16xf32>) outs(%m2, %e : tensor<16xf32>, tensor<16xf32>) {
+  ^bb0(%g: f32, %m: f32, %o: f32, %o2: f32):
+    %a = arith.addf %m, %g : f32
+    %d = arith.mulf %a, %a : f32
+    linalg.yield %a, %d : f32, f32
+  } -> (tensor<16xf32>, tensor<16xf32>)
+  %n2 = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]} ins(%u2#1 : tensor<16xf32>) outs(%z2 : tensor<f32>) {
+  ^bb0(%u: f32, %o: f32):
+    %q = arith.mulf %u, %u : f32
+    %r = arith.addf %o, %q : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %w2 = linalg.generic {indexing_maps = [#v, #v, #s, #v], iterator_types = ["parallel"]} ins(%p2, %u2#1, %n2 : tensor<16xf32>, tensor<16xf32>, tensor<f32>) outs(%p2 : tensor<16xf32>) {
+  ^bb0(%p: f32, %u: f32, %n: f32, %o: f32):
+    %t = arith.mulf %u, %n : f32
+    %r = arith.subf %p, %t : f32
+    linalg.yield %r : f32
+  } -> tensor<16xf32>
+  return %w1, %u1#0, %w2, %u2#0 : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+}
+
+// -----
+
+#v = affine_map<(d0) -> (d0)>
+#s = affine_map<(d0) -> ()>
+// The first norm is also read by an op that does not move (its extract):
+// the norm stays, and so does the direction it reads; the first update,
+// which only the return reads, moves to the end with the second
+// parameter's ops, where it merges with the second direction (level 0 of
+// the moved ops, neither reading the other).
+// CHECK-LABEL: func.func @read_elsewhere
+// OFF-LABEL: func.func @read_elsewhere
+// ELEM-LABEL: func.func @read_elsewhere
+// CHECK: %[[U1:.+]]:2 = linalg.generic {{.*}} ins(%arg2, %arg4 :
+// CHECK: %[[N1:.+]] = linalg.generic {{.*}} ins(%[[U1]]#1 :
+// CHECK: tensor.extract %[[N1]]
+// CHECK: %[[M:.+]]:3 = linalg.generic {{.*}} ins(%arg0, %[[U1]]#1, %[[N1]], %arg3, %arg5 :
+// CHECK: %[[N2:.+]] = linalg.generic {{.*}} ins(%[[M]]#2 :
+// CHECK: %[[W2:.+]] = linalg.generic {{.*}} ins(%arg1, %[[M]]#2, %[[N2]] :
+// CHECK: return %[[M]]#0, %[[U1]]#0, %[[W2]], %[[M]]#1
+func.func @read_elsewhere(%p1: tensor<16xf32>, %p2: tensor<16xf32>, %g1: tensor<16xf32>, %g2: tensor<16xf32>, %m1: tensor<16xf32>, %m2: tensor<16xf32>, %z1: tensor<f32>, %z2: tensor<f32>, %e: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, f32) {
+  %u1:2 = linalg.generic {indexing_maps = [#v, #v, #v, #v], iterator_types = ["parallel"]} ins(%g1, %m1 : tensor<16xf32>, tensor<16xf32>) outs(%m1, %e : tensor<16xf32>, tensor<16xf32>) {
+  ^bb0(%g: f32, %m: f32, %o: f32, %o2: f32):
+    %a = arith.addf %m, %g : f32
+    %d = arith.mulf %a, %a : f32
+    linalg.yield %a, %d : f32, f32
+  } -> (tensor<16xf32>, tensor<16xf32>)
+  %n1 = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]} ins(%u1#1 : tensor<16xf32>) outs(%z1 : tensor<f32>) {
+  ^bb0(%u: f32, %o: f32):
+    %q = arith.mulf %u, %u : f32
+    %r = arith.addf %o, %q : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %x = tensor.extract %n1[] : tensor<f32>
+  %w1 = linalg.generic {indexing_maps = [#v, #v, #s, #v], iterator_types = ["parallel"]} ins(%p1, %u1#1, %n1 : tensor<16xf32>, tensor<16xf32>, tensor<f32>) outs(%p1 : tensor<16xf32>) {
+  ^bb0(%p: f32, %u: f32, %n: f32, %o: f32):
+    %t = arith.mulf %u, %n : f32
+    %r = arith.subf %p, %t : f32
+    linalg.yield %r : f32
+  } -> tensor<16xf32>
+  %u2:2 = linalg.generic {indexing_maps = [#v, #v, #v, #v], iterator_types = ["parallel"]} ins(%g2, %m2 : tensor<16xf32>, tensor<16xf32>) outs(%m2, %e : tensor<16xf32>, tensor<16xf32>) {
+  ^bb0(%g: f32, %m: f32, %o: f32, %o2: f32):
+    %a = arith.addf %m, %g : f32
+    %d = arith.mulf %a, %a : f32
+    linalg.yield %a, %d : f32, f32
+  } -> (tensor<16xf32>, tensor<16xf32>)
+  %n2 = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]} ins(%u2#1 : tensor<16xf32>) outs(%z2 : tensor<f32>) {
+  ^bb0(%u: f32, %o: f32):
+    %q = arith.mulf %u, %u : f32
+    %r = arith.addf %o, %q : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %w2 = linalg.generic {indexing_maps = [#v, #v, #s, #v], iterator_types = ["parallel"]} ins(%p2, %u2#1, %n2 : tensor<16xf32>, tensor<16xf32>, tensor<f32>) outs(%p2 : tensor<16xf32>) {
+  ^bb0(%p: f32, %u: f32, %n: f32, %o: f32):
+    %t = arith.mulf %u, %n : f32
+    %r = arith.subf %p, %t : f32
+    linalg.yield %r : f32
+  } -> tensor<16xf32>
+  return %w1, %u1#0, %w2, %u2#0, %x : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, f32
+}
+
+// -----
+
+#r = affine_map<(d0, d1) -> (d0, d1)>
+#o = affine_map<(d0, d1) -> (d0)>
+#v = affine_map<(d0) -> (d0)>
+// Two row sums that merge, ops that stay between them: each one's fill
+// moves to the merged op, where anvil-outline-dispatches folds both into
+// its launch.
+// CHECK-LABEL: func.func @fills
+// CHECK: linalg.generic {{.*}} ins(%arg2 : tensor<3xf32>)
+// CHECK: tensor.extract
+// CHECK-NEXT: linalg.fill
+// CHECK-NEXT: linalg.fill
+// CHECK-NEXT: linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<4x8xf32>, tensor<4x8xf32>)
+// OFF-LABEL: func.func @fills
+// OFF: linalg.generic {{.*}} ins(%arg2 : tensor<3xf32>)
+// OFF: tensor.extract
+// OFF-NEXT: linalg.fill
+// OFF-NEXT: linalg.fill
+// OFF-NEXT: linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<4x8xf32>, tensor<4x8xf32>)
+func.func @fills(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %c: tensor<3xf32>, %i: index) -> (tensor<4xf32>, f32, tensor<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %r1 = linalg.generic {indexing_maps = [#r, #o], iterator_types = ["parallel", "reduction"]} ins(%a : tensor<4x8xf32>) outs(%f1 : tensor<4xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %acc, %x : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  %n = linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]} ins(%c : tensor<3xf32>) outs(%c : tensor<3xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %s = arith.negf %x : f32
+    linalg.yield %s : f32
+  } -> tensor<3xf32>
+  %first = tensor.extract %n[%i] : tensor<3xf32>
+  %f2 = linalg.fill ins(%zero : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %r2 = linalg.generic {indexing_maps = [#r, #o], iterator_types = ["parallel", "reduction"]} ins(%b : tensor<4x8xf32>) outs(%f2 : tensor<4xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %acc, %x : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  return %r1, %first, %r2 : tensor<4xf32>, f32, tensor<4xf32>
+}
