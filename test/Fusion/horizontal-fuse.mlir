@@ -101,14 +101,15 @@ func.func @dependent(%x: tensor<8xf32>, %y: tensor<8xf32>, %z: tensor<8xf32>, %i
 // Sums over every loop (of at most 4096 terms: LAMB's squared norms of
 // small tensors) merge, each output folded in its own order; a maximum
 // over every loop (an amax's kind, which a grid folds atomically), a sum
-// that reads another output, a sum of more terms and ops with attributes
-// stay; scalars (no loops) merge.
+// that reads another output, sums of more terms (two of 4097) and ops
+// with attributes stay; scalars (no loops) merge.
 // CHECK-LABEL: func.func @kinds
 // CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%arg0 : tensor<8xf32>) outs(%arg4 : tensor<f32>)
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: arith.maximumf
 // CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%arg1 : tensor<8xf32>) outs(%arg4, %arg4 : tensor<f32>, tensor<f32>)
 // CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%arg5 : tensor<4097xf32>) outs(%arg4 : tensor<f32>)
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%arg5 : tensor<4097xf32>) outs(%arg2 : tensor<f32>)
 // CHECK: %{{.+}}:2 = linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%arg0, %arg1 : tensor<8xf32>, tensor<8xf32>) outs(%arg2, %arg3 : tensor<f32>, tensor<f32>)
 // CHECK-NEXT: ^bb0(%[[X:.+]]: f32, %[[Y:.+]]: f32, %[[P:.+]]: f32, %[[Q:.+]]: f32):
 // CHECK-NEXT: %[[SX:.+]] = arith.addf %[[X]], %[[P]] : f32
@@ -117,7 +118,7 @@ func.func @dependent(%x: tensor<8xf32>, %y: tensor<8xf32>, %z: tensor<8xf32>, %i
 // CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<8xf32>) {{.*}} attrs = {{ *}}{keep}
 // CHECK: linalg.generic {{.*}} ins(%arg1 : tensor<8xf32>) {{.*}} attrs = {{ *}}{keep}
 // CHECK: %{{.+}}:2 = linalg.generic {{.*}}iterator_types = []} ins(%arg2, %arg3 : tensor<f32>, tensor<f32>)
-func.func @kinds(%x: tensor<8xf32>, %y: tensor<8xf32>, %p: tensor<f32>, %q: tensor<f32>, %m: tensor<f32>, %long: tensor<4097xf32>) -> (tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) {
+func.func @kinds(%x: tensor<8xf32>, %y: tensor<8xf32>, %p: tensor<f32>, %q: tensor<f32>, %m: tensor<f32>, %long: tensor<4097xf32>) -> (tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) {
   %mx = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]} ins(%x : tensor<8xf32>) outs(%m : tensor<f32>) {
   ^bb0(%in: f32, %o: f32):
     %s = arith.maximumf %in, %o : f32
@@ -130,6 +131,11 @@ func.func @kinds(%x: tensor<8xf32>, %y: tensor<8xf32>, %p: tensor<f32>, %q: tens
     linalg.yield %s, %t : f32, f32
   } -> (tensor<f32>, tensor<f32>)
   %sl = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]} ins(%long : tensor<4097xf32>) outs(%m : tensor<f32>) {
+  ^bb0(%in: f32, %o: f32):
+    %s = arith.addf %in, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  %sl2 = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]} ins(%long : tensor<4097xf32>) outs(%p : tensor<f32>) {
   ^bb0(%in: f32, %o: f32):
     %s = arith.addf %in, %o : f32
     linalg.yield %s : f32
@@ -164,7 +170,7 @@ func.func @kinds(%x: tensor<8xf32>, %y: tensor<8xf32>, %p: tensor<f32>, %q: tens
     %s = arith.negf %in : f32
     linalg.yield %s : f32
   } -> tensor<f32>
-  return %sx, %sy, %kx, %ky, %np, %nq, %mx, %chain#0, %chain#1, %sl : tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>
+  return %sx, %sy, %kx, %ky, %np, %nq, %mx, %chain#0, %chain#1, %sl, %sl2 : tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>
 }
 
 // -----

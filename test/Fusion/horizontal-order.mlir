@@ -182,3 +182,31 @@ func.func @fills(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %c: tensor<3xf32>, %i
   } -> tensor<4xf32>
   return %r1, %first, %r2 : tensor<4xf32>, f32, tensor<4xf32>
 }
+
+// -----
+
+#t = affine_map<(d0, d1) -> (d0, d1)>
+#c = affine_map<(d0, d1) -> (d1)>
+#v = affine_map<(d0) -> (d0)>
+// A column sum (a split bias gradient's second stage: a reduction over
+// some loops only) that only an update reads stays where it is; the
+// update, already last, stays last.
+// CHECK-LABEL: func.func @second_stage
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "parallel"]
+// CHECK: tensor.extract
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel"]
+// CHECK-NEXT: ^bb0
+func.func @second_stage(%partials: tensor<4x16xf32>, %z: tensor<16xf32>, %p: tensor<16xf32>, %c: tensor<3xf32>, %i: index) -> (tensor<16xf32>, f32) {
+  %s = linalg.generic {indexing_maps = [#t, #c], iterator_types = ["reduction", "parallel"]} ins(%partials : tensor<4x16xf32>) outs(%z : tensor<16xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %r = arith.addf %acc, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<16xf32>
+  %x = tensor.extract %c[%i] : tensor<3xf32>
+  %w = linalg.generic {indexing_maps = [#v, #v, #v], iterator_types = ["parallel"]} ins(%p, %s : tensor<16xf32>, tensor<16xf32>) outs(%p : tensor<16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.subf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<16xf32>
+  return %w, %x : tensor<16xf32>, f32
+}
