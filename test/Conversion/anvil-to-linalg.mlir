@@ -139,3 +139,33 @@ func.func @named_conv_and_pool(%x: tensor<1x4x8x8xf32>, %w: tensor<2x4x3x3xf32>,
   %3 = anvil.avg_pool %v window [2, 2, 2] stride [2, 2, 2] pad_low [0, 0, 0] pad_high [0, 0, 0] {count_include_pad} : tensor<1x2x4x4x4xf32> -> tensor<1x2x2x2x2xf32>
   return %0, %1, %2, %3 : tensor<1x2x3x3xf32>, tensor<1x6x6x6xf32>, tensor<1x4x4x4xf32>, tensor<1x2x2x2x2xf32>
 }
+
+// -----
+
+// Tests that a small concatenation (an FP8 amax history shifted by one,
+// its newest amax first) is one generic that reads each point from the
+// input it comes from, its index along the dimension less the input's
+// offset, clamped into every input; a large one inserts each input.
+// CHECK-LABEL: func.func @concat
+// CHECK: %[[E:.+]] = tensor.empty() : tensor<16xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel"]} outs(%[[E]] : tensor<16xf32>)
+// CHECK: %[[I:.+]] = linalg.index 0 : index
+// CHECK: arith.maxsi %[[I]], %c0
+// CHECK: arith.minsi {{.*}}, %c0
+// CHECK: %[[A:.+]] = tensor.extract %arg0[
+// CHECK: arith.subi %[[I]], %c1
+// CHECK: arith.maxsi
+// CHECK: arith.minsi {{.*}}, %c14
+// CHECK: %[[B:.+]] = tensor.extract %{{.+}}[
+// CHECK: %[[FIRST:.+]] = arith.cmpi slt, %[[I]], %c1
+// CHECK: %[[V:.+]] = arith.select %[[FIRST]], %[[A]], %[[B]]
+// CHECK: linalg.yield %[[V]]
+// CHECK-NOT: tensor.insert_slice
+// CHECK: tensor.insert_slice %arg2 into %{{.+}}[0, 0] [256, 300]
+// CHECK: tensor.insert_slice %arg2 into %{{.+}}[0, 300] [256, 300]
+func.func @concat(%newest: tensor<1xf32>, %history: tensor<16xf32>, %big: tensor<256x300xf32>) -> (tensor<16xf32>, tensor<256x600xf32>) {
+  %kept = anvil.slice %history [0:15:1] : tensor<16xf32> -> tensor<15xf32>
+  %h = anvil.concat %newest, %kept dim = 0 : (tensor<1xf32>, tensor<15xf32>) -> tensor<16xf32>
+  %b = anvil.concat %big, %big dim = 1 : (tensor<256x300xf32>, tensor<256x300xf32>) -> tensor<256x600xf32>
+  return %h, %b : tensor<16xf32>, tensor<256x600xf32>
+}

@@ -6,11 +6,12 @@
 // RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse=order-updates=false | FileCheck %s --check-prefix=HOIST
 // RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="order-updates=false hoist-argument-only=false sink-small-readers=false" | FileCheck %s --check-prefix=NOSINK
 // RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="order-updates=false hoist-argument-only=false max-sunk-elements=8" | FileCheck %s --check-prefix=NOSINK
+// RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="order-updates=false hoist-argument-only=false max-operands=5 max-small-operands=5" | FileCheck %s --check-prefix=CAPT
 
 // Tests anvil-horizontal-fuse: independent generics over the same static
-// domain (all parallel, or reductions with a parallel loop) become one
-// generic at the last one's place, their operands and results in order,
-// each body computed in turn.
+// domain (all parallel, reductions with a parallel loop, or small
+// reductions over every loop) become one generic at the last one's place,
+// their operands and results in order, each body computed in turn.
 
 #v = affine_map<(d0) -> (d0)>
 // Two updates of 768 elements and a third of another domain: the two
@@ -98,30 +99,35 @@ func.func @dependent(%x: tensor<8xf32>, %y: tensor<8xf32>, %z: tensor<8xf32>, %i
 #v = affine_map<(d0) -> (d0)>
 #s = affine_map<(d0) -> ()>
 #scalar = affine_map<() -> ()>
-// Sums over every loop (of at most 4096 terms: LAMB's squared norms of
-// small tensors) merge, each output folded in its own order; a maximum
-// over every loop (an amax's kind, which a grid folds atomically), a sum
-// that reads another output, sums of more terms (two of 4097) and ops
-// with attributes stay; scalars (no loops) merge.
+// Reductions over every loop of at most 4096 f32 terms into rank-0 outputs
+// (sums: LAMB's squared norms of small tensors; maxima: FP8's amax
+// histories) merge, each output folded in its own order, two of 4096
+// terms too; an amax (the maximum of |x|, which a grid folds atomically),
+// a sum that reads another output, sums of more terms (two of 4097) and
+// ops with attributes stay; scalars (no loops) merge.
 // CHECK-LABEL: func.func @kinds
 // CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%arg0 : tensor<8xf32>) outs(%arg4 : tensor<f32>)
 // CHECK-NEXT: ^bb0
+// CHECK-NEXT: math.absf
 // CHECK-NEXT: arith.maximumf
 // CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%arg1 : tensor<8xf32>) outs(%arg4, %arg4 : tensor<f32>, tensor<f32>)
 // CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%arg5 : tensor<4097xf32>) outs(%arg4 : tensor<f32>)
 // CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%arg5 : tensor<4097xf32>) outs(%arg2 : tensor<f32>)
-// CHECK: %{{.+}}:2 = linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%arg0, %arg1 : tensor<8xf32>, tensor<8xf32>) outs(%arg2, %arg3 : tensor<f32>, tensor<f32>)
-// CHECK-NEXT: ^bb0(%[[X:.+]]: f32, %[[Y:.+]]: f32, %[[P:.+]]: f32, %[[Q:.+]]: f32):
+// CHECK: %{{.+}}:2 = linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%arg6 : tensor<4096xf32>) outs(%arg2, %arg3 : tensor<f32>, tensor<f32>)
+// CHECK: %{{.+}}:3 = linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%arg1, %arg0 : tensor<8xf32>, tensor<8xf32>) outs(%arg3, %arg2, %arg3 : tensor<f32>, tensor<f32>, tensor<f32>)
+// CHECK-NEXT: ^bb0(%[[Y:.+]]: f32, %[[X:.+]]: f32, %[[M:.+]]: f32, %[[P:.+]]: f32, %[[Q:.+]]: f32):
+// CHECK-NEXT: %[[MY:.+]] = arith.maximumf %[[Y]], %[[M]] : f32
 // CHECK-NEXT: %[[SX:.+]] = arith.addf %[[X]], %[[P]] : f32
 // CHECK-NEXT: %[[SY:.+]] = arith.addf %[[Y]], %[[Q]] : f32
-// CHECK-NEXT: linalg.yield %[[SX]], %[[SY]] : f32, f32
+// CHECK-NEXT: linalg.yield %[[MY]], %[[SX]], %[[SY]] : f32, f32, f32
 // CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<8xf32>) {{.*}} attrs = {{ *}}{keep}
 // CHECK: linalg.generic {{.*}} ins(%arg1 : tensor<8xf32>) {{.*}} attrs = {{ *}}{keep}
 // CHECK: %{{.+}}:2 = linalg.generic {{.*}}iterator_types = []} ins(%arg2, %arg3 : tensor<f32>, tensor<f32>)
-func.func @kinds(%x: tensor<8xf32>, %y: tensor<8xf32>, %p: tensor<f32>, %q: tensor<f32>, %m: tensor<f32>, %long: tensor<4097xf32>) -> (tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) {
+func.func @kinds(%x: tensor<8xf32>, %y: tensor<8xf32>, %p: tensor<f32>, %q: tensor<f32>, %m: tensor<f32>, %long: tensor<4097xf32>, %edge: tensor<4096xf32>) -> (tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) {
   %mx = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]} ins(%x : tensor<8xf32>) outs(%m : tensor<f32>) {
   ^bb0(%in: f32, %o: f32):
-    %s = arith.maximumf %in, %o : f32
+    %a = math.absf %in : f32
+    %s = arith.maximumf %a, %o : f32
     linalg.yield %s : f32
   } -> tensor<f32>
   %chain:2 = linalg.generic {indexing_maps = [#v, #s, #s], iterator_types = ["reduction"]} ins(%y : tensor<8xf32>) outs(%m, %m : tensor<f32>, tensor<f32>) {
@@ -138,6 +144,21 @@ func.func @kinds(%x: tensor<8xf32>, %y: tensor<8xf32>, %p: tensor<f32>, %q: tens
   %sl2 = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]} ins(%long : tensor<4097xf32>) outs(%p : tensor<f32>) {
   ^bb0(%in: f32, %o: f32):
     %s = arith.addf %in, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  %e1 = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]} ins(%edge : tensor<4096xf32>) outs(%p : tensor<f32>) {
+  ^bb0(%in: f32, %o: f32):
+    %s = arith.addf %in, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  %e2 = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]} ins(%edge : tensor<4096xf32>) outs(%q : tensor<f32>) {
+  ^bb0(%in: f32, %o: f32):
+    %s = arith.minimumf %in, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  %my = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]} ins(%y : tensor<8xf32>) outs(%q : tensor<f32>) {
+  ^bb0(%in: f32, %o: f32):
+    %s = arith.maximumf %in, %o : f32
     linalg.yield %s : f32
   } -> tensor<f32>
   %sx = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]} ins(%x : tensor<8xf32>) outs(%p : tensor<f32>) {
@@ -170,7 +191,7 @@ func.func @kinds(%x: tensor<8xf32>, %y: tensor<8xf32>, %p: tensor<f32>, %q: tens
     %s = arith.negf %in : f32
     linalg.yield %s : f32
   } -> tensor<f32>
-  return %sx, %sy, %kx, %ky, %np, %nq, %mx, %chain#0, %chain#1, %sl, %sl2 : tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>
+  return %sx, %sy, %kx, %ky, %np, %nq, %mx, %chain#0, %chain#1, %sl, %sl2, %e1, %e2, %my : tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>
 }
 
 // -----
@@ -339,8 +360,9 @@ func.func @column_fills(%x: tensor<8x4xf32>, %y: tensor<8x4xf32>) -> (tensor<4xf
 // after it: the first cast's group closes on that read, so the casts do not
 // merge, unless the casts that read only arguments move to the start first
 // (hoist-argument-only, the default), where the two of one shape merge;
-// the third, of a shape of its own, stays where it was. (The two row sums
-// merge either way.)
+// the third, of a shape of its own, stays where it was. The two row sums,
+// small and reading only those casts and a fill, move after them (merging
+// either way).
 #w = affine_map<(d0, d1) -> (d0, d1)>
 #r = affine_map<(d0, d1) -> (d0)>
 // CHECK-LABEL: func.func @casts
@@ -350,8 +372,9 @@ func.func @column_fills(%x: tensor<8x4xf32>, %y: tensor<8x4xf32>) -> (tensor<4xf
 // HOIST-NEXT: tensor.empty() : tensor<4x8xbf16>
 // HOIST-NEXT: tensor.empty() : tensor<4x8xbf16>
 // HOIST-NEXT: %[[C:.+]]:2 = linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<4x8xf32>, tensor<4x8xf32>)
+// HOIST: linalg.fill
+// HOIST-NEXT: linalg.generic {{.*}} ins(%[[C]]#0, %[[C]]#1 : tensor<4x8xbf16>, tensor<4x8xbf16>)
 // HOIST: linalg.generic {{.*}} ins(%arg2 : tensor<8x4xf32>)
-// HOIST: linalg.generic {{.*}} ins(%[[C]]#0, %[[C]]#1 : tensor<4x8xbf16>, tensor<4x8xbf16>)
 // HOIST-NOT: linalg.generic
 func.func @casts(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %c: tensor<8x4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<8x4xbf16>) {
   %zero = arith.constant 0.0 : f32
@@ -600,4 +623,38 @@ func.func @small_sums(%a: tensor<64x8xf32>, %b: tensor<64x8xf32>, %za: tensor<8x
     linalg.yield %s : f32
   } -> tensor<8xf32>
   return %sa, %sb : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+#v = affine_map<(d0) -> (d0)>
+// Two gathered concatenations (each writes one output and reads two
+// tensors from above: three parameters of a kernel): six together, more
+// than max-operands = 5, so they stay apart; within 24 (the default),
+// they merge.
+// CAPT-LABEL: func.func @captures
+// SUMS-LABEL: func.func @captures
+// CAPT-COUNT-2: linalg.generic
+// CAPT-NOT: linalg.generic
+// CHECK-LABEL: func.func @captures
+// CHECK: %{{.+}}:2 = linalg.generic
+// CHECK-NOT: linalg.generic
+func.func @captures(%a: tensor<1xf32>, %b: tensor<7xf32>, %c: tensor<1xf32>, %d: tensor<7xf32>, %i: index) -> (tensor<8xf32>, tensor<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %e = tensor.empty() : tensor<8xf32>
+  %x = linalg.generic {indexing_maps = [#v], iterator_types = ["parallel"]} outs(%e : tensor<8xf32>) {
+  ^bb0(%o: f32):
+    %p = tensor.extract %a[%c0] : tensor<1xf32>
+    %q = tensor.extract %b[%c0] : tensor<7xf32>
+    %r = arith.addf %p, %q : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  %y = linalg.generic {indexing_maps = [#v], iterator_types = ["parallel"]} outs(%e : tensor<8xf32>) {
+  ^bb0(%o: f32):
+    %p = tensor.extract %c[%c0] : tensor<1xf32>
+    %q = tensor.extract %d[%c0] : tensor<7xf32>
+    %r = arith.addf %p, %q : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  return %x, %y : tensor<8xf32>, tensor<8xf32>
 }

@@ -1,11 +1,13 @@
 // RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse=hoist-argument-only=false | FileCheck %s
 // RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="hoist-argument-only=false order-updates=false" | FileCheck %s --check-prefix=OFF
 // RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="hoist-argument-only=false order-elements=8" | FileCheck %s --check-prefix=ELEM
+// RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse | FileCheck %s --check-prefix=DEFAULT
 
 // Tests anvil-horizontal-fuse's order-updates (the optimizer's small ops
 // and state updates moved to the end of the block by level, where those of
-// a level merge) and the fills of merged reductions moved to the merged
-// op.
+// a level merge), the fills of merged reductions moved to the merged op,
+// and, with the default hoist-argument-only, small chains of candidates
+// from the block's arguments moved to its start by level.
 
 #v = affine_map<(d0) -> (d0)>
 #s = affine_map<(d0) -> ()>
@@ -27,6 +29,15 @@
 // CHECK: return %[[W]]#0, %[[U]]#0, %[[W]]#1, %[[U]]#2
 // Without order-updates, only the first update and the second direction,
 // independent, merge.
+// With the defaults, the directions (which read only arguments), then the
+// norms and updates (small, reading only those and arguments) first go to
+// the block's start by level, then to its end: the same three.
+// DEFAULT-LABEL: func.func @lamb
+// DEFAULT: %[[U:.+]]:4 = linalg.generic {{.*}}iterator_types = ["parallel"]} ins(%arg2, %arg4, %arg3, %arg5 :
+// DEFAULT: %[[N:.+]]:2 = linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%[[U]]#1, %[[U]]#3 :
+// DEFAULT: %[[W:.+]]:2 = linalg.generic {{.*}}iterator_types = ["parallel"]} ins(%arg0, %[[U]]#1, %[[N]]#0, %arg1, %[[U]]#3, %[[N]]#1 :
+// DEFAULT-NOT: linalg.generic
+// DEFAULT: return %[[W]]#0, %[[U]]#0, %[[W]]#1, %[[U]]#2
 // OFF-LABEL: func.func @lamb
 // OFF-COUNT-5: linalg.generic
 // OFF-NOT: linalg.generic
@@ -84,10 +95,10 @@ func.func @lamb(%p1: tensor<16xf32>, %p2: tensor<16xf32>, %g1: tensor<16xf32>, %
 #v = affine_map<(d0) -> (d0)>
 #s = affine_map<(d0) -> ()>
 // The first norm is also read by an op that does not move (its extract):
-// the norm stays, and so does the direction it reads; the first update,
-// which only the return reads, moves to the end with the second
-// parameter's ops, where it merges with the second direction (level 0 of
-// the moved ops, neither reading the other).
+// the norm stays, and so does the direction it reads (moved, either would
+// come after its reader); the first update, which only the return reads,
+// moves to the end with the second parameter's ops (where it merges with
+// the second direction, as it would in block order).
 // CHECK-LABEL: func.func @read_elsewhere
 // OFF-LABEL: func.func @read_elsewhere
 // ELEM-LABEL: func.func @read_elsewhere
@@ -209,4 +220,71 @@ func.func @second_stage(%partials: tensor<4x16xf32>, %z: tensor<16xf32>, %p: ten
     linalg.yield %r : f32
   } -> tensor<16xf32>
   return %w, %x : tensor<16xf32>, f32
+}
+
+// -----
+
+#v = affine_map<(d0) -> (d0)>
+#s = affine_map<(d0) -> ()>
+#scalar = affine_map<() -> ()>
+// FP8's delayed recipe for two tensors: each amax history's maximum (from
+// a -inf fill), the scale from it and the previous scale, and the scaled
+// tensor, which reads the scale. In block order the scaled tensor closes
+// the maximum's and the scale's groups; with the defaults, the maxima
+// (reading arguments and fills) move to the block's start, then the
+// scales (small, reading only those and arguments), each kind merging
+// there (the fills, too, as one generic: hoistFullReductionFills), and the
+// scaled tensors (updates of returned state) to the end.
+// DEFAULT-LABEL: func.func @histories
+// DEFAULT: linalg.generic {{.*}}iterator_types = []} outs(
+// DEFAULT: %[[M:.+]]:2 = linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%arg0, %arg1 : tensor<16xf32>, tensor<16xf32>)
+// DEFAULT: %[[S:.+]]:2 = linalg.generic {{.*}}iterator_types = []} ins(%[[M]]#0, %arg2, %[[M]]#1, %arg3 :
+// DEFAULT: %[[Q:.+]]:2 = linalg.generic {{.*}}iterator_types = ["parallel"]} ins(%arg4, %[[S]]#0, %arg5, %[[S]]#1 :
+// DEFAULT-NOT: linalg.generic
+// DEFAULT: return %[[S]]#0, %[[S]]#1, %[[Q]]#0, %[[Q]]#1
+// CHECK-LABEL: func.func @histories
+// CHECK-COUNT-5: linalg.generic
+// CHECK-NOT: linalg.generic
+func.func @histories(%h1: tensor<16xf32>, %h2: tensor<16xf32>, %s1: tensor<f32>, %s2: tensor<f32>, %x: tensor<8xf32>, %y: tensor<8xf32>) -> (tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  %c448 = arith.constant 448.0 : f32
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f1 = linalg.fill ins(%ninf : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %m1 = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]} ins(%h1 : tensor<16xf32>) outs(%f1 : tensor<f32>) {
+  ^bb0(%h: f32, %o: f32):
+    %r = arith.maximumf %h, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %n1 = linalg.generic {indexing_maps = [#scalar, #scalar, #scalar], iterator_types = []} ins(%m1, %s1 : tensor<f32>, tensor<f32>) outs(%e : tensor<f32>) {
+  ^bb0(%m: f32, %p: f32, %o: f32):
+    %d = arith.divf %c448, %m : f32
+    %pos = arith.cmpf ogt, %m, %zero : f32
+    %r = arith.select %pos, %d, %p : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %q1 = linalg.generic {indexing_maps = [#v, #s, #v], iterator_types = ["parallel"]} ins(%x, %n1 : tensor<8xf32>, tensor<f32>) outs(%x : tensor<8xf32>) {
+  ^bb0(%a: f32, %n: f32, %o: f32):
+    %r = arith.mulf %a, %n : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  %f2 = linalg.fill ins(%ninf : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %m2 = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]} ins(%h2 : tensor<16xf32>) outs(%f2 : tensor<f32>) {
+  ^bb0(%h: f32, %o: f32):
+    %r = arith.maximumf %h, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %n2 = linalg.generic {indexing_maps = [#scalar, #scalar, #scalar], iterator_types = []} ins(%m2, %s2 : tensor<f32>, tensor<f32>) outs(%e : tensor<f32>) {
+  ^bb0(%m: f32, %p: f32, %o: f32):
+    %d = arith.divf %c448, %m : f32
+    %pos = arith.cmpf ogt, %m, %zero : f32
+    %r = arith.select %pos, %d, %p : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %q2 = linalg.generic {indexing_maps = [#v, #s, #v], iterator_types = ["parallel"]} ins(%y, %n2 : tensor<8xf32>, tensor<f32>) outs(%y : tensor<8xf32>) {
+  ^bb0(%a: f32, %n: f32, %o: f32):
+    %r = arith.mulf %a, %n : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  return %n1, %n2, %q1, %q2 : tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>
 }

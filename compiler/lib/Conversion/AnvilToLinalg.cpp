@@ -564,16 +564,83 @@ Value insertAlong(OpBuilder &b, Location loc, Value dest, ValueRange pieces,
 
 namespace {
 
+/// The most elements, and inputs, of a concatenation lowered to one
+/// generic that reads each point from its input (LowerConcat).
+constexpr int64_t kGatheredConcatElements = 65536;
+constexpr size_t kGatheredConcatInputs = 4;
+
+/// A concatenation into a static result of at most kGatheredConcatElements
+/// elements from at most kGatheredConcatInputs inputs (an FP8 tensor's
+/// amax history shifted by one, its newest amax first) becomes one
+/// generic over the result that reads each point from the input it comes
+/// from (`tensor.extract` at the point's index less the input's offset
+/// along `dim`, clamped into every input, and `select`s by that index):
+/// one kernel on a GPU instead of a copy a piece, and a generic that
+/// anvil-horizontal-fuse can merge with others. Larger ones insert each
+/// input into the result (a copy each, at full bandwidth).
 struct LowerConcat : OpRewritePattern<ConcatOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ConcatOp op,
                                 PatternRewriter &rewriter) const override {
     auto t = cast<RankedTensorType>(op.getType());
+    if (t.hasStaticShape() && t.getRank() > 0 &&
+        t.getNumElements() <= kGatheredConcatElements &&
+        op.getInputs().size() <= kGatheredConcatInputs &&
+        llvm::all_of(op.getInputs(), [](Value in) {
+          return cast<RankedTensorType>(in.getType()).hasStaticShape();
+        })) {
+      rewriter.replaceOp(op, gathered(rewriter, op, t));
+      return success();
+    }
     Value dest = emptyOf(rewriter, op.getLoc(), t);
     rewriter.replaceOp(op, insertAlong(rewriter, op.getLoc(), dest,
                                        op.getInputs(), op.getDim(),
                                        SmallVector<int64_t>(t.getRank(), 0)));
     return success();
+  }
+
+  static Value gathered(OpBuilder &b, ConcatOp op, RankedTensorType t) {
+    Location loc = op.getLoc();
+    int64_t dim = op.getDim();
+    auto identity = b.getMultiDimIdentityMap(t.getRank());
+    auto generic = linalg::GenericOp::create(
+        b, loc, TypeRange{t}, ValueRange{}, ValueRange{emptyOf(b, loc, t)},
+        ArrayRef<AffineMap>{identity},
+        SmallVector<utils::IteratorType>(t.getRank(),
+                                         utils::IteratorType::parallel),
+        [&](OpBuilder &nb, Location nl, ValueRange) {
+          auto index = [&](int64_t v) {
+            return arith::ConstantIndexOp::create(nb, nl, v).getResult();
+          };
+          SmallVector<Value> at;
+          for (int64_t d = 0; d < t.getRank(); ++d)
+            at.push_back(linalg::IndexOp::create(nb, nl, d));
+          Value i = at[dim];
+          // Each input's element at the point, its index along `dim`
+          // clamped into it; the point's own input's is the one selected.
+          SmallVector<Value> values;
+          SmallVector<int64_t> offsets;
+          int64_t offset = 0;
+          for (Value in : op.getInputs()) {
+            int64_t size = cast<RankedTensorType>(in.getType()).getDimSize(dim);
+            SmallVector<Value> local(at);
+            Value shifted = arith::SubIOp::create(nb, nl, i, index(offset));
+            shifted = arith::MaxSIOp::create(nb, nl, shifted, index(0));
+            local[dim] =
+                arith::MinSIOp::create(nb, nl, shifted, index(size - 1));
+            values.push_back(tensor::ExtractOp::create(nb, nl, in, local));
+            offsets.push_back(offset);
+            offset += size;
+          }
+          Value result = values.back();
+          for (int64_t k = int64_t(values.size()) - 2; k >= 0; --k) {
+            Value before = arith::CmpIOp::create(
+                nb, nl, arith::CmpIPredicate::slt, i, index(offsets[k + 1]));
+            result = arith::SelectOp::create(nb, nl, before, values[k], result);
+          }
+          linalg::YieldOp::create(nb, nl, result);
+        });
+    return generic.getResult(0);
   }
 };
 

@@ -14,15 +14,18 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
+#include <functional>
 #include <map>
 
 namespace mlir::anvil {
@@ -34,22 +37,27 @@ using namespace mlir;
 
 namespace {
 
-/// The most terms a sum over every loop may fold and still join a group:
-/// anvil-split-reductions leaves shorter sums whole (4096 terms and more
-/// run in two stages), and a grid runs one on a warp or a thread, whose
-/// loads of the members' terms at each step are independent.
+/// The most terms a reduction over every loop may fold and still join a
+/// group: anvil-split-reductions (at its default min-length) leaves shorter
+/// sums whole and runs longer ones in two stages, and a grid runs one on a
+/// warp or a thread, whose loads of the members' terms at each step are
+/// independent.
 constexpr int64_t kMaxFullSumTerms = 4096;
 
-/// Whether `op` sums over every loop (at least one) at most
-/// kMaxFullSumTerms terms into rank-0 outputs, each output `out = addf(out,
-/// v)` with `v` computed without the outputs: the squared norms of LAMB's
-/// small parameters and updates, a split sum's second stage. Merged, one
-/// warp (or thread) folds every member's outputs, each in a fixed order:
-/// the one it had alone, unless the merged inputs' alignment lets the
-/// warp's lanes read runs of four where a member alone read single
-/// elements. An amax (maximumf of |x|, folded atomically by a grid) is not
-/// such a sum.
-bool isSmallFullSum(linalg::GenericOp op) {
+/// Whether `op` reduces over every loop (at least one) at most
+/// kMaxFullSumTerms f32 terms, each input read through the identity, into
+/// rank-0 f32 outputs, each output `out = f(out, v)` with `f` an addf,
+/// maximumf or minimumf and `v` computed without the outputs, its body
+/// free of nested regions: the squared norms of LAMB's small parameters
+/// and updates, a split sum's second stage, the maximum of an FP8 tensor's
+/// amax history. Such ops of one domain take the same path through
+/// anvil-cuda-map-dispatches merged as alone: one warp (from 256 terms) or
+/// one thread folds every member's outputs, each in a fixed order, the one
+/// it had alone unless the merged inputs' alignment lets the warp's lanes
+/// read runs of four where a member alone read single elements (a maximum
+/// or minimum is the same in any order). An amax (maximumf of |x|, folded
+/// atomically by a grid) is not such a reduction.
+bool isSmallFullReduction(linalg::GenericOp op) {
   if (op.getNumLoops() == 0 || op.getNumParallelLoops() != 0)
     return false;
   int64_t terms = 1;
@@ -61,6 +69,17 @@ bool isSmallFullSum(linalg::GenericOp op) {
   if (terms > kMaxFullSumTerms)
     return false;
   Block *body = op.getBlock();
+  auto f32 = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getElementType().isF32();
+  };
+  if (llvm::any_of(op.getDpsInputOperands(),
+                   [&](OpOperand *in) {
+                     return !f32(in->get()) ||
+                            !op.getMatchingIndexingMap(in).isIdentity();
+                   }) ||
+      llvm::any_of(body->getOperations(),
+                   [](Operation &o) { return o.getNumRegions() != 0; }))
+    return false;
   auto yield = cast<linalg::YieldOp>(body->getTerminator());
   // Whether `v` is computed in the body from an output.
   auto readsOutput = [&](Value v) {
@@ -82,14 +101,19 @@ bool isSmallFullSum(linalg::GenericOp op) {
   };
   for (OpOperand &init : op.getDpsInitsMutable()) {
     auto type = dyn_cast<RankedTensorType>(init.get().getType());
-    if (!type || type.getRank() != 0)
+    if (!type || type.getRank() != 0 || !type.getElementType().isF32())
       return false;
     unsigned r = init.getOperandNumber() - op.getNumDpsInputs();
     BlockArgument out = op.getMatchingBlockArgument(&init);
-    auto add = yield.getOperand(r).getDefiningOp<arith::AddFOp>();
-    if (!add || add->getBlock() != body || !out.hasOneUse() ||
-        (add.getLhs() != out && add.getRhs() != out) ||
-        readsOutput(add.getLhs() == out ? add.getRhs() : add.getLhs()))
+    Operation *combine = yield.getOperand(r).getDefiningOp();
+    if (!combine ||
+        !isa<arith::AddFOp, arith::MaximumFOp, arith::MinimumFOp>(combine) ||
+        combine->getBlock() != body || !out.hasOneUse() ||
+        (combine->getOperand(0) != out && combine->getOperand(1) != out))
+      return false;
+    Value v = combine->getOperand(combine->getOperand(0) == out ? 1 : 0);
+    if (readsOutput(v) ||
+        (!isa<arith::AddFOp>(combine) && v.getDefiningOp<math::AbsFOp>()))
       return false;
   }
   return true;
@@ -99,13 +123,13 @@ bool isSmallFullSum(linalg::GenericOp op) {
 /// over a static domain whose loops (if any: a scalar's has none) are all
 /// parallel, or include a parallel one (a reduction over rows or columns,
 /// which a merged op folds output by output in the same order; not a
-/// GEMM), or a small sum over every loop (isSmallFullSum; not an amax,
-/// whose grid folds into one output atomically), with no attributes
+/// GEMM), or a small reduction over every loop (isSmallFullReduction; not an
+/// amax, whose grid folds into one output atomically), with no attributes
 /// beyond its own (nothing a later pass reads off it).
 bool isCandidate(linalg::GenericOp op) {
   if (!op.hasPureTensorSemantics() ||
       (op.getNumLoops() != 0 && op.getNumParallelLoops() == 0 &&
-       !isSmallFullSum(op)))
+       !isSmallFullReduction(op)))
     return false;
   // A product with m, n and k loops (a batched GEMM) stays alone: a
   // backend runs it as a library GEMM (GemmToBlas takes those). A sum of
@@ -360,51 +384,85 @@ struct AnvilHorizontalFusePass
 
   /// The candidates that read only the block's arguments (a step's casts
   /// of its f32 weights to bf16, interleaved with the GEMMs that read
-  /// them, each read before the next cast comes), where two or more share
-  /// a domain and loop kinds: moved to the start of the block, in order,
-  /// with the constants and `tensor.empty`s they use, so that each such
-  /// set merges into one generic there. Moved earlier, they compute the
-  /// same values; their results live from the block's start (a weight's
-  /// bf16 copy, which the backward pass reads again, lives through the
-  /// peak anyway).
+  /// them, each read before the next cast comes; the maxima of FP8's amax
+  /// histories), or, with every tensor of at most order-elements elements,
+  /// also what such moved candidates compute (FP8's next scales from those
+  /// maxima), where two or more share a domain and loop kinds (and what
+  /// they read moves too): moved to the start of the block by level, with
+  /// the constants, static `tensor.empty`s and fills of constants into them
+  /// that they use, so that each such set merges into one generic there. Moved
+  /// earlier, they compute the same values; their results live from the block's
+  /// start (a weight's bf16 copy, which the backward pass reads again, lives
+  /// through the peak anyway; the small ones hold a few KB).
   void hoistReadingArguments(Block &block) {
-    // The ops `op` needs moved with it; false if one is anything but a
-    // constant or a static tensor.empty defined in the block.
-    auto movable = [&](linalg::GenericOp op,
-                       SmallVectorImpl<Operation *> &with) {
-      WalkResult walk = op->walk([&](Operation *inner) {
-        for (Value v : inner->getOperands()) {
-          if (auto arg = dyn_cast<BlockArgument>(v)) {
-            if (arg.getOwner() != &block &&
-                !op->isAncestor(arg.getOwner()->getParentOp()))
-              return WalkResult::interrupt();
-            continue;
-          }
-          Operation *def = v.getDefiningOp();
-          if (op->isAncestor(def))
-            continue;
-          if (def->getBlock() != &block)
-            continue; // from outside the block: there before it
-          auto empty = dyn_cast<tensor::EmptyOp>(def);
-          if (!isa<arith::ConstantOp>(def) &&
-              !(empty && empty.getType().hasStaticShape()))
-            return WalkResult::interrupt();
-          if (!llvm::is_contained(with, def))
-            with.push_back(def);
-        }
-        return WalkResult::advance();
-      });
-      return !walk.wasInterrupted();
+    // The ops `op` needs moved with it, what they use first; false if one
+    // is anything but a constant, a static tensor.empty or a fill of a
+    // constant into one (a reduction's start) defined in the block, or an
+    // op of `chosen` (which moves too: `from` collects those).
+    DenseSet<Operation *> chosen;
+    std::function<bool(Operation *, SmallVectorImpl<Operation *> &,
+                       SmallVectorImpl<Operation *> &)>
+        movable = [&](Operation *op, SmallVectorImpl<Operation *> &with,
+                      SmallVectorImpl<Operation *> &from) {
+          WalkResult walk = op->walk([&](Operation *inner) {
+            for (Value v : inner->getOperands()) {
+              if (auto arg = dyn_cast<BlockArgument>(v)) {
+                if (arg.getOwner() != &block &&
+                    !op->isAncestor(arg.getOwner()->getParentOp()))
+                  return WalkResult::interrupt();
+                continue;
+              }
+              Operation *def = v.getDefiningOp();
+              if (op->isAncestor(def))
+                continue;
+              if (def->getBlock() != &block)
+                continue; // from outside the block: there before it
+              if (chosen.contains(def)) {
+                if (!llvm::is_contained(from, def))
+                  from.push_back(def);
+                continue;
+              }
+              if (llvm::is_contained(with, def))
+                continue;
+              auto empty = dyn_cast<tensor::EmptyOp>(def);
+              auto fill = dyn_cast<linalg::FillOp>(def);
+              if (fill && fill.hasPureTensorSemantics() &&
+                  fill.getInputs()[0].getDefiningOp<arith::ConstantOp>() &&
+                  fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>()) {
+                if (!movable(fill, with, from))
+                  return WalkResult::interrupt();
+              } else if (!isa<arith::ConstantOp>(def) &&
+                         !(empty && empty.getType().hasStaticShape())) {
+                return WalkResult::interrupt();
+              }
+              with.push_back(def);
+            }
+            return WalkResult::advance();
+          });
+          return !walk.wasInterrupted();
+        };
+    // A candidate that reads the block's arguments, constants, empties and
+    // fills (any size), or also, with every tensor of at most
+    // order-elements elements, what such candidates compute (an FP8
+    // tensor's next scale from its amax history's maximum).
+    struct Chosen {
+      linalg::GenericOp op;
+      SmallVector<Operation *> with, from;
+      unsigned bucket;
+      bool alive = true;
     };
     struct Bucket {
       SmallVector<int64_t> domain;
       SmallVector<utils::IteratorType> iterators;
-      SmallVector<std::pair<linalg::GenericOp, SmallVector<Operation *>>> ops;
+      unsigned alive = 0;
     };
+    SmallVector<Chosen> entries;
     SmallVector<Bucket> buckets;
+    DenseMap<Operation *, unsigned> entryOf;
     for (auto op : block.getOps<linalg::GenericOp>()) {
-      SmallVector<Operation *> with;
-      if (!isCandidate(op) || !movable(op, with))
+      SmallVector<Operation *> with, from;
+      if (!isCandidate(op) || !movable(op, with, from) ||
+          (!from.empty() && !smallTensors(op)))
         continue;
       SmallVector<int64_t> domain = op.getStaticLoopRanges();
       SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
@@ -412,11 +470,46 @@ struct AnvilHorizontalFusePass
         return b.domain == domain && b.iterators == iterators;
       });
       if (bucket == buckets.end())
-        bucket = &buckets.emplace_back(Bucket{domain, iterators, {}});
-      bucket->ops.emplace_back(op, std::move(with));
+        bucket = &buckets.emplace_back(Bucket{domain, iterators, 0});
+      ++bucket->alive;
+      chosen.insert(op);
+      entryOf[op] = entries.size();
+      entries.push_back({op, std::move(with), std::move(from),
+                         unsigned(bucket - buckets.begin())});
+    }
+    // Only where two or more of a domain move (they merge there), and only
+    // with what they read moving too.
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (Chosen &e : entries) {
+        if (!e.alive)
+          continue;
+        if (buckets[e.bucket].alive >= 2 &&
+            llvm::all_of(e.from, [&](Operation *def) {
+              return entries[entryOf.lookup(def)].alive;
+            }))
+          continue;
+        e.alive = false;
+        --buckets[e.bucket].alive;
+        changed = true;
+      }
     }
     // Each moved op goes right after the last one moved (the block's start
-    // first), what it uses before it; one already there stays.
+    // first), what it uses before it (one already there stays), by level:
+    // first those that read no other moved op, then those that read only
+    // those, and so on, in block order within a level, so that an FP8
+    // scale's reader does not sit between two maxima.
+    std::map<unsigned, SmallVector<Chosen *>> byLevel;
+    DenseMap<Operation *, unsigned> level;
+    for (Chosen &e : entries) {
+      if (!e.alive)
+        continue;
+      unsigned l = 0;
+      for (Operation *def : e.from)
+        l = std::max(l, level.lookup(def) + 1);
+      level[e.op] = l;
+      byLevel[l].push_back(&e);
+    }
     Operation *last = nullptr;
     auto moveUp = [&](Operation *op) {
       if (last && (op == last || op->isBeforeInBlock(last)))
@@ -427,13 +520,11 @@ struct AnvilHorizontalFusePass
         op->moveBefore(&block.front());
       last = op;
     };
-    for (Bucket &bucket : buckets) {
-      if (bucket.ops.size() < 2)
-        continue;
-      for (auto &[op, with] : bucket.ops) {
-        for (Operation *def : with)
+    for (auto &[l, chosenAtLevel] : byLevel) {
+      for (Chosen *e : chosenAtLevel) {
+        for (Operation *def : e->with)
           moveUp(def);
-        moveUp(op);
+        moveUp(e->op);
       }
     }
   }
@@ -531,17 +622,33 @@ struct AnvilHorizontalFusePass
            operands <= maxSmallOperands && elements <= smallElements;
   }
 
+  /// The types of `op`'s operands and of the values its regions read from
+  /// above (a gathered concatenation's inputs).
+  static SmallVector<Type> readTypes(Operation *op) {
+    SmallVector<Type> types(op->getOperandTypes());
+    llvm::SetVector<Value> captured;
+    getUsedValuesDefinedAbove(op->getRegions(), captured);
+    for (Value v : captured)
+      types.push_back(v.getType());
+    return types;
+  }
+
+  /// Whether every tensor `op` reads or writes is static and holds at most
+  /// order-elements elements.
+  bool smallTensors(Operation *op) const {
+    return llvm::all_of(readTypes(op), [&](Type t) {
+      auto shaped = dyn_cast<RankedTensorType>(t);
+      return !shaped || (shaped.hasStaticShape() &&
+                         shaped.getNumElements() <= orderElements);
+    });
+  }
+
   /// Whether `op` has loops and every tensor it reads or writes is static
   /// and holds at most order-elements elements (order-updates moves it: its
   /// inputs and results live longer or shorter, a few KB each). Scalars
   /// (no loops) stay: moved, they merge worse where they go.
   bool isSmall(linalg::GenericOp op) const {
-    return op.getNumLoops() != 0 &&
-           llvm::all_of(op->getOperandTypes(), [&](Type t) {
-             auto shaped = dyn_cast<RankedTensorType>(t);
-             return !shaped || (shaped.hasStaticShape() &&
-                                shaped.getNumElements() <= orderElements);
-           });
+    return op.getNumLoops() != 0 && smallTensors(op);
   }
 
   /// Whether `op` has loops, only the block's terminator reads its results
@@ -553,10 +660,10 @@ struct AnvilHorizontalFusePass
     if (op.getNumLoops() == 0 || op->getNumResults() == 0 ||
         llvm::any_of(op->getUsers(), [&](Operation *user) {
           return user->getBlock() != block ||
-                 !user->hasTrait<OpTrait::IsTerminator>();
+                 !user->hasTrait<OpTrait::ReturnLike>();
         }))
       return false;
-    return llvm::all_of(op->getOperandTypes(), [&](Type t) {
+    return llvm::all_of(readTypes(op), [&](Type t) {
       auto shaped = dyn_cast<RankedTensorType>(t);
       return !shaped || (shaped.hasStaticShape() &&
                          (shaped.getNumElements() <= orderElements ||
@@ -579,35 +686,36 @@ struct AnvilHorizontalFusePass
   /// buffers they touch, so that some of those no longer form (BERT-large:
   /// 0.1 GB more a step).
   void orderByLevels(Block &block) {
-    Operation *terminator = block.getTerminator();
-    if (!terminator)
+    if (!block.mightHaveTerminator())
       return;
-    llvm::SetVector<Operation *> moved;
+    Operation *terminator = block.getTerminator();
+    if (!terminator->hasTrait<OpTrait::ReturnLike>())
+      return;
+    SmallVector<Operation *> candidates;
     for (auto op : block.getOps<linalg::GenericOp>())
       if (isMemoryEffectFree(op) &&
           (op.getNumParallelLoops() == op.getNumLoops() ||
            op.getNumReductionLoops() == op.getNumLoops()) &&
           ((isCandidate(op) && isSmall(op)) || isStateUpdate(op)))
-        moved.insert(op);
-    // Drop, until none is left to drop, the ops whose results something
-    // else reads.
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (Operation *op : llvm::make_early_inc_range(llvm::reverse(moved))) {
-        if (llvm::all_of(op->getUsers(), [&](Operation *user) {
-              return user == terminator || moved.contains(user);
-            }))
-          continue;
-        moved.remove(op);
-        changed = true;
-      }
-    }
+        candidates.push_back(op);
+    // Less the ops whose results something else reads: one sweep from the
+    // last, since every reader comes after what it reads.
+    DenseSet<Operation *> set(candidates.begin(), candidates.end());
+    for (Operation *op : llvm::reverse(candidates))
+      if (llvm::any_of(op->getUsers(), [&](Operation *user) {
+            return user != terminator && !set.contains(user);
+          }))
+        set.erase(op);
+    SmallVector<Operation *> moved;
+    for (Operation *op : candidates)
+      if (set.contains(op))
+        moved.push_back(op);
     DenseMap<Operation *, unsigned> level;
     std::map<unsigned, SmallVector<Operation *>> byLevel;
     for (Operation *op : moved) { // in block order
       unsigned l = 0;
       for (Value v : op->getOperands())
-        if (Operation *def = v.getDefiningOp(); def && moved.contains(def))
+        if (Operation *def = v.getDefiningOp(); def && set.contains(def))
           l = std::max(l, level.lookup(def) + 1);
       level[op] = l;
       byLevel[l].push_back(op);
@@ -626,9 +734,17 @@ struct AnvilHorizontalFusePass
         continue;
       SmallVector<int64_t> domain = op.getStaticLoopRanges();
       SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-      int64_t operands = op->getNumOperands();
+      // Its operands and the tensors its body reads from above (a gathered
+      // concatenation's inputs), each a parameter of the merged kernel.
+      SmallVector<Value> operandsAndCaptures(op->getOperands());
+      llvm::SetVector<Value> captured;
+      getUsedValuesDefinedAbove(op->getRegions(), captured);
+      for (Value v : captured)
+        if (isa<RankedTensorType>(v.getType()))
+          operandsAndCaptures.push_back(v);
+      int64_t operands = operandsAndCaptures.size();
       int64_t elements = 0;
-      for (Value operand : op->getOperands()) {
+      for (Value operand : operandsAndCaptures) {
         auto type = dyn_cast<RankedTensorType>(operand.getType());
         elements += type && type.hasStaticShape() ? type.getNumElements() : 1;
       }

@@ -257,19 +257,22 @@ def AnvilHorizontalFusePass
     its emulation, merges such generics into one `linalg.generic` whose
     operands and results are all of theirs, each body computed in turn at
     every point: one launch instead of several, every value computed as
-    before (no change to what any output holds).
+    before (but for the association of a merged reduction over every loop,
+    below, whose inputs' alignment can change the runs its lanes read).
 
     It walks each function's top-level generics in order. A candidate has
     tensor semantics, a static domain, no attributes of its own, and only
     parallel loops, or a reduction with a parallel loop that is not a GEMM
     (a product with m, n and k loops runs as a library GEMM; a sum of
     products over shared loops, a norm's weight gradient, is a reduction
-    like any other), or is a sum over every loop of at most 4096 terms
-    into rank-0 outputs, each `out + v` with `v` computed without the
-    outputs (LAMB's squared norms of small tensors, a split sum's second
-    stage: a grid folds each on one warp, or one thread, and merged, the
-    warp folds every member's terms, its loads at each step independent;
-    an amax over every loop folds into its output atomically on a grid and
+    like any other), or reduces over every loop at most 4096 f32 terms,
+    each input read through the identity, into rank-0 f32 outputs, each
+    `out + v`, `max(out, v)` or `min(out, v)` with `v` computed without
+    the outputs (LAMB's squared norms of small tensors, a split sum's
+    second stage, the maximum of an FP8 tensor's amax history: a grid
+    folds each on one warp, or one thread, and merged, the warp folds
+    every member's terms, its loads at each step independent; an amax,
+    the maximum of `|x|`, folds into its output atomically on a grid and
     stays): a row maximum and a row sum of one tensor read it
     once, each output folded in its own order; an input two members read
     the same way (one tensor, or equal reshapes of it, through the same
@@ -294,7 +297,7 @@ def AnvilHorizontalFusePass
     Before the walk, with `order-updates` (the default), the optimizer's
     ops go to the end of the block by level: the generics that are
     candidates with loops whose tensors hold at most `order-elements`
-    elements each, or that only the block's terminator reads (updates of
+    elements each, or that only the block's return reads (updates of
     returned state) and read only such small tensors or tensors of a
     result's type, and whose loops are all parallel or all reductions,
     form a set; an op that something outside the set reads leaves it,
@@ -313,7 +316,8 @@ def AnvilHorizontalFusePass
     they would let their first stages, each reading a layer's
     activation-sized gradient, merge across layers between the members of
     row groups, some of which would then not form. BERT-large's step
-    (LAMB): 2162 launches to 815, its bytes the same.
+    (LAMB): 2162 launches to 798 (with the hoists below), its bytes the
+    same.
 
     Before the walk, and after the two hoists below, with
     `sink-small-readers` (the default): for each
@@ -338,14 +342,24 @@ def AnvilHorizontalFusePass
     to the start of their block as one generic per shape (at most
     `max-operands` fills each), whose outputs hold the constants. Before
     that, with `hoist-argument-only` (the default), the candidates that
-    read nothing but the block's arguments (and constants), where two or
-    more share a domain and loop kinds, move to the start of the block with
-    the constants and static `tensor.empty`s they use: a step's casts of
-    its f32 weights to bf16 sit each just before the GEMM that reads it,
-    which would close every group, and merge there instead (twelve layers'
-    casts of one shape: one launch). Moved earlier, each computes the same
+    read nothing but the block's arguments (and constants, static
+    `tensor.empty`s and fills of constants into them), and the candidates
+    whose tensors hold at most `order-elements` elements each that read
+    only those and what such moved candidates compute, where two or more
+    share a domain and loop kinds (and what they read moves), move to the
+    start of the block with the constants, empties and fills they use, by
+    level (first those that read no other moved candidate, then those
+    that read only those, ...; in block order within a level): a step's
+    casts of its f32 weights to bf16 sit each just before the GEMM that
+    reads it, which would close every group, and merge there instead
+    (twelve layers' casts of one shape: one launch); so do the maxima of
+    the delayed FP8 recipe's amax histories, then the scales computed from
+    them (GPT-2 124M's delayed step: 144 maxima in 12 launches and their
+    scales in a few, where each scale's reader had closed the group that
+    would have taken the next). Moved earlier, each computes the same
     values; a weight's bf16 copy, which the backward pass reads again,
-    lives through the step's peak anyway.
+    lives through the step's peak anyway, and the small ones hold a few
+    KB.
 
     Input (two independent updates of 768 elements):
     ```mlir
@@ -395,7 +409,9 @@ def AnvilHorizontalFusePass
     Option<"orderElements", "order-elements", "int64_t",
            /*default=*/"65536",
            "The largest tensor (in elements) a small op that order-updates "
-           "moves may read or write">,
+           "or hoist-argument-only moves may read or write (a state update "
+           "that order-updates moves may also read tensors of its results' "
+           "types)">,
   ];
   let dependentDialects = ["mlir::linalg::LinalgDialect",
                            "mlir::tensor::TensorDialect"];
