@@ -587,7 +587,9 @@ struct LowerConcat : OpRewritePattern<ConcatOp> {
         t.getNumElements() <= kGatheredConcatElements &&
         op.getInputs().size() <= kGatheredConcatInputs &&
         llvm::all_of(op.getInputs(), [](Value in) {
-          return cast<RankedTensorType>(in.getType()).hasStaticShape();
+          // Every input read at some point: none empty.
+          auto shape = cast<RankedTensorType>(in.getType());
+          return shape.hasStaticShape() && shape.getNumElements() > 0;
         })) {
       rewriter.replaceOp(op, gathered(rewriter, op, t));
       return success();
