@@ -103,8 +103,9 @@ func.func @dependent(%x: tensor<8xf32>, %y: tensor<8xf32>, %z: tensor<8xf32>, %i
 // (sums: LAMB's squared norms of small tensors; maxima: FP8's amax
 // histories) merge, each output folded in its own order, two of 4096
 // terms too; an amax (the maximum of |x|, which a grid folds atomically),
-// a sum that reads another output, sums of more terms (two of 4097) and
-// ops with attributes stay; scalars (no loops) merge.
+// a sum that reads another output, sums of more terms (two of 4097),
+// reductions of bf16 terms (a warp folds f32 only) and ops with attributes
+// stay; scalars (no loops) merge.
 // CHECK-LABEL: func.func @kinds
 // CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%arg0 : tensor<8xf32>) outs(%arg4 : tensor<f32>)
 // CHECK-NEXT: ^bb0
@@ -114,6 +115,8 @@ func.func @dependent(%x: tensor<8xf32>, %y: tensor<8xf32>, %z: tensor<8xf32>, %i
 // CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%arg5 : tensor<4097xf32>) outs(%arg4 : tensor<f32>)
 // CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%arg5 : tensor<4097xf32>) outs(%arg2 : tensor<f32>)
 // CHECK: %{{.+}}:2 = linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%arg6 : tensor<4096xf32>) outs(%arg2, %arg3 : tensor<f32>, tensor<f32>)
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%arg7 : tensor<8xbf16>) outs(%arg2 : tensor<f32>)
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%arg7 : tensor<8xbf16>) outs(%arg3 : tensor<f32>)
 // CHECK: %{{.+}}:3 = linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%arg1, %arg0 : tensor<8xf32>, tensor<8xf32>) outs(%arg3, %arg2, %arg3 : tensor<f32>, tensor<f32>, tensor<f32>)
 // CHECK-NEXT: ^bb0(%[[Y:.+]]: f32, %[[X:.+]]: f32, %[[M:.+]]: f32, %[[P:.+]]: f32, %[[Q:.+]]: f32):
 // CHECK-NEXT: %[[MY:.+]] = arith.maximumf %[[Y]], %[[M]] : f32
@@ -123,7 +126,7 @@ func.func @dependent(%x: tensor<8xf32>, %y: tensor<8xf32>, %z: tensor<8xf32>, %i
 // CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<8xf32>) {{.*}} attrs = {{ *}}{keep}
 // CHECK: linalg.generic {{.*}} ins(%arg1 : tensor<8xf32>) {{.*}} attrs = {{ *}}{keep}
 // CHECK: %{{.+}}:2 = linalg.generic {{.*}}iterator_types = []} ins(%arg2, %arg3 : tensor<f32>, tensor<f32>)
-func.func @kinds(%x: tensor<8xf32>, %y: tensor<8xf32>, %p: tensor<f32>, %q: tensor<f32>, %m: tensor<f32>, %long: tensor<4097xf32>, %edge: tensor<4096xf32>) -> (tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) {
+func.func @kinds(%x: tensor<8xf32>, %y: tensor<8xf32>, %p: tensor<f32>, %q: tensor<f32>, %m: tensor<f32>, %long: tensor<4097xf32>, %edge: tensor<4096xf32>, %half: tensor<8xbf16>) -> (tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) {
   %mx = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]} ins(%x : tensor<8xf32>) outs(%m : tensor<f32>) {
   ^bb0(%in: f32, %o: f32):
     %a = math.absf %in : f32
@@ -154,6 +157,18 @@ func.func @kinds(%x: tensor<8xf32>, %y: tensor<8xf32>, %p: tensor<f32>, %q: tens
   %e2 = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]} ins(%edge : tensor<4096xf32>) outs(%q : tensor<f32>) {
   ^bb0(%in: f32, %o: f32):
     %s = arith.minimumf %in, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  %h1 = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]} ins(%half : tensor<8xbf16>) outs(%p : tensor<f32>) {
+  ^bb0(%in: bf16, %o: f32):
+    %w = arith.extf %in : bf16 to f32
+    %s = arith.addf %w, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  %h2 = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]} ins(%half : tensor<8xbf16>) outs(%q : tensor<f32>) {
+  ^bb0(%in: bf16, %o: f32):
+    %w = arith.extf %in : bf16 to f32
+    %s = arith.maximumf %w, %o : f32
     linalg.yield %s : f32
   } -> tensor<f32>
   %my = linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]} ins(%y : tensor<8xf32>) outs(%q : tensor<f32>) {
@@ -191,7 +206,7 @@ func.func @kinds(%x: tensor<8xf32>, %y: tensor<8xf32>, %p: tensor<f32>, %q: tens
     %s = arith.negf %in : f32
     linalg.yield %s : f32
   } -> tensor<f32>
-  return %sx, %sy, %kx, %ky, %np, %nq, %mx, %chain#0, %chain#1, %sl, %sl2, %e1, %e2, %my : tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>
+  return %sx, %sy, %kx, %ky, %np, %nq, %mx, %chain#0, %chain#1, %sl, %sl2, %e1, %e2, %my, %h1, %h2 : tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>
 }
 
 // -----

@@ -229,8 +229,10 @@ func.func @second_stage(%partials: tensor<4x16xf32>, %z: tensor<16xf32>, %p: ten
 #scalar = affine_map<() -> ()>
 // FP8's delayed recipe for two tensors: each amax history's maximum (from
 // a -inf fill), the scale from it and the previous scale, and the scaled
-// tensor, which reads the scale. In block order the scaled tensor closes
-// the maximum's and the scale's groups; with the defaults, the maxima
+// tensor, which reads the scale. In block order the scale closes the
+// maximum's group (order-updates alone moves only the scaled tensors: five
+// generics, the fills', both maxima, the scales and the scaled tensors);
+// with the defaults, the maxima
 // (reading arguments and fills) move to the block's start, then the
 // scales (small, reading only those and arguments), each kind merging
 // there (the fills, too, as one generic: hoistFullReductionFills), and the

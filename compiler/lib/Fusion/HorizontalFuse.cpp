@@ -70,7 +70,8 @@ bool isSmallFullReduction(linalg::GenericOp op) {
     return false;
   Block *body = op.getBlock();
   auto f32 = [](Value v) {
-    return cast<RankedTensorType>(v.getType()).getElementType().isF32();
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    return type && type.getElementType().isF32();
   };
   if (llvm::any_of(op.getDpsInputOperands(),
                    [&](OpOperand *in) {

@@ -409,9 +409,9 @@ def AnvilHorizontalFusePass
     Option<"orderElements", "order-elements", "int64_t",
            /*default=*/"65536",
            "The largest tensor (in elements) a small op that order-updates "
-           "or hoist-argument-only moves may read or write (a state update "
-           "that order-updates moves may also read tensors of its results' "
-           "types)">,
+           "moves, or that hoist-argument-only moves for reading another "
+           "moved op, may read or write (a state update that order-updates "
+           "moves may also read tensors of its results' types)">,
   ];
   let dependentDialects = ["mlir::linalg::LinalgDialect",
                            "mlir::tensor::TensorDialect"];
