@@ -120,6 +120,16 @@ bool isSmallFullReduction(linalg::GenericOp op) {
   return true;
 }
 
+/// Whether every tensor type of `types` is static with at most `elements`
+/// elements.
+bool tensorsAtMost(ArrayRef<Type> types, int64_t elements) {
+  return llvm::all_of(types, [&](Type t) {
+    auto shaped = dyn_cast<RankedTensorType>(t);
+    return !shaped ||
+           (shaped.hasStaticShape() && shaped.getNumElements() <= elements);
+  });
+}
+
 /// Whether `op` may join a horizontal group: a linalg.generic on tensors
 /// over a static domain whose loops (if any: a scalar's has none) are all
 /// parallel, or include a parallel one (a reduction over rows or columns,
@@ -551,11 +561,8 @@ struct AnvilHorizontalFusePass
              SmallVector<linalg::GenericOp>>
         byDomain;
     auto small = [&](Operation *reader) {
-      return llvm::all_of(reader->getOperandTypes(), [&](Type t) {
-        auto shaped = dyn_cast<RankedTensorType>(t);
-        return !shaped || (shaped.hasStaticShape() &&
-                           shaped.getNumElements() <= maxSunkElements);
-      });
+      return tensorsAtMost(llvm::to_vector(reader->getOperandTypes()),
+                           maxSunkElements);
     };
     SmallVector<linalg::GenericOp> candidates;
     for (auto op : block.getOps<linalg::GenericOp>())
@@ -637,11 +644,7 @@ struct AnvilHorizontalFusePass
   /// Whether every tensor `op` reads or writes is static and holds at most
   /// order-elements elements.
   bool smallTensors(Operation *op) const {
-    return llvm::all_of(readTypes(op), [&](Type t) {
-      auto shaped = dyn_cast<RankedTensorType>(t);
-      return !shaped || (shaped.hasStaticShape() &&
-                         shaped.getNumElements() <= orderElements);
-    });
+    return tensorsAtMost(readTypes(op), orderElements);
   }
 
   /// Whether `op` has loops and every tensor it reads or writes is static
