@@ -120,6 +120,18 @@ bool isSmallFullReduction(linalg::GenericOp op) {
   return true;
 }
 
+/// The types of `op`'s operands and of the tensors its regions read from
+/// above (a gathered concatenation's inputs): what a kernel of it takes.
+SmallVector<Type> readTypes(Operation *op) {
+  SmallVector<Type> types(op->getOperandTypes());
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(op->getRegions(), captured);
+  for (Value v : captured)
+    if (isa<RankedTensorType>(v.getType()))
+      types.push_back(v.getType());
+  return types;
+}
+
 /// Whether every tensor type of `types` is static with at most `elements`
 /// elements.
 bool tensorsAtMost(ArrayRef<Type> types, int64_t elements) {
@@ -128,6 +140,32 @@ bool tensorsAtMost(ArrayRef<Type> types, int64_t elements) {
     return !shaped ||
            (shaped.hasStaticShape() && shaped.getNumElements() <= elements);
   });
+}
+
+/// `ops` (in block order, each after what it reads) by level: first those
+/// that read none of the others (`producers` gives the others an op reads),
+/// then those that read only those, and so on, in block order within a
+/// level. Moved in this order, each op of a kind that reads nothing of its
+/// own level comes before the next level's readers, where those of a
+/// domain merge.
+SmallVector<Operation *> inLevelOrder(
+    ArrayRef<Operation *> ops,
+    function_ref<void(Operation *, SmallVectorImpl<Operation *> &)> producers) {
+  DenseMap<Operation *, unsigned> level;
+  std::map<unsigned, SmallVector<Operation *>> byLevel;
+  for (Operation *op : ops) {
+    SmallVector<Operation *> defs;
+    producers(op, defs);
+    unsigned l = 0;
+    for (Operation *def : defs)
+      l = std::max(l, level.lookup(def) + 1);
+    level[op] = l;
+    byLevel[l].push_back(op);
+  }
+  SmallVector<Operation *> ordered;
+  for (auto &[l, atLevel] : byLevel)
+    llvm::append_range(ordered, atLevel);
+  return ordered;
 }
 
 /// Whether `op` may join a horizontal group: a linalg.generic on tensors
@@ -510,17 +548,10 @@ struct AnvilHorizontalFusePass
     // first those that read no other moved op, then those that read only
     // those, and so on, in block order within a level, so that an FP8
     // scale's reader does not sit between two maxima.
-    std::map<unsigned, SmallVector<Chosen *>> byLevel;
-    DenseMap<Operation *, unsigned> level;
-    for (Chosen &e : entries) {
-      if (!e.alive)
-        continue;
-      unsigned l = 0;
-      for (Operation *def : e.from)
-        l = std::max(l, level.lookup(def) + 1);
-      level[e.op] = l;
-      byLevel[l].push_back(&e);
-    }
+    SmallVector<Operation *> alive;
+    for (Chosen &e : entries)
+      if (e.alive)
+        alive.push_back(e.op);
     Operation *last = nullptr;
     auto moveUp = [&](Operation *op) {
       if (last && (op == last || op->isBeforeInBlock(last)))
@@ -531,12 +562,13 @@ struct AnvilHorizontalFusePass
         op->moveBefore(&block.front());
       last = op;
     };
-    for (auto &[l, chosenAtLevel] : byLevel) {
-      for (Chosen *e : chosenAtLevel) {
-        for (Operation *def : e->with)
-          moveUp(def);
-        moveUp(e->op);
-      }
+    for (Operation *op : inLevelOrder(
+             alive, [&](Operation *op, SmallVectorImpl<Operation *> &defs) {
+               llvm::append_range(defs, entries[entryOf.lookup(op)].from);
+             })) {
+      for (Operation *def : entries[entryOf.lookup(op)].with)
+        moveUp(def);
+      moveUp(op);
     }
   }
 
@@ -630,17 +662,6 @@ struct AnvilHorizontalFusePass
            operands <= maxSmallOperands && elements <= smallElements;
   }
 
-  /// The types of `op`'s operands and of the values its regions read from
-  /// above (a gathered concatenation's inputs).
-  static SmallVector<Type> readTypes(Operation *op) {
-    SmallVector<Type> types(op->getOperandTypes());
-    llvm::SetVector<Value> captured;
-    getUsedValuesDefinedAbove(op->getRegions(), captured);
-    for (Value v : captured)
-      types.push_back(v.getType());
-    return types;
-  }
-
   /// Whether every tensor `op` reads or writes is static and holds at most
   /// order-elements elements.
   bool smallTensors(Operation *op) const {
@@ -714,19 +735,14 @@ struct AnvilHorizontalFusePass
     for (Operation *op : candidates)
       if (set.contains(op))
         moved.push_back(op);
-    DenseMap<Operation *, unsigned> level;
-    std::map<unsigned, SmallVector<Operation *>> byLevel;
-    for (Operation *op : moved) { // in block order
-      unsigned l = 0;
-      for (Value v : op->getOperands())
-        if (Operation *def = v.getDefiningOp(); def && set.contains(def))
-          l = std::max(l, level.lookup(def) + 1);
-      level[op] = l;
-      byLevel[l].push_back(op);
-    }
-    for (auto &[l, ops] : byLevel)
-      for (Operation *op : ops)
-        op->moveBefore(terminator);
+    for (Operation *op : inLevelOrder(
+             moved, [&](Operation *op, SmallVectorImpl<Operation *> &defs) {
+               for (Value v : op->getOperands())
+                 if (Operation *def = v.getDefiningOp();
+                     def && set.contains(def))
+                   defs.push_back(def);
+             }))
+      op->moveBefore(terminator);
   }
 
   /// Generics join the first open group of their domain; each group
@@ -738,18 +754,13 @@ struct AnvilHorizontalFusePass
         continue;
       SmallVector<int64_t> domain = op.getStaticLoopRanges();
       SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-      // Its operands and the tensors its body reads from above (a gathered
-      // concatenation's inputs), each a parameter of the merged kernel.
-      SmallVector<Value> operandsAndCaptures(op->getOperands());
-      llvm::SetVector<Value> captured;
-      getUsedValuesDefinedAbove(op->getRegions(), captured);
-      for (Value v : captured)
-        if (isa<RankedTensorType>(v.getType()))
-          operandsAndCaptures.push_back(v);
-      int64_t operands = operandsAndCaptures.size();
+      // Its operands and the tensors its body reads from above, each a
+      // parameter of the merged kernel.
+      SmallVector<Type> reads = readTypes(op);
+      int64_t operands = reads.size();
       int64_t elements = 0;
-      for (Value operand : operandsAndCaptures) {
-        auto type = dyn_cast<RankedTensorType>(operand.getType());
+      for (Type t : reads) {
+        auto type = dyn_cast<RankedTensorType>(t);
         elements += type && type.hasStaticShape() ? type.getNumElements() : 1;
       }
       Group *joined = nullptr;
