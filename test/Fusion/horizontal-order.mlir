@@ -2,6 +2,7 @@
 // RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="hoist-argument-only=false order-updates=false" | FileCheck %s --check-prefix=OFF
 // RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="hoist-argument-only=false order-elements=8" | FileCheck %s --check-prefix=ELEM
 // RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse | FileCheck %s --check-prefix=DEFAULT
+// RUN: anvil-opt %s --split-input-file --anvil-horizontal-fuse="hoist-argument-only=false copy-state-reads=false" | FileCheck %s --check-prefix=NOCOPY
 
 // Tests anvil-horizontal-fuse's order-updates (the optimizer's small ops
 // and state updates moved to the end of the block by level, where those of
@@ -289,4 +290,93 @@ func.func @histories(%h1: tensor<16xf32>, %h2: tensor<16xf32>, %s1: tensor<f32>,
     linalg.yield %r : f32
   } -> tensor<8xf32>
   return %n1, %n2, %q1, %q2 : tensor<f32>, tensor<f32>, tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+#v = affine_map<(d0) -> (d0)>
+// Two amax history rolls (new[i] = i == 0 ? amax : old[i - 1]), each
+// returned tied to its history: the slice each reads from the history it
+// overwrites is copied by a generic right before it, and the copies merge,
+// as do the rolls. A roll returned untied (%h3's, the result not marked)
+// reads its slice as it did: nothing overwrites it.
+// CHECK-LABEL: func.func @rolls
+// CHECK-DAG: %[[S1:.+]] = tensor.extract_slice %arg0[0] [15] [1]
+// CHECK-DAG: %[[S2:.+]] = tensor.extract_slice %arg1[0] [15] [1]
+// CHECK: %[[C:.+]]:2 = linalg.generic {{.*}}iterator_types = ["parallel"]} ins(%[[S1]], %[[S2]] : tensor<15xf32>, tensor<15xf32>)
+// CHECK: linalg.yield %{{.+}}, %{{.+}} : f32, f32
+// CHECK: %[[S3:.+]] = tensor.extract_slice %arg2[0] [15] [1]
+// CHECK: %[[R:.+]]:3 = linalg.generic {{.*}}iterator_types = ["parallel"]}
+// CHECK-DAG: tensor.extract %[[C]]#0[
+// CHECK-DAG: tensor.extract %[[C]]#1[
+// CHECK-DAG: tensor.extract %[[S3]][
+// CHECK: return %[[R]]#0, %[[R]]#1, %[[R]]#2
+// NOCOPY-LABEL: func.func @rolls
+// NOCOPY-NOT: ins(%extracted_slice
+// NOCOPY: linalg.generic {{.*}}iterator_types = ["parallel"]}
+// NOCOPY-NOT: linalg.generic
+// NOCOPY: return
+func.func @rolls(%h1: tensor<16xf32>, %h2: tensor<16xf32>, %h3: tensor<16xf32>, %a1: f32, %a2: f32, %a3: f32) -> (tensor<16xf32> {anvil.tied_to = 0 : i64}, tensor<16xf32> {anvil.tied_to = 1 : i64}, tensor<16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c14 = arith.constant 14 : index
+  %e = tensor.empty() : tensor<16xf32>
+  %s1 = tensor.extract_slice %h1[0] [15] [1] : tensor<16xf32> to tensor<15xf32>
+  %r1 = linalg.generic {indexing_maps = [#v], iterator_types = ["parallel"]} outs(%e : tensor<16xf32>) {
+  ^bb0(%o: f32):
+    %i = linalg.index 0 : index
+    %p = arith.subi %i, %c1 : index
+    %lo = arith.maxsi %p, %c0 : index
+    %j = arith.minsi %lo, %c14 : index
+    %old = tensor.extract %s1[%j] : tensor<15xf32>
+    %first = arith.cmpi slt, %i, %c1 : index
+    %r = arith.select %first, %a1, %old : f32
+    linalg.yield %r : f32
+  } -> tensor<16xf32>
+  %s2 = tensor.extract_slice %h2[0] [15] [1] : tensor<16xf32> to tensor<15xf32>
+  %r2 = linalg.generic {indexing_maps = [#v], iterator_types = ["parallel"]} outs(%e : tensor<16xf32>) {
+  ^bb0(%o: f32):
+    %i = linalg.index 0 : index
+    %p = arith.subi %i, %c1 : index
+    %lo = arith.maxsi %p, %c0 : index
+    %j = arith.minsi %lo, %c14 : index
+    %old = tensor.extract %s2[%j] : tensor<15xf32>
+    %first = arith.cmpi slt, %i, %c1 : index
+    %r = arith.select %first, %a2, %old : f32
+    linalg.yield %r : f32
+  } -> tensor<16xf32>
+  %s3 = tensor.extract_slice %h3[0] [15] [1] : tensor<16xf32> to tensor<15xf32>
+  %r3 = linalg.generic {indexing_maps = [#v], iterator_types = ["parallel"]} outs(%e : tensor<16xf32>) {
+  ^bb0(%o: f32):
+    %i = linalg.index 0 : index
+    %p = arith.subi %i, %c1 : index
+    %lo = arith.maxsi %p, %c0 : index
+    %j = arith.minsi %lo, %c14 : index
+    %old = tensor.extract %s3[%j] : tensor<15xf32>
+    %first = arith.cmpi slt, %i, %c1 : index
+    %r = arith.select %first, %a3, %old : f32
+    linalg.yield %r : f32
+  } -> tensor<16xf32>
+  return %r1, %r2, %r3 : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+}
+
+// -----
+
+#v = affine_map<(d0) -> (d0)>
+// The state itself read at another point (a reversal): copied whole.
+// CHECK-LABEL: func.func @reverse
+// CHECK: %[[C:.+]] = linalg.generic {{.*}} ins(%arg0 : tensor<16xf32>)
+// CHECK: linalg.generic
+// CHECK: tensor.extract %[[C]][
+func.func @reverse(%h: tensor<16xf32>) -> (tensor<16xf32> {anvil.tied_to = 0 : i64}) {
+  %c15 = arith.constant 15 : index
+  %e = tensor.empty() : tensor<16xf32>
+  %r = linalg.generic {indexing_maps = [#v], iterator_types = ["parallel"]} outs(%e : tensor<16xf32>) {
+  ^bb0(%o: f32):
+    %i = linalg.index 0 : index
+    %j = arith.subi %c15, %i : index
+    %x = tensor.extract %h[%j] : tensor<16xf32>
+    linalg.yield %x : f32
+  } -> tensor<16xf32>
+  return %r : tensor<16xf32>
 }

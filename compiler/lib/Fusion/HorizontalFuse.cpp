@@ -347,6 +347,8 @@ struct AnvilHorizontalFusePass
       if (fn.isExternal())
         return;
       for (Block &block : fn.getFunctionBody()) {
+        if (copyStateReads)
+          copyStateReadElsewhere(fn, block);
         if (hoistArgumentOnly)
           hoistReadingArguments(block);
         hoistFullReductionFills(rewriter, block);
@@ -357,6 +359,64 @@ struct AnvilHorizontalFusePass
         fuseBlock(rewriter, block);
       }
     });
+  }
+
+  /// Each tensor that a generic returned as tied state (its result marked
+  /// `anvil.tied_to` an argument) reads inside its body (tensor.extract at
+  /// indices of its own making) from that argument, or from a static slice
+  /// of it, is read from a copy made by a generic right before it: the
+  /// delayed FP8 recipe's history roll, whose point i reads the old
+  /// history's point i - 1. Written in place, such an update needs the old
+  /// values copied first; bufferization would copy each slice where it is
+  /// taken (the history's FP8 tensor, in the forward pass), one launch
+  /// each, where an explicit copy is a small candidate like the roll: the
+  /// copies move with the rolls (order-updates) and merge. The copy is the
+  /// one bufferization would make: the same bytes, moved elsewhere.
+  void copyStateReadElsewhere(FunctionOpInterface fn, Block &block) {
+    if (!block.mightHaveTerminator() || !block.isEntryBlock())
+      return;
+    Operation *terminator = block.getTerminator();
+    if (!terminator->hasTrait<OpTrait::ReturnLike>() ||
+        terminator->getNumOperands() != fn.getNumResults())
+      return;
+    for (auto [r, returned] : llvm::enumerate(terminator->getOperands())) {
+      auto tied = fn.getResultAttrOfType<IntegerAttr>(r, "anvil.tied_to");
+      auto update = returned.getDefiningOp<linalg::GenericOp>();
+      if (!tied || !update || update->getBlock() != &block ||
+          tied.getInt() < 0 ||
+          tied.getInt() >= static_cast<int64_t>(block.getNumArguments()))
+        continue;
+      Value state = block.getArgument(tied.getInt());
+      // The tensors its body extracts from above that are the state or a
+      // static slice of it.
+      SetVector<Value> read;
+      update.getBody()->walk([&](tensor::ExtractOp extract) {
+        Value t = extract.getTensor();
+        if (t.getParentRegion()->isProperAncestor(&update.getRegion()) &&
+            (t == state ||
+             (t.getDefiningOp<tensor::ExtractSliceOp>() &&
+              t.getDefiningOp<tensor::ExtractSliceOp>().getSource() ==
+                  state)) &&
+            cast<RankedTensorType>(t.getType()).hasStaticShape())
+          read.insert(t);
+      });
+      for (Value t : read) {
+        auto type = cast<RankedTensorType>(t.getType());
+        OpBuilder b(update);
+        Location loc = update.getLoc();
+        Value empty = tensor::EmptyOp::create(b, loc, type.getShape(),
+                                              type.getElementType());
+        AffineMap identity = b.getMultiDimIdentityMap(type.getRank());
+        auto copy = linalg::GenericOp::create(
+            b, loc, type, t, empty, SmallVector<AffineMap>(2, identity),
+            SmallVector<utils::IteratorType>(type.getRank(),
+                                             utils::IteratorType::parallel),
+            [](OpBuilder &nb, Location l, ValueRange args) {
+              linalg::YieldOp::create(nb, l, args.front());
+            });
+        replaceAllUsesInRegionWith(t, copy.getResult(0), update.getRegion());
+      }
+    }
   }
 
   /// The fills that start reductions over every loop (the atomic amaxes of

@@ -333,7 +333,21 @@ def AnvilHorizontalFusePass
     does. Moved later, each computes the same values; its small inputs
     live a little longer.
 
-    First, the fills that start reductions over every loop (FP8's atomic
+    First of all, with `copy-state-reads` (the default): a generic whose
+    result the function returns as tied state (`anvil.tied_to` an
+    argument), and whose body reads that argument, or a static slice of
+    it, with `tensor.extract` (the delayed FP8 recipe's history roll, whose
+    point i reads the old history's point i - 1), reads it from a copy that
+    a new identity generic makes right before it. Written in place, such an
+    update needs the old values copied first; bufferization would copy
+    each slice where it is taken (next to its FP8 tensor in the forward
+    pass: one launch each), where the explicit copy is a small candidate
+    like the roll, moves with it under `order-updates` and merges with
+    the other copies. The same bytes are copied, elsewhere: GPT-2 124M's
+    delayed step 742 -> 603 launches (its 144 copies of 1023 floats in a
+    few), its plan the same.
+
+    Then the fills that start reductions over every loop (FP8's atomic
     amaxes, which need their output filled by an earlier launch anyway) or
     across rows (column sums, the innermost loop parallel: a merged sum's
     kernel takes no fill into its launch):
@@ -402,6 +416,12 @@ def AnvilHorizontalFusePass
            /*default=*/"true",
            "Move the candidates that read only the block's arguments to its "
            "start, where those of a domain merge">,
+    Option<"copyStateReads", "copy-state-reads", "bool", /*default=*/"true",
+           "Read the returned state that an update reads elsewhere than "
+           "where it writes (an FP8 amax history's roll) from an explicit "
+           "copy made right before the update, which merges with the "
+           "others, instead of bufferization's copy where the slice is "
+           "taken">,
     Option<"orderUpdates", "order-updates", "bool", /*default=*/"true",
            "Move the small candidates and state updates that only each "
            "other and the return read to the end of the block, by level, "
