@@ -254,6 +254,26 @@ TEST(CudaDeviceDeathTest, ALaunchErrorNamesTheKernelAndTheStep) {
       "\\(grid 1x1x1, block 4096x1x1\\), at step 7");
 }
 
+TEST(CudaDeviceDeathTest, ALibraryFailureNamesTheStepAndTheKernelBefore) {
+  SKIP_WITHOUT_GPU();
+  ::testing::GTEST_FLAG(death_test_style) = "threadsafe";
+  // A library call's report (here, its arguments refused before the
+  // device is touched) says at which step, after which kernel of the step.
+  EXPECT_DEATH(
+      {
+        void *module = mgpuModuleLoad(const_cast<char *>(kScalePtx), 0);
+        void *scale = mgpuModuleGetFunction(module, "scale");
+        auto *x = static_cast<float *>(anvil_rt_cuda_alloc(4));
+        cuda::setCurrentStep(3);
+        launchScale(scale, x, 2.0f, 1, 1, 32);
+        anvil_rt_cuda_attention_f32(nullptr, nullptr, nullptr, nullptr, nullptr,
+                                    nullptr, 1, 2, 2, 8, 8, 256, 256, 1.0f, 0,
+                                    1, nullptr);
+      },
+      "anvil_rt_cuda_attention_f32: dim and value dim from 1 to 128 are "
+      "supported \\(.*\\), at step 3, after kernel 'scale'");
+}
+
 TEST(CudaNccl, AFailureLeavesTheHostCommunicator) {
   std::unique_ptr<Communicator> host = makeSelfCommunicator();
   if (cuda::initialize().isOk())
@@ -748,6 +768,15 @@ TEST(CudaAttentionDeathTest, RejectsUnsupportedShapesWithTheCallAndShape) {
                                            nullptr, nullptr, 1, 2, 2, 8, 8, 64,
                                            64, 1.0f, 1, 0, nullptr),
                "anvil_rt_cuda_attention_f32: no layouts");
+  // In a step, the report names it (no kernel launched before).
+  EXPECT_DEATH(
+      {
+        cuda::setCurrentStep(5);
+        anvil_rt_cuda_attention_f32(nullptr, nullptr, nullptr, nullptr, nullptr,
+                                    nullptr, 1, 2, 2, 8, 8, 64, 64, 1.0f, 1, 0,
+                                    nullptr);
+      },
+      "anvil_rt_cuda_attention_f32: no layouts \\(.*\\), at step 5\n");
 }
 
 } // namespace

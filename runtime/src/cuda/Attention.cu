@@ -890,9 +890,10 @@ void launch(Kernel kernel, const std::string &name, dim3 grid, size_t smem,
   if (smem > 48 * 1024) {
     int limit = sharedMemoryLimit(c);
     if (smem > static_cast<size_t>(limit))
-      fail("kernel '" + name + "' needs " + std::to_string(smem) +
-           " bytes of shared memory per block, this device allows " +
-           std::to_string(limit) + ", for " + c.name + " (" + c.shape + ")");
+      anvil::rt::cuda::failInStep(
+          "kernel '" + name + "' needs " + std::to_string(smem) +
+          " bytes of shared memory per block, this device allows " +
+          std::to_string(limit) + ", for " + c.name + " (" + c.shape + ")");
     optIntoSharedMemory(kernel, name, smem, c);
   }
   launchOnStepStream(kernel, grid, kThreads, smem, args...);

@@ -58,10 +58,7 @@ namespace {
 /// need more first; past this the next one is taken).
 constexpr size_t kMaxWorkspace = size_t(1) << 30;
 
-[[noreturn]] void fail(const std::string &message) {
-  std::fprintf(stderr, "anvil: %s\n", message.c_str());
-  std::abort();
-}
+using anvil::rt::cuda::failInStep;
 
 /// The cuDNN entry points Anvil uses.
 struct Cudnn {
@@ -300,20 +297,20 @@ cudnnHandle_t anvil::rt::cuda::cudnnHandle(const char *caller) {
   std::call_once(once, [&] {
     Expected<const Cudnn *> loaded = cudnn();
     if (!loaded.hasValue())
-      fail(std::string(caller) + ": " + loaded.status().message());
+      failInStep(std::string(caller) + ": " + loaded.status().message());
     const Cudnn &c = **loaded;
     // The process's device current on this thread first (cuDNN's handle
     // and the workspace's pool belong to it).
     if (Status st = anvil::rt::cuda::initialize(); !st.isOk())
-      fail(std::string(caller) + ": " + st.message());
+      failInStep(std::string(caller) + ": " + st.message());
     if (cudnnStatus_t s = c.create(&h); s != CUDNN_STATUS_SUCCESS)
-      fail(std::string(caller) +
-           ": cudnnCreate failed: " + c.getErrorString(s));
+      failInStep(std::string(caller) +
+                 ": cudnnCreate failed: " + c.getErrorString(s));
     if (cudnnStatus_t s = c.setStream(
             h, static_cast<cudaStream_t>(anvil::rt::cuda::stepStream()));
         s != CUDNN_STATUS_SUCCESS)
-      fail(std::string(caller) +
-           ": cudnnSetStream failed: " + c.getErrorString(s));
+      failInStep(std::string(caller) +
+                 ": cudnnSetStream failed: " + c.getErrorString(s));
   });
   return h;
 }
@@ -346,9 +343,10 @@ extern "C" void anvil_rt_cuda_conv(int32_t kind, int32_t bf16,
                                    const void *b, void *out) {
   Expected<const Cudnn *> loaded = cudnn();
   if (!loaded.hasValue())
-    fail("anvil_rt_cuda_conv: " + loaded.status().message() +
-         " (compile with --library-convs=off to run convolutions as Anvil's "
-         "kernels)");
+    failInStep(
+        "anvil_rt_cuda_conv: " + loaded.status().message() +
+        " (compile with --library-convs=off to run convolutions as Anvil's "
+        "kernels)");
   const Cudnn &c = **loaded;
   bool isBF16 = bf16 != 0;
   auto what = [&] { return describe(kind, isBF16, problem); };
@@ -362,15 +360,15 @@ extern "C" void anvil_rt_cuda_conv(int32_t kind, int32_t bf16,
                           " failed: " + c.getErrorString(s) + ", for the " +
                           what();
     if (!anvil::rt::cuda::recordCaptureFailure(message))
-      fail(message);
+      failInStep(message);
     failed = true;
     return false;
   };
   if (kind < ANVIL_RT_CONV_FORWARD || kind > ANVIL_RT_CONV_FILTER_GRAD ||
       problem[0] < 1 || problem[0] > 3)
-    fail("anvil_rt_cuda_conv: not a problem of anvil_rt_conv: kind " +
-         std::to_string(kind) + ", " + std::to_string(problem[0]) +
-         " spatial dimensions");
+    failInStep("anvil_rt_cuda_conv: not a problem of anvil_rt_conv: kind " +
+               std::to_string(kind) + ", " + std::to_string(problem[0]) +
+               " spatial dimensions");
   cudnnHandle_t h = anvil::rt::cuda::cudnnHandle("anvil_rt_cuda_conv");
 
   // The plan, once per problem (the key: kind, bf16 and the problem, the
@@ -421,10 +419,11 @@ extern "C" void anvil_rt_cuda_conv(int32_t kind, int32_t bf16,
         found = choose(perf, count, isBF16, *made, math);
       }
       if (!found)
-        fail("anvil_rt_cuda_conv: cuDNN has no deterministic algorithm of "
-             "exact products with at most 1 GiB of workspace" +
-             std::string(isBF16 ? "" : " and without TF32") + " for the " +
-             what() + " (compile with --library-convs=off)");
+        failInStep(
+            "anvil_rt_cuda_conv: cuDNN has no deterministic algorithm of "
+            "exact products with at most 1 GiB of workspace" +
+            std::string(isBF16 ? "" : " and without TF32") + " for the " +
+            what() + " (compile with --library-convs=off)");
       // The workspace of the algorithm with the math type it runs with.
       if (!check(c.setMathType(made->conv, math),
                  "cudnnSetConvolutionMathType"))
@@ -469,7 +468,7 @@ extern "C" void anvil_rt_cuda_conv(int32_t kind, int32_t bf16,
           " bytes of workspace failed: " + cudaGetErrorString(e) +
           ", for the " + what();
       if (!anvil::rt::cuda::recordCaptureFailure(message))
-        fail(message);
+        failInStep(message);
       return;
     }
   }
@@ -504,7 +503,7 @@ extern "C" void anvil_rt_cuda_conv(int32_t kind, int32_t bf16,
           std::string("anvil_rt_cuda_conv: cudaFreeAsync failed: ") +
           cudaGetErrorString(e) + ", for the " + what();
       if (!anvil::rt::cuda::recordCaptureFailure(message))
-        fail(message);
+        failInStep(message);
       failed = true;
     }
   if (failed ||
@@ -513,7 +512,7 @@ extern "C" void anvil_rt_cuda_conv(int32_t kind, int32_t bf16,
   std::string call = "cuDNN convolution " + what();
   if (Status st = anvil::rt::cuda::synchronizeStepStream(call.c_str());
       !st.isOk())
-    fail(st.message());
+    failInStep(st.message());
   if (anvil::rt::cuda::profiling())
     anvil::rt::cuda::profileAdd(
         call,

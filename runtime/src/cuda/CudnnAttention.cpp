@@ -84,10 +84,7 @@ using anvil::rt::cuda::AttentionShape;
 
 namespace {
 
-[[noreturn]] void fail(const std::string &message) {
-  std::fprintf(stderr, "anvil: %s\n", message.c_str());
-  std::abort();
-}
+using anvil::rt::cuda::failInStep;
 
 /// The most workspace a plan may take (cuDNN's deterministic backward keeps
 /// a (queries x keys) bf16 matrix per head); past it Anvil's kernels run
@@ -315,7 +312,7 @@ struct Call {
 void report(const std::string &message, const Call &call) {
   std::string full = message + ", for " + call.what();
   if (!anvil::rt::cuda::recordCaptureFailure(full))
-    fail(full);
+    failInStep(full);
 }
 
 cudaStream_t stepStream() {
@@ -413,8 +410,8 @@ void finish(const Call &call, const char *pass,
   if (anvil::rt::cuda::launchMode() != anvil::rt::cuda::LaunchMode::Sync)
     return;
   if (cudaError_t e = cudaStreamSynchronize(stepStream()); e != cudaSuccess)
-    fail("cudaStreamSynchronize failed: " + std::string(cudaGetErrorString(e)) +
-         ", for " + call.what());
+    failInStep("cudaStreamSynchronize failed: " +
+               std::string(cudaGetErrorString(e)) + ", for " + call.what());
   if (anvil::rt::cuda::profiling())
     anvil::rt::cuda::profileAdd(
         std::string("cudnn attention ") + pass + " " + describe(call.shape),
@@ -430,8 +427,8 @@ AttentionLibrary anvil::rt::cuda::attentionLibrary() {
     const char *v = std::getenv("ANVIL_CUDA_ATTENTION");
     std::string value = v ? v : "";
     if (value != "" && value != "cudnn" && value != "anvil")
-      fail("CUDA: ANVIL_CUDA_ATTENTION='" + value +
-           "': expected cudnn (the default) or anvil");
+      failInStep("CUDA: ANVIL_CUDA_ATTENTION='" + value +
+                 "': expected cudnn (the default) or anvil");
     chosen = static_cast<int>(value == "anvil" ? AttentionLibrary::Anvil
                                                : AttentionLibrary::Cudnn);
     int unset = -1;

@@ -140,6 +140,10 @@ State &state() {
 }
 
 thread_local int64_t currentStep = -1;
+/// The last kernel of generated code launched in the current step (a
+/// CUfunction; null before the first): a library call's report says what
+/// it came after.
+thread_local void *lastKernel = nullptr;
 
 /// Whether the calling thread is capturing the step stream.
 bool capturingHere() {
@@ -340,7 +344,24 @@ Expected<cuda::DeviceInfo> cuda::currentDevice() {
   return info;
 }
 
-void cuda::setCurrentStep(int64_t step) { currentStep = step; }
+void cuda::setCurrentStep(int64_t step) {
+  currentStep = step;
+  lastKernel = nullptr;
+}
+
+std::string cuda::whereInStep() {
+  if (currentStep < 0)
+    return "";
+  std::string where = ", at step " + std::to_string(currentStep);
+  if (lastKernel)
+    where += ", after kernel '" + kernelName(lastKernel) + "'";
+  return where;
+}
+
+void cuda::failInStep(const std::string &message) {
+  std::fprintf(stderr, "anvil: %s%s\n", message.c_str(), whereInStep().c_str());
+  std::abort();
+}
 
 bool cuda::isDeviceAddressable(const void *ptr) {
   if (!initialize().isOk())
@@ -538,6 +559,7 @@ extern "C" void mgpuLaunchKernel(void *function, int64_t gridX, int64_t gridY,
                                  void *stream, void **params, void **extra,
                                  int64_t /*paramCount*/) {
   Driver &d = driverOrAbort("mgpuLaunchKernel");
+  lastKernel = function;
   if (cuda::profiling()) {
     Profile &p = profile();
     std::lock_guard<std::mutex> lock(p.mutex);

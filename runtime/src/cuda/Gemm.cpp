@@ -27,10 +27,7 @@ const char *cublasName(cublasStatus_t status) {
   return cublasGetStatusName(status);
 }
 
-[[noreturn]] void fail(const std::string &message) {
-  std::fprintf(stderr, "anvil: %s\n", message.c_str());
-  std::abort();
-}
+using anvil::rt::cuda::failInStep;
 
 /// cuBLAS's workspace: NVIDIA's recommendation for Hopper (32 MiB; 4 MiB
 /// suffices before).
@@ -42,26 +39,26 @@ constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 cublasHandle_t handle() {
   anvil::rt::Status st = anvil::rt::cuda::initialize();
   if (!st.isOk())
-    fail("anvil_rt_cuda_sgemm: " + st.message());
+    failInStep("anvil_rt_cuda_sgemm: " + st.message());
   static std::once_flag once;
   static cublasHandle_t h = nullptr;
   std::call_once(once, [] {
     if (cublasStatus_t s = cublasCreate(&h); s != CUBLAS_STATUS_SUCCESS)
-      fail(std::string("cublasCreate failed: ") + cublasName(s));
+      failInStep(std::string("cublasCreate failed: ") + cublasName(s));
     if (cublasStatus_t s = cublasSetStream(
             h, static_cast<cudaStream_t>(anvil::rt::cuda::stepStream()));
         s != CUBLAS_STATUS_SUCCESS)
-      fail(std::string("cublasSetStream failed: ") + cublasName(s));
+      failInStep(std::string("cublasSetStream failed: ") + cublasName(s));
     // After cublasSetStream, which resets the workspace to cuBLAS's pool.
     void *workspace = nullptr;
     if (cudaError_t e = cudaMalloc(&workspace, kWorkspaceBytes);
         e != cudaSuccess)
-      fail(std::string("cudaMalloc failed: ") + cudaGetErrorName(e) +
-           ", for cuBLAS's workspace of " + std::to_string(kWorkspaceBytes) +
-           " bytes");
+      failInStep(std::string("cudaMalloc failed: ") + cudaGetErrorName(e) +
+                 ", for cuBLAS's workspace of " +
+                 std::to_string(kWorkspaceBytes) + " bytes");
     if (cublasStatus_t s = cublasSetWorkspace(h, workspace, kWorkspaceBytes);
         s != CUBLAS_STATUS_SUCCESS)
-      fail(std::string("cublasSetWorkspace failed: ") + cublasName(s));
+      failInStep(std::string("cublasSetWorkspace failed: ") + cublasName(s));
   });
   return h;
 }
@@ -83,15 +80,16 @@ void finish(cublasStatus_t s, const char *call, const char *what,
         std::string(call) + " failed: " + cublasName(s) + ", for " + shape();
     if (anvil::rt::cuda::recordCaptureFailure(message))
       return;
-    fail(message);
+    failInStep(message);
   }
   if (anvil::rt::cuda::launchMode() != LaunchMode::Sync)
     return; // queued on the step stream; the step's end waits for it
   if (cudaError_t e = cudaStreamSynchronize(
           static_cast<cudaStream_t>(anvil::rt::cuda::stepStream()));
       e != cudaSuccess)
-    fail(std::string("cudaStreamSynchronize failed: ") + cudaGetErrorName(e) +
-         " (" + cudaGetErrorString(e) + "), after " + shape());
+    failInStep(std::string("cudaStreamSynchronize failed: ") +
+               cudaGetErrorName(e) + " (" + cudaGetErrorString(e) +
+               "), after " + shape());
   if (anvil::rt::cuda::profiling())
     anvil::rt::cuda::profileAdd(
         std::string("cuBLAS ") + what + " " + std::to_string(batch) + "x" +

@@ -48,10 +48,7 @@ bool anvil::rt::cuda::epilogueFallback() { return forcedFallback; }
 
 namespace {
 
-[[noreturn]] void fail(const std::string &message) {
-  std::fprintf(stderr, "anvil: %s\n", message.c_str());
-  std::abort();
-}
+using anvil::rt::cuda::failInStep;
 
 /// The name of an epilogue this file uses, for messages.
 const char *epilogueName(cublasLtEpilogue_t epilogue) {
@@ -101,15 +98,15 @@ bool ltGemm(const char *caller, const LtGemm &g, bool mayFallBack, What what) {
                           " failed: " + cublasGetStatusName(s) + ", for " +
                           what();
     if (!anvil::rt::cuda::recordCaptureFailure(message))
-      fail(message);
+      failInStep(message);
     failed = true;
   };
   // cuBLASLt's rule for the auxiliary matrix's leading dimension.
   if (g.aux && g.rows % 8 != 0)
-    fail(std::string(caller) +
-         ": cuBLASLt's GELU epilogues need the product's columns (n = " +
-         std::to_string(g.rows) + ") to be a multiple of 8, for " + what() +
-         " (anvil-gemm-epilogues fuses only such GEMMs)");
+    failInStep(std::string(caller) +
+               ": cuBLASLt's GELU epilogues need the product's columns (n = " +
+               std::to_string(g.rows) + ") to be a multiple of 8, for " +
+               what() + " (anvil-gemm-epilogues fuses only such GEMMs)");
   namespace lt = anvil::rt::cuda::lt;
   const lt::Handle &h = lt::handle(caller);
   lt::Descriptors desc;
@@ -223,10 +220,11 @@ bool ltGemm(const char *caller, const LtGemm &g, bool mayFallBack, What what) {
   if (!*cached) {
     if (mayFallBack)
       return false;
-    fail(std::string(caller) +
-         ": cublasLtMatmulAlgoGetHeuristic found no algorithm, for " + what() +
-         " (compile with --gemm-epilogues=off to run the epilogue as kernels "
-         "of its own)");
+    failInStep(
+        std::string(caller) +
+        ": cublasLtMatmulAlgoGetHeuristic found no algorithm, for " + what() +
+        " (compile with --gemm-epilogues=off to run the epilogue as kernels "
+        "of its own)");
   }
   const float one = 1.0f, zero = 0.0f;
   auto start = std::chrono::steady_clock::now();
@@ -241,7 +239,7 @@ bool ltGemm(const char *caller, const LtGemm &g, bool mayFallBack, What what) {
   if (anvil::rt::Status st =
           anvil::rt::cuda::synchronizeStepStream(what().c_str());
       !st.isOk())
-    fail(st.message());
+    failInStep(st.message());
   if (anvil::rt::cuda::profiling())
     anvil::rt::cuda::profileAdd(
         std::string("cuBLASLt ") + epilogueName(g.epilogue) + " " +
@@ -298,15 +296,15 @@ const uint16_t *ones(int64_t count) {
     host.assign(static_cast<size_t>(count), 0x3F80); // 1.0
     void *raw = nullptr;
     if (cudaError_t e = cudaMalloc(&raw, host.size() * 2); e != cudaSuccess)
-      fail(std::string("cudaMalloc of a vector of ones failed: ") +
-           cudaGetErrorString(e));
+      failInStep(std::string("cudaMalloc of a vector of ones failed: ") +
+                 cudaGetErrorString(e));
     device = static_cast<uint16_t *>(raw);
     if (cudaError_t e = cudaMemcpyAsync(
             device, host.data(), host.size() * 2, cudaMemcpyHostToDevice,
             static_cast<cudaStream_t>(anvil::rt::cuda::stepStream()));
         e != cudaSuccess)
-      fail(std::string("cudaMemcpyAsync of a vector of ones failed: ") +
-           cudaGetErrorString(e));
+      failInStep(std::string("cudaMemcpyAsync of a vector of ones failed: ") +
+                 cudaGetErrorString(e));
   }
   return device;
 }

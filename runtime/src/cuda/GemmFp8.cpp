@@ -37,10 +37,7 @@ namespace {
 
 using anvil::rt::cuda::lt::kWorkspaceBytes;
 
-[[noreturn]] void fail(const std::string &message) {
-  std::fprintf(stderr, "anvil: %s\n", message.c_str());
-  std::abort();
-}
+using anvil::rt::cuda::failInStep;
 
 cudaDataType_t fp8Type(int32_t format) {
   return format == 1 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
@@ -108,23 +105,25 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
                           " failed: " + cublasGetStatusName(s) + ", for " +
                           what;
     if (!anvil::rt::cuda::recordCaptureFailure(message))
-      fail(message);
+      failInStep(message);
     failed = true;
   };
   const bool eightBitD = bytesOf(out.type) == 1;
   if (bias && !gelu && out.type != CUDA_R_16BF)
-    fail(std::string(caller) +
-         ": a bias needs a bf16 D (cuBLASLt's FP8 GEMM adds a bf16 bias), "
-         "for " +
-         what);
+    failInStep(
+        std::string(caller) +
+        ": a bias needs a bf16 D (cuBLASLt's FP8 GEMM adds a bf16 bias), "
+        "for " +
+        what);
   if (gelu != eightBitD || (gelu && (!bias || !out.scale || !out.amax)))
-    fail(std::string(caller) +
-         ": the GELU epilogue writes FP8 codes from a bias, a scale and an "
-         "amax, and only it does, for " +
-         what);
+    failInStep(
+        std::string(caller) +
+        ": the GELU epilogue writes FP8 codes from a bias, a scale and an "
+        "amax, and only it does, for " +
+        what);
   if (aFormat == 1 && bFormat == 1)
-    fail(std::string(caller) + ": cuBLASLt has no E5M2 x E5M2 product, for " +
-         what);
+    failInStep(std::string(caller) +
+               ": cuBLASLt has no E5M2 x E5M2 product, for " + what);
   // FP8 kernels read and write 16-byte aligned rows and batch entries.
   auto aligned = [](const void *p) {
     return reinterpret_cast<uintptr_t>(p) % 16 == 0;
@@ -136,14 +135,15 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
       !aligned(scaleB) || (bias && !aligned(bias)) ||
       (gelu &&
        (!aligned(out.pre) || !aligned(out.scale) || !aligned(out.amax))))
-    fail(std::string(caller) +
-         ": cuBLASLt's FP8 GEMM needs 16-byte aligned operands, scales, bias, "
-         "rows "
-         "and batch entries (k, the 8-bit row and batch strides multiples of "
-         "16, D's of " +
-         std::to_string(perRow) + "), for " + what + " with lda " +
-         std::to_string(lda) + ", ldb " + std::to_string(ldb) + ", ldd " +
-         std::to_string(ldd));
+    failInStep(
+        std::string(caller) +
+        ": cuBLASLt's FP8 GEMM needs 16-byte aligned operands, scales, bias, "
+        "rows "
+        "and batch entries (k, the 8-bit row and batch strides multiples of "
+        "16, D's of " +
+        std::to_string(perRow) + "), for " + what + " with lda " +
+        std::to_string(lda) + ", ldb " + std::to_string(ldb) + ", ldd " +
+        std::to_string(ldd));
   const anvil::rt::cuda::lt::Handle &h =
       anvil::rt::cuda::lt::handle("cuBLASLt FP8 GEMM");
   anvil::rt::cuda::lt::Descriptors desc;
@@ -287,7 +287,8 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
     if (failed)
       return;
     if (found == 0)
-      fail("cublasLtMatmulAlgoGetHeuristic found no algorithm, for " + what);
+      failInStep("cublasLtMatmulAlgoGetHeuristic found no algorithm, for " +
+                 what);
     cached = heuristic.algo;
     std::lock_guard<std::mutex> lock(cacheMutex);
     cache.emplace(key, heuristic.algo);
@@ -308,7 +309,7 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
   if (anvil::rt::Status st =
           anvil::rt::cuda::synchronizeStepStream(what.c_str());
       !st.isOk())
-    fail(st.message());
+    failInStep(st.message());
   if (anvil::rt::cuda::profiling())
     anvil::rt::cuda::profileAdd(
         std::string(gelu ? "cuBLASLt FP8 GELU " : "cuBLASLt FP8 ") +
@@ -327,11 +328,11 @@ extern "C" void anvil_rt_cuda_gemm_f8(
     const float *scaleB, const void *bias, void *d, int32_t dBf16, int64_t ldd,
     int64_t strideD, int64_t batch) {
   if (transA || !transB)
-    fail("anvil_rt_cuda_gemm_f8: cuBLASLt's FP8 GEMM takes both operands "
-         "with K innermost (A m x k, B n x k, row-major); got A" +
-         std::string(transA ? " transposed" : "") + " and B" +
-         std::string(transB ? "" : " not transposed") +
-         " (anvil-decompose fp8-gemms=f8-k-inner lays them out so)");
+    failInStep("anvil_rt_cuda_gemm_f8: cuBLASLt's FP8 GEMM takes both operands "
+               "with K innermost (A m x k, B n x k, row-major); got A" +
+               std::string(transA ? " transposed" : "") + " and B" +
+               std::string(transB ? "" : " not transposed") +
+               " (anvil-decompose fp8-gemms=f8-k-inner lays them out so)");
   const char *caller = "anvil_rt_cuda_gemm_f8";
   Output out{d, dBf16 ? CUDA_R_16BF : CUDA_R_32F, ldd, bias};
   if (batch > 1 && strideB == 0) {
@@ -361,18 +362,21 @@ extern "C" void anvil_rt_cuda_gemm_f8_gelu(
     const float *scaleB, const void *bias, const float *outScale, void *out,
     int32_t outFormat, void *pre, float *amax) {
   if (!transB)
-    fail("anvil_rt_cuda_gemm_f8_gelu: cuBLASLt's FP8 GEMM takes B with K "
-         "innermost (n x k, row-major), got k x n (anvil-decompose "
-         "fp8-gemms=f8-k-inner lays it out so)");
+    failInStep("anvil_rt_cuda_gemm_f8_gelu: cuBLASLt's FP8 GEMM takes B with K "
+               "innermost (n x k, row-major), got k x n (anvil-decompose "
+               "fp8-gemms=f8-k-inner lays it out so)");
   if (!bias || !pre || !outScale || !amax)
-    fail("anvil_rt_cuda_gemm_f8_gelu: the bias, pre, the output scale and "
-         "the amax are all required");
+    failInStep(
+        "anvil_rt_cuda_gemm_f8_gelu: the bias, pre, the output scale and "
+        "the amax are all required");
   if (m <= 0 || n <= 0)
-    fail("anvil_rt_cuda_gemm_f8_gelu: an empty product (" + std::to_string(m) +
-         " x " + std::to_string(n) + ") has no amax for AMAX_D to write");
+    failInStep("anvil_rt_cuda_gemm_f8_gelu: an empty product (" +
+               std::to_string(m) + " x " + std::to_string(n) +
+               ") has no amax for AMAX_D to write");
   if (outFormat == 1 && aFormat != 1 && bFormat != 1)
-    fail("anvil_rt_cuda_gemm_f8_gelu: cuBLASLt's FP8 GEMM writes E5M2 codes "
-         "only from an E5M2 operand; both are E4M3");
+    failInStep(
+        "anvil_rt_cuda_gemm_f8_gelu: cuBLASLt's FP8 GEMM writes E5M2 codes "
+        "only from an E5M2 operand; both are E4M3");
   Output o{out, fp8Type(outFormat), n, bias, pre, outScale, amax};
   ltGemm("anvil_rt_cuda_gemm_f8_gelu", m, n, k, a, aFormat, k, b, bFormat, k,
          scaleA, scaleB, o, 1, 0, 0, 0);

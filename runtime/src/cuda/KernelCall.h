@@ -36,11 +36,6 @@
 
 namespace anvil::rt::cuda::kernel_call {
 
-[[noreturn]] inline void fail(const std::string &message) {
-  std::fprintf(stderr, "anvil: %s\n", message.c_str());
-  std::abort();
-}
-
 /// One call: its name, its shape in words, its name in the profile, when
 /// it started.
 struct Call {
@@ -51,7 +46,7 @@ struct Call {
 };
 
 [[noreturn]] inline void failShape(const Call &c, const std::string &why) {
-  fail(std::string(c.name) + ": " + why + " (" + c.shape + ")");
+  failInStep(std::string(c.name) + ": " + why + " (" + c.shape + ")");
 }
 
 /// Aborts with the report of a failed CUDA runtime call (in a graph
@@ -65,7 +60,7 @@ inline void check(cudaError_t e, const char *what, const Call &c,
                         (kernel.empty() ? "" : "for kernel '" + kernel + "' ") +
                         "of " + c.name + " (" + c.shape + ")";
   if (!recordCaptureFailure(message))
-    fail(message);
+    failInStep(message);
 }
 
 /// The stream the step's work runs on.
@@ -101,7 +96,7 @@ inline void finish(const Call &c) {
 inline void initialize(const Call &c) {
   Status st = cuda::initialize();
   if (!st.isOk())
-    fail(std::string(c.name) + ": " + st.message());
+    failInStep(std::string(c.name) + ": " + st.message());
   // The launches' checks read the runtime's last error: start from none.
   // A launch error of an earlier call was that call's to report; one left
   // by a graph capture that was dropped is not this call's.

@@ -15,29 +15,27 @@ namespace anvil::rt::cuda::lt {
 
 namespace {
 
-[[noreturn]] void fail(const std::string &message) {
-  std::fprintf(stderr, "anvil: %s\n", message.c_str());
-  std::abort();
-}
+using anvil::rt::cuda::failInStep;
 
 } // namespace
 
 const Handle &handle(const char *caller) {
   Status st = initialize();
   if (!st.isOk())
-    fail(std::string(caller) + ": " + st.message());
+    failInStep(std::string(caller) + ": " + st.message());
   static std::once_flag once;
   static Handle h;
   std::call_once(once, [caller] {
     if (cublasStatus_t s = cublasLtCreate(&h.handle);
         s != CUBLAS_STATUS_SUCCESS)
-      fail(std::string(caller) +
-           ": cublasLtCreate failed: " + cublasGetStatusName(s));
+      failInStep(std::string(caller) +
+                 ": cublasLtCreate failed: " + cublasGetStatusName(s));
     if (cudaError_t e = cudaMalloc(&h.workspace, kWorkspaceBytes);
         e != cudaSuccess)
-      fail(std::string(caller) + ": cudaMalloc of the cuBLASLt workspace (" +
-           std::to_string(kWorkspaceBytes) +
-           " bytes) failed: " + cudaGetErrorString(e));
+      failInStep(std::string(caller) +
+                 ": cudaMalloc of the cuBLASLt workspace (" +
+                 std::to_string(kWorkspaceBytes) +
+                 " bytes) failed: " + cudaGetErrorString(e));
   });
   return h;
 }

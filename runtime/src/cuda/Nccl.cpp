@@ -162,7 +162,8 @@ private:
                        std::to_string(size());
     if (result != ncclSuccess)
       return Status::error(ErrorCode::IOError, "NCCL: " + what + " failed: " +
-                                                   n.getErrorString(result));
+                                                   n.getErrorString(result) +
+                                                   cuda::whereInStep());
     return cuda::synchronizeStepStream(what.c_str());
   }
 

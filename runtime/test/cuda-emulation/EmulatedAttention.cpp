@@ -6,8 +6,8 @@
 // CPU. Included rather than listed as a source so that the .cu file keeps
 // its CUDA language in anvil_cuda. Also the functions of the CUDA device
 // (Device.cpp) that Attention.cu's host side calls, for a device that is
-// always there, launches synchronously (never in a graph capture) and
-// keeps no profile.
+// always there, launches synchronously (never in a graph capture), keeps
+// no profile and reports failures outside any step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,5 +25,10 @@ void *stepStream() { return nullptr; }
 bool recordCaptureFailure(const std::string &) { return false; }
 bool profiling() { return false; }
 void profileAdd(const std::string &, double) {}
+std::string whereInStep() { return ""; }
+void failInStep(const std::string &message) {
+  std::fprintf(stderr, "anvil: %s\n", message.c_str());
+  std::abort();
+}
 
 } // namespace anvil::rt::cuda

@@ -63,6 +63,16 @@ std::string describeDriverError(int result, const char *call,
 /// The name `function` (a CUfunction) was looked up by, or "".
 std::string kernelName(void *function);
 
+/// Where in a step the calling thread is, for a report: ", at step 12,
+/// after kernel 'train_step__dispatch_43_kernel'" (the last kernel of
+/// generated code it launched in the step, if any), or "" outside a step.
+std::string whereInStep();
+
+/// Prints "anvil: " `message` whereInStep() and aborts: the failure of a
+/// library call (cuBLAS, cuBLASLt, cuDNN, the runtime's own kernels) or of
+/// its arguments.
+[[noreturn]] void failInStep(const std::string &message);
+
 /// Whether kernels (and NCCL) can address `ptr`: managed or device memory.
 bool isDeviceAddressable(const void *ptr);
 
