@@ -25,13 +25,16 @@
 #    (ANVIL_CUDA_ATTENTION=anvil) and cuDNN's; and decomposed; the MLP's bias and GELU in cuBLASLt's epilogues, the
 #    default, and as kernels; the bf16 step replayed as a CUDA graph, the default, and
 #    launched kernel by kernel, asynchronously and synchronized): tokens/s,
-#    step time, MFU against the GPU's dense bf16 peak,
-#    and each kernel's time over 4 steps (NAME.profile.txt); GPT-2 350M in
+#    step time, MFU against the GPU's dense bf16 peak, the planned step
+#    memory and the device memory in use (its total less its free memory,
+#    at most, after a step), and each kernel's time over 4 steps
+#    (NAME.profile.txt); GPT-2 350M in
 #    bf16 and FP8; ResNet-50 in bf16 (batch 128; its "tokens/s" are
 #    images/s); BERT-large in bf16 (batch 8 x 512), its attention fused
 #    with the padding mask as a key bias (the default) and decomposed,
 # 5. the same model in PyTorch eager and torch.compile when PyTorch is
-#    installed, with the ratios printed last.
+#    installed, with the ratios (tokens/s, and device memory in use, which
+#    torch_gpt2.py measures the same way) printed last.
 #
 # Everything goes to $OUT (default ./results); summary.txt has one line per
 # check or figure. The exit status is non-zero when a check fails.
@@ -166,11 +169,13 @@ measure() { # NAME EXECUTABLE [ARGS...]: $out/NAME.json, a line of the summary
   if "$exe" --steps "$steps" --seed 1 --log "$out/$name.jsonl" --log-every 1 \
       "$@" > "$out/$name.out" 2>&1 &&
     python3 - "$out/$name.jsonl" "$out/$name.manifest.json" "$gpu" "$name" \
-        > "$out/$name.json.tmp" <<'PY'
-import json, statistics, sys
+        "$out/$name.out" > "$out/$name.json.tmp" <<'PY'
+import json, re, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 manifest = json.load(open(sys.argv[2]))
 gpu, name = sys.argv[3], sys.argv[4]
+# The trainer's "device memory: at most N bytes in use after a step".
+used = re.findall(r"device memory: at most (\d+) bytes", open(sys.argv[5]).read())
 # Dense bf16 peaks (NVIDIA's datasheets, FLOP/s).
 peaks = {"H200": 989.4e12, "H100": 989.4e12, "B200": 2250e12, "A100": 312e12}
 peak = next((v for k, v in peaks.items() if k in gpu), None)
@@ -184,12 +189,15 @@ print(json.dumps({"model": manifest.get("model", "?"), "program": name,
                   "flops_per_step": flops,
                   "mfu_vs_bf16_peak": flops / step_s / peak if peak else None,
                   "peak_bf16_flops": peak, "gpu": gpu,
+                  "planned_bytes": manifest.get("planned_bytes"),
+                  "device_memory_used_bytes": int(used[-1]) if used else None,
                   "final_loss": rows[-1]["loss"]}))
 PY
   then
     mv "$out/$name.json.tmp" "$out/$name.json"
     note "$name: $(cat "$out/$name.json")"
-    grep "step memory" "$out/$name.out" | tail -1 | sed "s/^/$name: /" | tee -a "$summary"
+    grep -E "^(step|device) memory" "$out/$name.out" | tail -2 |
+      sed "s/^/$name: /" | tee -a "$summary"
   else
     note "FAIL $name: $(tail -1 "$out/$name.out")"
     failed=$((failed + 1))
@@ -359,6 +367,13 @@ for path in sys.argv[2:]:
               f"({peer['dtype']}) tokens/s = "
               f"{anvil['tokens_per_s'] / peer['tokens_per_s']:.3f} "
               f"({anvil['tokens_per_s']:.0f} / {peer['tokens_per_s']:.0f})")
+        mine = anvil.get("device_memory_used_bytes")
+        theirs = peer.get("device_memory_used_bytes")
+        if mine and theirs:
+            print(f"ratio: Anvil {anvil['program']} / PyTorch {peer['mode']} "
+                  f"({peer['dtype']}) device memory in use = "
+                  f"{mine / theirs:.3f} ({mine / 2**30:.2f} / "
+                  f"{theirs / 2**30:.2f} GiB)")
 PY
   else
     note "torch: failed ($(tail -1 "$out/torch.log"))"

@@ -10,9 +10,15 @@ usage: torch_gpt2.py [--device cuda] [--steps 20] [--warmup 5]
                       --batch 8 --seq 1024]
 
 Prints one JSON object per mode: {"mode", "dtype", "tokens_per_s",
-"step_ms", "peak_memory_bytes", "loss"}; timing covers --steps steps after
---warmup (compilation happens in the warm-up), synchronized.
+"step_ms", "peak_memory_bytes", "device_memory_used_bytes", "loss"};
+timing covers --steps steps after --warmup (compilation happens in the
+warm-up), synchronized. peak_memory_bytes is PyTorch's most allocated to
+tensors; device_memory_used_bytes the device's total less its free memory
+after the timed steps (the caching allocator's reserve, cuBLAS's
+workspaces and the context included), what Anvil's executables report as
+"device memory": each mode starts with the allocator's cache emptied.
 """
+import gc
 import argparse
 import json
 import math
@@ -64,6 +70,9 @@ class GPT(nn.Module):
 
 
 def run(mode, a):
+    if a.device == "cuda":  # the previous mode's cached blocks
+        gc.collect()
+        torch.cuda.empty_cache()
     torch.manual_seed(0)
     model = GPT(a.layers, a.width, a.heads, a.vocab, a.seq).to(a.device)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4,
@@ -95,10 +104,14 @@ def run(mode, a):
     sync()
     seconds = (time.perf_counter() - t0) / a.steps
     peak = torch.cuda.max_memory_allocated() if a.device == "cuda" else 0
+    used = 0
+    if a.device == "cuda":
+        free, total = torch.cuda.mem_get_info()
+        used = total - free
     return {"mode": mode, "dtype": a.dtype,
             "tokens_per_s": a.batch * a.seq / seconds,
             "step_ms": seconds * 1e3, "peak_memory_bytes": peak,
-            "loss": float(loss)}
+            "device_memory_used_bytes": used, "loss": float(loss)}
 
 
 def main():

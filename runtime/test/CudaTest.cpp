@@ -104,6 +104,22 @@ TEST(CudaDevice, LaunchesAKernel) {
   mgpuModuleUnload(module);
 }
 
+TEST(CudaDevice, ReportsTheMemoryInUse) {
+  if (Status st = cuda::initialize(); !st.isOk()) {
+    EXPECT_EQ(anvil_rt_device_memory_used(), -1);
+    GTEST_SKIP() << st.message();
+  }
+  int64_t before = anvil_rt_device_memory_used();
+  ASSERT_GE(before, 0);
+  // Device memory (cuMemAlloc) counts once allocated; managed memory only
+  // once it lives on the device.
+  constexpr int64_t kBytes = int64_t(64) << 20;
+  void *workspace = anvil_rt_workspace_alloc(kBytes);
+  int64_t during = anvil_rt_device_memory_used();
+  anvil_rt_workspace_free(workspace);
+  EXPECT_GE(during - before, kBytes);
+}
+
 /// Row-major reference of anvil_rt_sgemm's contract.
 void referenceGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                    const std::vector<float> &a, int64_t lda, int64_t sa,

@@ -80,6 +80,8 @@ struct Driver {
                         CUmemLocation) = nullptr;
   CUresult (*memPrefetchAsync)(CUdeviceptr, size_t, CUmemLocation, unsigned,
                                CUstream) = nullptr;
+  /// Optional: the device's free and total memory (the trainer's report).
+  decltype(&::cuMemGetInfo) memGetInfo = nullptr;
   decltype(&::cuMemFree) memFree = nullptr;
   decltype(&::cuPointerGetAttribute) pointerGetAttribute = nullptr;
   decltype(&::cuGetErrorName) getErrorName = nullptr;
@@ -215,12 +217,13 @@ Status loadDriver(State &s) {
   get(d.getErrorString, "cuGetErrorString");
   if (!missing.empty())
     return unavailable("the driver lacks " + missing);
-  // The CUmemLocation forms (12.2's _v2, the CUDA 13 headers' plain names).
+  // Optional: the CUmemLocation forms (12.2's _v2, the CUDA 13 headers'
+  // plain names), and cuMemGetInfo.
   for (auto [fn, name] :
        {std::pair<void **, const char *>{
             reinterpret_cast<void **>(&d.memAdvise), "cuMemAdvise"},
-        {reinterpret_cast<void **>(&d.memPrefetchAsync),
-         "cuMemPrefetchAsync"}}) {
+        {reinterpret_cast<void **>(&d.memPrefetchAsync), "cuMemPrefetchAsync"},
+        {reinterpret_cast<void **>(&d.memGetInfo), "cuMemGetInfo"}}) {
     CUdriverProcAddressQueryResult found;
     if (getProcAddress(name, fn, 12020, CU_GET_PROC_ADDRESS_DEFAULT, &found) !=
         CUDA_SUCCESS)
@@ -909,6 +912,17 @@ extern "C" void anvil_rt_run_step(anvil_rt_step_fn step, void **args,
   }
   check(d.graphLaunch(g.exec, s.stream), "cuGraphLaunch",
         "the training step's CUDA graph");
+}
+
+extern "C" int64_t anvil_rt_device_memory_used(void) {
+  if (!cuda::initialize().isOk())
+    return -1;
+  Driver &d = state().driver;
+  size_t free = 0, total = 0;
+  if (!d.memGetInfo || d.memGetInfo(&free, &total) != CUDA_SUCCESS ||
+      free > total)
+    return -1;
+  return static_cast<int64_t>(total - free);
 }
 
 extern "C" const char *anvil_rt_device_open(void) {

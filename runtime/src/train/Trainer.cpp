@@ -225,6 +225,8 @@ private:
   std::vector<Storage> evalResults_;
   Storage workspace_;        ///< The static memory plan's arena.
   int64_t measuredPeak_ = 0; ///< Workspace + what steps allocated besides.
+  /// The most device memory in use after a step (-1: no device).
+  int64_t deviceUsed_ = -1;
   Slot *tokens_ = nullptr, *targets_ = nullptr, *dropoutSeed_ = nullptr;
   std::optional<TokenDataset> train_, val_;
   int64_t tokensPerStep_ = 0;
@@ -737,6 +739,7 @@ Status Trainer::run() {
     auto t1 = std::chrono::steady_clock::now();
     measuredPeak_ = std::max(measuredPeak_,
                              m_.plannedBytes + anvil_rt_peak_bytes() - before);
+    deviceUsed_ = std::max(deviceUsed_, anvil_rt_device_memory_used());
     for (Slot &s : slots_)
       if (s.next)
         std::swap(s.current, *s.next);
@@ -795,6 +798,12 @@ Status Trainer::run() {
   std::printf("step memory: planned %lld bytes, measured peak %lld bytes\n",
               static_cast<long long>(m_.plannedBytes),
               static_cast<long long>(measuredPeak_));
+  // Everything on the device: the workspace, parameters, state and
+  // batches, the libraries' workspaces and pools, the context.
+  if (deviceUsed_ >= 0)
+    std::printf("device memory: at most %lld bytes in use after a step (the "
+                "device's total less its free memory)\n",
+                static_cast<long long>(deviceUsed_));
   if (!o_.ckptDir.empty())
     std::printf("checkpoints: %s (latest: step %lld)\n", o_.ckptDir.c_str(),
                 static_cast<long long>(step));

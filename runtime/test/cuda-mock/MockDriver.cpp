@@ -89,6 +89,8 @@ struct Counts {
 
 std::set<Stream *> streams;
 std::set<void *> allocations;
+/// The bytes of each live allocation (cuMemGetInfo's used memory).
+std::map<void *, size_t> allocationBytes;
 /// cuThreadExchangeStreamCaptureMode's mode of the (one) thread.
 CUstreamCaptureMode threadMode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 
@@ -240,6 +242,7 @@ CUresult memAllocHost(CUdeviceptr *p, size_t bytes) {
   if (!m)
     return CUDA_ERROR_OUT_OF_MEMORY;
   allocations.insert(m);
+  allocationBytes[m] = bytes;
   *p = reinterpret_cast<CUdeviceptr>(m);
   return CUDA_SUCCESS;
 }
@@ -248,6 +251,15 @@ CUresult memAllocManaged(CUdeviceptr *p, size_t bytes, unsigned) {
 }
 CUresult memAlloc(CUdeviceptr *p, size_t bytes) {
   return memAllocHost(p, bytes);
+}
+/// The device's 1 GiB (deviceTotalMem) less what is allocated.
+CUresult memGetInfo(size_t *free, size_t *total) {
+  size_t used = 0;
+  for (const auto &entry : allocationBytes)
+    used += entry.second;
+  deviceTotalMem(total, 0);
+  *free = *total > used ? *total - used : 0;
+  return CUDA_SUCCESS;
 }
 CUresult memsetD8(CUdeviceptr p, unsigned char value, size_t n) {
   if (refusedInCapture())
@@ -278,6 +290,7 @@ CUresult memFree(CUdeviceptr p) {
   void *m = reinterpret_cast<void *>(p);
   if (!allocations.erase(m))
     return CUDA_ERROR_INVALID_VALUE;
+  allocationBytes.erase(m);
   std::free(m);
   return CUDA_SUCCESS;
 }
@@ -395,6 +408,7 @@ const std::map<std::string, void *> kEntries = {
     {"cuMemAllocManaged", reinterpret_cast<void *>(memAllocManaged)},
     {"cuMemAlloc", reinterpret_cast<void *>(memAlloc)},
     {"cuMemFree", reinterpret_cast<void *>(memFree)},
+    {"cuMemGetInfo", reinterpret_cast<void *>(memGetInfo)},
     {"cuMemsetD8", reinterpret_cast<void *>(memsetD8)},
     {"cuMemcpy", reinterpret_cast<void *>(memcpySync)},
     {"cuMemcpyAsync", reinterpret_cast<void *>(memcpyAsync)},

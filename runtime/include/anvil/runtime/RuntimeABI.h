@@ -300,6 +300,10 @@ void anvil_rt_device_copy(void *dst, const void *src, uint64_t bytes);
 const char *anvil_rt_device_open(void);
 /// One line on the device for the trainer's log ("" for the CPU).
 const char *anvil_rt_device_description(void);
+/// Bytes of the device's memory in use, by every process and the driver
+/// (its total less its free memory: cuMemGetInfo), or -1 where the
+/// executable has no device (the CPU, weak) or the driver cannot say.
+int64_t anvil_rt_device_memory_used(void);
 /// The trainer calls this before each step (the step number), after it
 /// (-1): a device reports errors with the step they happened in, and one
 /// that queues a step's work (CUDA) waits for it at -1.
