@@ -15,6 +15,18 @@ llvm_config.use_default_substitutions()
 # `REQUIRES: cuda` marks tests that need the CUDA toolkit (not a GPU).
 if config.anvil_enable_cuda:
     config.available_features.add("cuda")
+    # `REQUIRES: ptxas-sm_100`: the toolkit's ptxas assembles for that
+    # architecture (its --help lists the --gpu-name values it takes).
+    import re
+    import subprocess
+    try:
+        ptxas_help = subprocess.run(
+            [os.path.join(config.anvil_cuda_bin_dir, "ptxas"), "--help"],
+            capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        ptxas_help = ""
+    for arch in sorted(set(re.findall(r"'(sm_[0-9]+)'", ptxas_help))):
+        config.available_features.add("ptxas-" + arch)
 # FileCheck variables bound in one CHECK-LABEL block do not leak into the next.
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 

@@ -69,7 +69,8 @@
 #   ref/bert-tiny-bf16.cpu.jsonl,         the tiny BERT's on the emulated grid
 #   ref/bert-tiny-batch/                  (CUDA's kernels on the CPU), on the
 #                                         batch of ref/bert-tiny-batch
-#   kernels/gpt2-124m.<arch>.json         ptxas -v of every GPT-2 kernel
+#   kernels/gpt2-124m.<arch>.json         ptxas -v of every GPT-2 kernel (f32)
+#   kernels/gpt2-124m-bf16.<arch>.json    the same of the bf16 step (measured)
 #   run.sh, torch_gpt2.py                 the run and its peer
 #   make_batch.py                         ResNet-50's batch, written there
 #   compare_losses.py, tolerances.py      the tests' loss comparison
@@ -108,7 +109,8 @@ echo "bundle: CUDA executables for $ARCH"
 "$BIN/anvil-compile" --model gpt --config gpt-tiny --precision=bf16 \
   --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/gpt-tiny-bf16.cuda.train"
 "$BIN/anvil-compile" --model gpt --config gpt2-124m --precision=bf16 \
-  --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/gpt2-124m-bf16.cuda.train"
+  --target=cuda --cuda-arch="$ARCH" -o "$OUT/bin/gpt2-124m-bf16.cuda.train" \
+  --kernel-report="$OUT/kernels/gpt2-124m-bf16.$ARCH.json"
 # The same step with attention decomposed (products, softmax and their
 # gradients as GEMMs and kernels), against the fused default.
 "$BIN/anvil-compile" --model gpt --config gpt2-124m --precision=bf16 \

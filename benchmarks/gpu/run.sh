@@ -62,6 +62,16 @@ check() { # NAME COMMAND...: runs it, notes its last line, counts failure
 # lib where it ships with the toolkit).
 cuda_home="${CUDA_HOME:-/usr/local/cuda}"
 export LD_LIBRARY_PATH="$cuda_home/lib64:$cuda_home/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Where the machine has cuDNN or NCCL only in Python's NVIDIA wheels (as
+# PyTorch installs them), their lib folders come after the toolkit's.
+wheel_libs="$(python3 - 2>/dev/null <<'PY'
+import glob, os, site, sys
+roots = site.getsitepackages() + [site.getusersitepackages()]
+dirs = sorted({d for r in roots for d in glob.glob(os.path.join(r, "nvidia", "*", "lib"))})
+print(":".join(dirs))
+PY
+)"
+[ -n "$wheel_libs" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$wheel_libs"
 note "$(head -2 "$here/BUNDLE.txt" | tail -1)"
 if [ -f "$here/payload.tar.xz" ] && [ ! -x "$here/bin/anvil-cuda-tests" ]; then
   if command -v xz > /dev/null; then
@@ -75,7 +85,12 @@ nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
 gpu="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
 note "gpu: ${gpu:-unknown}"
 
-# 1-3: correctness.
+# 1-3: correctness. First, the device opens: the tests below skip, and
+# pass, where it does not.
+check cuda-device-opens bash -c "'$here/bin/anvil-cuda-tests' \
+  --gtest_filter=CudaDevice.LaunchesAKernel | tee /dev/stderr | \
+  grep -q '^\[       OK \] CudaDevice.LaunchesAKernel' && \
+  echo 'a kernel ran on the device'"
 check cuda-tests "$here/bin/anvil-cuda-tests"
 for mode in graph async sync; do
   check "cuda-graph-tests-$mode" env ANVIL_CUDA_LAUNCHES=$mode \
