@@ -207,8 +207,13 @@ TEST(CudaDevice, SgemmMatchesTheHost) {
 TEST(CudaDevice, Bf16GemmMatchesTheHost) {
   SKIP_WITHOUT_GPU();
   // The products of bf16 values are exact; the tensor cores accumulate in
-  // f32, in their own order.
-  checkGemm<uint16_t>(anvil_rt_cuda_gemm_bf16, 1e-4f);
+  // f32, in their own order. On cuBLASLt, and on its fallback, cuBLAS.
+  for (bool fallback : {false, true}) {
+    SCOPED_TRACE(fallback ? "cuBLAS (the fallback)" : "cuBLASLt");
+    cuda::setGemmFallback(fallback);
+    checkGemm<uint16_t>(anvil_rt_cuda_gemm_bf16, 1e-4f);
+  }
+  cuda::setGemmFallback(false);
 }
 
 TEST(CudaDevice, Bf16RoundedGemmMatchesTheHost) {
@@ -217,11 +222,15 @@ TEST(CudaDevice, Bf16RoundedGemmMatchesTheHost) {
   // as the CPU's anvil_rt_gemm_bf16_rounded writes it. The two f32 sums
   // differ in order, so a value may round to the neighbouring bf16: within
   // one bf16 step (of the host's value's binade) of it.
+  // On cuBLASLt, and on its fallback, cuBLAS.
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> dist(-1, 1);
   const int64_t m = 37, n = 53, k = 29, batch = 3;
-  for (int ta = 0; ta < 2; ++ta)
-    for (int tb = 0; tb < 2; ++tb) {
+  for (int path = 0; path < 8; ++path) {
+    bool fallback = path >= 4;
+    int ta = path & 1, tb = (path >> 1) & 1;
+    cuda::setGemmFallback(fallback);
+    {
       int64_t lda = ta ? m : k, ldb = tb ? k : n, ldc = n;
       std::vector<uint16_t> a(batch * m * k), b(batch * k * n),
           host(batch * m * n);
@@ -246,12 +255,15 @@ TEST(CudaDevice, Bf16RoundedGemmMatchesTheHost) {
         float step =
             want == 0.0f ? 1e-30f : std::ldexp(1.0f, std::ilogb(want) - 7);
         ASSERT_LE(std::abs(got - want), step)
-            << "transA " << ta << " transB " << tb << " at " << i;
+            << (fallback ? "cuBLAS (the fallback)" : "cuBLASLt") << " transA "
+            << ta << " transB " << tb << " at " << i;
       }
       anvil_rt_cuda_free(da);
       anvil_rt_cuda_free(db);
       anvil_rt_cuda_free(dc);
     }
+  }
+  cuda::setGemmFallback(false);
 }
 
 TEST(CudaDeviceDeathTest, ALaunchErrorNamesTheKernelAndTheStep) {
@@ -935,7 +947,7 @@ TEST(CudaDevice, WeightBiasGradMatchesTheHost) {
   std::mt19937 rng(17);
   std::uniform_real_distribution<float> dist(-2, 2);
   for (bool fallback : {false, true}) {
-    cuda::setEpilogueFallback(fallback);
+    cuda::setGemmFallback(fallback);
     const int64_t m = fallback ? 37 : 45, k = 24, n = 40;
     std::vector<uint16_t> x(m * k), g(m * n), dw(k * n), db(n);
     for (uint16_t &v : x)
@@ -955,7 +967,7 @@ TEST(CudaDevice, WeightBiasGradMatchesTheHost) {
     for (uint16_t *p : {dx, dg, ddw, ddb})
       anvil_rt_cuda_free(p);
   }
-  cuda::setEpilogueFallback(false);
+  cuda::setGemmFallback(false);
 }
 
 TEST(CudaDevice, ConvsMatchTheHost) {

@@ -1,16 +1,23 @@
-//===- Gemm.cpp - anvil_rt_cuda_sgemm and _gemm_bf16 on cuBLAS ------------===//
+//===- Gemm.cpp - anvil_rt_cuda_sgemm and the bf16 GEMMs -----------------===//
 //
 // Row-major C (m x n) += op(A) op(B) (beta = 1; `accumulate` 0: C =, beta
 // = 0) is, read column-major, C^T += op(B)^T
-// op(A)^T: cuBLAS multiplies B then A with the transposes as given, n and m
-// swapped. One handle per process, on the step stream with the generated
-// code's kernels (cuda::stepStream), with a workspace of its own so that a
-// graph capture of the step needs no allocation; a GEMM returns once
-// queued (synchronized in "sync" mode: LaunchMode).
+// op(A)^T: the library multiplies B then A with the transposes as given, n
+// and m swapped. The bf16 GEMMs (f32 or bf16 C) are cuBLASLt matmuls
+// (Lt.h's bf16Gemm, strided batches as its layouts' batch attributes);
+// where cuBLASLt has no algorithm for one (or setGemmFallback), it runs on
+// cuBLAS's cublasGemmStridedBatchedEx_64, as the f32 sgemm does on
+// cublasSgemmStridedBatched_64. One cuBLAS handle per process, on the step
+// stream with the generated code's kernels (cuda::stepStream), with a
+// workspace of its own (cuBLASLt's: Lt.h) so that a graph capture of the
+// step needs no allocation; a GEMM returns once queued (synchronized in
+// "sync" mode: LaunchMode).
 //
 //===----------------------------------------------------------------------===//
 
 #include "anvil/runtime/Cuda.h"
+
+#include "Lt.h"
 
 #include <chrono>
 #include <cublas_v2.h>
@@ -99,6 +106,41 @@ void finish(cublasStatus_t s, const char *call, const char *what,
             .count());
 }
 
+/// The row-major bf16 GEMM of anvil_rt_cuda_gemm_bf16(_rounded) as a
+/// cuBLASLt matmul (C^T = op(B)^T op(A)^T: cuBLASLt's A our B, its B our A);
+/// false, having queued nothing, where cuBLASLt has no algorithm for it.
+bool ltGemm(const char *caller, int32_t transA, int32_t transB, int64_t m,
+            int64_t n, int64_t k, const uint16_t *a, int64_t lda,
+            int64_t strideA, const uint16_t *b, int64_t ldb, int64_t strideB,
+            void *c, cudaDataType_t cType, int64_t ldc, int64_t strideC,
+            int64_t batch, int32_t accumulate) {
+  namespace lt = anvil::rt::cuda::lt;
+  lt::Bf16Gemm g;
+  g.opA = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  g.opB = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  g.rows = n;
+  g.cols = m;
+  g.depth = k;
+  g.a = b;
+  g.lda = ldb;
+  g.strideA = strideB;
+  g.b = a;
+  g.ldb = lda;
+  g.strideB = strideA;
+  g.d = c;
+  g.ldd = ldc;
+  g.strideD = strideC;
+  g.dType = cType;
+  g.batch = batch;
+  g.accumulate = accumulate != 0;
+  return lt::bf16Gemm(caller, g, /*mayFallBack=*/true, [&] {
+    return "a " + std::to_string(batch) + " x (" + std::to_string(m) + " x " +
+           std::to_string(k) + ") (" + std::to_string(k) + " x " +
+           std::to_string(n) + ") bf16 GEMM" +
+           (cType == CUDA_R_16BF ? ", bf16 result" : "");
+  });
+}
+
 } // namespace
 
 extern "C" void anvil_rt_cuda_sgemm(int32_t transA, int32_t transB, int64_t m,
@@ -125,6 +167,10 @@ extern "C" void anvil_rt_cuda_gemm_bf16(int32_t transA, int32_t transB,
                                         int64_t ldc, int64_t strideC,
                                         int64_t batch, int32_t accumulate) {
   // bf16 operands on the tensor cores, f32 accumulation and C.
+  if (ltGemm("anvil_rt_cuda_gemm_bf16", transA, transB, m, n, k, a, lda,
+             strideA, b, ldb, strideB, c, CUDA_R_32F, ldc, strideC, batch,
+             accumulate))
+    return;
   const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   auto start = std::chrono::steady_clock::now();
   cublasStatus_t s = cublasGemmStridedBatchedEx_64(
@@ -143,6 +189,10 @@ anvil_rt_cuda_gemm_bf16_rounded(int32_t transA, int32_t transB, int64_t m,
                                 int64_t ldb, int64_t strideB, uint16_t *c,
                                 int64_t ldc, int64_t strideC, int64_t batch) {
   // bf16 operands on the tensor cores, f32 accumulation, C written in bf16.
+  if (ltGemm("anvil_rt_cuda_gemm_bf16_rounded", transA, transB, m, n, k, a, lda,
+             strideA, b, ldb, strideB, c, CUDA_R_16BF, ldc, strideC, batch,
+             /*accumulate=*/false))
+    return;
   const float one = 1.0f, zero = 0.0f;
   auto start = std::chrono::steady_clock::now();
   cublasStatus_t s = cublasGemmStridedBatchedEx_64(

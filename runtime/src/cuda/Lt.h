@@ -1,8 +1,9 @@
 //===- Lt.h - the CUDA runtime's cuBLASLt handle (private) ------*- C++ -*-===//
 //
 // One cuBLASLt handle and one workspace per process, shared by every
-// cuBLASLt GEMM (FP8, and bf16 with epilogues): they run one at a time on
-// the step stream, so one workspace serves them all.
+// cuBLASLt GEMM (FP8, and bf16 with or without epilogues): they run one at a
+// time on the step stream, so one workspace serves them all; and the bf16
+// matmul those of bf16 (Gemm.cpp's, GemmEpilogue.cpp's) share.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <string>
 
 namespace anvil::rt::cuda::lt {
 
@@ -44,6 +47,40 @@ struct Descriptors {
   Descriptors &operator=(const Descriptors &) = delete;
   ~Descriptors();
 };
+
+/// One cuBLASLt matmul of bf16 operands, f32 compute, in its own
+/// (column-major) terms: D (rows x cols, leading dimension ldd, rows when
+/// 0) = op(A) op(B) (+ D with `accumulate`), op(A) rows x depth and op(B)
+/// depth x cols, each stored column-major with its leading dimension;
+/// `batch` such products at the strides (in elements; 0: one matrix for
+/// every product); D bf16 or f32 (`dType`); the epilogue's bias vector and
+/// auxiliary matrix (D's layout; null: none), both bf16.
+struct Bf16Gemm {
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  cublasOperation_t opA = CUBLAS_OP_N, opB = CUBLAS_OP_N;
+  int64_t rows = 0, cols = 0, depth = 0;
+  const void *a = nullptr;
+  int64_t lda = 0, strideA = 0;
+  const void *b = nullptr;
+  int64_t ldb = 0, strideB = 0;
+  const void *bias = nullptr, *aux = nullptr;
+  void *d = nullptr;
+  int64_t ldd = 0, strideD = 0;
+  cudaDataType_t dType = CUDA_R_16BF;
+  int64_t batch = 1;
+  bool accumulate = false;
+};
+
+/// The name of an epilogue, for messages and the profile.
+const char *epilogueName(cublasLtEpilogue_t epilogue);
+
+/// Queues `g` on the step stream (the heuristic's algorithm, chosen once
+/// per form, shape and alignment). Returns false, having queued nothing,
+/// when cuBLASLt has no algorithm for it and `mayFallBack` (or, with
+/// setGemmFallback, always then); fails, naming `caller` and `what()` and
+/// the step, on any other error (recorded instead during a graph capture).
+bool bf16Gemm(const char *caller, const Bf16Gemm &g, bool mayFallBack,
+              const std::function<std::string()> &what);
 
 } // namespace anvil::rt::cuda::lt
 

@@ -170,11 +170,13 @@ Status cudnnAttentionSupport(const AttentionShape &shape, bool backward,
 /// process.
 int64_t cudnnAttentionCalls();
 
-/// For tests: with `on`, the GEMMs with epilogues that have a fallback
-/// (anvil_rt_cuda_gemm_weight_bias_grad) take it, as if cuBLASLt had no
-/// algorithm for their epilogue.
-void setEpilogueFallback(bool on);
-bool epilogueFallback();
+/// For tests: with `on`, the cuBLASLt GEMMs that have a fallback take it,
+/// as if cuBLASLt had no algorithm for them: the bf16 GEMMs
+/// (anvil_rt_cuda_gemm_bf16 and _rounded: cuBLAS's GEMM) and the weight's
+/// gradient with its bias's (anvil_rt_cuda_gemm_weight_bias_grad: two
+/// GEMMs).
+void setGemmFallback(bool on);
+bool gemmFallback();
 
 } // namespace anvil::rt::cuda
 
