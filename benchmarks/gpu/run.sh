@@ -115,6 +115,19 @@ tiny_losses() {
 }
 tiny_losses gpt-tiny f32-training
 
+# Checkpoints written from the device's memory: 5 steps and a checkpoint,
+# then a run resumed from it to step 10, whose losses are the uninterrupted
+# run's (within the f32 tolerance; on the CPU, bit for bit).
+check gpt-tiny-resume bash -c "rm -rf '$out/gpt-tiny-ckpt' && \
+  '$here/bin/gpt-tiny.cuda.train' --steps 5 --seed 1 \
+    --ckpt-dir '$out/gpt-tiny-ckpt' > '$out/gpt-tiny-resume.out' && \
+  '$here/bin/gpt-tiny.cuda.train' --steps 10 --seed 1 --resume \
+    --ckpt-dir '$out/gpt-tiny-ckpt' --log '$out/gpt-tiny-resumed.gpu.jsonl' \
+    --log-every 1 >> '$out/gpt-tiny-resume.out' && \
+  python3 '$here/compare_losses.py' '$out/gpt-tiny-resumed.gpu.jsonl' \
+    '$out/gpt-tiny.gpu.jsonl' --after-step 5 --falls 2 \
+    --tolerance f32-training"
+
 # The same launched kernel by kernel (ANVIL_CUDA_LAUNCHES: the default
 # replays the step as a CUDA graph from its second step; async queues every
 # launch and waits at the step's end; sync waits after each): the same
@@ -197,10 +210,14 @@ peak = next((v for k, v in peaks.items() if k in gpu), None)
 timed = rows[3:] if len(rows) > 5 else rows  # the first steps warm up
 step_s = statistics.median(r["ms_per_step"] for r in timed) / 1e3
 tokens = statistics.median(r["tokens_per_s"] for r in timed)
+# The device's time a step (events around it on the step stream).
+device = [r["device_ms_per_step"] for r in timed if "device_ms_per_step" in r]
+device_s = statistics.median(device) / 1e3 if device else None
 flops = manifest.get("flops_per_step", 0)
 print(json.dumps({"model": manifest.get("model", "?"), "program": name,
                   "steps": len(rows),
-                  "step_s": step_s, "tokens_per_s": tokens,
+                  "step_s": step_s, "device_step_s": device_s,
+                  "tokens_per_s": tokens,
                   "flops_per_step": flops,
                   "mfu_vs_bf16_peak": flops / step_s / peak if peak else None,
                   "peak_bf16_flops": peak, "gpu": gpu,

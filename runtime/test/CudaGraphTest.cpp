@@ -133,6 +133,8 @@ public:
       anvil_rt_begin_step(step + 1);
       anvil_rt_run_step(stepFn, args, 1, results, 1, nullptr, capturable);
       anvil_rt_begin_step(-1);
+      // Timed on the device, between events around the step.
+      EXPECT_GE(anvil_rt_device_step_seconds(), 0.0) << "step " << step;
       float factor = std::ldexp(1.0f, -++halvings[s]);
       for (int32_t i = 0; i < kN; ++i) {
         float want = static_cast<float>((s + 1) * (i + 1)) * factor;

@@ -46,6 +46,8 @@ std::string formatMetricsJson(const StepMetrics &m) {
   o.set("gflops", number(m.gflops));
   if (m.evalLoss)
     o.set("eval_loss", number(*m.evalLoss));
+  if (m.deviceMsPerStep)
+    o.set("device_ms_per_step", number(*m.deviceMsPerStep));
   return o.dump();
 }
 

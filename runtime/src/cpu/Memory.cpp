@@ -122,6 +122,10 @@ extern "C" __attribute__((weak)) int64_t anvil_rt_device_memory_used(void) {
   return -1;
 }
 
+extern "C" __attribute__((weak)) double anvil_rt_device_step_seconds(void) {
+  return -1;
+}
+
 __attribute__((weak)) std::unique_ptr<anvil::rt::Communicator>
 anvil::rt::deviceAxisCommunicator(std::unique_ptr<Communicator> axis) {
   return axis;

@@ -80,8 +80,13 @@ struct Driver {
                         CUmemLocation) = nullptr;
   CUresult (*memPrefetchAsync)(CUdeviceptr, size_t, CUmemLocation, unsigned,
                                CUstream) = nullptr;
-  /// Optional: the device's free and total memory (the trainer's report).
+  /// Optional: the device's free and total memory (the trainer's report),
+  /// and events (a step's time on the device).
   decltype(&::cuMemGetInfo) memGetInfo = nullptr;
+  decltype(&::cuEventCreate) eventCreate = nullptr;
+  decltype(&::cuEventRecord) eventRecord = nullptr;
+  decltype(&::cuEventSynchronize) eventSynchronize = nullptr;
+  decltype(&::cuEventElapsedTime) eventElapsedTime = nullptr;
   decltype(&::cuMemFree) memFree = nullptr;
   decltype(&::cuPointerGetAttribute) pointerGetAttribute = nullptr;
   decltype(&::cuGetErrorName) getErrorName = nullptr;
@@ -134,6 +139,12 @@ struct State {
   std::mutex buffersLock;
   std::map<CUdeviceptr, size_t> buffers;
   bool prefetched = false;
+  /// Events on the step stream at a step's start and end (made on the
+  /// first step; null where the driver lacks events), and the device's
+  /// time between them for the last step (-1: none).
+  CUevent stepStart = nullptr, stepEnd = nullptr;
+  bool stepStarted = false;
+  double stepSeconds = -1;
 };
 
 State &state() {
@@ -223,7 +234,12 @@ Status loadDriver(State &s) {
        {std::pair<void **, const char *>{
             reinterpret_cast<void **>(&d.memAdvise), "cuMemAdvise"},
         {reinterpret_cast<void **>(&d.memPrefetchAsync), "cuMemPrefetchAsync"},
-        {reinterpret_cast<void **>(&d.memGetInfo), "cuMemGetInfo"}}) {
+        {reinterpret_cast<void **>(&d.memGetInfo), "cuMemGetInfo"},
+        {reinterpret_cast<void **>(&d.eventCreate), "cuEventCreate"},
+        {reinterpret_cast<void **>(&d.eventRecord), "cuEventRecord"},
+        {reinterpret_cast<void **>(&d.eventSynchronize), "cuEventSynchronize"},
+        {reinterpret_cast<void **>(&d.eventElapsedTime),
+         "cuEventElapsedTime"}}) {
     CUdriverProcAddressQueryResult found;
     if (getProcAddress(name, fn, 12020, CU_GET_PROC_ADDRESS_DEFAULT, &found) !=
         CUDA_SUCCESS)
@@ -784,22 +800,49 @@ extern "C" void anvil_rt_device_copy(void *dst, const void *src,
 }
 
 extern "C" void anvil_rt_begin_step(int64_t step) {
-  // The end of a step (-1): with asynchronous launches, everything it
-  // queued completes before the trainer reads or writes its buffers.
-  if (step < 0)
-    anvil_rt_device_synchronize();
-  cuda::setCurrentStep(step);
   State &s = state();
-  if (step < 0 || s.prefetched || !s.driver.memPrefetchAsync)
+  Driver &d = s.driver;
+  // The end of a step (-1): with asynchronous launches, everything it
+  // queued completes before the trainer reads or writes its buffers; the
+  // events around it give its time on the device.
+  if (step < 0) {
+    bool timed =
+        s.stepStarted && d.eventRecord(s.stepEnd, s.stream) == CUDA_SUCCESS;
+    s.stepStarted = false;
+    anvil_rt_device_synchronize();
+    float ms = 0;
+    s.stepSeconds =
+        timed && d.eventSynchronize(s.stepEnd) == CUDA_SUCCESS &&
+                d.eventElapsedTime(&ms, s.stepStart, s.stepEnd) == CUDA_SUCCESS
+            ? ms / 1e3
+            : -1;
+  }
+  cuda::setCurrentStep(step);
+  if (step < 0)
     return;
-  // Once, before the first step: every buffer to the device.
-  std::lock_guard<std::mutex> guard(s.buffersLock);
-  CUmemLocation device = {CU_MEM_LOCATION_TYPE_DEVICE, s.ordinal};
-  for (auto [address, size] : s.buffers)
-    (void)s.driver.memPrefetchAsync(address, size, device, 0, nullptr);
-  check(s.driver.ctxSynchronize(), "cuCtxSynchronize",
-        "the buffers' move to the device");
-  s.prefetched = true;
+  if (!s.prefetched && d.memPrefetchAsync) {
+    // Once, before the first step: every buffer to the device.
+    std::lock_guard<std::mutex> guard(s.buffersLock);
+    CUmemLocation device = {CU_MEM_LOCATION_TYPE_DEVICE, s.ordinal};
+    for (auto [address, size] : s.buffers)
+      (void)d.memPrefetchAsync(address, size, device, 0, nullptr);
+    check(d.ctxSynchronize(), "cuCtxSynchronize",
+          "the buffers' move to the device");
+    s.prefetched = true;
+  }
+  // Events, where the driver has them: made once (a failure leaves the
+  // steps untimed).
+  if (!s.stepStart && d.eventCreate && d.eventRecord && d.eventSynchronize &&
+      d.eventElapsedTime &&
+      (d.eventCreate(&s.stepStart, CU_EVENT_DEFAULT) != CUDA_SUCCESS ||
+       d.eventCreate(&s.stepEnd, CU_EVENT_DEFAULT) != CUDA_SUCCESS))
+    s.stepStart = s.stepEnd = nullptr;
+  s.stepStarted =
+      s.stepStart && d.eventRecord(s.stepStart, s.stream) == CUDA_SUCCESS;
+}
+
+extern "C" double anvil_rt_device_step_seconds(void) {
+  return state().stepSeconds;
 }
 
 //===- The step as a CUDA graph -------------------------------------------===//

@@ -713,6 +713,9 @@ Status Trainer::run() {
   }
   double windowSeconds = 0;
   int64_t windowSteps = 0;
+  // The device's time of the window's steps, while every one has it.
+  double windowDeviceSeconds = 0;
+  bool windowDeviceTimed = true;
   const int64_t firstStep = step + 1; // reported too: where the loss starts
   for (; step < o_.steps;) {
     if (Status s = fillBatch(static_cast<uint64_t>(step), false); !s)
@@ -740,6 +743,9 @@ Status Trainer::run() {
     measuredPeak_ = std::max(measuredPeak_,
                              m_.plannedBytes + anvil_rt_peak_bytes() - before);
     deviceUsed_ = std::max(deviceUsed_, anvil_rt_device_memory_used());
+    double deviceSeconds = anvil_rt_device_step_seconds();
+    windowDeviceTimed = windowDeviceTimed && deviceSeconds >= 0;
+    windowDeviceSeconds += deviceSeconds;
     for (Slot &s : slots_)
       if (s.next)
         std::swap(s.current, *s.next);
@@ -775,6 +781,9 @@ Status Trainer::run() {
       metrics.msPerStep = perStep * 1e3;
       metrics.tokensPerSecond = static_cast<double>(tokensPerStep_) / perStep;
       metrics.gflops = m_.flopsPerStep / perStep / 1e9;
+      if (windowDeviceTimed)
+        metrics.deviceMsPerStep =
+            windowDeviceSeconds / static_cast<double>(windowSteps) * 1e3;
       if (evalNow) {
         Expected<double> evalLoss = evaluate();
         if (!evalLoss)
@@ -789,6 +798,8 @@ Status Trainer::run() {
           return s;
       windowSeconds = 0;
       windowSteps = 0;
+      windowDeviceSeconds = 0;
+      windowDeviceTimed = true;
     }
     if (!o_.ckptDir.empty() &&
         ((o_.ckptEvery > 0 && step % o_.ckptEvery == 0) || step == o_.steps))

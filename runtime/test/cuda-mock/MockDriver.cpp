@@ -26,6 +26,7 @@
 
 #include <cuda.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -252,6 +253,36 @@ CUresult memAllocManaged(CUdeviceptr *p, size_t bytes, unsigned) {
 CUresult memAlloc(CUdeviceptr *p, size_t bytes) {
   return memAllocHost(p, bytes);
 }
+/// Events: the host's clock when recorded (the mock runs work as it is
+/// launched, so everything queued before has run).
+struct Event {
+  std::chrono::steady_clock::time_point at;
+  bool recorded = false;
+};
+CUresult eventCreate(CUevent *event, unsigned) {
+  *event = reinterpret_cast<CUevent>(new Event());
+  return CUDA_SUCCESS;
+}
+CUresult eventRecord(CUevent event, CUstream) {
+  if (refusedInCapture())
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  auto *e = reinterpret_cast<Event *>(event);
+  e->at = std::chrono::steady_clock::now();
+  e->recorded = true;
+  return CUDA_SUCCESS;
+}
+CUresult eventSynchronize(CUevent event) {
+  return reinterpret_cast<Event *>(event)->recorded ? CUDA_SUCCESS
+                                                    : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult eventElapsedTime(float *ms, CUevent start, CUevent end) {
+  auto *a = reinterpret_cast<Event *>(start);
+  auto *b = reinterpret_cast<Event *>(end);
+  if (!a->recorded || !b->recorded)
+    return CUDA_ERROR_INVALID_HANDLE;
+  *ms = std::chrono::duration<float, std::milli>(b->at - a->at).count();
+  return CUDA_SUCCESS;
+}
 /// The device's 1 GiB (deviceTotalMem) less what is allocated.
 CUresult memGetInfo(size_t *free, size_t *total) {
   size_t used = 0;
@@ -409,6 +440,10 @@ const std::map<std::string, void *> kEntries = {
     {"cuMemAlloc", reinterpret_cast<void *>(memAlloc)},
     {"cuMemFree", reinterpret_cast<void *>(memFree)},
     {"cuMemGetInfo", reinterpret_cast<void *>(memGetInfo)},
+    {"cuEventCreate", reinterpret_cast<void *>(eventCreate)},
+    {"cuEventRecord", reinterpret_cast<void *>(eventRecord)},
+    {"cuEventSynchronize", reinterpret_cast<void *>(eventSynchronize)},
+    {"cuEventElapsedTime", reinterpret_cast<void *>(eventElapsedTime)},
     {"cuMemsetD8", reinterpret_cast<void *>(memsetD8)},
     {"cuMemcpy", reinterpret_cast<void *>(memcpySync)},
     {"cuMemcpyAsync", reinterpret_cast<void *>(memcpyAsync)},

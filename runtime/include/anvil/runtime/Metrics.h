@@ -37,6 +37,9 @@ struct StepMetrics {
   double msPerStep = 0;
   double gflops = 0;              ///< Achieved GFLOP/s.
   std::optional<double> evalLoss; ///< When an evaluation ran.
+  /// The device's time a step (its events: anvil_rt_device_step_seconds),
+  /// where it has one.
+  std::optional<double> deviceMsPerStep;
 };
 
 /// The progress line (no trailing newline).

@@ -304,6 +304,11 @@ const char *anvil_rt_device_description(void);
 /// (its total less its free memory: cuMemGetInfo), or -1 where the
 /// executable has no device (the CPU, weak) or the driver cannot say.
 int64_t anvil_rt_device_memory_used(void);
+/// The device's time for the last step, in seconds: between events on the
+/// step stream at its anvil_rt_begin_step(n) and anvil_rt_begin_step(-1)
+/// (without the host's time before its first launch and after its last
+/// completion); -1 on the CPU (weak) or where the driver cannot say.
+double anvil_rt_device_step_seconds(void);
 /// The trainer calls this before each step (the step number), after it
 /// (-1): a device reports errors with the step they happened in, and one
 /// that queues a step's work (CUDA) waits for it at -1.

@@ -2,13 +2,15 @@
 """Compares the losses of a compiled training run with anvil-interp's.
 
 usage: compare_losses.py RUN.jsonl INTERP.txt --tolerance KEY [--falls F]
+                         [--after-step N]
 
 RUN.jsonl is the executable's --log (one record per step, --log-every 1);
 INTERP.txt is `anvil-interp --steps N` output ("step k: loss x"), or
 another run's .jsonl log (the reference run, say a single-process one). Every
 step's loss must agree within the tolerance (test/Inputs/tolerances.py,
 relative to the interpreter's loss), and the final loss must be below F
-times the first (default 1: it fell).
+times the first (default 1: it fell). With --after-step N, the reference's
+steps up to N are left out (a run resumed from step N's checkpoint).
 """
 import argparse
 import json
@@ -28,6 +30,7 @@ def main():
     ap.add_argument("interp")
     ap.add_argument("--tolerance", required=True, choices=sorted(TOLERANCES))
     ap.add_argument("--falls", type=float, default=1.0)
+    ap.add_argument("--after-step", type=int, default=0)
     a = ap.parse_args()
     run = {}
     for line in open(a.run):
@@ -42,6 +45,7 @@ def main():
         m = re.match(r"step (\d+): loss (\S+)", line)
         if m:
             ref[int(m.group(1))] = float(m.group(2))
+    ref = {step: loss for step, loss in ref.items() if step > a.after_step}
     if sorted(run) != sorted(ref):
         sys.exit(f"compare_losses: steps differ: run {sorted(run)[:5]}..., "
                  f"interpreter {sorted(ref)[:5]}...")
