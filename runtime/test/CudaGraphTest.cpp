@@ -48,6 +48,19 @@ std::optional<MockCounts> mockCounts() {
   return c;
 }
 
+/// The bytes the mock driver prefetched so far; nothing on a real driver.
+std::optional<int64_t> mockPrefetchedBytes() {
+  void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!driver)
+    return std::nullopt;
+  auto bytes = reinterpret_cast<int64_t (*)()>(
+      dlsym(driver, "anvilMockPrefetchedBytes"));
+  dlclose(driver);
+  if (!bytes)
+    return std::nullopt;
+  return bytes();
+}
+
 /// The step's kernel and what the step did.
 struct StepContext {
   void *scale = nullptr;
@@ -192,6 +205,22 @@ TEST_F(CudaGraph, KeepsAGraphPerStepFunction) {
   EXPECT_EQ(context.calls, graphs() ? 4 : 8);
   anvil_rt_buffer_free(x);
   anvil_rt_buffer_free(y);
+}
+
+// A batch the host wrote goes to the device on the step stream, ahead of
+// the step (outside a capture: between steps).
+TEST_F(CudaGraph, StagesABatchOnTheDevice) {
+  auto *batch = static_cast<int32_t *>(anvil_rt_buffer_alloc(256, 4096));
+  for (int32_t i = 0; i < 1024; ++i)
+    batch[i] = i;
+  std::optional<int64_t> before = mockPrefetchedBytes();
+  anvil_rt_device_stage(batch, 4096);
+  if (std::optional<int64_t> after = mockPrefetchedBytes())
+    EXPECT_EQ(*after - *before, 4096);
+  ASSERT_TRUE(cuda::synchronizeStepStream("the batch's move").isOk());
+  for (int32_t i = 0; i < 1024; ++i)
+    ASSERT_EQ(batch[i], i);
+  anvil_rt_buffer_free(batch);
 }
 
 TEST_F(CudaGraph, RunsAStepTheCompilerDidNotFindCapturable) {

@@ -122,6 +122,9 @@ extern "C" __attribute__((weak)) int64_t anvil_rt_device_memory_used(void) {
   return -1;
 }
 
+extern "C" __attribute__((weak)) void anvil_rt_device_stage(const void *,
+                                                            uint64_t) {}
+
 extern "C" __attribute__((weak)) double anvil_rt_device_step_seconds(void) {
   return -1;
 }

@@ -841,6 +841,19 @@ extern "C" void anvil_rt_begin_step(int64_t step) {
       s.stepStart && d.eventRecord(s.stepStart, s.stream) == CUDA_SUCCESS;
 }
 
+extern "C" void anvil_rt_device_stage(const void *ptr, uint64_t bytes) {
+  if (!ptr || bytes == 0 || !cuda::initialize().isOk())
+    return;
+  State &s = state();
+  if (!s.driver.memPrefetchAsync || capturingHere())
+    return;
+  // Advice only: where it is refused, the kernels fault the pages over.
+  CUmemLocation device = {CU_MEM_LOCATION_TYPE_DEVICE, s.ordinal};
+  (void)s.driver.memPrefetchAsync(reinterpret_cast<CUdeviceptr>(ptr),
+                                  static_cast<size_t>(bytes), device, 0,
+                                  s.stream);
+}
+
 extern "C" double anvil_rt_device_step_seconds(void) {
   return state().stepSeconds;
 }

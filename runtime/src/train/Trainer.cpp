@@ -424,14 +424,18 @@ Status Trainer::fillBatch(uint64_t position, bool validation) {
     uint64_t rankSalt = static_cast<uint64_t>(dpRank_) * 0x9E3779B97F4A7C15ull;
     int64_t v = static_cast<int64_t>(mix64(o_.seed ^ rankSalt) + position);
     std::memcpy(dropoutSeed_->current.data(), &v, 8);
+    anvil_rt_device_stage(dropoutSeed_->current.data(), 8);
   }
   if (!o_.batchDir.empty()) {
     if (batchLoaded_)
       return Status::ok();
-    for (Slot &s : slots_)
-      if (s.info->role == BufferRole::Input && &s != dropoutSeed_)
-        if (Status st = readInput(o_.batchDir, s, dpRank_, dataParallel_); !st)
-          return st;
+    for (Slot &s : slots_) {
+      if (s.info->role != BufferRole::Input || &s == dropoutSeed_)
+        continue;
+      if (Status st = readInput(o_.batchDir, s, dpRank_, dataParallel_); !st)
+        return st;
+      anvil_rt_device_stage(s.current.data(), s.current.size());
+    }
     batchLoaded_ = true;
     return Status::ok();
   }
@@ -460,6 +464,8 @@ Status Trainer::fillBatch(uint64_t position, bool validation) {
   };
   storeTokens(mine(in), *tokens_);
   storeTokens(mine(out), *targets_);
+  for (Slot *s : {tokens_, targets_})
+    anvil_rt_device_stage(s->current.data(), s->current.size());
   return Status::ok();
 }
 

@@ -167,8 +167,11 @@ CUresult deviceGetAttribute(int *value, CUdevice_attribute attribute,
   case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
     *value = 1;
     break;
+  case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
+    *value = 1; // as on Linux with a Pascal or newer GPU: prefetches
+    break;
   default:
-    *value = 0; // no concurrent managed access: no placement advice
+    *value = 0;
   }
   return CUDA_SUCCESS;
 }
@@ -281,6 +284,13 @@ CUresult eventElapsedTime(float *ms, CUevent start, CUevent end) {
   if (!a->recorded || !b->recorded)
     return CUDA_ERROR_INVALID_HANDLE;
   *ms = std::chrono::duration<float, std::milli>(b->at - a->at).count();
+  return CUDA_SUCCESS;
+}
+/// Prefetches (the CUmemLocation form): counted, nothing moves.
+int64_t prefetchedBytes = 0;
+CUresult memPrefetchAsync(CUdeviceptr, size_t bytes, CUmemLocation, unsigned,
+                          CUstream) {
+  prefetchedBytes += static_cast<int64_t>(bytes);
   return CUDA_SUCCESS;
 }
 /// The device's 1 GiB (deviceTotalMem) less what is allocated.
@@ -440,6 +450,7 @@ const std::map<std::string, void *> kEntries = {
     {"cuMemAlloc", reinterpret_cast<void *>(memAlloc)},
     {"cuMemFree", reinterpret_cast<void *>(memFree)},
     {"cuMemGetInfo", reinterpret_cast<void *>(memGetInfo)},
+    {"cuMemPrefetchAsync", reinterpret_cast<void *>(memPrefetchAsync)},
     {"cuEventCreate", reinterpret_cast<void *>(eventCreate)},
     {"cuEventRecord", reinterpret_cast<void *>(eventRecord)},
     {"cuEventSynchronize", reinterpret_cast<void *>(eventSynchronize)},
@@ -482,6 +493,11 @@ anvilMockCounts(int64_t *kernelsRun, int64_t *graphLaunches,
   *kernelsRun = counts.kernelsRun;
   *graphLaunches = counts.graphLaunches;
   *captures = counts.captures;
+}
+
+/// The bytes prefetched so far (cuMemPrefetchAsync).
+__attribute__((visibility("default"))) int64_t anvilMockPrefetchedBytes() {
+  return prefetchedBytes;
 }
 
 } // extern "C"

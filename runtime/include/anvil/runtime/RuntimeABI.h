@@ -304,6 +304,13 @@ const char *anvil_rt_device_description(void);
 /// (its total less its free memory: cuMemGetInfo), or -1 where the
 /// executable has no device (the CPU, weak) or the driver cannot say.
 int64_t anvil_rt_device_memory_used(void);
+/// The host has written `bytes` at `ptr` (in a buffer of
+/// anvil_rt_buffer_alloc: a batch, a seed) for the next step: a device
+/// moves them to its memory on the step stream, ahead of the step's
+/// kernels (CUDA: cuMemPrefetchAsync of the managed memory), instead of
+/// the kernels faulting them over. A no-op on the CPU (weak) and where the
+/// device cannot.
+void anvil_rt_device_stage(const void *ptr, uint64_t bytes);
 /// The device's time for the last step, in seconds: between events on the
 /// step stream at its anvil_rt_begin_step(n) and anvil_rt_begin_step(-1)
 /// (without the host's time before its first launch and after its last
