@@ -91,7 +91,8 @@ BIN="$BUILD/bin"
 HERE="$ROOT/benchmarks/gpu"
 
 for tool in "$BIN/anvil-compile" "$BUILD/runtime/anvil-cuda-tests" \
-    "$BUILD/runtime/anvil-cuda-graph-tests"; do
+    "$BUILD/runtime/anvil-cuda-graph-tests" "$BIN/anvil-membw" \
+    "$BIN/anvil-gemmalign"; do
   [ -x "$tool" ] || { echo "bundle.sh: no $tool: build Anvil with CUDA first" \
     "(scripts/setup.sh; the toolkit at /usr/local/cuda)" >&2; exit 1; }
 done
@@ -176,13 +177,12 @@ done
   -o "$OUT/bin/bert-large-bf16-decomposed.cuda.train"
 cp "$BUILD/runtime/anvil-cuda-tests" "$BUILD/runtime/anvil-cuda-graph-tests" \
   "$OUT/bin/"
-# Where memory lives against a streaming kernel's bandwidth.
-"${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" -O3 -std=c++17 -arch="$ARCH" \
-  "$HERE/membw.cu" -o "$OUT/bin/membw"
-# cuBLAS's bf16 GEMMs of GPT-2's head at the logits' odd and padded leading
-# dimensions (what anvil-cpu-pad-gemm-rows changes).
-"${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" -O3 -std=c++17 -arch="$ARCH" \
-  "$HERE/gemmalign.cu" -lcublas -o "$OUT/bin/gemmalign"
+# Where memory lives against a streaming kernel's bandwidth, and cuBLAS's
+# bf16 GEMMs of GPT-2's head at the logits' odd and padded leading
+# dimensions (what anvil-cpu-pad-gemm-rows changes): built with the
+# project (benchmarks/CMakeLists.txt).
+cp "$BIN/anvil-membw" "$OUT/bin/membw"
+cp "$BIN/anvil-gemmalign" "$OUT/bin/gemmalign"
 strip "$OUT"/bin/*
 
 echo "bundle: the op cases"

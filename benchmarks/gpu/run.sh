@@ -204,8 +204,10 @@ manifest = json.load(open(sys.argv[2]))
 gpu, name = sys.argv[3], sys.argv[4]
 # The trainer's "device memory: at most N bytes in use after a step".
 used = re.findall(r"device memory: at most (\d+) bytes", open(sys.argv[5]).read())
-# Dense bf16 peaks (NVIDIA's datasheets, FLOP/s).
-peaks = {"H200": 989.4e12, "H100": 989.4e12, "B200": 2250e12, "A100": 312e12}
+# Dense bf16 peaks (NVIDIA's datasheets, FLOP/s); the first name the GPU's
+# contains (the PCIe and NVL H100s before the SXM one).
+peaks = {"H200": 989.4e12, "H100 PCIe": 756.5e12, "H100 NVL": 835.5e12,
+         "H100": 989.4e12, "B200": 2250e12, "A100": 312e12}
 peak = next((v for k, v in peaks.items() if k in gpu), None)
 timed = rows[3:] if len(rows) > 5 else rows  # the first steps warm up
 step_s = statistics.median(r["ms_per_step"] for r in timed) / 1e3
