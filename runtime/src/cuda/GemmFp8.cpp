@@ -207,24 +207,15 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
           "cublasLtMatrixLayoutCreate(C)");
     cLayout = desc.c;
   }
-  if (batch > 1) {
-    int32_t count = static_cast<int32_t>(batch);
+  if (batch > 1)
     // cuBLASLt's A is our B, its B our A.
     for (auto [layout, stride] :
          {std::pair{desc.a, strideB}, std::pair{desc.b, strideA},
-          std::pair{desc.d, strideD}, std::pair{desc.c, strideD}}) {
-      if (!layout) // no C of its own
-        continue;
-      check(cublasLtMatrixLayoutSetAttribute(layout,
-                                             CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
-                                             &count, sizeof count),
-            "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)");
-      check(cublasLtMatrixLayoutSetAttribute(
-                layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                sizeof stride),
-            "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)");
-    }
-  }
+          std::pair{desc.d, strideD}, std::pair{desc.c, strideD}})
+      if (layout) // (no C of its own)
+        check(anvil::rt::cuda::lt::setStridedBatch(layout, batch, stride),
+              "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT, "
+              "STRIDED_BATCH_OFFSET)");
   check(cublasLtMatmulPreferenceCreate(&desc.preference),
         "cublasLtMatmulPreferenceCreate");
   size_t workspace = kWorkspaceBytes;

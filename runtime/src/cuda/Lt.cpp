@@ -61,6 +61,18 @@ uint32_t alignment(const void *p) {
   return bytes;
 }
 
+cublasStatus_t setStridedBatch(cublasLtMatrixLayout_t layout, int64_t batch,
+                               int64_t stride) {
+  int32_t count = static_cast<int32_t>(batch);
+  if (cublasStatus_t s = cublasLtMatrixLayoutSetAttribute(
+          layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
+      s != CUBLAS_STATUS_SUCCESS)
+    return s;
+  return cublasLtMatrixLayoutSetAttribute(
+      layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+      sizeof stride);
+}
+
 Descriptors::~Descriptors() {
   if (preference)
     cublasLtMatmulPreferenceDestroy(preference);
@@ -152,21 +164,13 @@ bool bf16Gemm(const char *caller, const Bf16Gemm &g, bool mayFallBack,
   check(cublasLtMatrixLayoutCreate(&desc.d, g.dType, g.rows, g.cols, ldd),
         "cublasLtMatrixLayoutCreate(D)");
   // A strided batch: each layout's count and offset (C is D).
-  if (g.batch != 1) {
-    int32_t count = static_cast<int32_t>(g.batch);
+  if (g.batch != 1)
     for (auto [layout, stride] :
          {std::pair{desc.a, g.strideA}, std::pair{desc.b, g.strideB},
-          std::pair{desc.d, g.strideD}}) {
-      check(cublasLtMatrixLayoutSetAttribute(layout,
-                                             CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
-                                             &count, sizeof count),
-            "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)");
-      check(cublasLtMatrixLayoutSetAttribute(
-                layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                sizeof stride),
-            "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)");
-    }
-  }
+          std::pair{desc.d, g.strideD}})
+      check(setStridedBatch(layout, g.batch, stride),
+            "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT, "
+            "STRIDED_BATCH_OFFSET)");
   check(cublasLtMatmulPreferenceCreate(&desc.preference),
         "cublasLtMatmulPreferenceCreate");
   size_t workspace = kWorkspaceBytes;

@@ -37,6 +37,12 @@ const Handle &handle(const char *caller);
 /// apart; cuBLASLt assumes 256 unless told).
 uint32_t alignment(const void *p);
 
+/// Makes `layout` a strided batch of `batch` matrices `stride` elements
+/// apart (its BATCH_COUNT, int32, and STRIDED_BATCH_OFFSET, int64): the
+/// first failure's status.
+cublasStatus_t setStridedBatch(cublasLtMatrixLayout_t layout, int64_t batch,
+                               int64_t stride);
+
 /// A matmul's descriptors, destroyed at the end of the scope.
 struct Descriptors {
   cublasLtMatmulDesc_t op = nullptr;
