@@ -66,10 +66,18 @@ float *allocate(Place place, size_t bytes, int device) {
   std::memset(p, 0, bytes);
   if (place == Place::Advised || place == Place::Touched) {
     cudaMemLocation loc = {cudaMemLocationTypeDevice, device};
+    // The cudaMemLocation forms: CUDA 13's plain names, 12.2's _v2.
+#if CUDART_VERSION >= 13000
     check(cudaMemAdvise(p, bytes, cudaMemAdviseSetPreferredLocation, loc),
           "cudaMemAdvise");
     check(cudaMemPrefetchAsync(p, bytes, loc, 0, nullptr),
           "cudaMemPrefetchAsync");
+#else
+    check(cudaMemAdvise_v2(p, bytes, cudaMemAdviseSetPreferredLocation, loc),
+          "cudaMemAdvise_v2");
+    check(cudaMemPrefetchAsync_v2(p, bytes, loc, 0, nullptr),
+          "cudaMemPrefetchAsync_v2");
+#endif
   }
   return static_cast<float *>(p);
 }

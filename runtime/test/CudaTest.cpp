@@ -204,16 +204,49 @@ TEST(CudaDevice, SgemmMatchesTheHost) {
   checkGemm<float>(anvil_rt_cuda_sgemm, 1e-4f);
 }
 
+/// cuda::setGemmFallback for a scope (off again at its end, an assertion's
+/// early return included).
+struct GemmFallback {
+  explicit GemmFallback(bool on) { cuda::setGemmFallback(on); }
+  ~GemmFallback() { cuda::setGemmFallback(false); }
+  GemmFallback(const GemmFallback &) = delete;
+  GemmFallback &operator=(const GemmFallback &) = delete;
+};
+
 TEST(CudaDevice, Bf16GemmMatchesTheHost) {
   SKIP_WITHOUT_GPU();
   // The products of bf16 values are exact; the tensor cores accumulate in
   // f32, in their own order. On cuBLASLt, and on its fallback, cuBLAS.
   for (bool fallback : {false, true}) {
     SCOPED_TRACE(fallback ? "cuBLAS (the fallback)" : "cuBLASLt");
-    cuda::setGemmFallback(fallback);
+    GemmFallback path(fallback);
     checkGemm<uint16_t>(anvil_rt_cuda_gemm_bf16, 1e-4f);
   }
-  cuda::setGemmFallback(false);
+}
+
+TEST(CudaDevice, Bf16GemmsRunOnCublasLt) {
+  SKIP_WITHOUT_GPU();
+  // An aligned bf16 GEMM is a cuBLASLt matmul; with the fallback forced,
+  // cuBLAS's GEMM.
+  const int64_t n = 64;
+  uint16_t *a = nullptr, *b = nullptr, *c = nullptr;
+  for (uint16_t **p : {&a, &b, &c}) {
+    *p = static_cast<uint16_t *>(anvil_rt_cuda_alloc(n * n * 2));
+    std::fill(*p, *p + n * n, toBF16(0.5f));
+  }
+  for (bool fallback : {false, true}) {
+    GemmFallback path(fallback);
+    int64_t before = cuda::bf16LtGemms();
+    anvil_rt_cuda_gemm_bf16_rounded(0, 0, n, n, n, a, n, 0, b, n, 0, c, n, 0,
+                                    1);
+    ASSERT_TRUE(cuda::synchronizeStepStream("bf16 GEMM").isOk());
+    EXPECT_EQ(cuda::bf16LtGemms() - before, fallback ? 0 : 1)
+        << (fallback ? "cuBLAS (the fallback)" : "cuBLASLt");
+    for (int64_t i = 0; i < n * n; ++i)
+      ASSERT_EQ(fromBF16(c[i]), 16.0f) << "at " << i; // 64 x 0.25
+  }
+  for (uint16_t *p : {a, b, c})
+    anvil_rt_cuda_free(p);
 }
 
 TEST(CudaDevice, Bf16RoundedGemmMatchesTheHost) {
@@ -229,7 +262,7 @@ TEST(CudaDevice, Bf16RoundedGemmMatchesTheHost) {
   for (int path = 0; path < 8; ++path) {
     bool fallback = path >= 4;
     int ta = path & 1, tb = (path >> 1) & 1;
-    cuda::setGemmFallback(fallback);
+    GemmFallback library(fallback);
     {
       int64_t lda = ta ? m : k, ldb = tb ? k : n, ldc = n;
       std::vector<uint16_t> a(batch * m * k), b(batch * k * n),
@@ -263,7 +296,6 @@ TEST(CudaDevice, Bf16RoundedGemmMatchesTheHost) {
       anvil_rt_cuda_free(dc);
     }
   }
-  cuda::setGemmFallback(false);
 }
 
 TEST(CudaDeviceDeathTest, ALaunchErrorNamesTheKernelAndTheStep) {
@@ -947,7 +979,7 @@ TEST(CudaDevice, WeightBiasGradMatchesTheHost) {
   std::mt19937 rng(17);
   std::uniform_real_distribution<float> dist(-2, 2);
   for (bool fallback : {false, true}) {
-    cuda::setGemmFallback(fallback);
+    GemmFallback library(fallback);
     const int64_t m = fallback ? 37 : 45, k = 24, n = 40;
     std::vector<uint16_t> x(m * k), g(m * n), dw(k * n), db(n);
     for (uint16_t &v : x)
@@ -967,7 +999,6 @@ TEST(CudaDevice, WeightBiasGradMatchesTheHost) {
     for (uint16_t *p : {dx, dg, ddw, ddb})
       anvil_rt_cuda_free(p);
   }
-  cuda::setGemmFallback(false);
 }
 
 TEST(CudaDevice, ConvsMatchTheHost) {

@@ -380,3 +380,30 @@ func.func @reverse(%h: tensor<16xf32>) -> (tensor<16xf32> {anvil.tied_to = 0 : i
   } -> tensor<16xf32>
   return %r : tensor<16xf32>
 }
+
+// -----
+
+#v = affine_map<(d0) -> (d0)>
+// The state read again after its update (here, negated; the two merge):
+// bufferization does not update it in place, so no copy is made.
+// CHECK-LABEL: func.func @read_after
+// CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<16xf32>)
+// CHECK: tensor.extract %arg0[
+// CHECK-NOT: linalg.generic
+func.func @read_after(%h: tensor<16xf32>) -> (tensor<16xf32> {anvil.tied_to = 0 : i64}, tensor<16xf32>) {
+  %c15 = arith.constant 15 : index
+  %e = tensor.empty() : tensor<16xf32>
+  %r = linalg.generic {indexing_maps = [#v], iterator_types = ["parallel"]} outs(%e : tensor<16xf32>) {
+  ^bb0(%o: f32):
+    %i = linalg.index 0 : index
+    %j = arith.subi %c15, %i : index
+    %x = tensor.extract %h[%j] : tensor<16xf32>
+    linalg.yield %x : f32
+  } -> tensor<16xf32>
+  %n = linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]} ins(%h : tensor<16xf32>) outs(%e : tensor<16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %y = arith.negf %a : f32
+    linalg.yield %y : f32
+  } -> tensor<16xf32>
+  return %r, %n : tensor<16xf32>, tensor<16xf32>
+}

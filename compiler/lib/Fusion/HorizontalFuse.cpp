@@ -371,7 +371,10 @@ struct AnvilHorizontalFusePass
   /// taken (the history's FP8 tensor, in the forward pass), one launch
   /// each, where an explicit copy is a small candidate like the roll: the
   /// copies move with the rolls (order-updates) and merge. The copy is the
-  /// one bufferization would make: the same bytes, moved elsewhere.
+  /// one bufferization would make: the same bytes, moved elsewhere. Not
+  /// where something reads the state after the update (then it is not
+  /// updated in place). (No canonicalization may run between this pass and
+  /// anvil-bufferize: it would erase the identity generic.)
   void copyStateReadElsewhere(FunctionOpInterface fn, Block &block) {
     if (!block.mightHaveTerminator() || !block.isEntryBlock())
       return;
@@ -387,8 +390,23 @@ struct AnvilHorizontalFusePass
           tied.getInt() >= static_cast<int64_t>(block.getNumArguments()))
         continue;
       Value state = block.getArgument(tied.getInt());
+      // Read after the update (through slices and reshapes too), the state
+      // is not updated in place: bufferization writes the update elsewhere,
+      // and a copy here would be one more.
+      std::function<bool(Value)> readAfter = [&](Value v) {
+        return llvm::any_of(v.getUsers(), [&](Operation *user) {
+          Operation *op = block.findAncestorOpInBlock(*user);
+          if (!op || update->isBeforeInBlock(op))
+            return true;
+          return isa<tensor::ExtractSliceOp, tensor::ExpandShapeOp,
+                     tensor::CollapseShapeOp>(user) &&
+                 readAfter(user->getResult(0));
+        });
+      };
+      if (readAfter(state))
+        continue;
       // The tensors its body extracts from above that are the state or a
-      // static slice of it.
+      // slice of it of a static shape.
       SetVector<Value> read;
       update.getBody()->walk([&](tensor::ExtractOp extract) {
         Value t = extract.getTensor();
@@ -404,8 +422,8 @@ struct AnvilHorizontalFusePass
         auto type = cast<RankedTensorType>(t.getType());
         OpBuilder b(update);
         Location loc = update.getLoc();
-        Value empty = tensor::EmptyOp::create(b, loc, type.getShape(),
-                                              type.getElementType());
+        Value empty = tensor::EmptyOp::create(
+            b, loc, type.getShape(), type.getElementType(), type.getEncoding());
         AffineMap identity = b.getMultiDimIdentityMap(type.getRank());
         auto copy = linalg::GenericOp::create(
             b, loc, type, t, empty, SmallVector<AffineMap>(2, identity),

@@ -87,6 +87,7 @@ struct Driver {
   decltype(&::cuEventRecord) eventRecord = nullptr;
   decltype(&::cuEventSynchronize) eventSynchronize = nullptr;
   decltype(&::cuEventElapsedTime) eventElapsedTime = nullptr;
+  decltype(&::cuEventDestroy) eventDestroy = nullptr;
   decltype(&::cuMemFree) memFree = nullptr;
   decltype(&::cuPointerGetAttribute) pointerGetAttribute = nullptr;
   decltype(&::cuGetErrorName) getErrorName = nullptr;
@@ -139,11 +140,12 @@ struct State {
   std::mutex buffersLock;
   std::map<CUdeviceptr, size_t> buffers;
   bool prefetched = false;
-  /// Events on the step stream at a step's start and end (made on the
-  /// first step; null where the driver lacks events), and the device's
-  /// time between them for the last step (-1: none).
+  /// Events on the step stream just before a step's work is queued and at
+  /// its end (made once, when `eventsTried` first; null where the driver
+  /// cannot), and the device's time between them for the last step (-1:
+  /// none).
   CUevent stepStart = nullptr, stepEnd = nullptr;
-  bool stepStarted = false;
+  bool eventsTried = false, stepStarted = false;
   double stepSeconds = -1;
 };
 
@@ -238,8 +240,8 @@ Status loadDriver(State &s) {
         {reinterpret_cast<void **>(&d.eventCreate), "cuEventCreate"},
         {reinterpret_cast<void **>(&d.eventRecord), "cuEventRecord"},
         {reinterpret_cast<void **>(&d.eventSynchronize), "cuEventSynchronize"},
-        {reinterpret_cast<void **>(&d.eventElapsedTime),
-         "cuEventElapsedTime"}}) {
+        {reinterpret_cast<void **>(&d.eventElapsedTime), "cuEventElapsedTime"},
+        {reinterpret_cast<void **>(&d.eventDestroy), "cuEventDestroy"}}) {
     CUdriverProcAddressQueryResult found;
     if (getProcAddress(name, fn, 12020, CU_GET_PROC_ADDRESS_DEFAULT, &found) !=
         CUDA_SUCCESS)
@@ -830,16 +832,34 @@ extern "C" void anvil_rt_begin_step(int64_t step) {
           "the buffers' move to the device");
     s.prefetched = true;
   }
-  // Events, where the driver has them: made once (a failure leaves the
-  // steps untimed).
-  if (!s.stepStart && d.eventCreate && d.eventRecord && d.eventSynchronize &&
-      d.eventElapsedTime &&
-      (d.eventCreate(&s.stepStart, CU_EVENT_DEFAULT) != CUDA_SUCCESS ||
-       d.eventCreate(&s.stepEnd, CU_EVENT_DEFAULT) != CUDA_SUCCESS))
-    s.stepStart = s.stepEnd = nullptr;
+}
+
+namespace {
+
+/// Records the step's start event on the step stream, just before its
+/// work is queued (the graph launched, or the step function called): the
+/// events are made on the first call, where the driver has them (a failure
+/// leaves every step untimed).
+void startStepTimer(State &s) {
+  Driver &d = s.driver;
+  if (!s.eventsTried) {
+    s.eventsTried = true;
+    bool made = d.eventCreate && d.eventRecord && d.eventSynchronize &&
+                d.eventElapsedTime &&
+                d.eventCreate(&s.stepStart, CU_EVENT_DEFAULT) == CUDA_SUCCESS;
+    if (made && d.eventCreate(&s.stepEnd, CU_EVENT_DEFAULT) != CUDA_SUCCESS) {
+      if (d.eventDestroy)
+        (void)d.eventDestroy(s.stepStart);
+      made = false;
+    }
+    if (!made)
+      s.stepStart = s.stepEnd = nullptr;
+  }
   s.stepStarted =
       s.stepStart && d.eventRecord(s.stepStart, s.stream) == CUDA_SUCCESS;
 }
+
+} // namespace
 
 extern "C" void anvil_rt_device_stage(const void *ptr, uint64_t bytes) {
   if (!ptr || bytes == 0 || !cuda::initialize().isOk())
@@ -927,6 +947,7 @@ extern "C" void anvil_rt_run_step(anvil_rt_step_fn step, void **args,
   State &s = state();
   if (!capturable || s.mode != cuda::LaunchMode::Graph ||
       s.refused.count(step)) {
+    startStepTimer(s);
     step(args, results, workspace);
     return;
   }
@@ -941,6 +962,7 @@ extern "C" void anvil_rt_run_step(anvil_rt_step_fn step, void **args,
       it = it->second.exec ? std::next(it) : s.graphs.erase(it);
   StepGraph &g = s.graphs[key]; // dropped when one of its buffers is freed
   if (g.exec) {
+    startStepTimer(s);
     check(d.graphLaunch(g.exec, s.stream), "cuGraphLaunch",
           "the training step's CUDA graph");
     return;
@@ -952,6 +974,7 @@ extern "C" void anvil_rt_run_step(anvil_rt_step_fn step, void **args,
   for (const auto &entry : s.graphs)
     graphs += entry.second.exec != nullptr;
   if (g.calls++ == 0 || graphs >= kMaxGraphs) {
+    startStepTimer(s);
     step(args, results, workspace);
     return;
   }
@@ -963,9 +986,11 @@ extern "C" void anvil_rt_run_step(anvil_rt_step_fn step, void **args,
                  "graph (%s); it runs without one (ANVIL_CUDA_LAUNCHES=async "
                  "does so without trying)\n",
                  why.c_str());
+    startStepTimer(s);
     step(args, results, workspace); // the capture ran none of it
     return;
   }
+  startStepTimer(s);
   check(d.graphLaunch(g.exec, s.stream), "cuGraphLaunch",
         "the training step's CUDA graph");
 }

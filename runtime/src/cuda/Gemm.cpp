@@ -114,6 +114,9 @@ bool ltGemm(const char *caller, int32_t transA, int32_t transB, int64_t m,
             int64_t strideA, const uint16_t *b, int64_t ldb, int64_t strideB,
             void *c, cudaDataType_t cType, int64_t ldc, int64_t strideC,
             int64_t batch, int32_t accumulate) {
+  // An empty product (cuBLAS's no-op, or C scaled by beta) stays cuBLAS's.
+  if (m == 0 || n == 0 || k == 0 || batch == 0)
+    return false;
   namespace lt = anvil::rt::cuda::lt;
   lt::Bf16Gemm g;
   g.opA = transB ? CUBLAS_OP_T : CUBLAS_OP_N;

@@ -18,8 +18,6 @@
 #include "anvil/runtime/Cuda.h"
 
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 
 /// Declares `name` (unsigned char[] or *): the CTA's dynamic shared memory,

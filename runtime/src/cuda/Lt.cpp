@@ -19,11 +19,14 @@
 namespace {
 
 std::atomic<bool> forcedFallback{false};
+/// The bf16 matmuls queued (bf16LtGemms).
+std::atomic<int64_t> queued{0};
 
 } // namespace
 
 void anvil::rt::cuda::setGemmFallback(bool on) { forcedFallback = on; }
 bool anvil::rt::cuda::gemmFallback() { return forcedFallback; }
+int64_t anvil::rt::cuda::bf16LtGemms() { return queued; }
 
 namespace anvil::rt::cuda::lt {
 
@@ -232,8 +235,10 @@ bool bf16Gemm(const char *caller, const Bf16Gemm &g, bool mayFallBack,
     cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
         h.handle, desc.op, desc.a, desc.b, desc.d, desc.d, desc.preference, 1,
         &heuristic, &found);
-    // No heuristic for the configuration is no algorithm too.
-    if (status == CUBLAS_STATUS_NOT_SUPPORTED)
+    // No heuristic for the configuration is no algorithm too, and so is
+    // any failure of a GEMM with a fallback (a layout cuBLAS takes).
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED ||
+        (mayFallBack && status != CUBLAS_STATUS_SUCCESS))
       found = 0;
     else
       check(status, "cublasLtMatmulAlgoGetHeuristic");
@@ -262,13 +267,16 @@ bool bf16Gemm(const char *caller, const Bf16Gemm &g, bool mayFallBack,
                        kWorkspaceBytes,
                        static_cast<cudaStream_t>(stepStream())),
         "cublasLtMatmul");
+  if (!failed)
+    ++queued;
   if (failed || launchMode() != LaunchMode::Sync)
     return true; // queued on the step stream; the step's end waits for it
   if (Status st = synchronizeStepStream(what().c_str()); !st.isOk())
     failInStep(st.message());
   if (profiling())
     profileAdd(
-        std::string("cuBLASLt ") + epilogueName(g.epilogue) + " " +
+        std::string("cuBLASLt ") + epilogueName(g.epilogue) +
+            (g.dType == CUDA_R_32F ? " f32 D " : " bf16 D ") +
             (g.batch != 1 ? std::to_string(g.batch) + "x" : "") +
             std::to_string(g.cols) + "x" + std::to_string(g.rows) + "x" +
             std::to_string(g.depth),

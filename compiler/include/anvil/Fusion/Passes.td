@@ -335,10 +335,12 @@ def AnvilHorizontalFusePass
 
     First of all, with `copy-state-reads` (the default): a generic whose
     result the function returns as tied state (`anvil.tied_to` an
-    argument), and whose body reads that argument, or a static slice of
-    it, with `tensor.extract` (the delayed FP8 recipe's history roll, whose
-    point i reads the old history's point i - 1), reads it from a copy that
-    a new identity generic makes right before it. Written in place, such an
+    argument), and whose body reads that argument, or a slice of it of a
+    static shape, with `tensor.extract` (the delayed FP8 recipe's history
+    roll, whose point i reads the old history's point i - 1), reads it from
+    a copy that a new identity generic makes right before it, unless
+    something reads the state after the update (then bufferization does
+    not write the update in place, and a copy would be one more). Written in place, such an
     update needs the old values copied first; bufferization would copy
     each slice where it is taken (next to its FP8 tensor in the forward
     pass: one launch each), where the explicit copy is a small candidate

@@ -178,6 +178,10 @@ int64_t cudnnAttentionCalls();
 void setGemmFallback(bool on);
 bool gemmFallback();
 
+/// For tests: the bf16 cuBLASLt matmuls queued in this process (the bf16
+/// GEMMs' and the epilogue GEMMs').
+int64_t bf16LtGemms();
+
 } // namespace anvil::rt::cuda
 
 extern "C" {

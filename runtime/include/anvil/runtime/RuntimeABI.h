@@ -312,9 +312,11 @@ int64_t anvil_rt_device_memory_used(void);
 /// device cannot.
 void anvil_rt_device_stage(const void *ptr, uint64_t bytes);
 /// The device's time for the last step, in seconds: between events on the
-/// step stream at its anvil_rt_begin_step(n) and anvil_rt_begin_step(-1)
-/// (without the host's time before its first launch and after its last
-/// completion); -1 on the CPU (weak) or where the driver cannot say.
+/// step stream recorded just before anvil_rt_run_step queues the step's
+/// work (launches its graph, or calls it) and at anvil_rt_begin_step(-1)
+/// (a replayed graph's time on the device; run kernel by kernel, the
+/// host's gaps between launches count too); -1 on the CPU (weak), for a
+/// step not run by anvil_rt_run_step, or where the driver cannot say.
 double anvil_rt_device_step_seconds(void);
 /// The trainer calls this before each step (the step number), after it
 /// (-1): a device reports errors with the step they happened in, and one
