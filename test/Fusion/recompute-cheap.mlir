@@ -1171,3 +1171,209 @@ func.func @three_roots(%w: tensor<1024xf32>, %u: tensor<1024xf32>) -> tensor<102
   } -> tensor<1024xf32>
   return %new : tensor<1024xf32>
 }
+
+// -----
+
+#x = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#c = affine_map<(d0, d1, d2, d3) -> (0, d1, 0, 0)>
+// A batch norm's mean (its channels' sums over batch and pixels, divided
+// by their count), which the normalization reads through a broadcast: the
+// division goes into the normalization, each point dividing again, and
+// the mean's kernel goes. A layer norm's (a row's, the reduction loop
+// innermost) stays for its row group.
+// CHECK-LABEL: func.func @batch_norm_statistics
+// CHECK: %[[S:.+]] = linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "reduction", "reduction"]}
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg0, %[[S]] :
+// CHECK: arith.divf
+// CHECK: arith.subf
+// CHECK-NOT: linalg.generic
+// OFF-LABEL: func.func @batch_norm_statistics
+// OFF-COUNT-3: linalg.generic
+func.func @batch_norm_statistics(%x: tensor<2x4x3x3xf32>, %z: tensor<1x4x1x1xf32>) -> tensor<2x4x3x3xf32> {
+  %sum = linalg.generic {indexing_maps = [#x, #c], iterator_types = ["reduction", "parallel", "reduction", "reduction"]} ins(%x : tensor<2x4x3x3xf32>) outs(%z : tensor<1x4x1x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x1x1xf32>
+  %e = tensor.empty() : tensor<1x4x1x1xf32>
+  %mean = linalg.generic {indexing_maps = [#x, #x], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sum : tensor<1x4x1x1xf32>) outs(%e : tensor<1x4x1x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.constant 18.0 : f32
+    %r = arith.divf %a, %n : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x1x1xf32>
+  %e2 = tensor.empty() : tensor<2x4x3x3xf32>
+  %y = linalg.generic {indexing_maps = [#x, #c, #x], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x, %mean : tensor<2x4x3x3xf32>, tensor<1x4x1x1xf32>) outs(%e2 : tensor<2x4x3x3xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %r = arith.subf %a, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x3x3xf32>
+  return %y : tensor<2x4x3x3xf32>
+}
+
+// -----
+
+#x = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#r = affine_map<(d0, d1, d2) -> (d0, d1, 0)>
+// CHECK-LABEL: func.func @row_statistics
+// CHECK-COUNT-3: linalg.generic
+func.func @row_statistics(%x: tensor<2x4x8xf32>, %z: tensor<2x4x1xf32>) -> tensor<2x4x8xf32> {
+  %sum = linalg.generic {indexing_maps = [#x, #r], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x : tensor<2x4x8xf32>) outs(%z : tensor<2x4x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %o, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<2x4x1xf32>
+  %e = tensor.empty() : tensor<2x4x1xf32>
+  %mean = linalg.generic {indexing_maps = [#x, #x], iterator_types = ["parallel", "parallel", "parallel"]} ins(%sum : tensor<2x4x1xf32>) outs(%e : tensor<2x4x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.constant 8.0 : f32
+    %s = arith.divf %a, %n : f32
+    linalg.yield %s : f32
+  } -> tensor<2x4x1xf32>
+  %e2 = tensor.empty() : tensor<2x4x8xf32>
+  %y = linalg.generic {indexing_maps = [#x, #r, #x], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x, %mean : tensor<2x4x8xf32>, tensor<2x4x1xf32>) outs(%e2 : tensor<2x4x8xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %s = arith.subf %a, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}
+
+// -----
+
+#t = affine_map<(d0, d1) -> (d0, d1)>
+#c = affine_map<(d0, d1) -> (d1)>
+#v = affine_map<(d0) -> (d0)>
+// A moment of a column sum (a bias gradient), read by its parameter's
+// update through the identity (not a broadcast) and returned: not
+// recomputed in the update; the two merge instead, one kernel writing both.
+// CHECK-LABEL: func.func @moment
+// CHECK: %[[S:.+]] = linalg.generic {{.*}}iterator_types = ["reduction", "parallel"]}
+// CHECK: %{{.+}}:2 = linalg.generic {{.*}} ins(%[[S]], %arg2, %arg3 :
+// CHECK-NOT: linalg.generic
+func.func @moment(%g: tensor<4x8xf32>, %z: tensor<8xf32>, %m: tensor<8xf32>, %p: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %s = linalg.generic {indexing_maps = [#t, #c], iterator_types = ["reduction", "parallel"]} ins(%g : tensor<4x8xf32>) outs(%z : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  %e = tensor.empty() : tensor<8xf32>
+  %m2 = linalg.generic {indexing_maps = [#v, #v, #v], iterator_types = ["parallel"]} ins(%s, %m : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %k = arith.constant 0.9 : f32
+    %x = arith.mulf %b, %k : f32
+    %r = arith.addf %x, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  %p2 = linalg.generic {indexing_maps = [#v, #v, #v], iterator_types = ["parallel"]} ins(%p, %m2 : tensor<8xf32>, tensor<8xf32>) outs(%p : tensor<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.subf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  return %p2, %m2 : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+#x = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#c = affine_map<(d0, d1, d2, d3) -> (0, d1, 0, 0)>
+// A bottleneck's join: two batch-normalized branches added, read by the
+// ReLU and by the backward pass's mask. Its own work is cheap, so it is
+// copied into both readers first; then each copy takes the branches'
+// statistics (a mean and an rstd a channel), and the join is never
+// written. Had the statistics gone into the join first, its work (three
+// divisions and a root a branch) would have kept it written.
+// CHECK-LABEL: func.func @join
+// CHECK-COUNT-4: linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "reduction", "reduction"]}
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+// CHECK: math.rsqrt
+// CHECK: arith.maximumf
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+// CHECK: math.rsqrt
+// CHECK: arith.cmpf
+// CHECK-NOT: linalg.generic
+func.func @join(%x: tensor<2x4x3x3xf32>, %y: tensor<2x4x3x3xf32>, %z: tensor<1x4x1x1xf32>, %g: tensor<2x4x3x3xf32>) -> (tensor<2x4x3x3xf32>, tensor<2x4x3x3xf32>) {
+  %sx = linalg.generic {indexing_maps = [#x, #c], iterator_types = ["reduction", "parallel", "reduction", "reduction"]} ins(%x : tensor<2x4x3x3xf32>) outs(%z : tensor<1x4x1x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x1x1xf32>
+  %qx = linalg.generic {indexing_maps = [#x, #c], iterator_types = ["reduction", "parallel", "reduction", "reduction"]} ins(%x : tensor<2x4x3x3xf32>) outs(%z : tensor<1x4x1x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %a : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x1x1xf32>
+  %sy = linalg.generic {indexing_maps = [#x, #c], iterator_types = ["reduction", "parallel", "reduction", "reduction"]} ins(%y : tensor<2x4x3x3xf32>) outs(%z : tensor<1x4x1x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x1x1xf32>
+  %qy = linalg.generic {indexing_maps = [#x, #c], iterator_types = ["reduction", "parallel", "reduction", "reduction"]} ins(%y : tensor<2x4x3x3xf32>) outs(%z : tensor<1x4x1x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %a : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x1x1xf32>
+  %e = tensor.empty() : tensor<1x4x1x1xf32>
+  %mx = linalg.generic {indexing_maps = [#x, #x], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sx : tensor<1x4x1x1xf32>) outs(%e : tensor<1x4x1x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.constant 18.0 : f32
+    %r = arith.divf %a, %n : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x1x1xf32>
+  %rx = linalg.generic {indexing_maps = [#x, #x, #x], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sx, %qx : tensor<1x4x1x1xf32>, tensor<1x4x1x1xf32>) outs(%e : tensor<1x4x1x1xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %n = arith.constant 18.0 : f32
+    %eps = arith.constant 1.0e-5 : f32
+    %m = arith.divf %a, %n : f32
+    %s = arith.divf %b, %n : f32
+    %m2 = arith.mulf %m, %m : f32
+    %v = arith.subf %s, %m2 : f32
+    %ve = arith.addf %v, %eps : f32
+    %r = math.rsqrt %ve : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x1x1xf32>
+  %my = linalg.generic {indexing_maps = [#x, #x], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sy : tensor<1x4x1x1xf32>) outs(%e : tensor<1x4x1x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.constant 18.0 : f32
+    %r = arith.divf %a, %n : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x1x1xf32>
+  %ry = linalg.generic {indexing_maps = [#x, #x, #x], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sy, %qy : tensor<1x4x1x1xf32>, tensor<1x4x1x1xf32>) outs(%e : tensor<1x4x1x1xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %n = arith.constant 18.0 : f32
+    %eps = arith.constant 1.0e-5 : f32
+    %m = arith.divf %a, %n : f32
+    %s = arith.divf %b, %n : f32
+    %m2 = arith.mulf %m, %m : f32
+    %v = arith.subf %s, %m2 : f32
+    %ve = arith.addf %v, %eps : f32
+    %r = math.rsqrt %ve : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x1x1xf32>
+  %e2 = tensor.empty() : tensor<2x4x3x3xf32>
+  %j = linalg.generic {indexing_maps = [#x, #c, #c, #x, #c, #c, #x], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x, %mx, %rx, %y, %my, %ry : tensor<2x4x3x3xf32>, tensor<1x4x1x1xf32>, tensor<1x4x1x1xf32>, tensor<2x4x3x3xf32>, tensor<1x4x1x1xf32>, tensor<1x4x1x1xf32>) outs(%e2 : tensor<2x4x3x3xf32>) {
+  ^bb0(%a: f32, %am: f32, %ar: f32, %b: f32, %bm: f32, %br: f32, %o: f32):
+    %da = arith.subf %a, %am : f32
+    %na = arith.mulf %da, %ar : f32
+    %db = arith.subf %b, %bm : f32
+    %nb = arith.mulf %db, %br : f32
+    %r = arith.addf %na, %nb : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x3x3xf32>
+  %relu = linalg.generic {indexing_maps = [#x, #x], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%j : tensor<2x4x3x3xf32>) outs(%e2 : tensor<2x4x3x3xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %zero = arith.constant 0.0 : f32
+    %r = arith.maximumf %a, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x3x3xf32>
+  %mask = linalg.generic {indexing_maps = [#x, #x, #x], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%j, %g : tensor<2x4x3x3xf32>, tensor<2x4x3x3xf32>) outs(%e2 : tensor<2x4x3x3xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %zero = arith.constant 0.0 : f32
+    %pos = arith.cmpf ogt, %a, %zero : f32
+    %r = arith.select %pos, %b, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x3x3xf32>
+  return %relu, %mask : tensor<2x4x3x3xf32>, tensor<2x4x3x3xf32>
+}

@@ -1148,6 +1148,60 @@ bool readsScalarOfReduction(OpOperand *fused) {
   return work && *work <= kScalarWork;
 }
 
+/// The most points of a statistic readsStatistic recomputes: a channel's
+/// or a group's, not a row's (a layer norm's 8192 rows keep their row
+/// groups, whose warps compute each row's statistic once).
+constexpr int64_t kStatisticPoints = 4096;
+
+/// Whether `fused` reads a cheap statistic of reductions over some loops:
+/// a generic whose loops are all parallel, over at most kStatisticPoints
+/// points, its init unread, whose inputs are each the result of a generic
+/// with a parallel loop inside a reduction loop, or a block argument, read
+/// through the identity, whose body's work (bodyWork) is at most
+/// kScalarWork, read through a broadcast (each element at many points) by a
+/// generic whose loops are all parallel: a batch norm's mean (sum / N) and rstd
+/// (rsqrt(var / N + eps)), which its normalization and its running
+/// statistics read. Such a statistic takes a one-block kernel of its own
+/// between its reduction and its readers; fused, each reader computes it
+/// again at every point (a division and a root a point of a kernel that
+/// moves at least 8 bytes a point), and the kernel goes.
+bool readsStatistic(OpOperand *fused) {
+  auto producer = fused->get().getDefiningOp<linalg::GenericOp>();
+  auto reader = dyn_cast<linalg::GenericOp>(fused->getOwner());
+  if (!producer || producer.getNumLoops() == 0 ||
+      producer.getNumParallelLoops() != producer.getNumLoops() ||
+      !producer.hasPureTensorSemantics() || producer.getNumResults() != 1 ||
+      producer.getNumDpsInputs() == 0 ||
+      !producer.getBlock()->getArguments().back().use_empty() || !reader ||
+      reader.getNumParallelLoops() != reader.getNumLoops() ||
+      reader.getMatchingIndexingMap(fused).isPermutation())
+    return false;
+  auto type = dyn_cast<RankedTensorType>(producer->getResult(0).getType());
+  if (!type || !type.hasStaticShape() ||
+      type.getNumElements() > kStatisticPoints)
+    return false;
+  for (OpOperand *input : producer.getDpsInputOperands()) {
+    if (!producer.getMatchingIndexingMap(input).isIdentity())
+      return false;
+    if (isa<BlockArgument>(input->get()))
+      continue;
+    // A reduction with a parallel loop inside a reduction loop (a batch
+    // norm's sum over batch and pixels around the channel); not a row's
+    // (its reduction loops innermost: a layer norm's, an instance norm's,
+    // which row groups take whole).
+    auto reduction = input->get().getDefiningOp<linalg::GenericOp>();
+    if (!reduction || reduction.getNumReductionLoops() == 0)
+      return false;
+    SmallVector<utils::IteratorType> kinds = reduction.getIteratorTypesArray();
+    auto firstReduction = llvm::find(kinds, utils::IteratorType::reduction);
+    if (std::find(firstReduction, kinds.end(), utils::IteratorType::parallel) ==
+        kinds.end())
+      return false;
+  }
+  std::optional<int64_t> work = bodyWork(producer);
+  return work && *work <= kScalarWork;
+}
+
 struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
   using AnvilFusePassBase::AnvilFusePassBase;
 
@@ -1169,14 +1223,11 @@ struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
       signalPassFailure();
   }
 
-  /// Everything but collapseReturnedReshapes.
-  LogicalResult fuse() {
+  /// The fusion patterns under `control`, with the canonicalizations
+  /// they rely on.
+  FrozenRewritePatternSet fusionPatterns(linalg::ControlFusionFn control) {
     MLIRContext *context = &getContext();
     RewritePatternSet patterns(context);
-    linalg::ControlFusionFn control = [this](OpOperand *fused) {
-      return shouldFuse(fused) ||
-             (recomputeCheap && readsScalarOfReduction(fused));
-    };
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, control);
     tensor::populateBubbleUpExpandShapePatterns(patterns);
@@ -1189,7 +1240,15 @@ struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
     linalg::populateConstantFoldLinalgOperations(patterns, control);
     linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
     patterns.add<IotaAsIndex>(context);
-    FrozenRewritePatternSet frozen(std::move(patterns));
+    return FrozenRewritePatternSet(std::move(patterns));
+  }
+
+  /// Everything but collapseReturnedReshapes.
+  LogicalResult fuse() {
+    FrozenRewritePatternSet frozen = fusionPatterns([this](OpOperand *fused) {
+      return shouldFuse(fused) ||
+             (recomputeCheap && readsScalarOfReduction(fused));
+    });
     GreedyRewriteConfig config;
     config.setUseTopDownTraversal(true);
     if (failed(applyPatternsGreedily(getOperation(), frozen, config)))
@@ -1207,6 +1266,20 @@ struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
     }
     if (recomputeCheap)
       mergeUnfusedCopies(getOperation());
+    // Then the per-channel statistics into the generics that read them
+    // through a broadcast: after the copies, so that a producer copied into
+    // its readers (a bottleneck's join, read by its ReLU and the backward's
+    // mask) was judged on its own work, and each copy takes the statistics
+    // where it went.
+    if (recomputeCheap &&
+        failed(applyPatternsGreedily(getOperation(),
+                                     fusionPatterns([](OpOperand *fused) {
+                                       return shouldFuse(fused) ||
+                                              readsScalarOfReduction(fused) ||
+                                              readsStatistic(fused);
+                                     }),
+                                     config)))
+      return failure();
     // Cheap readers of producers that stay written, merged into them.
     for (int round = 0; mergeCheapReadersOption && round < 8; ++round)
       if (!mergeCheapReaders(getOperation()))
