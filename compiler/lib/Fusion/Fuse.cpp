@@ -4,9 +4,16 @@
 //    description: one use, and a permutation map unless the producer only
 //    moves data).
 // 2. Run upstream's elementwise fusion, reshape propagation by expansion
-//    and linalg constant folding under that rule, with the canonicalizations
-//    they rely on, to a fixed point.
-// 3. With merge-amax, make each cast and amax of the same tensor one
+//    and linalg constant folding under that rule (with recompute-cheap,
+//    also scalars of reductions: readsScalarOfReduction), with the
+//    canonicalizations they rely on, to a fixed point.
+// 3. With recompute-cheap, copy cheap producers of several readers into
+//    each (duplicateCheapProducers, a few rounds of step 2); with
+//    merge-cheap-readers, merge cheap readers into producers that stay
+//    written; with recompute-cheap, then fuse per-channel statistics into
+//    their broadcast readers (readsStatistic). Merge returned state into
+//    its one reader (mergeReturnedProducers).
+// 4. With merge-amax, make each cast and amax of the same tensor one
 //    generic (mergeCastsAndAmaxes) and run step 2 again, which fuses the
 //    tensor's producer into it.
 //
@@ -1148,47 +1155,37 @@ bool readsScalarOfReduction(OpOperand *fused) {
   return work && *work <= kScalarWork;
 }
 
-/// The most points of a statistic readsStatistic recomputes: a channel's
-/// or a group's, not a row's (a layer norm's 8192 rows keep their row
-/// groups, whose warps compute each row's statistic once).
+/// The most points of a statistic readsStatistic recomputes: a batch
+/// norm's channels (2048 at most in ResNet-50), not a row's (a layer norm's
+/// 8192 rows keep their row groups, whose warps compute each row's
+/// statistic once).
 constexpr int64_t kStatisticPoints = 4096;
 
-/// Whether `fused` reads a cheap statistic of reductions over some loops:
-/// a generic whose loops are all parallel, over at most kStatisticPoints
-/// points, its init unread, whose inputs are each the result of a generic
-/// with a parallel loop inside a reduction loop, or a block argument, read
-/// through the identity, whose body's work (bodyWork) is at most
-/// kScalarWork, read through a broadcast (each element at many points) by a
-/// generic whose loops are all parallel: a batch norm's mean (sum / N) and rstd
-/// (rsqrt(var / N + eps)), which its normalization and its running
-/// statistics read. Such a statistic takes a one-block kernel of its own
-/// between its reduction and its readers; fused, each reader computes it
-/// again at every point (a division and a root a point of a kernel that
-/// moves at least 8 bytes a point), and the kernel goes.
-bool readsStatistic(OpOperand *fused) {
-  auto producer = fused->get().getDefiningOp<linalg::GenericOp>();
-  auto reader = dyn_cast<linalg::GenericOp>(fused->getOwner());
-  if (!producer || producer.getNumLoops() == 0 ||
-      producer.getNumParallelLoops() != producer.getNumLoops() ||
-      !producer.hasPureTensorSemantics() || producer.getNumResults() != 1 ||
-      producer.getNumDpsInputs() == 0 ||
-      !producer.getBlock()->getArguments().back().use_empty() || !reader ||
-      reader.getNumParallelLoops() != reader.getNumLoops() ||
-      reader.getMatchingIndexingMap(fused).isPermutation())
+/// Whether `op` is a cheap per-channel statistic: its loops all parallel
+/// over at most kStatisticPoints points, one result, its init unread, its
+/// work (bodyWork) at most kScalarWork, its inputs read through the
+/// identity, each a block argument or the result of a reduction with a
+/// parallel loop inside a reduction loop, at least one such reduction (a
+/// batch norm's sums over batch and pixels around the channel; not a row's,
+/// whose reduction loops are innermost: a layer norm's, a group norm's,
+/// which row groups take whole): a batch norm's mean (sum / N) and rstd
+/// (rsqrt(var / N + eps)).
+bool isStatistic(linalg::GenericOp op) {
+  if (op.getNumLoops() == 0 || op.getNumParallelLoops() != op.getNumLoops() ||
+      !op.hasPureTensorSemantics() || op.getNumResults() != 1 ||
+      op.getNumDpsInputs() == 0 ||
+      op.payloadUsesValueFromOperand(op.getDpsInitOperand(0)))
     return false;
-  auto type = dyn_cast<RankedTensorType>(producer->getResult(0).getType());
+  auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
   if (!type || !type.hasStaticShape() ||
       type.getNumElements() > kStatisticPoints)
     return false;
-  for (OpOperand *input : producer.getDpsInputOperands()) {
-    if (!producer.getMatchingIndexingMap(input).isIdentity())
+  bool ofReduction = false;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    if (!op.getMatchingIndexingMap(input).isIdentity())
       return false;
     if (isa<BlockArgument>(input->get()))
       continue;
-    // A reduction with a parallel loop inside a reduction loop (a batch
-    // norm's sum over batch and pixels around the channel); not a row's
-    // (its reduction loops innermost: a layer norm's, an instance norm's,
-    // which row groups take whole).
     auto reduction = input->get().getDefiningOp<linalg::GenericOp>();
     if (!reduction || reduction.getNumReductionLoops() == 0)
       return false;
@@ -1197,9 +1194,55 @@ bool readsStatistic(OpOperand *fused) {
     if (std::find(firstReduction, kinds.end(), utils::IteratorType::parallel) ==
         kinds.end())
       return false;
+    ofReduction = true;
   }
-  std::optional<int64_t> work = bodyWork(producer);
-  return work && *work <= kScalarWork;
+  std::optional<int64_t> work = bodyWork(op);
+  return ofReduction && work && *work <= kScalarWork;
+}
+
+/// The bits a point of `op` moves: each operand it reads or writes once a
+/// point (readsEachPointOnce), by its element's width (at least 8); what it
+/// reads at several points (a broadcast) counts 0.
+int64_t bitsPerPoint(linalg::GenericOp op) {
+  int64_t bits = 0;
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (!readsEachPointOnce(op, &operand))
+      continue;
+    Type t = getElementTypeOrSelf(operand.get().getType());
+    bits += t.isIntOrFloat() ? std::max<unsigned>(t.getIntOrFloatBitWidth(), 8)
+                             : 64;
+  }
+  return bits;
+}
+
+/// Whether `fused` reads a statistic (isStatistic) that every one of its
+/// users reads through a broadcast (a generic whose loops are all
+/// parallel, reading an element at several points: not
+/// readsEachPointOnce), so that, fused into all of them, its one-block
+/// kernel goes (a statistic that a reduction or a return also reads keeps
+/// its kernel, and is not computed again besides); and whose reader's work
+/// with it stays within the bits the reader moves a point, or kScalarWork
+/// (an H200 issues about 7 f32 instructions in the time it moves a byte: a
+/// bit each; duplicateCheapProducers' rule). A batch norm's normalization,
+/// reading the mean and rstd of each channel: each of its points computes
+/// them again (divisions and a root), where a one-block kernel computed
+/// them between the reduction and the readers.
+bool readsStatistic(OpOperand *fused) {
+  auto producer = fused->get().getDefiningOp<linalg::GenericOp>();
+  auto reader = dyn_cast<linalg::GenericOp>(fused->getOwner());
+  if (!producer || !reader || !isStatistic(producer))
+    return false;
+  auto broadcastRead = [](OpOperand &use) {
+    auto user = dyn_cast<linalg::GenericOp>(use.getOwner());
+    return user && user.getNumParallelLoops() == user.getNumLoops() &&
+           llvm::is_contained(user.getDpsInputOperands(), &use) &&
+           !readsEachPointOnce(user, &use);
+  };
+  if (!llvm::all_of(producer->getResult(0).getUses(), broadcastRead))
+    return false;
+  std::optional<int64_t> mine = bodyWork(producer), theirs = bodyWork(reader);
+  return mine && theirs &&
+         *mine + *theirs <= std::max(kScalarWork, bitsPerPoint(reader));
 }
 
 struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
@@ -1266,11 +1309,16 @@ struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
     }
     if (recomputeCheap)
       mergeUnfusedCopies(getOperation());
+    // Cheap readers of producers that stay written, merged into them.
+    for (int round = 0; mergeCheapReadersOption && round < 8; ++round)
+      if (!mergeCheapReaders(getOperation()))
+        break;
     // Then the per-channel statistics into the generics that read them
     // through a broadcast: after the copies, so that a producer copied into
     // its readers (a bottleneck's join, read by its ReLU and the backward's
     // mask) was judged on its own work, and each copy takes the statistics
-    // where it went.
+    // where it went; and after the cheap readers' merges, which a reader
+    // grown by the statistics would no longer pass.
     if (recomputeCheap &&
         failed(applyPatternsGreedily(getOperation(),
                                      fusionPatterns([](OpOperand *fused) {
@@ -1280,10 +1328,6 @@ struct AnvilFusePass : mlir::anvil::impl::AnvilFusePassBase<AnvilFusePass> {
                                      }),
                                      config)))
       return failure();
-    // Cheap readers of producers that stay written, merged into them.
-    for (int round = 0; mergeCheapReadersOption && round < 8; ++round)
-      if (!mergeCheapReaders(getOperation()))
-        break;
     // Updated state and the update that reads it, one generic (a few
     // rounds: each merge can make the merged generic another's consumer),
     // then canonicalized (an input both read, such as the gradient, once).
