@@ -363,8 +363,9 @@ struct AnvilHorizontalFusePass
 
   /// Each tensor that a generic returned as tied state (its result marked
   /// `anvil.tied_to` an argument) reads inside its body (tensor.extract at
-  /// indices of its own making) from that argument, or from a static slice
-  /// of it, is read from a copy made by a generic right before it: the
+  /// indices of its own making) from that argument, or from a slice of it
+  /// of a static shape, is read from a copy made by a generic right before
+  /// it: the
   /// delayed FP8 recipe's history roll, whose point i reads the old
   /// history's point i - 1. Written in place, such an update needs the old
   /// values copied first; bufferization would copy each slice where it is
