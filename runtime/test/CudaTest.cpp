@@ -298,18 +298,22 @@ TEST(CudaDevice, Bf16RoundedGemmMatchesTheHost) {
   }
 }
 
+/// In step `step`, the scale kernel on one float with `threads` threads a
+/// block (a death test's statement: the module and buffer are the child's).
+void scaleInStep(int64_t step, int64_t threads) {
+  void *module = mgpuModuleLoad(const_cast<char *>(kScalePtx), 0);
+  void *scale = mgpuModuleGetFunction(module, "scale");
+  auto *x = static_cast<float *>(anvil_rt_cuda_alloc(4));
+  cuda::setCurrentStep(step);
+  launchScale(scale, x, 2.0f, 1, 1, threads);
+}
+
 TEST(CudaDeviceDeathTest, ALaunchErrorNamesTheKernelAndTheStep) {
   SKIP_WITHOUT_GPU();
   // A child process of its own: CUDA does not survive fork.
   ::testing::GTEST_FLAG(death_test_style) = "threadsafe";
   EXPECT_DEATH(
-      {
-        void *module = mgpuModuleLoad(const_cast<char *>(kScalePtx), 0);
-        void *scale = mgpuModuleGetFunction(module, "scale");
-        auto *x = static_cast<float *>(anvil_rt_cuda_alloc(4));
-        cuda::setCurrentStep(7);
-        launchScale(scale, x, 2.0f, 1, 1, 4096); // > 1024 threads per block
-      },
+      scaleInStep(7, 4096), // > 1024 threads per block
       "cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE.*for kernel 'scale' "
       "\\(grid 1x1x1, block 4096x1x1\\), at step 7");
 }
@@ -321,11 +325,7 @@ TEST(CudaDeviceDeathTest, ALibraryFailureNamesTheStepAndTheKernelBefore) {
   // device is touched) says at which step, after which kernel of the step.
   EXPECT_DEATH(
       {
-        void *module = mgpuModuleLoad(const_cast<char *>(kScalePtx), 0);
-        void *scale = mgpuModuleGetFunction(module, "scale");
-        auto *x = static_cast<float *>(anvil_rt_cuda_alloc(4));
-        cuda::setCurrentStep(3);
-        launchScale(scale, x, 2.0f, 1, 1, 32);
+        scaleInStep(3, 32);
         anvil_rt_cuda_attention_f32(nullptr, nullptr, nullptr, nullptr, nullptr,
                                     nullptr, 1, 2, 2, 8, 8, 256, 256, 1.0f, 0,
                                     1, nullptr);

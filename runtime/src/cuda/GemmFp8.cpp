@@ -216,13 +216,8 @@ void ltGemm(const char *caller, int64_t m, int64_t n, int64_t k, const void *a,
         check(anvil::rt::cuda::lt::setStridedBatch(layout, batch, stride),
               "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT, "
               "STRIDED_BATCH_OFFSET)");
-  check(cublasLtMatmulPreferenceCreate(&desc.preference),
-        "cublasLtMatmulPreferenceCreate");
-  size_t workspace = kWorkspaceBytes;
-  check(cublasLtMatmulPreferenceSetAttribute(
-            desc.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-            &workspace, sizeof workspace),
-        "cublasLtMatmulPreferenceSetAttribute");
+  check(anvil::rt::cuda::lt::createPreference(&desc.preference),
+        "cublasLtMatmulPreferenceCreate(MAX_WORKSPACE_BYTES)");
   using anvil::rt::cuda::lt::alignment;
   // The heuristic's choice, once per shape, layout and alignment: a step
   // runs the same GEMMs every time.

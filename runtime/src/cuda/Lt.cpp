@@ -76,6 +76,16 @@ cublasStatus_t setStridedBatch(cublasLtMatrixLayout_t layout, int64_t batch,
       sizeof stride);
 }
 
+cublasStatus_t createPreference(cublasLtMatmulPreference_t *preference) {
+  if (cublasStatus_t s = cublasLtMatmulPreferenceCreate(preference);
+      s != CUBLAS_STATUS_SUCCESS)
+    return s;
+  size_t workspace = kWorkspaceBytes;
+  return cublasLtMatmulPreferenceSetAttribute(
+      *preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+      sizeof workspace);
+}
+
 Descriptors::~Descriptors() {
   if (preference)
     cublasLtMatmulPreferenceDestroy(preference);
@@ -174,13 +184,8 @@ bool bf16Gemm(const char *caller, const Bf16Gemm &g, bool mayFallBack,
       check(setStridedBatch(layout, g.batch, stride),
             "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT, "
             "STRIDED_BATCH_OFFSET)");
-  check(cublasLtMatmulPreferenceCreate(&desc.preference),
-        "cublasLtMatmulPreferenceCreate");
-  size_t workspace = kWorkspaceBytes;
-  check(cublasLtMatmulPreferenceSetAttribute(
-            desc.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-            &workspace, sizeof workspace),
-        "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
+  check(createPreference(&desc.preference),
+        "cublasLtMatmulPreferenceCreate(MAX_WORKSPACE_BYTES)");
   for (auto [attribute, pointer] :
        {std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, g.a},
         std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, g.b},

@@ -43,6 +43,10 @@ uint32_t alignment(const void *p);
 cublasStatus_t setStridedBatch(cublasLtMatrixLayout_t layout, int64_t batch,
                                int64_t stride);
 
+/// Creates `*preference` with kWorkspaceBytes as the most workspace the
+/// matmul may take (the handle's workspace): the first failure's status.
+cublasStatus_t createPreference(cublasLtMatmulPreference_t *preference);
+
 /// A matmul's descriptors, destroyed at the end of the scope.
 struct Descriptors {
   cublasLtMatmulDesc_t op = nullptr;
